@@ -1,0 +1,99 @@
+// The whole configuration contract, read once from the environment and validated with zod.
+// A bad value stops the start with a message naming the variable (see ConfigError).
+import os from 'node:os';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().min(min).max(max));
+
+const url = z.string().url('must be a URL');
+const optionalText = z.string().optional().transform((v) => (v && v.trim() ? v.trim() : undefined));
+
+const schema = z.object({
+  NODE_ENV: z.string().default('development'),
+  PORT: int(0, 65535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: optionalText,
+  DATA_DIR: z.string().min(1).default('./data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ADMIN_TOKEN: optionalText,
+  ACTOR_THREADS: int(0, 256).optional(),
+  SIMULATE: z.enum(['auto', 'off', 'all']).default('auto'),
+  /** Runs allowed at once on this process; past it new runs get 503 (load shedding). */
+  MAX_ACTIVE_RUNS: int(1).default(20000),
+
+  PROVIDER_A_API_KEY: optionalText,
+  PROVIDER_A_BASE_URL: url.optional(),
+  PROVIDER_B_API_KEY: optionalText,
+  PROVIDER_B_BASE_URL: url.optional(),
+  PROVIDER_C_API_KEY: optionalText,
+  PROVIDER_C_BASE_URL: url.optional(),
+  AGENT_PROVIDER_API_KEY: optionalText,
+  AGENT_PROVIDER_API_BASE_URL: url.default('http://127.0.0.1:8642/v1'),
+  AGENT_PROVIDER_MODEL: optionalText,
+  TITLE_MODEL: z.string().min(1).default('gpt-4.1-nano'),
+  /** Per-attempt timeout handed to the provider SDKs. */
+  PROVIDER_TIMEOUT_MS: int(1000).default(600_000),
+
+  ENGINE_A_API_KEY: optionalText,
+  ENGINE_A_BASE_URL: url.optional(),
+
+  CHAT_WEB_SEARCH_ENGINE: z.enum(['engine_a', 'engine_b']).default('engine_a'),
+  CHAT_ENGINE_B_BASE_URL: url.optional(),
+  CHAT_MAX_TOOL_ROUNDS: int(1, 10_000).default(100),
+  CHAT_CODING_TOOL_ENABLED: bool.default(false),
+  CHAT_SHELL_TOOL_ENABLED: bool.default(false),
+  CHAT_CODING_REMOTE_HOST: optionalText,
+  CHAT_CODING_REMOTE_USER: optionalText,
+  CHAT_CODING_REMOTE_PORT: int(1, 65535).default(22),
+  CHAT_CODING_REMOTE_WORKDIR: z.string().min(1).default('~/chat-workspace'),
+  CHAT_CODING_SSH_KEY_PATH: optionalText,
+  CHAT_CODING_SSH_PRIVATE_KEY_B64: optionalText,
+  /** Command prefix of the remote coding CLI's non-interactive exec mode; the task is appended, shell-quoted. */
+  CHAT_CODING_COMMAND: z
+    .string()
+    .min(1)
+    .default('codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check'),
+  CHAT_CODING_EXEC_TIMEOUT_MS: int(1).default(600_000),
+  CHAT_SHELL_EXEC_TIMEOUT_MS: int(1).default(120_000),
+  FETCH_URL_ALLOW_PRIVATE: bool.default(false),
+});
+
+export type Config = z.infer<typeof schema> & { actorThreads: number };
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads and validates the environment. Throws ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Empty strings mean "unset" for optional variables, as shells and compose files often pass them.
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
+  }
+  const c = parsed.data;
+  if ((c.CHAT_CODING_TOOL_ENABLED || c.CHAT_SHELL_TOOL_ENABLED) && !c.CHAT_CODING_REMOTE_HOST) {
+    throw new ConfigError(
+      'invalid configuration: CHAT_CODING_REMOTE_HOST is required when CHAT_CODING_TOOL_ENABLED or CHAT_SHELL_TOOL_ENABLED is true',
+    );
+  }
+  if (c.CHAT_WEB_SEARCH_ENGINE === 'engine_b' && !c.CHAT_ENGINE_B_BASE_URL && c.SIMULATE === 'off') {
+    throw new ConfigError('invalid configuration: CHAT_ENGINE_B_BASE_URL is required when CHAT_WEB_SEARCH_ENGINE=engine_b');
+  }
+  const actorThreads = c.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1);
+  return { ...c, actorThreads };
+}

@@ -1,0 +1,31 @@
+// The one interface every service-run tool implements (web_search, fetch_url, coding_exec, shell_exec).
+import type { Config } from '../config.ts';
+import type { ToolSpec } from '../providers/types.ts';
+
+export interface ToolContext {
+  config: Config;
+  /** Aborted when the run is cancelled or the tool's own timeout passes. */
+  signal: AbortSignal;
+}
+
+export interface ToolOutcome {
+  /** What goes back to the model as the tool result (already capped). */
+  output: string;
+  /** A short preview for the `tool_call` event's `resultPreview`. */
+  preview?: string;
+}
+
+export interface ServiceTool extends ToolSpec {
+  /** One line for the `tool_call` event's `summary`, e.g. `Searching the web for "x"`. */
+  summarize(args: Record<string, unknown>): string;
+  /** Throws ToolError (or any Error) on failure; the message goes back to the model. */
+  run(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome>;
+}
+
+/** A tool failure whose message is shown to the model and stored on the tool message. */
+export class ToolError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ToolError';
+  }
+}

@@ -1,0 +1,105 @@
+// The spec's resource shapes, named as the spec names them.
+import type { ProviderName } from './providers/types.ts';
+
+export interface ImageAttachment {
+  kind: 'image';
+  id: string;
+  filename: string;
+  mimeType: 'image/png' | 'image/jpeg';
+  sizeBytes: number;
+  dataUrl: string;
+}
+
+export interface TextAttachment {
+  kind: 'text';
+  id: string;
+  filename: string;
+  mimeType: string;
+  sizeBytes: number;
+  text: string;
+  truncated: boolean;
+}
+
+export type Attachment = ImageAttachment | TextAttachment;
+
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface Message {
+  id: string;
+  createdAt: string;
+  role: Role;
+  content: string;
+  name: string | null;
+  metadata: Record<string, unknown> | null;
+}
+
+export interface ChatSummary {
+  id: string;
+  title: string | null;
+  createdAt: string;
+  updatedAt: string;
+  starred: boolean;
+  starredAt: string | null;
+  initiatedProvider: ProviderName | null;
+  initiatedModel: string | null;
+  lastUsedProvider: ProviderName | null;
+  lastUsedModel: string | null;
+  additionalSystemPrompt: string | null;
+  enabledTools: string[];
+}
+
+export interface ChatDetail extends ChatSummary {
+  messages: Message[];
+}
+
+export interface SearchSummary {
+  id: string;
+  title: string | null;
+  query: string | null;
+  createdAt: string;
+  updatedAt: string;
+  starred: boolean;
+  starredAt: string | null;
+}
+
+/** One ranked result. The spec leaves the shape open; this is ours (see README). */
+export interface SearchResultItem {
+  url: string;
+  title: string | null;
+  snippet: string | null;
+  summary: string | null;
+  publishedDate: string | null;
+  author: string | null;
+  score: number | null;
+  favicon: string | null;
+  image: string | null;
+}
+
+/** One citation of a generated answer (see README). */
+export interface AnswerCitation {
+  url: string;
+  title: string | null;
+  author: string | null;
+  publishedDate: string | null;
+  text: string | null;
+}
+
+export interface SearchDetail {
+  id: string;
+  title: string;
+  query: string;
+  createdAt: string;
+  updatedAt: string;
+  starred: boolean;
+  starredAt: string | null;
+  requestId: string;
+  latencyMs: number;
+  error: string | null;
+  answerText: string | null;
+  answerRequestId: string | null;
+  answerCitations: AnswerCitation[];
+  answerError: string | null;
+  results: SearchResultItem[];
+}
+
+export type WorkspaceItem = ({ type: 'chat' } & ChatSummary) | ({ type: 'search' } & SearchSummary);
