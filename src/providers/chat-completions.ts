@@ -1,0 +1,250 @@
+// provider_c and provider_d: OpenAI-compatible Chat Completions through the `openai` SDK. The session
+// owns its message list; a tool round appends the assistant `tool_calls` message and one `tool`
+// message per result, then calls again. provider_d is an agent endpoint that runs its own tools, so it
+// never gets tool definitions and any tool_calls it reports are not ours to run.
+//
+// Servers here are only "compatible", and neither the SDK nor this code can trust chunk shapes, so
+// stream chunks are read defensively (a wrong shape is skipped, never a TypeError).
+import type OpenAI from 'openai';
+import type {
+  ChatCompletion,
+  ChatCompletionAssistantMessageParam,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions/completions';
+import { chatParts, toolMessageText, userAttachments } from './attachments.ts';
+import { toProviderError, truncatedStream } from './errors.ts';
+import {
+  ProviderError,
+  type CompletionRequest,
+  type ProviderAdapter,
+  type ProviderEvent,
+  type ProviderName,
+  type ProviderSession,
+  type ToolCallRequest,
+  type ToolResultInput,
+  type Usage,
+} from './types.ts';
+
+export interface ChatCompletionsOptions {
+  name: ProviderName;
+  client: OpenAI;
+  /** false for provider_d: no `tools` field is ever sent and reported tool calls are ignored. */
+  sendTools: boolean;
+  /**
+   * Agent endpoints send custom frames (an `event:` name, or data without `choices`). They are dropped
+   * unless they carry text as a top-level string `text` or `content`, or a string `delta.content`;
+   * only then is that string emitted as a text delta. Other frames never reach the caller.
+   */
+  textFromCustomFrames?: boolean;
+  /**
+   * AGENT_PROVIDER_MODEL: listed first when the endpoint's list lacks it, and the whole list when the
+   * endpoint cannot list models (agent endpoints often have no /models).
+   */
+  extraModel?: string;
+}
+
+export function createChatCompletionsAdapter(opts: ChatCompletionsOptions): ProviderAdapter {
+  const { name, client, extraModel } = opts;
+  return {
+    name,
+    startSession: (req) => new ChatSession(opts, req),
+    async listModels(signal) {
+      let ids: string[];
+      try {
+        ids = [];
+        for await (const m of client.models.list({ signal })) if (typeof m?.id === 'string') ids.push(m.id);
+      } catch (err) {
+        if (extraModel && !signal?.aborted) return [extraModel];
+        throw toProviderError(name, err, signal);
+      }
+      ids.sort();
+      return extraModel && !ids.includes(extraModel) ? [extraModel, ...ids] : ids;
+    },
+  };
+}
+
+type Loose = Record<string, any>;
+
+function isObject(v: unknown): v is Loose {
+  return typeof v === 'object' && v !== null;
+}
+
+function toUsage(u: unknown): Usage | null {
+  if (!isObject(u)) return null;
+  const inputTokens = typeof u.prompt_tokens === 'number' ? u.prompt_tokens : 0;
+  const outputTokens = typeof u.completion_tokens === 'number' ? u.completion_tokens : 0;
+  const totalTokens = typeof u.total_tokens === 'number' ? u.total_tokens : inputTokens + outputTokens;
+  return { inputTokens, outputTokens, totalTokens };
+}
+
+/** The text a custom (choice-less) frame carries, if any; see ChatCompletionsOptions.textFromCustomFrames. */
+export function customFrameText(frame: Loose): string | undefined {
+  if (typeof frame.text === 'string') return frame.text;
+  if (typeof frame.content === 'string') return frame.content;
+  if (isObject(frame.delta) && typeof frame.delta.content === 'string') return frame.delta.content;
+  return undefined;
+}
+
+export function toChatMessages(req: CompletionRequest): ChatCompletionMessageParam[] {
+  return req.messages.map((m): ChatCompletionMessageParam => {
+    if (m.role === 'system') return { role: 'system', content: m.content };
+    if (m.role === 'assistant') return { role: 'assistant', content: m.content };
+    if (m.role === 'tool') return { role: 'user', content: toolMessageText(m) };
+    const attachments = userAttachments(m);
+    // Plain string content when there is nothing to attach: the widest-accepted form among compatible servers.
+    return { role: 'user', content: attachments.length ? chatParts(m.content, attachments) : m.content };
+  });
+}
+
+interface CallDraft {
+  id: string;
+  name: string;
+  args: string;
+}
+
+class ChatSession implements ProviderSession {
+  private readonly name: ProviderName;
+  private readonly messages: ChatCompletionMessageParam[];
+  private readonly tools: ChatCompletionTool[] | undefined;
+  /** The assistant message of the last round's tool calls, appended once their results come back. */
+  private pending: ChatCompletionAssistantMessageParam | null = null;
+  private rounds = 0;
+
+  constructor(
+    private readonly opts: ChatCompletionsOptions,
+    private readonly req: CompletionRequest,
+  ) {
+    this.name = opts.name;
+    this.messages = toChatMessages(req);
+    this.tools =
+      opts.sendTools && req.tools.length
+        ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
+        : undefined;
+  }
+
+  round(toolResults: ToolResultInput[] | null): AsyncIterable<ProviderEvent> {
+    return this.run(toolResults);
+  }
+
+  private prepare(toolResults: ToolResultInput[] | null): ChatCompletionCreateParamsNonStreaming {
+    if (toolResults) {
+      if (!this.pending) throw new ProviderError(`${this.name}: tool results given without a tool-call round`);
+      this.messages.push(this.pending);
+      for (const r of toolResults) this.messages.push({ role: 'tool', tool_call_id: r.callId, content: r.output });
+    }
+    this.pending = null;
+    this.rounds++;
+    const { req } = this;
+    return {
+      model: req.model,
+      messages: this.messages,
+      ...(this.tools && { tools: this.tools }),
+      ...(req.maxTokens !== undefined && { max_completion_tokens: req.maxTokens }),
+      ...(req.temperature !== undefined && { temperature: req.temperature }),
+    };
+  }
+
+  private async *run(toolResults: ToolResultInput[] | null): AsyncGenerator<ProviderEvent> {
+    try {
+      const body = this.prepare(toolResults);
+      if (this.req.stream) yield* this.streamed(body);
+      else yield* this.whole(body);
+    } catch (err) {
+      throw toProviderError(this.name, err, this.req.signal);
+    }
+  }
+
+  /** Records the assistant turn to replay next round; returns the calls for round_end. */
+  private finishCalls(drafts: CallDraft[], text: string | null): ToolCallRequest[] {
+    if (!this.tools || !drafts.length) return [];
+    const calls = drafts.map((d, i) => ({ callId: d.id || `call_${this.rounds}_${i}`, name: d.name, arguments: d.args }));
+    this.pending = {
+      role: 'assistant',
+      content: text || null,
+      tool_calls: calls.map((c) => ({ id: c.callId, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+    };
+    return calls;
+  }
+
+  private async *whole(body: ChatCompletionCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+    const response: ChatCompletion = await this.opts.client.chat.completions.create(body, { signal: this.req.signal });
+    const choice: Loose | undefined = Array.isArray(response?.choices) ? response.choices[0] : undefined;
+    const message: Loose = isObject(choice?.message) ? choice.message : {};
+    const text = typeof message.content === 'string' ? message.content : '';
+    const drafts: CallDraft[] = [];
+    if (Array.isArray(message.tool_calls)) {
+      for (const tc of message.tool_calls) {
+        if (!isObject(tc) || !isObject(tc.function) || typeof tc.function.name !== 'string') continue;
+        const args = tc.function.arguments;
+        drafts.push({ id: typeof tc.id === 'string' ? tc.id : '', name: tc.function.name, args: typeof args === 'string' ? args : '' });
+      }
+    }
+    if (text) yield { type: 'text', text };
+    const toolCalls = this.finishCalls(drafts, text);
+    const finishReason = typeof choice?.finish_reason === 'string' ? choice.finish_reason : null;
+    yield { type: 'round_end', toolCalls, usage: toUsage(response?.usage), finishReason, raw: response };
+  }
+
+  private async *streamed(body: ChatCompletionCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+    const { signal } = this.req;
+    const customText = this.opts.textFromCustomFrames === true;
+    const stream = await this.opts.client.chat.completions.create(
+      { ...body, stream: true, stream_options: { include_usage: true } },
+      { signal },
+    );
+    // Text is kept only when tools were offered: a tool round's assistant message must carry it.
+    const keepText: string[] | null = this.tools ? [] : null;
+    const drafts = new Map<number, CallDraft>();
+    let id: string | null = null;
+    let model: string | null = null;
+    let usage: unknown = null;
+    let finishReason: string | null = null;
+    for await (const chunk of stream as AsyncIterable<unknown>) {
+      if (!isObject(chunk)) continue;
+      if (isObject(chunk.usage)) usage = chunk.usage;
+      const choices = chunk.choices;
+      if (!Array.isArray(choices)) {
+        const text = customText ? customFrameText(chunk) : undefined;
+        if (text) yield { type: 'text', text };
+        continue;
+      }
+      if (id === null && typeof chunk.id === 'string') id = chunk.id;
+      if (model === null && typeof chunk.model === 'string') model = chunk.model;
+      const choice = choices[0]; // undefined on the include_usage chunk
+      if (!isObject(choice)) continue;
+      const delta = choice.delta;
+      if (isObject(delta)) {
+        const text = delta.content;
+        if (typeof text === 'string' && text) {
+          keepText?.push(text);
+          yield { type: 'text', text };
+        }
+        if (this.tools && Array.isArray(delta.tool_calls)) addFragments(drafts, delta.tool_calls);
+      }
+      if (typeof choice.finish_reason === 'string') finishReason = choice.finish_reason;
+    }
+    // The SDK ends the iteration quietly when the signal aborts; the mapper turns this into an abort.
+    if (signal.aborted) throw signal.reason;
+    // [DONE] is swallowed by the SDK, so a finish_reason is the only proof the stream was not cut.
+    if (finishReason === null) throw truncatedStream(this.name);
+    const toolCalls = this.finishCalls([...drafts.values()], keepText ? keepText.join('') : null);
+    yield { type: 'round_end', toolCalls, usage: toUsage(usage), finishReason, raw: { id, model, finishReason, usage } };
+  }
+}
+
+/** Fragments share an `index`; id and name come on the first, argument pieces concatenate. */
+function addFragments(drafts: Map<number, CallDraft>, fragments: unknown[]): void {
+  for (const f of fragments) {
+    if (!isObject(f)) continue;
+    const index = typeof f.index === 'number' ? f.index : drafts.size;
+    let draft = drafts.get(index);
+    if (!draft) drafts.set(index, (draft = { id: '', name: '', args: '' }));
+    if (typeof f.id === 'string' && f.id) draft.id = f.id;
+    const fn = f.function;
+    if (!isObject(fn)) continue;
+    if (typeof fn.name === 'string' && fn.name && !draft.name) draft.name = fn.name;
+    if (typeof fn.arguments === 'string') draft.args += fn.arguments;
+  }
+}

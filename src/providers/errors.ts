@@ -1,0 +1,85 @@
+// Turns whatever the SDKs (or a broken stream) throw into a ProviderError whose message can be shown to
+// the user and stored on the LlmCall. Both SDKs share the same error class names and shapes, so the
+// SDK classes are checked with instanceof; the body fields differ, so those are read by duck typing.
+import * as A from '@anthropic-ai/sdk';
+import * as O from 'openai';
+import { ProviderError, type ProviderName } from './types.ts';
+
+/**
+ * A cancelled request. Still a ProviderError (so code that only catches ProviderError sees it), but
+ * named `AbortError` like the platform's own aborts, so callers tell cancellation from failure with
+ * `isAbortError(err)` or `err.name === 'AbortError'`.
+ */
+export class ProviderAbortError extends ProviderError {
+  constructor(provider: ProviderName, options?: { cause?: unknown }) {
+    super(`${provider} request aborted`, undefined, options);
+    this.name = 'AbortError';
+  }
+}
+
+export function isAbortError(err: unknown): boolean {
+  return err instanceof Error && err.name === 'AbortError';
+}
+
+type Loose = Record<string, unknown> | null | undefined;
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v.trim() ? v.trim() : undefined;
+}
+
+/** The provider's own words: openai keeps the inner `{message}` in `err.error`, the Messages SDK the whole body. */
+function providerMessage(err: Loose): string | undefined {
+  const body = err?.error as Loose;
+  const inner = body?.error as Loose;
+  return (
+    str(err?.apiMessage) ??
+    str(body?.message) ??
+    str(inner?.message) ??
+    (typeof inner === 'string' ? str(inner) : undefined) ??
+    // The SDKs prefix their message with the status; drop it so it is not repeated.
+    str(typeof err?.message === 'string' ? err.message.replace(/^\d{3}\s+/, '') : undefined)
+  );
+}
+
+function errorCode(err: Loose): string | undefined {
+  const body = err?.error as Loose;
+  const inner = body?.error as Loose;
+  return str(err?.code) ?? str(err?.type) ?? str(body?.code) ?? str(inner?.type) ?? str(body?.type);
+}
+
+/** Maps any thrown value to a ProviderError. Pass the request's signal: an aborted request always maps to an abort. */
+export function toProviderError(provider: ProviderName, err: unknown, signal?: AbortSignal): ProviderError {
+  if (err instanceof ProviderError) return err;
+  if (signal?.aborted || err instanceof O.APIUserAbortError || err instanceof A.APIUserAbortError || isAbortError(err)) {
+    return new ProviderAbortError(provider, { cause: signal?.reason ?? err });
+  }
+  const e = (typeof err === 'object' ? err : { message: String(err) }) as Loose;
+  if (err instanceof O.APIConnectionTimeoutError || err instanceof A.APIConnectionTimeoutError) {
+    return new ProviderError(`${provider} request timed out`, undefined, { cause: err });
+  }
+  if (err instanceof O.APIConnectionError || err instanceof A.APIConnectionError) {
+    const cause = (e?.cause as Loose)?.message;
+    const detail = str(cause) ? `: ${str(cause)}` : '';
+    return new ProviderError(`${provider} connection failed${detail}`, undefined, { cause: err });
+  }
+  const status = typeof e?.status === 'number' ? e.status : undefined;
+  const message = providerMessage(e) ?? 'unknown error';
+  if (status !== undefined) {
+    return new ProviderError(`${provider} error ${status}: ${message}`, status, { cause: err });
+  }
+  if (err instanceof O.APIError || err instanceof A.APIError) {
+    // Status-less APIError: an `error` event or `{"error":…}` frame inside a stream that had already begun.
+    const code = errorCode(e);
+    return new ProviderError(`${provider} stream error${code ? ` (${code})` : ''}: ${message}`, undefined, { cause: err });
+  }
+  if (err instanceof SyntaxError) {
+    return new ProviderError(`${provider} sent an unreadable stream frame: ${message}`, undefined, { cause: err });
+  }
+  // e.g. undici's `TypeError: terminated` when the connection drops mid-body.
+  return new ProviderError(`${provider} stream interrupted: ${message}`, undefined, { cause: err });
+}
+
+/** For a stream that closed without its terminal event (a clean disconnect the SDK does not report). */
+export function truncatedStream(provider: ProviderName): ProviderError {
+  return new ProviderError(`${provider} stream ended before the response was complete`);
+}

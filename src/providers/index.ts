@@ -1,0 +1,78 @@
+// Builds the configured adapters. A provider without a key is left out of the map; the caller answers
+// 400 `<provider> is not configured: set <providerKeyVariable(provider)>`.
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import type { Config } from '../config.ts';
+import { createChatCompletionsAdapter } from './chat-completions.ts';
+import { createProviderA } from './provider-a.ts';
+import { createProviderB } from './provider-b.ts';
+import type { ProviderAdapter, ProviderName } from './types.ts';
+
+export { ProviderAbortError, isAbortError, toProviderError } from './errors.ts';
+export { isResponsesModel } from './provider-a.ts';
+
+const KEY_VARIABLES: Record<ProviderName, string> = {
+  provider_a: 'PROVIDER_A_API_KEY',
+  provider_b: 'PROVIDER_B_API_KEY',
+  provider_c: 'PROVIDER_C_API_KEY',
+  provider_d: 'AGENT_PROVIDER_API_KEY',
+};
+
+/** The environment variable that enables a provider. */
+export function providerKeyVariable(name: ProviderName): string {
+  return KEY_VARIABLES[name];
+}
+
+type ProviderConfig = Pick<
+  Config,
+  | 'PROVIDER_A_API_KEY'
+  | 'PROVIDER_A_BASE_URL'
+  | 'PROVIDER_B_API_KEY'
+  | 'PROVIDER_B_BASE_URL'
+  | 'PROVIDER_C_API_KEY'
+  | 'PROVIDER_C_BASE_URL'
+  | 'AGENT_PROVIDER_API_KEY'
+  | 'AGENT_PROVIDER_API_BASE_URL'
+  | 'AGENT_PROVIDER_MODEL'
+  | 'PROVIDER_TIMEOUT_MS'
+>;
+
+export function createProviders(config: ProviderConfig): Map<ProviderName, ProviderAdapter> {
+  // SDK retries happen only before a stream has started, so they never duplicate streamed text.
+  const common = { maxRetries: 2, timeout: config.PROVIDER_TIMEOUT_MS };
+  // null (not undefined) keeps the SDKs from picking up OPENAI_* / ANTHROPIC_* values from the environment.
+  const openai = (apiKey: string, baseURL: string | undefined) =>
+    new OpenAI({ apiKey, baseURL: baseURL ?? null, organization: null, project: null, ...common });
+  const map = new Map<ProviderName, ProviderAdapter>();
+
+  if (config.PROVIDER_A_API_KEY) {
+    map.set('provider_a', createProviderA(openai(config.PROVIDER_A_API_KEY, config.PROVIDER_A_BASE_URL)));
+  }
+  if (config.PROVIDER_B_API_KEY) {
+    const client = new Anthropic({
+      apiKey: config.PROVIDER_B_API_KEY,
+      authToken: null,
+      baseURL: config.PROVIDER_B_BASE_URL ?? null,
+      ...common,
+    });
+    map.set('provider_b', createProviderB(client));
+  }
+  if (config.PROVIDER_C_API_KEY) {
+    const client = openai(config.PROVIDER_C_API_KEY, config.PROVIDER_C_BASE_URL);
+    map.set('provider_c', createChatCompletionsAdapter({ name: 'provider_c', client, sendTools: true }));
+  }
+  if (config.AGENT_PROVIDER_API_KEY) {
+    const client = openai(config.AGENT_PROVIDER_API_KEY, config.AGENT_PROVIDER_API_BASE_URL);
+    map.set(
+      'provider_d',
+      createChatCompletionsAdapter({
+        name: 'provider_d',
+        client,
+        sendTools: false,
+        textFromCustomFrames: true,
+        extraModel: config.AGENT_PROVIDER_MODEL,
+      }),
+    );
+  }
+  return map;
+}

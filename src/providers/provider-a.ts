@@ -1,0 +1,202 @@
+// provider_a: the Responses API through the `openai` SDK. With tools the response is stored so that
+// later rounds only send the function_call_output items against `previous_response_id`; reasoning and
+// function_call items then stay on the provider's side (spec rule 8). `instructions` and `tools` are
+// not inherited through previous_response_id, so every round resends them.
+import type OpenAI from 'openai';
+import type {
+  FunctionTool,
+  Response,
+  ResponseCreateParamsNonStreaming,
+  ResponseInputItem,
+  ResponseUsage,
+} from 'openai/resources/responses/responses';
+import { responsesParts, toolMessageText, userAttachments } from './attachments.ts';
+import { toProviderError, truncatedStream } from './errors.ts';
+import {
+  ProviderError,
+  type CompletionRequest,
+  type ProviderAdapter,
+  type ProviderEvent,
+  type ProviderSession,
+  type ToolCallRequest,
+  type ToolResultInput,
+  type Usage,
+} from './types.ts';
+
+const NAME = 'provider_a';
+
+/**
+ * Model ids the Responses call cannot serve: embeddings, audio (whisper, tts, audio/realtime/transcribe
+ * variants), image generation (dall-e, gpt-image), moderation, legacy completions (babbage, davinci,
+ * *-instruct) and the search-preview chat models (Chat Completions only). Everything else is kept, so
+ * new text models show up without a code change.
+ */
+const NOT_RESPONSES = /embed|whisper|tts|audio|realtime|transcri|dall-e|image|moderation|babbage|davinci|instruct|search-preview|sora/i;
+
+export function isResponsesModel(id: string): boolean {
+  return !NOT_RESPONSES.test(id);
+}
+
+export function createProviderA(client: OpenAI): ProviderAdapter {
+  return {
+    name: NAME,
+    startSession: (req) => new ResponsesSession(client, req),
+    async listModels(signal) {
+      try {
+        const ids: string[] = [];
+        for await (const m of client.models.list({ signal })) if (isResponsesModel(m.id)) ids.push(m.id);
+        return ids.sort();
+      } catch (err) {
+        throw toProviderError(NAME, err, signal);
+      }
+    },
+  };
+}
+
+function toUsage(u: ResponseUsage | null | undefined): Usage | null {
+  if (!u) return null;
+  const inputTokens = u.input_tokens ?? 0;
+  const outputTokens = u.output_tokens ?? 0;
+  return { inputTokens, outputTokens, totalTokens: u.total_tokens ?? inputTokens + outputTokens };
+}
+
+function functionCalls(output: Response['output'] | undefined, into: Map<string, ToolCallRequest>): void {
+  for (const item of output ?? []) {
+    if (item.type === 'function_call' && !into.has(item.call_id)) {
+      into.set(item.call_id, { callId: item.call_id, name: item.name, arguments: item.arguments ?? '' });
+    }
+  }
+}
+
+function outputText(response: Response): string {
+  let text = '';
+  for (const item of response.output ?? []) {
+    if (item.type !== 'message') continue;
+    for (const part of item.content ?? []) if (part.type === 'output_text') text += part.text;
+  }
+  return text;
+}
+
+/**
+ * Throws for responses that produced no usable answer. An `incomplete` response cut by
+ * max_output_tokens without function calls is the caller's own limit, so it ends normally (as the
+ * Chat Completions `length` finish does); any other incomplete reason, or a cut function call, fails.
+ */
+function finishReason(response: Response, calls: number): string | null {
+  const status = response.status;
+  if (status === 'failed') {
+    const e = response.error;
+    const code = e?.code ? ` (${e.code})` : '';
+    throw new ProviderError(`${NAME} response failed${code}: ${e?.message || 'no reason given'}`);
+  }
+  if (status === 'cancelled') throw new ProviderError(`${NAME} response was cancelled`);
+  if (status === 'incomplete') {
+    const reason = response.incomplete_details?.reason ?? 'unknown reason';
+    if (reason === 'max_output_tokens' && calls === 0) return reason;
+    throw new ProviderError(`${NAME} response incomplete: ${reason}`);
+  }
+  return status ?? null;
+}
+
+class ResponsesSession implements ProviderSession {
+  private lastResponseId: string | null = null;
+  private readonly instructions: string | undefined;
+  private readonly tools: FunctionTool[] | undefined;
+
+  constructor(
+    private readonly client: OpenAI,
+    private readonly req: CompletionRequest,
+  ) {
+    const system = req.messages.filter((m) => m.role === 'system').map((m) => m.content);
+    this.instructions = system.length ? system.join('\n\n') : undefined;
+    this.tools = req.tools.length
+      ? req.tools.map((t) => ({ type: 'function', name: t.name, description: t.description, parameters: t.parameters, strict: false }))
+      : undefined;
+  }
+
+  round(toolResults: ToolResultInput[] | null): AsyncIterable<ProviderEvent> {
+    return this.run(toolResults);
+  }
+
+  private body(toolResults: ToolResultInput[] | null): ResponseCreateParamsNonStreaming {
+    const { req } = this;
+    let input: ResponseInputItem[];
+    if (toolResults) {
+      if (!this.lastResponseId) throw new ProviderError(`${NAME}: tool results given before any response`);
+      input = toolResults.map((r) => ({ type: 'function_call_output', call_id: r.callId, output: r.output }));
+    } else {
+      input = [];
+      for (const m of req.messages) {
+        if (m.role === 'system') continue;
+        if (m.role === 'tool') input.push({ role: 'user', content: toolMessageText(m) });
+        else if (m.role === 'assistant') input.push({ role: 'assistant', content: m.content });
+        else input.push({ role: 'user', content: responsesParts(m.content, userAttachments(m)) });
+      }
+    }
+    return {
+      model: req.model,
+      input,
+      ...(this.instructions !== undefined && { instructions: this.instructions }),
+      ...(this.tools && { tools: this.tools }),
+      // Only the tool loop needs the stored response; without tools nothing is kept.
+      store: this.tools !== undefined,
+      ...(toolResults && { previous_response_id: this.lastResponseId }),
+      ...(req.maxTokens !== undefined && { max_output_tokens: req.maxTokens }),
+      ...(req.temperature !== undefined && { temperature: req.temperature }),
+    };
+  }
+
+  private async *run(toolResults: ToolResultInput[] | null): AsyncGenerator<ProviderEvent> {
+    try {
+      const body = this.body(toolResults);
+      if (this.req.stream) yield* this.streamed(body);
+      else yield* this.whole(body);
+    } catch (err) {
+      throw toProviderError(NAME, err, this.req.signal);
+    }
+  }
+
+  private async *whole(body: ResponseCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+    const response = await this.client.responses.create(body, { signal: this.req.signal });
+    this.lastResponseId = response.id;
+    const calls = new Map<string, ToolCallRequest>();
+    functionCalls(response.output, calls);
+    const finish = finishReason(response, calls.size);
+    const text = outputText(response);
+    if (text) yield { type: 'text', text };
+    yield { type: 'round_end', toolCalls: [...calls.values()], usage: toUsage(response.usage), finishReason: finish, raw: response };
+  }
+
+  private async *streamed(body: ResponseCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+    const { signal } = this.req;
+    const stream = await this.client.responses.create({ ...body, stream: true }, { signal });
+    const calls = new Map<string, ToolCallRequest>();
+    let final: Response | null = null;
+    for await (const ev of stream) {
+      switch (ev.type) {
+        case 'response.output_text.delta':
+          if (ev.delta) yield { type: 'text', text: ev.delta };
+          break;
+        case 'response.output_item.done':
+          if (ev.item?.type === 'function_call') functionCalls([ev.item], calls);
+          break;
+        case 'response.completed':
+        case 'response.incomplete':
+        case 'response.failed':
+          final = ev.response;
+          break;
+        case 'error':
+          // The nested form (`error: {…}`) is thrown by the SDK itself; this is the flat one.
+          throw new ProviderError(`${NAME} stream error${ev.code ? ` (${ev.code})` : ''}: ${ev.message || 'no message'}`);
+      }
+    }
+    // The SDK ends the iteration quietly when the signal aborts; the mapper turns this into an abort.
+    if (signal.aborted) throw signal.reason;
+    if (!final) throw truncatedStream(NAME);
+    this.lastResponseId = final.id;
+    functionCalls(final.output, calls);
+    const finish = finishReason(final, calls.size);
+    const { id, status, model, usage } = final;
+    yield { type: 'round_end', toolCalls: [...calls.values()], usage: toUsage(usage), finishReason: finish, raw: { id, status, model, usage } };
+  }
+}
