@@ -23,19 +23,21 @@ export function providerKeyVariable(name: ProviderName): string {
   return KEY_VARIABLES[name];
 }
 
-type ProviderConfig = Pick<
-  Config,
-  | 'PROVIDER_A_API_KEY'
-  | 'PROVIDER_A_BASE_URL'
-  | 'PROVIDER_B_API_KEY'
-  | 'PROVIDER_B_BASE_URL'
-  | 'PROVIDER_C_API_KEY'
-  | 'PROVIDER_C_BASE_URL'
-  | 'AGENT_PROVIDER_API_KEY'
-  | 'AGENT_PROVIDER_API_BASE_URL'
-  | 'AGENT_PROVIDER_MODEL'
-  | 'PROVIDER_TIMEOUT_MS'
->;
+/** The part of Config the providers read; the optional keys may be left out (handy in tests). */
+export type ProviderConfig = Pick<Config, 'PROVIDER_TIMEOUT_MS' | 'AGENT_PROVIDER_API_BASE_URL'> &
+  Partial<
+    Pick<
+      Config,
+      | 'PROVIDER_A_API_KEY'
+      | 'PROVIDER_A_BASE_URL'
+      | 'PROVIDER_B_API_KEY'
+      | 'PROVIDER_B_BASE_URL'
+      | 'PROVIDER_C_API_KEY'
+      | 'PROVIDER_C_BASE_URL'
+      | 'AGENT_PROVIDER_API_KEY'
+      | 'AGENT_PROVIDER_MODEL'
+    >
+  >;
 
 export function createProviders(config: ProviderConfig): Map<ProviderName, ProviderAdapter> {
   // SDK retries happen only before a stream has started, so they never duplicate streamed text.
