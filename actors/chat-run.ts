@@ -1,0 +1,179 @@
+// The chat run actor's work: store the new input, call the provider round after round, run the
+// service's tools between rounds, store the answer with its LlmCall in one transaction, and end
+// with exactly one `done` or `error`.
+import { newInputMessages, toProviderMessages, toStoredMessage } from '../src/chat/transcript.ts';
+import { resolveToolNames } from '../src/chat/tools.ts';
+import { ProviderError, type ProviderName, type ToolCallRequest, type ToolResultInput, type Usage } from '../src/providers/types.ts';
+import type { RunDeps } from '../src/run-deps.ts';
+import { normalizePrompt, type InputMessage } from '../src/schemas.ts';
+import { createChat, getChatDetail, recordProviderUse } from '../src/store/chats.ts';
+import { appendMessages } from '../src/store/messages.ts';
+import { failLlmCall, finishLlmCallWithMessage, startLlmCall } from '../src/store/llm-calls.ts';
+import type { RunContext } from './actor.ts';
+import { runToolCalls } from './chat-tools.ts';
+import { TextGate } from './text-gate.ts';
+
+export interface ChatRunRequest {
+  /** `stream` uses the provider's streaming call; `whole` its whole-response call (for `raw`). */
+  mode: 'stream' | 'whole';
+  chatId: string | null;
+  /** Create the chat `chatId` (a persisted stream without a chatId). */
+  createChat: boolean;
+  /** Store input, tool and assistant messages in the chat. */
+  storeChat: boolean;
+  /** Store an LlmCall record. */
+  storeCall: boolean;
+  provider: ProviderName;
+  model: string;
+  messages: InputMessage[];
+  additionalSystemPrompt?: string | null;
+  enabledTools?: string[];
+  temperature?: number;
+  maxTokens?: number;
+}
+
+export interface ChatRunValue {
+  chatId: string | null;
+  callId: string | null;
+  provider: ProviderName;
+  model: string;
+  text: string;
+  usage: Usage | null;
+  raw: unknown;
+}
+
+export const toolLimitMessage = (rounds: number) =>
+  `Stopped after ${rounds} tool rounds: the tool-call limit for one completion was reached. Ask again to continue.`;
+
+class RunFailure extends Error {
+  constructor(message: string, readonly status: number) {
+    super(message);
+  }
+}
+
+function addUsage(total: Usage | null, u: Usage | null): Usage | null {
+  if (!u) return total;
+  if (!total) return { ...u };
+  total.inputTokens += u.inputTokens;
+  total.outputTokens += u.outputTokens;
+  total.totalTokens += u.totalTokens;
+  return total;
+}
+
+function failureStatus(err: unknown, signal: AbortSignal): number {
+  if (signal.aborted) return 503;
+  if (err instanceof RunFailure) return err.status;
+  if (err instanceof ProviderError) {
+    if (err.status === 429) return 429;
+    if (err.status === 408 || /timed? ?out/i.test(err.message)) return 504;
+    return 502;
+  }
+  return 500;
+}
+
+/** Storage before the first provider call; returns the settings the chat contributes. */
+async function prepare(req: ChatRunRequest, deps: RunDeps): Promise<{ prompt: string | null; tools?: string[]; callId: string | null }> {
+  const { pool } = deps;
+  let stored: { prompt: string | null; tools?: string[] } = { prompt: null };
+  if (req.storeChat && req.chatId) {
+    if (req.createChat) {
+      await createChat(pool, {
+        id: req.chatId,
+        provider: req.provider,
+        model: req.model,
+        enabledTools: deps.tools.map((t) => t.name),
+        messages: req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage),
+      });
+    } else {
+      const chat = await getChatDetail(pool, req.chatId);
+      if (!chat) throw new RunFailure('chat not found', 404);
+      stored = { prompt: chat.additionalSystemPrompt, tools: chat.enabledTools };
+      const fresh = newInputMessages(chat.messages, req.messages);
+      if (fresh.length > 0) await appendMessages(pool, req.chatId, fresh.map(toStoredMessage));
+      await recordProviderUse(pool, req.chatId, req.provider, req.model);
+    }
+  }
+  const callId = req.storeCall
+    ? await startLlmCall(pool, { chatId: req.storeChat ? req.chatId : null, provider: req.provider, model: req.model })
+    : null;
+  return { ...stored, callId };
+}
+
+export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDeps): Promise<void> {
+  const started = performance.now();
+  const { pool, config } = deps;
+  let callId: string | null = null;
+  let usage: Usage | null = null;
+  try {
+    const adapter = deps.providers.get(req.provider);
+    if (!adapter) throw new RunFailure(`${req.provider} is not configured`, 400);
+    const prepared = await prepare(req, deps);
+    callId = prepared.callId;
+    const chatId = req.storeChat ? req.chatId : null;
+    ctx.emit('meta', { type: 'meta', chatId, callId, provider: req.provider, model: req.model });
+
+    const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : prepared.prompt;
+    const toolNames = resolveToolNames(req.provider, req.enabledTools ?? prepared.tools, deps.tools);
+    const tools = deps.tools.filter((t) => toolNames.includes(t.name));
+    const session = adapter.startSession({
+      model: req.model,
+      messages: toProviderMessages(prompt, req.messages),
+      tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+      temperature: req.temperature,
+      maxTokens: req.maxTokens,
+      stream: req.mode === 'stream',
+      signal: ctx.signal,
+    });
+
+    let text = '';
+    let raw: unknown = null;
+    let results: ToolResultInput[] | null = null;
+    for (let round = 1; ; round++) {
+      const gate = new TextGate(ctx, tools.length > 0);
+      let calls: ToolCallRequest[] = [];
+      for await (const ev of session.round(results)) {
+        if (ev.type === 'text') {
+          gate.push(ev.text);
+        } else {
+          usage = addUsage(usage, ev.usage);
+          raw = ev.raw;
+          calls = ev.toolCalls;
+        }
+      }
+      if (calls.length === 0) {
+        gate.release();
+        text += gate.emitted;
+        break;
+      }
+      // Text of a round that ends in tool calls is commentary: dropped unless already shown.
+      gate.discard();
+      text += gate.emitted;
+      // CHAT_MAX_TOOL_ROUNDS cycles have run and the model still asks for tools: stop here.
+      if (round > config.CHAT_MAX_TOOL_ROUNDS) {
+        const limit = (text ? '\n\n' : '') + toolLimitMessage(config.CHAT_MAX_TOOL_ROUNDS);
+        ctx.emitDelta(limit);
+        text += limit;
+        break;
+      }
+      results = await runToolCalls(ctx, calls, { tools, pool, chatId, config });
+    }
+    if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('run cancelled');
+
+    const latencyMs = Math.round(performance.now() - started);
+    if (callId) await finishLlmCallWithMessage(pool, { callId, chatId, assistant: { content: text }, usage, latencyMs });
+    const done: Record<string, unknown> = { type: 'done', text };
+    if (usage) done.usage = usage;
+    const value: ChatRunValue = { chatId, callId, provider: req.provider, model: req.model, text, usage, raw };
+    ctx.finish('done', done, { ok: true, value });
+  } catch (err) {
+    const message = ctx.signal.aborted
+      ? `run cancelled: ${(ctx.signal.reason as Error)?.message ?? 'aborted'}`
+      : err instanceof Error
+        ? err.message
+        : String(err);
+    if (callId) {
+      await failLlmCall(pool, { callId, error: message, latencyMs: Math.round(performance.now() - started) }).catch(() => {});
+    }
+    ctx.finish('error', { type: 'error', message }, { ok: false, status: failureStatus(err, ctx.signal), message });
+  }
+}

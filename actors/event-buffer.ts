@@ -1,0 +1,46 @@
+// A run's replay buffer, bounded by coalescing rather than by dropping: consecutive deltas merge
+// into one text (the spec lets replayed deltas carry earlier text), and keyed events (a tool call
+// by toolCallId, a search event by name) keep only their latest frame. Its size follows the
+// answer's length and the number of distinct tool calls, never the number of tokens.
+import { deltaFrame } from './frame.ts';
+
+export class EventBuffer {
+  private head = '';
+  private readonly keyed = new Map<string, string>();
+  private text = '';
+  private tail = '';
+
+  /** A frame kept as is, in order (e.g. `meta`). */
+  push(frame: string): void {
+    this.head += frame;
+  }
+
+  /** A frame that replaces the earlier one with the same key. */
+  upsert(key: string, frame: string): void {
+    this.keyed.set(key, frame);
+  }
+
+  appendText(text: string): void {
+    this.text += text;
+  }
+
+  /** The terminal frame (`done` or `error`). */
+  end(frame: string): void {
+    this.tail = frame;
+  }
+
+  get ended(): boolean {
+    return this.tail !== '';
+  }
+
+  get textLength(): number {
+    return this.text.length;
+  }
+
+  replay(): string {
+    let out = this.head;
+    for (const frame of this.keyed.values()) out += frame;
+    if (this.text) out += deltaFrame(this.text);
+    return out + this.tail;
+  }
+}

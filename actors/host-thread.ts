@@ -1,0 +1,13 @@
+// A worker thread hosting actors. It builds its own resources (database pool, provider clients)
+// from the plain data the supervisor hands it, and speaks to the main thread in batches.
+import { parentPort, workerData } from 'node:worker_threads';
+import { createRunDeps, type RunDepsInput } from '../src/run-deps.ts';
+import { createHost } from './host.ts';
+import { runners } from './runners.ts';
+import type { ToHost } from './protocol.ts';
+
+const port = parentPort!;
+const deps = await createRunDeps(workerData as RunDepsInput);
+const host = createHost(runners, deps, (batch) => port.postMessage(batch));
+port.on('message', (msg: ToHost) => host.receive(msg));
+port.postMessage({ t: 'ready' });

@@ -1,0 +1,51 @@
+// The two kinds of actor host the supervisor can run on: worker threads (ACTOR_THREADS ≥ 1) or the
+// main thread itself (ACTOR_THREADS=0, for tests and debugging). Both run the same actors.
+import { Worker } from 'node:worker_threads';
+import type { RunDeps, RunDepsInput } from '../src/run-deps.ts';
+import { createHost } from './host.ts';
+import type { Batch, ToHost } from './protocol.ts';
+import { runners } from './runners.ts';
+import type { HostFactory } from './supervisor.ts';
+
+export function inlineHosts(deps: RunDeps): HostFactory {
+  return (_index, onBatch) => {
+    const host = createHost(runners, deps, onBatch);
+    return { send: (msg: ToHost) => host.receive(msg), terminate: async () => {} };
+  };
+}
+
+/** What one worker is handed, and what to clean up when it goes. */
+export interface WorkerSetup {
+  input: RunDepsInput;
+  transferList: Transferable[];
+  cleanup(): Promise<void>;
+}
+
+export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?: unknown) => void): HostFactory {
+  return (index, onBatch, onExit) => {
+    const { input, transferList, cleanup } = setup();
+    const worker = new Worker(new URL('./worker-boot.mjs', import.meta.url), {
+      workerData: input,
+      transferList: transferList as never,
+      name: `actor-host-${index}`,
+    });
+    let stopping = false;
+    worker.on('message', (msg: Batch | { t: 'ready' }) => {
+      if (msg.t === 'batch') onBatch(msg);
+    });
+    worker.on('error', (err) => {
+      onLog(`actor host ${index} crashed`, err);
+    });
+    worker.on('exit', (code) => {
+      void cleanup();
+      if (!stopping) onExit(new Error(`actor host ${index} exited with code ${code}`));
+    });
+    return {
+      send: (msg: ToHost) => worker.postMessage(msg),
+      terminate: async () => {
+        stopping = true;
+        await worker.terminate();
+      },
+    };
+  };
+}

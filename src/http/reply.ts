@@ -1,0 +1,113 @@
+// One HTTP exchange on uWS: the request fields copied out synchronously (uWS request objects die
+// at the first await), the body read with a hard cap, and corked JSON replies that are safe to
+// call after the client has gone.
+import type { HttpResponse } from './uws.ts';
+import { HttpError, statusLine } from './errors.ts';
+
+export interface Req {
+  method: string;
+  /** Path without the `/api` proxy prefix and without the query string. */
+  path: string;
+  query: URLSearchParams;
+  params: Record<string, string>;
+  authorization: string;
+  contentType: string;
+  /** `content-length` as sent, or -1 when absent. */
+  contentLength: number;
+  /** The whole body (empty when there is none); rejects with HttpError 413 past the route's cap. */
+  body(): Promise<Buffer>;
+}
+
+const JSON_HEADER = 'application/json; charset=utf-8';
+
+export class Reply {
+  readonly res: HttpResponse;
+  aborted = false;
+  /** Set once a response has been started (headers written); later replies are ignored. */
+  started = false;
+  private abortHooks: Array<() => void> | null = null;
+
+  constructor(res: HttpResponse) {
+    this.res = res;
+    // Registered before any await, as uWS requires for every async handler.
+    res.onAborted(() => {
+      this.aborted = true;
+      const hooks = this.abortHooks;
+      this.abortHooks = null;
+      if (hooks) for (const h of hooks) h();
+    });
+  }
+
+  /** Runs `fn` when the client goes away (immediately if it already has). */
+  onAbort(fn: () => void): void {
+    if (this.aborted) return fn();
+    (this.abortHooks ??= []).push(fn);
+  }
+
+  json(status: number, body: unknown, headers?: Record<string, string>): void {
+    this.send(status, JSON.stringify(body), JSON_HEADER, headers);
+  }
+
+  error(err: HttpError): void {
+    this.json(err.status, { message: err.message }, err.headers);
+  }
+
+  text(status: number, body: string, contentType: string): void {
+    this.send(status, body, contentType);
+  }
+
+  private send(status: number, body: string, contentType: string, headers?: Record<string, string>): void {
+    if (this.aborted || this.started) return;
+    this.started = true;
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
+      if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
+      res.end(body);
+    });
+  }
+}
+
+/**
+ * Starts reading the body right away (uWS drops data that arrives before `onData` is set) and
+ * returns a function giving it. Past `cap` bytes the read stops with 413.
+ */
+export function bodyReader(res: HttpResponse, reply: Reply, cap: number, contentLength: number): () => Promise<Buffer> {
+  if (contentLength > cap) {
+    const err = new HttpError(413, `request body is larger than the ${formatBytes(cap)} limit`);
+    return () => Promise.reject(err);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let settled: { body?: Buffer; error?: HttpError } | null = null;
+  let waiter: ((v: { body?: Buffer; error?: HttpError }) => void) | null = null;
+  const settle = (v: { body?: Buffer; error?: HttpError }) => {
+    if (settled) return;
+    settled = v;
+    if (waiter) waiter(v);
+  };
+  res.onData((chunk, isLast) => {
+    if (settled) return;
+    size += chunk.byteLength;
+    if (size > cap) {
+      settle({ error: new HttpError(413, `request body is larger than the ${formatBytes(cap)} limit`) });
+      return;
+    }
+    // uWS reuses the chunk's memory after this callback: copy it.
+    chunks.push(Buffer.from(Buffer.from(chunk)));
+    if (isLast) settle({ body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+  });
+  reply.onAbort(() => settle({ error: new HttpError(400, 'client closed the connection') }));
+  return () =>
+    new Promise<Buffer>((resolve, reject) => {
+      const done = (v: { body?: Buffer; error?: HttpError }) => (v.error ? reject(v.error) : resolve(v.body!));
+      if (settled) done(settled);
+      else waiter = done;
+    });
+}
+
+export function formatBytes(n: number): string {
+  if (n >= 1024 * 1024 && n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MB`;
+  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KB`;
+  return `${n} bytes`;
+}

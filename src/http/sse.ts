@@ -1,0 +1,128 @@
+// A Server-Sent Events response with real backpressure. uWS keeps what a socket could not take;
+// past that we queue, and a client whose queue passes the cap is dropped, so a slow reader never
+// slows the run or the other readers. One shared timer sends `: ping` to every open stream.
+import type { Reply } from './reply.ts';
+
+const HEARTBEAT = ': ping\n\n';
+const HEARTBEAT_MS = 15_000;
+export const DEFAULT_SSE_QUEUE_CAP = 1024 * 1024;
+
+const open = new Set<SseSink>();
+let heartbeat: NodeJS.Timeout | null = null;
+
+function beat(): void {
+  for (const sink of open) sink.write(HEARTBEAT);
+}
+
+export class SseSink {
+  private readonly reply: Reply;
+  private readonly cap: number;
+  private queue: string[] | null = null;
+  private queued = 0;
+  closed = false;
+  /** Set when the sink was dropped for being too slow (for metrics and logs). */
+  dropped = false;
+  private closeHooks: Array<() => void> = [];
+
+  constructor(reply: Reply, cap = DEFAULT_SSE_QUEUE_CAP) {
+    this.reply = reply;
+    this.cap = cap;
+    reply.onAbort(() => this.markClosed());
+  }
+
+  /** Writes the status line and headers. */
+  open(): void {
+    const reply = this.reply;
+    if (reply.aborted || reply.started) return this.markClosed();
+    reply.started = true;
+    const res = reply.res;
+    res.cork(() => {
+      res
+        .writeStatus('200 OK')
+        .writeHeader('content-type', 'text/event-stream; charset=utf-8')
+        .writeHeader('cache-control', 'no-cache')
+        .writeHeader('x-accel-buffering', 'no');
+      // Headers go out now, so a client sees the stream open before the first event.
+      res.write(': open\n\n');
+    });
+    open.add(this);
+    if (!heartbeat) {
+      heartbeat = setInterval(beat, HEARTBEAT_MS);
+      heartbeat.unref();
+    }
+  }
+
+  onClose(fn: () => void): void {
+    if (this.closed) fn();
+    else this.closeHooks.push(fn);
+  }
+
+  write(chunk: string): void {
+    if (this.closed) return;
+    if (this.queue) {
+      this.queue.push(chunk);
+      this.queued += chunk.length;
+      if (this.queued > this.cap) this.drop();
+      return;
+    }
+    const res = this.reply.res;
+    let ok = true;
+    res.cork(() => {
+      ok = res.write(chunk);
+    });
+    if (!ok) {
+      this.queue = [];
+      this.queued = 0;
+      res.onWritable(() => this.drain());
+    }
+  }
+
+  /** Ends the response after what is queued. */
+  end(): void {
+    if (this.closed) return;
+    const res = this.reply.res;
+    const rest = this.queue ? this.queue.join('') : '';
+    this.queue = null;
+    res.cork(() => {
+      res.end(rest);
+    });
+    this.markClosed();
+  }
+
+  private drain(): boolean {
+    if (this.closed || !this.queue) return true;
+    const chunk = this.queue.join('');
+    this.queue = null;
+    this.queued = 0;
+    let ok = true;
+    const res = this.reply.res;
+    res.cork(() => {
+      ok = res.write(chunk);
+    });
+    if (!ok) {
+      this.queue = [];
+      return false;
+    }
+    return true;
+  }
+
+  private drop(): void {
+    this.dropped = true;
+    this.queue = null;
+    const res = this.reply.res;
+    this.markClosed();
+    res.close();
+  }
+
+  private markClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    open.delete(this);
+    const hooks = this.closeHooks;
+    this.closeHooks = [];
+    for (const h of hooks) h();
+  }
+}
+
+/** Open SSE streams on this process (for metrics). */
+export const openSseStreams = () => open.size;

@@ -1,0 +1,38 @@
+// `make run`: start the service in the foreground; stop cleanly on SIGTERM/SIGINT.
+import { startServer } from './app.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { NativeServerError } from './http/uws.ts';
+import { createLogger } from './log.ts';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.LOG_LEVEL);
+  const server = await startServer(config, { log });
+  log.info({ url: server.url, database: config.DATABASE_URL ? 'postgres' : `embedded (${config.DATA_DIR})`, actorThreads: config.actorThreads }, `listening on ${server.url}`);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    await server.close();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err) => {
+  if (err instanceof NativeServerError) console.error(err.message);
+  else console.error('failed to start:', err instanceof Error ? err.message : err);
+  process.exit(1);
+});

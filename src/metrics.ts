@@ -1,0 +1,66 @@
+// Prometheus metrics (prom-client). Run outcomes are observed on the main thread when a run's
+// terminal event arrives, so worker threads need no metrics plumbing of their own.
+import client from 'prom-client';
+import type { Supervisor } from '../actors/supervisor.ts';
+import { openSseStreams } from './http/sse.ts';
+
+export interface Metrics {
+  registry: client.Registry;
+  observeRun(kind: string, provider: string, ok: boolean, seconds: number): void;
+}
+
+export function createMetrics(supervisor: Supervisor): Metrics {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  new client.Gauge({
+    name: 'css_active_runs',
+    help: 'Runs active on this process',
+    registers: [registry],
+    collect() {
+      const runs = supervisor.activeRuns();
+      this.set({ kind: 'chat_persisted' }, runs.chats.length);
+      this.set({ kind: 'search' }, runs.searches.length);
+      this.set({ kind: 'all' }, supervisor.activeCount);
+    },
+    labelNames: ['kind'],
+  });
+  new client.Gauge({ name: 'css_open_sse_streams', help: 'Open SSE responses', registers: [registry], collect() { this.set(openSseStreams()); } });
+  new client.Counter({
+    name: 'css_events_sent_total',
+    help: 'SSE events delivered to subscribers',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(supervisor.stats.eventsSent);
+    },
+  });
+  new client.Counter({
+    name: 'css_slow_clients_dropped_total',
+    help: 'SSE subscribers dropped for not reading fast enough',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(supervisor.stats.slowClientsDropped);
+    },
+  });
+  const runDuration = new client.Histogram({
+    name: 'css_run_duration_seconds',
+    help: 'Run duration by kind, provider and outcome (provider latency including tool rounds)',
+    labelNames: ['kind', 'provider', 'outcome'],
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [registry],
+  });
+  const runErrors = new client.Counter({
+    name: 'css_run_errors_total',
+    help: 'Runs that ended in an error, by kind and provider',
+    labelNames: ['kind', 'provider'],
+    registers: [registry],
+  });
+  return {
+    registry,
+    observeRun(kind, provider, ok, seconds) {
+      runDuration.observe({ kind, provider, outcome: ok ? 'ok' : 'error' }, seconds);
+      if (!ok) runErrors.inc({ kind, provider });
+    },
+  };
+}

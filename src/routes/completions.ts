@@ -1,0 +1,105 @@
+// Chat completions, whole and streamed, and re-attaching to a running stream. The supervisor
+// registers a persisted run synchronously, before the first await, so a second start for the same
+// chat gets 409 however close together the two requests arrive.
+import { randomUUID } from 'node:crypto';
+import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
+import type { AppContext } from '../context.ts';
+import { readJson } from '../http/body.ts';
+import { HttpError, notFound } from '../http/errors.ts';
+import type { Reply, Req } from '../http/reply.ts';
+import type { Route } from '../http/router.ts';
+import { SseSink } from '../http/sse.ts';
+import { providerKeyVariable } from '../providers/index.ts';
+import type { ProviderName } from '../providers/types.ts';
+import { completionSchema, streamCompletionSchema, type CompletionBody } from '../schemas.ts';
+import { getChat } from '../store/chats.ts';
+import { MESSAGE_BODY_LIMIT } from './chats.ts';
+
+function requireProvider(app: AppContext, provider: ProviderName): void {
+  if (!app.providers.has(provider)) {
+    throw new HttpError(400, `${provider} is not configured: set ${providerKeyVariable(provider)}`);
+  }
+}
+
+function runRequest(body: CompletionBody, fields: Pick<ChatRunRequest, 'mode' | 'chatId' | 'createChat' | 'storeChat' | 'storeCall'>): ChatRunRequest {
+  return {
+    ...fields,
+    provider: body.provider,
+    model: body.model,
+    messages: body.messages,
+    additionalSystemPrompt: body.additionalSystemPrompt,
+    enabledTools: body.enabledTools,
+    temperature: body.temperature,
+    maxTokens: body.maxTokens,
+  };
+}
+
+/** Opens an SSE response whose subscription ends when the client goes. */
+function openStream(reply: Reply): SseSink {
+  const sink = new SseSink(reply);
+  sink.open();
+  return sink;
+}
+
+export function completionRoutes(app: AppContext): Route[] {
+  const { supervisor, pool } = app;
+
+  async function complete(req: Req, reply: Reply) {
+    const body = await readJson(req, completionSchema);
+    requireProvider(app, body.provider);
+    const chatId = body.chatId ?? null;
+    const entry = supervisor.reserve('chat', chatId);
+    try {
+      if (chatId && !(await getChat(pool, chatId))) throw notFound('chat not found');
+    } catch (err) {
+      supervisor.abandon(entry);
+      throw err;
+    }
+    supervisor.launch(entry, runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, storeCall: true }), undefined, body.provider);
+    const result = await entry.result;
+    if (!result.ok) throw new HttpError(result.status, result.message);
+    const v = result.value as ChatRunValue;
+    reply.json(200, {
+      chatId: v.chatId,
+      provider: v.provider,
+      model: v.model,
+      message: { role: 'assistant', content: v.text },
+      usage: v.usage,
+      raw: v.raw ?? {},
+    });
+  }
+
+  async function stream(req: Req, reply: Reply) {
+    const body = await readJson(req, streamCompletionSchema);
+    requireProvider(app, body.provider);
+    const persist = body.persist;
+    const existing = body.chatId ?? null;
+    const chatId = persist ? (existing ?? randomUUID()) : null;
+    const entry = supervisor.reserve('chat', chatId);
+    try {
+      if (existing && !(await getChat(pool, existing))) throw notFound('chat not found');
+    } catch (err) {
+      supervisor.abandon(entry);
+      throw err;
+    }
+    const sink = openStream(reply);
+    supervisor.launch(
+      entry,
+      runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, storeCall: persist }),
+      sink,
+      body.provider,
+    );
+  }
+
+  async function attach(req: Req, reply: Reply) {
+    const entry = supervisor.find('chat', req.params.chatId!);
+    if (!entry) throw notFound('active chat stream not found');
+    supervisor.attach(entry, openStream(reply));
+  }
+
+  return [
+    { method: 'POST', path: '/v1/chat-completions', bodyLimit: MESSAGE_BODY_LIMIT, handler: complete },
+    { method: 'POST', path: '/v1/chat-completions/stream', bodyLimit: MESSAGE_BODY_LIMIT, handler: stream },
+    { method: 'POST', path: '/v1/chats/:chatId/stream/attach', handler: attach },
+  ];
+}

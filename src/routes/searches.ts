@@ -1,0 +1,77 @@
+// Searches: list, create (with reuse by query and the cache window), get, delete, star.
+import type { AppContext } from '../context.ts';
+import { readJson } from '../http/body.ts';
+import { notFound } from '../http/errors.ts';
+import type { Route } from '../http/router.ts';
+import { createSearchSchema, starSchema } from '../schemas.ts';
+import { setStarred } from '../store/stars.ts';
+import {
+  createSearch,
+  deleteSearch,
+  findLatestByNormalizedQuery,
+  getSearch,
+  getSearchDetail,
+  listSearches,
+} from '../store/searches.ts';
+
+export const SEARCH_CACHE_WINDOW_MS = 24 * 60 * 60 * 1000;
+const SEARCH_NOT_FOUND = 'search not found';
+
+
+export function searchRoutes(app: AppContext): Route[] {
+  const { pool } = app;
+  return [
+    {
+      method: 'GET',
+      path: '/v1/searches',
+      handler: async (_req, reply) => reply.json(200, { searches: await listSearches(pool) }),
+    },
+    {
+      method: 'POST',
+      path: '/v1/searches',
+      handler: async (req, reply) => {
+        const body = await readJson(req, createSearchSchema);
+        const query = body.query?.trim() || undefined;
+        if (body.reuseByQuery && query) {
+          const found = await findLatestByNormalizedQuery(pool, query);
+          if (found) {
+            const { search, hasStoredResults } = found;
+            const fresh = app.clock.now() - Date.parse(search.updatedAt) <= SEARCH_CACHE_WINDOW_MS;
+            const streaming = app.supervisor.find('search', search.id) !== undefined;
+            return reply.json(200, { search, reused: true, cacheHit: hasStoredResults && fresh && !streaming });
+          }
+        }
+        const title = body.title?.trim() || undefined;
+        const search = await createSearch(pool, { title, query });
+        reply.json(200, { search, reused: false, cacheHit: false });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/searches/:searchId',
+      handler: async (req, reply) => {
+        const search = await getSearchDetail(pool, req.params.searchId!);
+        if (!search) throw notFound(SEARCH_NOT_FOUND);
+        reply.json(200, { search });
+      },
+    },
+    {
+      method: 'DELETE',
+      path: '/v1/searches/:searchId',
+      handler: async (req, reply) => {
+        if (!(await deleteSearch(pool, req.params.searchId!))) throw notFound(SEARCH_NOT_FOUND);
+        reply.json(200, { deleted: true });
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/v1/searches/:searchId/star',
+      handler: async (req, reply) => {
+        const { starred } = await readJson(req, starSchema);
+        const id = req.params.searchId!;
+        if (!(await setStarred(pool, 'search', id, starred))) throw notFound(SEARCH_NOT_FOUND);
+        reply.json(200, { search: await getSearch(pool, id) });
+      },
+    },
+  ];
+}

@@ -1,0 +1,43 @@
+// What a run needs, built once per actor host: configuration, a database pool, provider clients and
+// the service tools available under this configuration.
+import type { MessagePort } from 'node:worker_threads';
+import pg from 'pg';
+import type { Config } from './config.ts';
+import { remotePool } from './db/remote-pool.ts';
+import { createProviders } from './providers/index.ts';
+import type { ProviderAdapter, ProviderName } from './providers/types.ts';
+import { availableTools } from './tools/registry.ts';
+import type { ServiceTool } from './tools/types.ts';
+
+export interface RunDeps {
+  config: Config;
+  pool: pg.Pool;
+  providers: Map<ProviderName, ProviderAdapter>;
+  tools: ServiceTool[];
+}
+
+/** Plain data handed to a worker thread (structured-cloned). */
+export interface RunDepsInput {
+  config: Config;
+  /** A real Postgres: the worker opens its own pool. Null: queries go over `dbPort` (embedded). */
+  databaseUrl: string | null;
+  poolMax: number;
+  dbPort?: MessagePort;
+}
+
+export function runDepsFrom(config: Config, pool: pg.Pool): RunDeps {
+  return { config, pool, providers: createProviders(config), tools: availableTools(config) };
+}
+
+export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {
+  let pool: pg.Pool;
+  if (input.databaseUrl) {
+    pool = new pg.Pool({ connectionString: input.databaseUrl, max: input.poolMax });
+    pool.on('error', () => undefined);
+  } else if (input.dbPort) {
+    pool = remotePool(input.dbPort);
+  } else {
+    throw new Error('actor host has neither a database URL nor a database port');
+  }
+  return runDepsFrom(input.config, pool);
+}
