@@ -1,0 +1,247 @@
+// coding_exec and shell_exec against a real SSH server (test/helpers/ssh-server.ts) on 127.0.0.1.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { codingExecTool } from '../../src/tools/coding-exec.ts';
+import { shellExecTool } from '../../src/tools/shell-exec.ts';
+import { ToolError, type ToolContext } from '../../src/tools/types.ts';
+import { startSshServer, type TestSshServer } from '../helpers/ssh-server.ts';
+
+let server: TestSshServer;
+let keyDir: string;
+let keyPath: string;
+
+before(async () => {
+  server = await startSshServer();
+  keyDir = mkdtempSync(join(tmpdir(), 'ssh-key-'));
+  keyPath = join(keyDir, 'id_ed25519');
+  writeFileSync(keyPath, server.clientPrivateKey, { mode: 0o600 });
+});
+after(async () => {
+  await server.close();
+});
+
+function config(env: Record<string, string> = {}, s: TestSshServer = server): Config {
+  return loadConfig({
+    CHAT_CODING_REMOTE_HOST: `${s.username}@${s.host}`,
+    CHAT_CODING_REMOTE_PORT: String(s.port),
+    CHAT_CODING_SSH_KEY_PATH: keyPath,
+    CHAT_CODING_REMOTE_WORKDIR: '~/workspace',
+    ...env,
+  });
+}
+
+function ctx(env: Record<string, string> = {}, signal = new AbortController().signal): ToolContext {
+  return { config: config(env), signal };
+}
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits (up to 4 s) for the whole process group to be gone: children die a moment after their parent. */
+async function groupGone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 40; i++) {
+    if (!groupAlive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
+describe('shell_exec', () => {
+  test('returns exit code, stdout and stderr', async () => {
+    const r = await shellExecTool.run({ command: 'echo hello; echo oops >&2' }, ctx());
+    assert.match(r.output, /^exit code: 0\n--- stdout ---\nhello\n--- stderr ---\noops$/);
+    assert.match(r.preview ?? '', /exit 0/);
+  });
+
+  test('a non-zero exit is a completed call that reports the code', async () => {
+    const r = await shellExecTool.run({ command: 'echo partial; exit 3' }, ctx());
+    assert.match(r.output, /^exit code: 3/);
+    assert.match(r.output, /partial/);
+  });
+
+  test('stdin is closed: cat returns at once', async () => {
+    const started = Date.now();
+    const r = await shellExecTool.run({ command: 'cat; echo after-cat' }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '5000' }));
+    assert.match(r.output, /after-cat/);
+    assert.ok(Date.now() - started < 3000);
+  });
+
+  test('runs under bash -lc when bash exists, and the command is expanded once, remotely', async () => {
+    const r = await shellExecTool.run({ command: `echo "$(echo inner)" 'single' \${BASH_VERSION:+bash}` }, ctx());
+    assert.match(r.output, /--- stdout ---\ninner single bash\n/);
+  });
+
+  test('falls back to sh -lc when the remote has no bash', async () => {
+    const bin = mkdtempSync(join(tmpdir(), 'nobash-'));
+    for (const tool of ['sh', 'mkdir', 'timeout']) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
+    const bare = await startSshServer({ env: { PATH: bin } });
+    try {
+      const cfg = loadConfig({
+        CHAT_CODING_REMOTE_HOST: `${bare.username}@${bare.host}`,
+        CHAT_CODING_REMOTE_PORT: String(bare.port),
+        CHAT_CODING_SSH_PRIVATE_KEY_B64: Buffer.from(bare.clientPrivateKey).toString('base64'),
+      });
+      const r = await shellExecTool.run(
+        { command: 'echo "${BASH_VERSION:-no bash}"' },
+        { config: cfg, signal: new AbortController().signal },
+      );
+      assert.match(r.output, /^exit code: 0\n--- stdout ---\nno bash\n/);
+    } finally {
+      await bare.close();
+    }
+  });
+
+  test('creates the workdir (leading ~/ expanded remotely, spaces and quotes kept) and starts in it', async () => {
+    const r = await shellExecTool.run({ command: 'pwd' }, ctx({ CHAT_CODING_REMOTE_WORKDIR: "~/my work/it's here" }));
+    const dir = join(server.home, 'my work', "it's here");
+    assert.ok(existsSync(dir), 'workdir created');
+    assert.match(r.output, new RegExp(`--- stdout ---\\n${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n`));
+    const abs = join(server.home, 'abs dir');
+    const r2 = await shellExecTool.run({ command: 'pwd' }, ctx({ CHAT_CODING_REMOTE_WORKDIR: abs }));
+    assert.match(r2.output, new RegExp(`\\n${abs}\\n`));
+  });
+
+  test('caps long output and says so', async () => {
+    const r = await shellExecTool.run({ command: "head -c 200000 /dev/zero | tr '\\0' a; echo; echo END" }, ctx());
+    assert.match(r.output, /--- stdout \(truncated: 200005 bytes, middle omitted\) ---/);
+    assert.match(r.output, /bytes omitted/);
+    assert.match(r.output, /END\n--- stderr ---/);
+    assert.ok(r.output.length < 70_000);
+  });
+
+  test('the timeout kills the remote sleep and the tool returns promptly with an error', async () => {
+    const started = Date.now();
+    const execsBefore = server.execs.length;
+    await assert.rejects(
+      shellExecTool.run({ command: 'sleep 30' }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '800' })),
+      (err: unknown) =>
+        err instanceof ToolError && /timed out after 800 ms \(CHAT_SHELL_EXEC_TIMEOUT_MS\)/.test(err.message),
+    );
+    assert.ok(Date.now() - started < 2500, 'returned promptly');
+    const rec = server.execs[execsBefore]!;
+    const stopped = Date.now();
+    assert.equal(await groupGone(rec.pid!), true, 'the remote process group (incl. sleep) is gone');
+    assert.ok(Date.now() - stopped < 1000, 'ended by TERM, before the KILL grace period');
+    assert.deepEqual(rec.signals, ['TERM'], 'TERM sent over the channel');
+  });
+
+  test('a command that ignores TERM is KILLed after the grace period', async () => {
+    const execsBefore = server.execs.length;
+    await assert.rejects(
+      shellExecTool.run({ command: "trap '' TERM; sleep 30; echo survived" }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '500' })),
+      /timed out/,
+    );
+    const rec = server.execs[execsBefore]!;
+    assert.equal(await groupGone(rec.pid!), true);
+    assert.deepEqual(rec.signals, ['TERM', 'KILL']);
+  });
+
+  test('cancelling (ctx.signal) stops the remote command', async () => {
+    const ac = new AbortController();
+    const execsBefore = server.execs.length;
+    setTimeout(() => ac.abort(), 300);
+    await assert.rejects(
+      shellExecTool.run({ command: 'sleep 30' }, ctx({}, ac.signal)),
+      (err: unknown) => err instanceof ToolError && /cancelled/.test(err.message),
+    );
+    const rec = server.execs[execsBefore]!;
+    assert.equal(await groupGone(rec.pid!), true);
+    assert.ok(rec.signals.includes('TERM'));
+  });
+});
+
+describe('coding_exec', () => {
+  test('passes the task as one quoted argument: quotes and $(...) reach the CLI unexpanded', async () => {
+    const task = `He said "hi" & it's $(echo pwned) \`id\` $HOME; touch /tmp/should-not-exist-${process.pid}`;
+    const r = await codingExecTool.run(
+      { task },
+      ctx({ CHAT_CODING_COMMAND: `printf '%s\\n'`, CHAT_CODING_REMOTE_WORKDIR: '~/coding' }),
+    );
+    assert.equal(r.output, `exit code: 0\n--- stdout ---\n${task}\n--- stderr ---\n(empty)`);
+    assert.equal(existsSync(`/tmp/should-not-exist-${process.pid}`), false);
+    assert.ok(existsSync(join(server.home, 'coding')));
+  });
+
+  test('runs in the workdir and reports a failing CLI exit code', async () => {
+    const r = await codingExecTool.run(
+      { task: 'fix it' },
+      ctx({ CHAT_CODING_COMMAND: 'sh -c \'pwd; echo "task: $1" >&2; exit 7\' cli' }),
+    );
+    assert.match(r.output, /^exit code: 7\n--- stdout ---\n.*\/workspace\n--- stderr ---\ntask: fix it$/);
+  });
+
+  test('honours CHAT_CODING_EXEC_TIMEOUT_MS', async () => {
+    await assert.rejects(
+      codingExecTool.run({ task: 'x' }, ctx({ CHAT_CODING_COMMAND: 'sleep 20; echo', CHAT_CODING_EXEC_TIMEOUT_MS: '500' })),
+      /coding_exec timed out after 500 ms \(CHAT_CODING_EXEC_TIMEOUT_MS\)/,
+    );
+  });
+});
+
+describe('SSH configuration', () => {
+  test('user from CHAT_CODING_REMOTE_USER when the host has no user@', async () => {
+    const r = await shellExecTool.run(
+      { command: 'echo ok' },
+      ctx({ CHAT_CODING_REMOTE_HOST: server.host, CHAT_CODING_REMOTE_USER: server.username }),
+    );
+    assert.match(r.output, /ok/);
+    assert.equal(server.execs.at(-1)!.username, server.username);
+  });
+
+  test('user@host wins and is parsed off the host', async () => {
+    await assert.rejects(
+      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_HOST: `someone@${server.host}`, CHAT_CODING_REMOTE_USER: server.username })),
+      (err: unknown) => err instanceof ToolError && /SSH connection to someone@127\.0\.0\.1:\d+ failed: .*authentication/i.test(err.message),
+    );
+    assert.equal(server.authAttempts.at(-1), 'someone');
+  });
+
+  test('key from CHAT_CODING_SSH_PRIVATE_KEY_B64', async () => {
+    const r = await shellExecTool.run(
+      { command: 'echo b64' },
+      ctx({ CHAT_CODING_SSH_KEY_PATH: '', CHAT_CODING_SSH_PRIVATE_KEY_B64: Buffer.from(server.clientPrivateKey).toString('base64') }),
+    );
+    assert.match(r.output, /b64/);
+  });
+
+  test('missing host, user or key: clear errors naming the variables', async () => {
+    await assert.rejects(shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_HOST: '' })), /set CHAT_CODING_REMOTE_HOST/);
+    await assert.rejects(
+      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_HOST: server.host })),
+      /CHAT_CODING_REMOTE_HOST as user@host or set CHAT_CODING_REMOTE_USER/,
+    );
+    await assert.rejects(
+      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_SSH_KEY_PATH: '' })),
+      /CHAT_CODING_SSH_KEY_PATH, or CHAT_CODING_SSH_PRIVATE_KEY_B64/,
+    );
+    await assert.rejects(
+      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_SSH_KEY_PATH: join(keyDir, 'nope') })),
+      /cannot read the SSH key at CHAT_CODING_SSH_KEY_PATH/,
+    );
+    await assert.rejects(
+      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_SSH_KEY_PATH: '', CHAT_CODING_SSH_PRIVATE_KEY_B64: 'bm90IGEga2V5' })),
+      /SSH private key from CHAT_CODING_SSH_PRIVATE_KEY_B64 cannot be used/,
+    );
+  });
+
+  test('an unreachable host is a ToolError, not a crash', async () => {
+    await assert.rejects(
+      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_PORT: '1' })),
+      (err: unknown) => err instanceof ToolError && /SSH connection to tester@127\.0\.0\.1:1 failed: .*ECONNREFUSED/.test(err.message),
+    );
+  });
+
+  test('a missing command argument is a ToolError', async () => {
+    await assert.rejects(shellExecTool.run({}, ctx()), /argument "command" must be a non-empty string/);
+  });
+});
