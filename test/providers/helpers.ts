@@ -1,0 +1,83 @@
+// Shared setup for the adapter tests: one simulator, the adapters pointed at it, and a collector
+// that drains a round into its text and round_end.
+import { startSimulator } from '../sim/server.ts';
+import { createProviders } from '../../src/providers/index.ts';
+import type { CompletionRequest, ProviderAdapter, ProviderEvent, ProviderName, ProviderSession, ToolResultInput } from '../../src/providers/types.ts';
+
+export type Sim = Awaited<ReturnType<typeof startSimulator>>;
+export type RoundEnd = Extract<ProviderEvent, { type: 'round_end' }>;
+
+export async function setup(extra: { AGENT_PROVIDER_MODEL?: string } = {}): Promise<{
+  sim: Sim;
+  providers: Map<ProviderName, ProviderAdapter>;
+  get(name: ProviderName): ProviderAdapter;
+}> {
+  const sim = await startSimulator();
+  const providers = createProviders({
+    PROVIDER_TIMEOUT_MS: 10_000,
+    PROVIDER_A_API_KEY: 'test-a',
+    PROVIDER_A_BASE_URL: sim.urls.provider_a,
+    PROVIDER_B_API_KEY: 'test-b',
+    PROVIDER_B_BASE_URL: sim.urls.provider_b,
+    PROVIDER_C_API_KEY: 'test-c',
+    PROVIDER_C_BASE_URL: sim.urls.provider_c,
+    AGENT_PROVIDER_API_KEY: 'test-d',
+    AGENT_PROVIDER_API_BASE_URL: sim.urls.provider_d,
+    ...extra,
+  });
+  return { sim, providers, get: (name) => providers.get(name)! };
+}
+
+/** A request with one user message carrying the SIM directive. */
+export function request(sim: Record<string, unknown>, over: Partial<CompletionRequest> = {}): CompletionRequest {
+  return {
+    model: 'sim-model',
+    messages: [{ role: 'user', content: `Hello\nSIM ${JSON.stringify(sim)}` }],
+    tools: [],
+    stream: true,
+    signal: new AbortController().signal,
+    ...over,
+  };
+}
+
+export interface Collected {
+  text: string;
+  deltas: number;
+  end: RoundEnd;
+}
+
+export async function collect(session: ProviderSession, results: ToolResultInput[] | null = null): Promise<Collected> {
+  let text = '';
+  let deltas = 0;
+  let end: RoundEnd | null = null;
+  for await (const ev of session.round(results)) {
+    if (end) throw new Error('event after round_end');
+    if (ev.type === 'text') {
+      text += ev.text;
+      deltas++;
+    } else end = ev;
+  }
+  if (!end) throw new Error('round ended without round_end');
+  return { text, deltas, end };
+}
+
+/** The error a round rejects with (fails the test when it succeeds). */
+export async function failure(session: ProviderSession, onText?: (n: number) => void): Promise<Error> {
+  let n = 0;
+  try {
+    for await (const ev of session.round(null)) if (ev.type === 'text') onText?.(++n);
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('round succeeded but a failure was expected');
+}
+
+export const TOOLS = [
+  {
+    name: 'web_search',
+    description: 'Search the web',
+    parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+  },
+];
+
+export const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
