@@ -1,0 +1,51 @@
+// The directive parser and the delta splitter, without HTTP.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseDirective } from './directives.ts';
+import { plan, splitDeltas } from './script.ts';
+
+test('a SIM line is found among other lines and removed from the rest', () => {
+  const p = parseDirective('Please answer.\nSIM {"reply":"hi","deltas":2}\nThanks');
+  assert.deepEqual(p.directive, { reply: 'hi', deltas: 2 });
+  assert.equal(p.error, null);
+  assert.equal(p.rest, 'Please answer.\n\nThanks');
+  assert.deepEqual(parseDirective('no directive here').directive, {});
+  assert.deepEqual(parseDirective('query words SIM {"searchStatus":500}').directive, { searchStatus: 500 });
+});
+
+test('bad directives become a visible error, not a silent default', () => {
+  assert.match(parseDirective('SIM {"reply": }').error!, /not valid JSON/);
+  assert.match(parseDirective('SIM {"replyy":"x"}').error!, /unknown field 'replyy'/);
+  assert.match(parseDirective('SIM {"deltas":0}').error!, /positive integer/);
+  assert.match(parseDirective('SIM {"failMode":"boom"}').error!, /failMode/);
+  const p = plan({ system: [], turns: [{ kind: 'user', text: 'SIM {"status":"x"}', parts: ['string'], attachments: [] }] });
+  assert.match(p.deltas.text, /SIM directive error/);
+});
+
+test('splitDeltas: word chunks, exact counts, padding and code points', () => {
+  const w = splitDeltas('The quick brown fox jumps over a dog', undefined, false);
+  assert.equal(w.pieces.join(''), 'The quick brown fox jumps over a dog');
+  assert.ok(w.count >= 4 && w.count <= 8);
+  const exact = splitDeltas('abcdefghij', 3, false);
+  assert.deepEqual(exact.pieces, ['abc', 'def', 'ghij']);
+  const padded = splitDeltas('ok', 5, false);
+  assert.equal(padded.count, 5);
+  assert.ok(padded.pieces.every((x) => x.length > 0));
+  assert.equal(padded.text, padded.pieces.join(''));
+  assert.ok(padded.text.startsWith('ok ok'));
+  const emoji = splitDeltas('😀😀😀', 3, false);
+  assert.deepEqual(emoji.pieces, ['😀', '😀', '😀']);
+  const stamped = splitDeltas('x', 200, true);
+  assert.equal(stamped.count, 200);
+});
+
+test('tool rounds count result runs after the last user turn', () => {
+  const user = { kind: 'user' as const, text: 'SIM {"tools":[{"name":"t","args":{}}],"toolRounds":2}', parts: [], attachments: [] };
+  assert.ok(plan({ system: [], turns: [user] }).calls);
+  const oneRound = [user, { kind: 'calls' as const, callIds: ['a', 'b'] }, { kind: 'result' as const, callId: 'a', output: '1' }, { kind: 'result' as const, callId: 'b', output: '2' }];
+  assert.ok(plan({ system: [], turns: oneRound }).calls);
+  const twoRounds = [...oneRound, { kind: 'calls' as const, callIds: ['c'] }, { kind: 'result' as const, callId: 'c', output: 'last output' }];
+  const p = plan({ system: [], turns: twoRounds });
+  assert.equal(p.calls, null);
+  assert.equal(p.deltas.text, 'Tool results: last output');
+});

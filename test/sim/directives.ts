@@ -1,0 +1,154 @@
+// The `SIM {json}` line a test puts in a prompt (or an engine query) to script the simulator.
+// Parsing is strict about types so a typo in a test shows up as a visible error reply instead of
+// silently falling back to the default answer.
+import { isObject } from './http.ts';
+
+export type FailMode = 'event' | 'disconnect' | 'failed';
+
+export interface ToolScript {
+  name: string;
+  args: Record<string, unknown>;
+}
+
+export interface Directive {
+  reply?: string;
+  deltas?: number;
+  rate?: number;
+  stamp?: boolean;
+  tools?: ToolScript[];
+  toolRounds?: number;
+  status?: number;
+  retryAfter?: number;
+  retryAfterMs?: number;
+  failAttempts?: number;
+  failAfter?: number;
+  failMode?: FailMode;
+  firstByteDelayMs?: number;
+  custom?: boolean;
+  usage?: { input?: number; output?: number };
+  echoSystem?: boolean;
+  echoInput?: boolean;
+  searchStatus?: number;
+  answerStatus?: number;
+  searchDelayMs?: number;
+  answerDelayMs?: number;
+}
+
+export interface ParsedDirective {
+  directive: Directive;
+  /** Why the SIM line was rejected; the provider replies with this text so the test sees it. */
+  error: string | null;
+  /** The text with every SIM line removed (used for default replies and engine queries). */
+  rest: string;
+}
+
+// A directive line may sit anywhere in the text; for engine queries (single line) it may follow
+// other words, so the match is "SIM {" up to the end of that line.
+const SIM_RE = /(?:^|[ \t])SIM (\{[^\n]*\})[ \t]*\r?$/m;
+const SIM_ALL = /(?:^|[ \t])SIM \{[^\n]*\}[ \t]*\r?$/gm;
+
+const NUMBER_FIELDS = [
+  'deltas',
+  'rate',
+  'toolRounds',
+  'status',
+  'retryAfter',
+  'retryAfterMs',
+  'failAttempts',
+  'failAfter',
+  'firstByteDelayMs',
+  'searchStatus',
+  'answerStatus',
+  'searchDelayMs',
+  'answerDelayMs',
+] as const;
+const BOOL_FIELDS = ['stamp', 'custom', 'echoSystem', 'echoInput'] as const;
+const KNOWN = new Set<string>([
+  ...NUMBER_FIELDS,
+  ...BOOL_FIELDS,
+  'reply',
+  'tools',
+  'failMode',
+  'usage',
+]);
+
+const EMPTY: ParsedDirective = { directive: {}, error: null, rest: '' };
+
+export function parseDirective(text: string): ParsedDirective {
+  if (!text.includes('SIM {')) return text === '' ? EMPTY : { directive: {}, error: null, rest: text };
+  const m = SIM_RE.exec(text);
+  if (!m) return { directive: {}, error: null, rest: text };
+  const rest = text.replace(SIM_ALL, '').trim();
+  let raw: unknown;
+  try {
+    raw = JSON.parse(m[1]!);
+  } catch (e) {
+    return { directive: {}, error: `SIM directive is not valid JSON: ${(e as Error).message}`, rest };
+  }
+  const checked = validate(raw);
+  return typeof checked === 'string'
+    ? { directive: {}, error: `SIM directive error: ${checked}`, rest }
+    : { directive: checked, error: null, rest };
+}
+
+function validate(raw: unknown): Directive | string {
+  if (!isObject(raw)) return 'expected a JSON object';
+  for (const k of Object.keys(raw)) if (!KNOWN.has(k)) return `unknown field '${k}'`;
+  for (const k of NUMBER_FIELDS) {
+    const v = raw[k];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
+      return `'${k}' must be a non-negative number`;
+    }
+  }
+  for (const k of BOOL_FIELDS) {
+    if (raw[k] !== undefined && typeof raw[k] !== 'boolean') return `'${k}' must be a boolean`;
+  }
+  if (raw.reply !== undefined && typeof raw.reply !== 'string') return `'reply' must be a string`;
+  if (raw.deltas !== undefined && (!Number.isInteger(raw.deltas) || (raw.deltas as number) < 1)) {
+    return `'deltas' must be a positive integer`;
+  }
+  if (raw.failMode !== undefined && !['event', 'disconnect', 'failed'].includes(raw.failMode as string)) {
+    return `'failMode' must be "event", "disconnect" or "failed"`;
+  }
+  if (raw.status !== undefined && ((raw.status as number) < 400 || (raw.status as number) > 599)) {
+    return `'status' must be an HTTP error status (400-599)`;
+  }
+  if (raw.usage !== undefined) {
+    const u = raw.usage;
+    if (!isObject(u)) return `'usage' must be an object`;
+    for (const k of ['input', 'output'] as const) {
+      if (u[k] !== undefined && (!Number.isInteger(u[k]) || (u[k] as number) < 0)) {
+        return `'usage.${k}' must be a non-negative integer`;
+      }
+    }
+  }
+  if (raw.tools !== undefined) {
+    if (!Array.isArray(raw.tools) || raw.tools.length === 0) return `'tools' must be a non-empty array`;
+    for (const t of raw.tools) {
+      if (!isObject(t) || typeof t.name !== 'string' || t.name === '') return `each tool needs a 'name'`;
+      if (t.args !== undefined && !isObject(t.args)) return `tool '${t.name}': 'args' must be an object`;
+    }
+  }
+  const d = raw as Directive;
+  if (d.tools) d.tools = d.tools.map((t) => ({ name: t.name, args: t.args ?? {} }));
+  return d;
+}
+
+/**
+ * `failAttempts: n` limits a scripted `status` to the first n attempts, keyed by the SDKs'
+ * X-Stainless-Retry-Count header, so a retry test can see a failure followed by a success while
+ * keeping "same request, same answer".
+ */
+export function scriptedStatus(d: Directive, retryCountHeader: string | undefined): number | null {
+  if (d.status === undefined) return null;
+  if (d.failAttempts === undefined) return d.status;
+  const attempt = Number.parseInt(retryCountHeader ?? '0', 10) || 0;
+  return attempt < d.failAttempts ? d.status : null;
+}
+
+export function retryHeaders(d: Directive): Record<string, string> {
+  const h: Record<string, string> = {};
+  if (d.retryAfter !== undefined) h['retry-after'] = String(d.retryAfter);
+  if (d.retryAfterMs !== undefined) h['retry-after-ms'] = String(d.retryAfterMs);
+  return h;
+}

@@ -1,0 +1,20 @@
+// Standalone simulator (`make sim`, or `make run` without keys): prints one JSON line with the base
+// URLs once listening, then serves until SIGTERM/SIGINT.
+import { startSimulator } from './server.ts';
+
+const port = Number.parseInt(process.env.SIM_PORT ?? '0', 10) || 0;
+const host = process.env.SIM_HOST || '127.0.0.1';
+const sim = await startSimulator({ port, host });
+process.stdout.write(JSON.stringify(sim.urls) + '\n');
+
+let stopping = false;
+const stop = (): void => {
+  if (stopping) return;
+  stopping = true;
+  sim.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,195 @@
+// The offline provider simulator: one node:http server whose path prefixes stand in for the four
+// providers, the two search engines and a small web site. See README.md for the scripting language.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { handleChat } from './chat-completions.ts';
+import { handleEngineA, handleEngineB } from './engines.ts';
+import { BodyTooLarge, isObject, ParseFailure, parseJsonBody, readBody, retryCount, sendJson } from './http.ts';
+import { handleMessages } from './messages.ts';
+import { handleModels, isModelsPath } from './models.ts';
+import { handlePages } from './pages.ts';
+import { handleResponses } from './responses.ts';
+import { SimState, UPSTREAMS, type Ctx, type Upstream } from './state.ts';
+
+export interface SimUrls {
+  provider_a: string;
+  provider_b: string;
+  provider_c: string;
+  provider_d: string;
+  engine_a: string;
+  engine_b: string;
+  engine_b_nojson: string;
+  pages: string;
+}
+
+export interface SimRequestLog {
+  method: string;
+  /** Path without the query string. */
+  path: string;
+  /** The query string including `?`, or '' (an addition to the shared contract). */
+  query: string;
+  upstream: keyof SimUrls | 'unknown';
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+  retryCount: string | undefined;
+}
+
+export interface SimHandle {
+  port: number;
+  urls: SimUrls;
+  close(): Promise<void>;
+  /** every request received, for assertions (the oldest are dropped past 20,000) */
+  requests: SimRequestLog[];
+  clearRequests(): void;
+}
+
+/** Path prefix → upstream, and the part of the prefix that belongs to the base URL. */
+const PREFIXES: { prefix: string; upstream: Upstream; base: string }[] = [
+  { prefix: '/provider-a/v1', upstream: 'provider_a', base: '/provider-a/v1' },
+  { prefix: '/provider-b', upstream: 'provider_b', base: '/provider-b' },
+  { prefix: '/provider-c/v1', upstream: 'provider_c', base: '/provider-c/v1' },
+  { prefix: '/provider-d/v1', upstream: 'provider_d', base: '/provider-d/v1' },
+  { prefix: '/engine-b-nojson', upstream: 'engine_b_nojson', base: '/engine-b-nojson' },
+  { prefix: '/engine-a', upstream: 'engine_a', base: '/engine-a' },
+  { prefix: '/engine-b', upstream: 'engine_b', base: '/engine-b' },
+  { prefix: '/pages', upstream: 'pages', base: '/pages' },
+];
+
+/** Long-running `make run` sessions must not grow the log forever; tests never get near this. */
+const LOG_MAX = 20_000;
+
+function match(path: string): { upstream: Upstream; sub: string } | null {
+  for (const p of PREFIXES) {
+    if (path === p.prefix || path.startsWith(p.prefix + '/')) return { upstream: p.upstream, sub: path.slice(p.base.length) };
+  }
+  return null;
+}
+
+function urlsFor(host: string, port: number): SimUrls {
+  const h = host.includes(':') ? `[${host}]` : host;
+  const base = `http://${h}:${port}`;
+  const urls = {} as SimUrls;
+  // UPSTREAMS order, so the printed line reads provider_a … pages.
+  for (const u of UPSTREAMS) urls[u] = base + PREFIXES.find((p) => p.upstream === u)!.base;
+  return urls;
+}
+
+export async function startSimulator(opts: { port?: number; host?: string } = {}): Promise<SimHandle> {
+  const host = opts.host ?? '127.0.0.1';
+  const state = new SimState();
+  const requests: SimRequestLog[] = [];
+
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+    handle(req, res, state, requests).catch((err: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, { error: `simulator bug: ${String(err)}` });
+      else res.destroy();
+    });
+  });
+
+  // closeAllConnections() misses sockets a scripted disconnect already half-closed; track them all
+  // so close() never waits for one.
+  const sockets = new Set<Socket>();
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port: opts.port ?? 0, host, backlog: 4096 }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    port,
+    urls: urlsFor(host, port),
+    requests,
+    clearRequests: () => {
+      requests.length = 0;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+        for (const s of sockets) s.destroy();
+      }),
+  };
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, state: SimState, requests: SimRequestLog[]): Promise<void> {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const search = q < 0 ? '' : url.slice(q);
+  let body: unknown;
+  try {
+    body = parseJsonBody(await readBody(req));
+  } catch (e) {
+    if (e instanceof BodyTooLarge) return sendJson(res, 413, { error: 'request body too large' });
+    throw e;
+  }
+  const m = match(path);
+  requests.push({
+    method: req.method ?? 'GET',
+    path,
+    query: search,
+    upstream: m?.upstream ?? 'unknown',
+    headers: req.headers,
+    body: body instanceof ParseFailure ? body.raw : body,
+    retryCount: retryCount(req),
+  });
+  if (requests.length > LOG_MAX) requests.splice(0, requests.length - LOG_MAX / 2);
+
+  if (path === '/__control' && req.method === 'POST') return control(res, state, body);
+  if (!m) {
+    if (path === '/' && req.method === 'GET') {
+      const addr = req.socket.localAddress ?? '127.0.0.1';
+      return sendJson(res, 200, urlsFor(addr.replace(/^::ffff:/, ''), req.socket.localPort ?? 0));
+    }
+    return sendJson(res, 404, { error: `no simulated upstream at ${path}` });
+  }
+  const ctx: Ctx = {
+    req,
+    res,
+    body,
+    path: m.sub,
+    query: new URLSearchParams(search),
+    upstream: m.upstream,
+    state,
+    retryCount: retryCount(req),
+  };
+  if (m.upstream.startsWith('provider_') && isModelsPath(ctx)) return handleModels(ctx);
+  switch (m.upstream) {
+    case 'provider_a':
+      return handleResponses(ctx);
+    case 'provider_b':
+      return handleMessages(ctx);
+    case 'provider_c':
+    case 'provider_d':
+      return handleChat(ctx);
+    case 'engine_a':
+      return handleEngineA(ctx);
+    case 'engine_b':
+    case 'engine_b_nojson':
+      return handleEngineB(ctx);
+    case 'pages':
+      return handlePages(ctx);
+  }
+}
+
+/** Test-only switches: `{"failModels":["provider_a",…]}` (empty array restores), `{"reset":true}`. */
+function control(res: ServerResponse, state: SimState, body: unknown): void {
+  if (!isObject(body)) return sendJson(res, 400, { error: 'expected a JSON object' });
+  if (body.reset === true) state.resetControls();
+  if (body.failModels !== undefined) {
+    const list = body.failModels;
+    if (!Array.isArray(list) || !list.every((x) => typeof x === 'string' && (UPSTREAMS as readonly string[]).includes(x))) {
+      return sendJson(res, 400, { error: `failModels must be an array of ${UPSTREAMS.slice(0, 4).join(', ')}` });
+    }
+    state.failModels = new Set(list as string[]);
+  }
+  sendJson(res, 200, { failModels: [...state.failModels] });
+}
