@@ -77,15 +77,16 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
       return reply.error(new HttpError(400, 'malformed path: bad percent-encoding'));
     }
     const req: Req = { method, path, query, params, authorization, contentType, contentLength, body: EMPTY_BODY };
+    // Auth before 404/405, so an unauthenticated client cannot map the API.
+    if (!found?.route.public) {
+      const denied = opts.guard(authorization);
+      if (denied) return reply.error(denied);
+    }
     if (!found) {
       const err = pathKnown
         ? new HttpError(405, `method ${method} is not allowed on ${path}`)
         : new HttpError(404, `no route for ${method} ${path}`);
       return reply.error(err);
-    }
-    if (!found.route.public) {
-      const denied = opts.guard(authorization);
-      if (denied) return reply.error(denied);
     }
     if (BODY_METHODS.has(method)) {
       req.body = bodyReader(res, reply, found.route.bodyLimit ?? opts.defaultBodyLimit, contentLength);

@@ -1,0 +1,199 @@
+// A real service for API tests: the simulator for every upstream, a fresh database (embedded, or
+// a scratch database on TEST_DATABASE_URL), a random port, and small HTTP/SSE clients.
+import { createParser } from 'eventsource-parser';
+import { startServer, type Server } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { Clock } from '../../src/context.ts';
+import { createLogger } from '../../src/log.ts';
+import { startSimulator, type SimHandle } from '../sim/server.ts';
+import { createScratchPostgres, freshEmbeddedDataDir } from './db.ts';
+
+export type DbKind = 'embedded' | 'postgres';
+
+/** The databases API suites run on: embedded always, Postgres when TEST_DATABASE_URL is set. */
+export function apiDatabases(): DbKind[] {
+  return process.env.TEST_DATABASE_URL ? ['embedded', 'postgres'] : ['embedded'];
+}
+
+export interface TestServerOptions {
+  db?: DbKind;
+  actorThreads?: number;
+  env?: Record<string, string>;
+  clock?: Clock;
+  /** Reuse a simulator (several servers in one file). */
+  sim?: SimHandle;
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export interface SseEvent {
+  event: string;
+  data: any;
+}
+
+export interface TestServer {
+  url: string;
+  server: Server;
+  sim: SimHandle;
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult>;
+  /** POSTs and reads the SSE stream to its end (or until `stopAfter` returns true, then disconnects). */
+  stream(path: string, body?: unknown, opts?: StreamOptions): Promise<StreamResult>;
+  close(): Promise<void>;
+}
+
+export interface StreamOptions {
+  headers?: Record<string, string>;
+  stopAfter?: (ev: SseEvent, all: SseEvent[]) => boolean;
+}
+
+export interface StreamResult {
+  status: number;
+  headers: Headers;
+  events: SseEvent[];
+  /** Non-SSE answer (an error before the stream started). */
+  body?: any;
+}
+
+export function simEnv(sim: SimHandle): Record<string, string> {
+  return {
+    SIMULATE: 'off',
+    PROVIDER_A_API_KEY: 'k',
+    PROVIDER_A_BASE_URL: sim.urls.provider_a,
+    PROVIDER_B_API_KEY: 'k',
+    PROVIDER_B_BASE_URL: sim.urls.provider_b,
+    PROVIDER_C_API_KEY: 'k',
+    PROVIDER_C_BASE_URL: sim.urls.provider_c,
+    AGENT_PROVIDER_API_KEY: 'k',
+    AGENT_PROVIDER_API_BASE_URL: sim.urls.provider_d,
+    ENGINE_A_API_KEY: 'k',
+    ENGINE_A_BASE_URL: sim.urls.engine_a,
+    CHAT_ENGINE_B_BASE_URL: sim.urls.engine_b,
+  };
+}
+
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const ownSim = !opts.sim;
+  const sim = opts.sim ?? (await startSimulator());
+  const cleanups: Array<() => Promise<void>> = [];
+  const env: Record<string, string> = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    ACTOR_THREADS: String(opts.actorThreads ?? 0),
+    PROVIDER_TIMEOUT_MS: '30000',
+    ...simEnv(sim),
+    ...opts.env,
+  };
+  if ((opts.db ?? 'embedded') === 'postgres') {
+    const scratch = await createScratchPostgres();
+    env.DATABASE_URL = scratch.url;
+    cleanups.push(scratch.drop);
+  } else {
+    const dir = await freshEmbeddedDataDir();
+    env.DATA_DIR = dir.dataDir;
+    cleanups.push(dir.cleanup);
+  }
+  const config = loadConfig(env);
+  const server = await startServer(config, { log: createLogger('silent'), clock: opts.clock });
+  const url = server.url;
+
+  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+    const init: RequestInit = { method, headers: { ...headers } };
+    if (body !== undefined) {
+      init.body = typeof body === 'string' ? body : JSON.stringify(body);
+      (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(url + path, init);
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, headers: res.headers, body: parsed };
+  }
+
+  async function stream(path: string, body?: unknown, o: StreamOptions = {}): Promise<StreamResult> {
+    const controller = new AbortController();
+    const res = await fetch(url + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...o.headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: controller.signal,
+    });
+    if (!res.headers.get('content-type')?.startsWith('text/event-stream')) {
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, events: [], body: text ? JSON.parse(text) : null };
+    }
+    const events = await readSse(res, controller, o.stopAfter);
+    return { status: res.status, headers: res.headers, events };
+  }
+
+  return {
+    url,
+    server,
+    sim,
+    call,
+    stream,
+    async close() {
+      await server.close();
+      if (ownSim) await sim.close();
+      for (const c of cleanups) await c();
+    },
+  };
+}
+
+/**
+ * Reads an SSE response. `stopAfter` may disconnect after any event; `onEvent` is awaited for each
+ * event in order, before later events are looked at (to observe state at the moment of an event).
+ */
+export async function readSse(
+  res: Response,
+  controller: AbortController,
+  stopAfter?: (ev: SseEvent, all: SseEvent[]) => boolean,
+  onEvent?: (ev: SseEvent) => Promise<void> | void,
+): Promise<SseEvent[]> {
+  const events: SseEvent[] = [];
+  const fresh: SseEvent[] = [];
+  let stop = false;
+  const parser = createParser({
+    onEvent(e) {
+      if (stop) return;
+      const ev = { event: e.event ?? 'message', data: JSON.parse(e.data) };
+      events.push(ev);
+      fresh.push(ev);
+      if (stopAfter?.(ev, events)) stop = true;
+    },
+  });
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      if (onEvent) for (const ev of fresh.splice(0)) await onEvent(ev);
+      if (stop) {
+        controller.abort();
+        break;
+      }
+    }
+  } catch (err) {
+    if (!stop) throw err;
+  }
+  return events;
+}
+
+/** `SIM {...}` directive line for the simulator. */
+export const sim = (directive: Record<string, unknown>, text = 'hello') => `${text}\nSIM ${JSON.stringify(directive)}`;
+
+export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
