@@ -10,10 +10,11 @@ import type { ServerResponse } from 'node:http';
 import type { FailMode } from './directives.ts';
 import { deltaText, type Deltas } from './script.ts';
 
+// No `connection` header: Node answers keep-alive or close as the client asked, and forcing
+// keep-alive would hold `Connection: close` clients open after the stream ended.
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
-  connection: 'keep-alive',
 };
 
 export function frame(event: string | null, data: unknown): string {
