@@ -1,0 +1,98 @@
+// The plain-HTTP plumbing both engine clients share: URL joining that keeps a base path,
+// timeout/abort handling, reading the body once, and turning failures into EngineError.
+import { EngineError, type EngineName } from './errors.ts';
+
+export interface EngineRequestOptions {
+  /** Cancels the request (run cancelled, caller's deadline). */
+  signal?: AbortSignal;
+  /** Extra per-request deadline; combined with `signal`. */
+  timeoutMs?: number;
+}
+
+export interface EngineHttpResponse {
+  status: number;
+  contentType: string;
+  text: string;
+  latencyMs: number;
+}
+
+/** `{base}/{path}` keeping any path prefix of the base (`new URL(path, base)` would drop its last segment). */
+export function joinUrl(base: string, path: string): URL {
+  return new URL(`${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`);
+}
+
+function combinedSignal(opts: EngineRequestOptions): { signal?: AbortSignal; timeout?: AbortSignal } {
+  const timeout = opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined;
+  const parts = [opts.signal, timeout].filter((s): s is AbortSignal => s !== undefined);
+  return { signal: parts.length > 1 ? AbortSignal.any(parts) : parts[0], timeout };
+}
+
+export async function engineFetch(
+  engine: EngineName,
+  what: string,
+  url: URL,
+  init: RequestInit,
+  opts: EngineRequestOptions,
+): Promise<EngineHttpResponse> {
+  const { signal, timeout } = combinedSignal(opts);
+  const started = performance.now();
+  try {
+    const res = await fetch(url, { ...init, signal, redirect: 'follow' });
+    const text = await res.text();
+    return {
+      status: res.status,
+      contentType: res.headers.get('content-type') ?? '',
+      text,
+      latencyMs: Math.round(performance.now() - started),
+    };
+  } catch (err) {
+    if (timeout?.aborted) {
+      throw new EngineError(engine, `${engine} ${what} timed out after ${opts.timeoutMs} ms`, { cause: err });
+    }
+    if (signal?.aborted) throw new EngineError(engine, `${engine} ${what} was aborted`, { cause: err });
+    const reason = err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);
+    throw new EngineError(engine, `${engine} ${what} could not be reached at ${url.origin}: ${reason}`, {
+      cause: err,
+    });
+  }
+}
+
+/** A short, single-line excerpt of a body for error messages. */
+export function excerpt(text: string, max = 200): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+}
+
+/** The engine's `{"error": "…"}` text, or an excerpt of whatever else it sent. */
+export function errorText(res: EngineHttpResponse): string {
+  if (res.contentType.includes('json')) {
+    try {
+      const body = JSON.parse(res.text) as { error?: unknown; message?: unknown };
+      const msg = body.error ?? body.message;
+      if (typeof msg === 'string' && msg) return msg;
+      if (msg && typeof msg === 'object') return excerpt(JSON.stringify(msg));
+    } catch {
+      /* fall through to the raw excerpt */
+    }
+  }
+  return excerpt(res.text) || 'empty body';
+}
+
+export function parseJson(engine: EngineName, what: string, res: EngineHttpResponse): unknown {
+  try {
+    return JSON.parse(res.text);
+  } catch (err) {
+    throw new EngineError(
+      engine,
+      `${engine} ${what} answered HTTP ${res.status} with a body that is not JSON (${res.contentType || 'no content type'}): ${excerpt(res.text)}`,
+      { status: res.status, cause: err },
+    );
+  }
+}
+
+// Small readers for untrusted JSON: wrong types become null instead of leaking into our shapes.
+export const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+export const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+export const obj = (v: unknown): Record<string, unknown> =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+export const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
