@@ -79,7 +79,8 @@ export function sshTarget(config: SshConfig): SshTarget {
   const rawHost = config.CHAT_CODING_REMOTE_HOST;
   if (!rawHost) throw new ToolError('remote tools are not configured: set CHAT_CODING_REMOTE_HOST');
   const at = rawHost.lastIndexOf('@');
-  const host = at >= 0 ? rawHost.slice(at + 1) : rawHost;
+  // An IPv6 literal may be written in brackets (user@[::1]); ssh2 wants the bare address.
+  const host = (at >= 0 ? rawHost.slice(at + 1) : rawHost).replace(/^\[(.*)\]$/, '$1');
   const username = at >= 0 ? rawHost.slice(0, at) : config.CHAT_CODING_REMOTE_USER;
   if (!host) throw new ToolError(`CHAT_CODING_REMOTE_HOST "${rawHost}" has no host name`);
   if (!username) {

@@ -66,6 +66,7 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
 
   const server = new Server({ hostKeys: [hostKey.private] }, (client) => {
     let user = '';
+    const mine = new Set<ChildProcess>(); // this connection's commands only
     client.on('authentication', (ctx) => {
       authAttempts.push(ctx.username);
       if (ctx.method !== 'publickey' || ctx.username !== username) return ctx.reject(['publickey']);
@@ -103,6 +104,7 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
           });
           child = proc;
           children.add(proc);
+          mine.add(proc);
           const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
           record = { username: user, command: info.command, pid: proc.pid, signals: [], exited };
           execs.push(record);
@@ -118,6 +120,7 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
           });
           proc.on('close', (code, signal) => {
             children.delete(proc);
+            mine.delete(proc);
             try {
               if (signal) stream.exit(signal.replace(/^SIG/, ''), false, '');
               else stream.exit(code ?? 0);
@@ -133,7 +136,7 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
     });
     client.on('error', () => {});
     client.on('close', () => {
-      for (const c of children) killGroup(c, 'SIGKILL');
+      for (const c of mine) killGroup(c, 'SIGKILL');
     });
   });
 
