@@ -1,0 +1,82 @@
+// Forward-only migrations: sql/NNN_name.sql applied in name order, each in its own transaction,
+// recorded in schema_migrations. A session-level advisory lock serialises processes that start at
+// the same time against one database: the second waits, then finds everything applied.
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+
+/** Fixed key for pg_advisory_lock (advisory keys are per database, so test databases don't contend). */
+export const MIGRATION_LOCK_KEY = 720_431_901;
+
+export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+
+const FILE_PATTERN = /^(\d{3,})_[\w.-]+\.sql$/;
+
+export interface MigrationFile {
+  name: string;
+  sql: string;
+}
+
+/** The migration files of `dir`, in the order they must run. Throws on two files with one number. */
+export async function readMigrations(dir = DEFAULT_MIGRATIONS_DIR): Promise<MigrationFile[]> {
+  const names = (await readdir(dir)).filter((n) => FILE_PATTERN.test(n)).sort();
+  const seen = new Map<string, string>();
+  for (const name of names) {
+    const num = FILE_PATTERN.exec(name)![1]!;
+    const other = seen.get(num);
+    if (other) throw new Error(`migrations ${other} and ${name} share the number ${num}`);
+    seen.set(num, name);
+  }
+  return Promise.all(names.map(async (name) => ({ name, sql: await readFile(path.join(dir, name), 'utf8') })));
+}
+
+/**
+ * Applies every migration not yet recorded. Returns the names applied by this call (empty when the
+ * schema was already current, e.g. another process got the lock first).
+ */
+export async function migrate(pool: pg.Pool, dir = DEFAULT_MIGRATIONS_DIR): Promise<string[]> {
+  const files = await readMigrations(dir);
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS schema_migrations (
+           name       text PRIMARY KEY,
+           applied_at timestamptz NOT NULL DEFAULT now()
+         )`,
+      );
+      const done = new Set(
+        (await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name),
+      );
+      const applied: string[] = [];
+      for (const file of files) {
+        if (done.has(file.name)) continue;
+        await client.query('BEGIN');
+        try {
+          // No parameters: sent with the simple protocol, so a file may hold many statements.
+          await client.query(file.sql);
+          await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file.name]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw new Error(`migration ${file.name} failed: ${(err as Error).message}`, { cause: err });
+        }
+        applied.push(file.name);
+      }
+      return applied;
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch((err: Error) => {
+        // Destroying the connection below ends the session, which frees the lock anyway.
+        broken = err;
+      });
+    }
+  } catch (err) {
+    broken ??= err as Error;
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}

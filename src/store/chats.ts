@@ -1,0 +1,191 @@
+// Chats. Every function is one statement (one round trip); writes that touch several rows use
+// data-modifying CTEs, which Postgres runs atomically, instead of BEGIN/COMMIT round trips.
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/types.ts';
+import type { ProviderName } from '../providers/types.ts';
+import type { ChatDetail, ChatSummary } from '../types.ts';
+import { insertMessagesSql, messagesParam, type NewMessage } from './messages.ts';
+import {
+  chatColumns,
+  cleanText,
+  MESSAGE_COLUMNS,
+  starJoin,
+  toChatSummary,
+  toMessage,
+  trimToNull,
+  type ChatRow,
+  type MessageRow,
+} from './rows.ts';
+
+export interface NewChat {
+  /** Given when the caller must know the id before the row exists (a run registered under it); else a new UUID. */
+  id?: string;
+  title?: string | null;
+  provider?: ProviderName | null;
+  model?: string | null;
+  additionalSystemPrompt?: string | null;
+  enabledTools: string[];
+  /** The initial transcript, stored in this order. */
+  messages?: readonly NewMessage[];
+}
+
+export interface ChatPatch {
+  /** Trimmed; a blank title is refused (the route answers 400 before calling). */
+  title?: string;
+  /** Trimmed; null or blank clears it. */
+  additionalSystemPrompt?: string | null;
+  enabledTools?: string[];
+}
+
+/** SELECT list + star join reading a chat-shaped relation aliased `c`. */
+const SUMMARY = `SELECT ${chatColumns('c')}, star.created_at AS starred_at`;
+
+/** Creates a chat and its initial messages atomically. A new chat is never starred. */
+export async function createChat(db: Queryable, input: NewChat): Promise<ChatSummary> {
+  const provider = input.provider ?? null;
+  const model = input.model ?? null;
+  if ((provider === null) !== (model === null)) throw new TypeError('provider and model must be given together');
+  const messages = input.messages ?? [];
+  const params: unknown[] = [
+    input.id ?? randomUUID(),
+    trimToNull(input.title),
+    provider,
+    model,
+    trimToNull(input.additionalSystemPrompt),
+    input.enabledTools,
+  ];
+  let insertMessages = '';
+  if (messages.length) {
+    params.push(messagesParam(messages));
+    insertMessages = `, ins AS (${insertMessagesSql('c', '$7')})`;
+  }
+  // Referenced by no one, the messages CTE still runs; the FK check happens at statement end, after the chat row exists.
+  const { rows } = await db.query<ChatRow>(
+    `WITH c AS (
+       INSERT INTO chats (id, title, initiated_provider, initiated_model, last_used_provider, last_used_model,
+                          additional_system_prompt, enabled_tools)
+       VALUES ($1, $2, $3::text, $4::text, $3::text, $4::text, $5, $6::text[])
+       RETURNING *
+     )${insertMessages}
+     SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`,
+    params,
+  );
+  return toChatSummary(rows[0]!);
+}
+
+export async function getChat(db: Queryable, id: string): Promise<ChatSummary | null> {
+  const { rows } = await db.query<ChatRow>(`${SUMMARY} FROM chats c ${starJoin('chat', 'c')} WHERE c.id = $1`, [id]);
+  return rows[0] ? toChatSummary(rows[0]) : null;
+}
+
+/** The chat with its transcript, read in one statement (one snapshot, one round trip). */
+export async function getChatDetail(db: Queryable, id: string): Promise<ChatDetail | null> {
+  const { rows } = await db.query<ChatRow & { messages: MessageRow[] }>(
+    `${SUMMARY},
+            COALESCE((SELECT json_agg(m ORDER BY m.seq)
+                        FROM (SELECT seq, ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = c.id) m), '[]'::json)
+              AS messages
+       FROM chats c ${starJoin('chat', 'c')}
+      WHERE c.id = $1`,
+    [id],
+  );
+  const row = rows[0];
+  return row ? { ...toChatSummary(row), messages: row.messages.map(toMessage) } : null;
+}
+
+/** Newest updatedAt first. No limit unless given. */
+export async function listChats(db: Queryable, opts: { limit?: number } = {}): Promise<ChatSummary[]> {
+  const { rows } = await db.query<ChatRow>(
+    `${SUMMARY} FROM chats c ${starJoin('chat', 'c')}
+      ORDER BY c.updated_at DESC, c.id DESC
+      LIMIT $1`,
+    [opts.limit ?? null],
+  );
+  return rows.map(toChatSummary);
+}
+
+/** Applies the given settings and bumps updatedAt. Null when the chat does not exist. */
+export async function updateChat(db: Queryable, id: string, patch: ChatPatch): Promise<ChatSummary | null> {
+  const params: unknown[] = [id];
+  const sets = ['updated_at = now()'];
+  if (patch.title !== undefined) {
+    const title = trimToNull(patch.title);
+    if (title === null) throw new TypeError('title must not be blank');
+    params.push(title);
+    sets.push(`title = $${params.length}`);
+  }
+  if (patch.additionalSystemPrompt !== undefined) {
+    params.push(trimToNull(patch.additionalSystemPrompt));
+    sets.push(`additional_system_prompt = $${params.length}`);
+  }
+  if (patch.enabledTools !== undefined) {
+    params.push(patch.enabledTools);
+    sets.push(`enabled_tools = $${params.length}::text[]`);
+  }
+  return oneChat(db, `UPDATE chats SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, params);
+}
+
+/** Deletes the chat, its messages (cascade) and its project memberships. False when unknown. */
+export async function deleteChat(db: Queryable, id: string): Promise<boolean> {
+  const { rows } = await db.query<{ n: number }>(
+    `WITH d AS (DELETE FROM chats WHERE id = $1 RETURNING id),
+          m AS (DELETE FROM project_members WHERE item_type = 'chat' AND item_id = $1)
+     SELECT count(*)::int AS n FROM d`,
+    [id],
+  );
+  return rows[0]!.n > 0;
+}
+
+/**
+ * Records that a completion used provider/model: lastUsed* always, initiated* only when still unset
+ * (spec: the first call, successful or failed). Bumps updatedAt. Null when the chat does not exist.
+ */
+export async function recordProviderUse(
+  db: Queryable,
+  chatId: string,
+  provider: ProviderName,
+  model: string,
+): Promise<ChatSummary | null> {
+  return oneChat(
+    db,
+    `UPDATE chats
+        SET last_used_provider = $2::text,
+            last_used_model = $3::text,
+            initiated_model = CASE WHEN initiated_provider IS NULL THEN $3::text ELSE initiated_model END,
+            initiated_provider = COALESCE(initiated_provider, $2::text),
+            updated_at = now()
+      WHERE id = $1
+      RETURNING *`,
+    [chatId, provider, model],
+  );
+}
+
+/**
+ * Sets the title only while it is still empty, atomically, so a title set by the user while a
+ * suggestion was generating is never overwritten. Returns the chat as it then is, or null if unknown.
+ */
+export async function setChatTitleIfEmpty(db: Queryable, chatId: string, title: string): Promise<ChatSummary | null> {
+  const clean = trimToNull(title);
+  if (clean === null) return getChat(db, chatId);
+  // When the UPDATE matches nothing, the second branch reads the row as it is.
+  const { rows } = await db.query<ChatRow>(
+    `WITH u AS (
+       UPDATE chats SET title = $2, updated_at = now()
+        WHERE id = $1 AND COALESCE(btrim(title), '') = ''
+        RETURNING *
+     ), c AS (
+       SELECT * FROM u
+       UNION ALL
+       SELECT * FROM chats WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM u)
+     )
+     ${SUMMARY} FROM c ${starJoin('chat', 'c')}`,
+    [chatId, cleanText(clean)],
+  );
+  return rows[0] ? toChatSummary(rows[0]) : null;
+}
+
+/** Runs a data-modifying statement yielding chat rows and returns the first as a summary with its star. */
+async function oneChat(db: Queryable, modify: string, params: unknown[]): Promise<ChatSummary | null> {
+  const { rows } = await db.query<ChatRow>(`WITH c AS (${modify}) ${SUMMARY} FROM c ${starJoin('chat', 'c')}`, params);
+  return rows[0] ? toChatSummary(rows[0]) : null;
+}

@@ -1,0 +1,73 @@
+// Chat transcript messages. Order is the identity column `seq`, never created_at: messages written in
+// one transaction share a timestamp.
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/types.ts';
+import type { Message, Role } from '../types.ts';
+import { cleanText, MESSAGE_COLUMNS, toJson, toMessage, type MessageRow } from './rows.ts';
+
+export interface NewMessage {
+  role: Role;
+  content: string;
+  name?: string | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+/** The JSON parameter consumed by insertMessagesSql: ids made here, `ord` fixes the order. */
+export function messagesParam(msgs: readonly NewMessage[]): string {
+  return toJson(
+    msgs.map((m, ord) => ({
+      id: randomUUID(),
+      ord,
+      role: m.role,
+      content: cleanText(m.content),
+      name: cleanText(m.name),
+      metadata: m.metadata ?? null,
+    })),
+  );
+}
+
+/**
+ * INSERT of every message in the JSON parameter `param` into the chat that the CTE `chat` yields
+ * (none when it yields no row), in one statement whatever the count. Rows are inserted in `ord` order,
+ * so `seq` follows the caller's order.
+ */
+export function insertMessagesSql(chat: string, param: string): string {
+  return `INSERT INTO messages (id, chat_id, role, content, name, metadata)
+          SELECT x.id, ${chat}.id, x.role, x.content, x.name, x.metadata
+            FROM ${chat},
+                 json_to_recordset(${param}::json)
+                   AS x(id text, ord integer, role text, content text, name text, metadata jsonb)
+           ORDER BY x.ord
+          RETURNING seq, ${MESSAGE_COLUMNS}`;
+}
+
+/**
+ * Appends messages to a chat in order and bumps the chat's updatedAt, in one statement.
+ * Returns null when the chat does not exist (nothing is written then).
+ */
+export async function appendMessages(
+  db: Queryable,
+  chatId: string,
+  msgs: readonly NewMessage[],
+): Promise<Message[] | null> {
+  if (msgs.length === 0) {
+    const found = await db.query('SELECT 1 FROM chats WHERE id = $1', [chatId]);
+    return found.rowCount ? [] : null;
+  }
+  const { rows } = await db.query<MessageRow>(
+    `WITH chat AS (UPDATE chats SET updated_at = now() WHERE id = $1 RETURNING id),
+          ins AS (${insertMessagesSql('chat', '$2')})
+     SELECT ${MESSAGE_COLUMNS} FROM ins ORDER BY seq`,
+    [chatId, messagesParam(msgs)],
+  );
+  return rows.length ? rows.map(toMessage) : null;
+}
+
+/** The transcript in order; empty for an unknown chat. */
+export async function listMessages(db: Queryable, chatId: string): Promise<Message[]> {
+  const { rows } = await db.query<MessageRow>(
+    `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = $1 ORDER BY seq`,
+    [chatId],
+  );
+  return rows.map(toMessage);
+}

@@ -1,0 +1,151 @@
+// Searches: a query, its ranked results and generated answer. A run replaces results and answer.
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/types.ts';
+import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } from '../types.ts';
+import {
+  cleanText,
+  searchDetailColumns,
+  searchSummaryColumns,
+  starJoin,
+  toJson,
+  toSearchDetail,
+  toSearchSummary,
+  trimToNull,
+  type SearchDetailRow,
+  type SearchSummaryRow,
+} from './rows.ts';
+
+export interface SearchRun {
+  query: string;
+  /** Replaces the title when given; otherwise an untitled search takes the query as its title. */
+  title?: string | null;
+  requestId: string | null;
+  latencyMs: number;
+  error: string | null;
+  answerText: string | null;
+  answerRequestId: string | null;
+  answerCitations: AnswerCitation[];
+  answerError: string | null;
+  results: SearchResultItem[];
+}
+
+export interface ReusableSearch {
+  search: SearchSummary;
+  /** Results or answer text are stored (part of the spec's cacheHit condition). */
+  hasStoredResults: boolean;
+}
+
+/** The spec's normalization for reuseByQuery: trim and lowercase. */
+export function normalizeQuery(query: string): string {
+  return query.trim().toLowerCase();
+}
+
+export function hasStoredResults(detail: Pick<SearchDetail, 'results' | 'answerText'>): boolean {
+  return detail.results.length > 0 || Boolean(detail.answerText);
+}
+
+const SUMMARY = `SELECT ${searchSummaryColumns('s')}, star.created_at AS starred_at`;
+const DETAIL = `SELECT ${searchDetailColumns('s')}, star.created_at AS starred_at`;
+
+export async function createSearch(
+  db: Queryable,
+  input: { title?: string | null; query?: string | null } = {},
+): Promise<SearchSummary> {
+  const query = trimToNull(input.query);
+  const { rows } = await db.query<SearchSummaryRow>(
+    `INSERT INTO searches (id, title, query, normalized_query) VALUES ($1, $2, $3, $4)
+     RETURNING ${searchSummaryColumns('searches')}, NULL::timestamptz AS starred_at`,
+    [randomUUID(), trimToNull(input.title), query, query === null ? null : normalizeQuery(query)],
+  );
+  return toSearchSummary(rows[0]!);
+}
+
+export async function getSearch(db: Queryable, id: string): Promise<SearchSummary | null> {
+  const { rows } = await db.query<SearchSummaryRow>(
+    `${SUMMARY} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1`,
+    [id],
+  );
+  return rows[0] ? toSearchSummary(rows[0]) : null;
+}
+
+/** The search with its stored run; a search never run gets the spec's string defaults ('' and 0). */
+export async function getSearchDetail(db: Queryable, id: string): Promise<SearchDetail | null> {
+  const { rows } = await db.query<SearchDetailRow>(`${DETAIL} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1`, [
+    id,
+  ]);
+  return rows[0] ? toSearchDetail(rows[0]) : null;
+}
+
+/** Newest updatedAt first. No limit unless given. */
+export async function listSearches(db: Queryable, opts: { limit?: number } = {}): Promise<SearchSummary[]> {
+  const { rows } = await db.query<SearchSummaryRow>(
+    `${SUMMARY} FROM searches s ${starJoin('search', 's')}
+      ORDER BY s.updated_at DESC, s.id DESC
+      LIMIT $1`,
+    [opts.limit ?? null],
+  );
+  return rows.map(toSearchSummary);
+}
+
+/** Deletes the search and its project memberships. False when unknown. */
+export async function deleteSearch(db: Queryable, id: string): Promise<boolean> {
+  const { rows } = await db.query<{ n: number }>(
+    `WITH d AS (DELETE FROM searches WHERE id = $1 RETURNING id),
+          m AS (DELETE FROM project_members WHERE item_type = 'search' AND item_id = $1)
+     SELECT count(*)::int AS n FROM d`,
+    [id],
+  );
+  return rows[0]!.n > 0;
+}
+
+/**
+ * The most recently updated search whose query normalizes to the same text (`query` is normalized
+ * here, so raw input is fine), without loading its results. Null when none.
+ */
+export async function findLatestByNormalizedQuery(db: Queryable, query: string): Promise<ReusableSearch | null> {
+  const normalized = normalizeQuery(query);
+  if (!normalized) return null;
+  const { rows } = await db.query<SearchSummaryRow & { has_results: boolean }>(
+    `${SUMMARY},
+            (jsonb_array_length(s.results) > 0 OR COALESCE(s.answer_text, '') <> '') AS has_results
+       FROM searches s ${starJoin('search', 's')}
+      WHERE s.normalized_query = $1
+      ORDER BY s.updated_at DESC, s.id DESC
+      LIMIT 1`,
+    [normalized],
+  );
+  const row = rows[0];
+  return row ? { search: toSearchSummary(row), hasStoredResults: row.has_results } : null;
+}
+
+/** Stores a run, replacing the previous results and answer, and bumps updatedAt. Null when unknown. */
+export async function saveSearchRun(db: Queryable, id: string, run: SearchRun): Promise<SearchDetail | null> {
+  const query = cleanText(run.query.trim());
+  const { rows } = await db.query<SearchDetailRow>(
+    `WITH s AS (
+       UPDATE searches
+          SET query = $2, normalized_query = $3, title = COALESCE($4, title, NULLIF($2, '')),
+              request_id = $5, latency_ms = $6::int, error = $7, answer_text = $8, answer_request_id = $9,
+              answer_citations = $10::jsonb, answer_error = $11, results = $12::jsonb,
+              last_run_at = now(), updated_at = now()
+        WHERE id = $1
+        RETURNING *
+     )
+     ${DETAIL} FROM s ${starJoin('search', 's')}`,
+    [
+      id,
+      query,
+      normalizeQuery(query),
+      trimToNull(run.title),
+      cleanText(run.requestId),
+      Math.round(run.latencyMs),
+      cleanText(run.error),
+      cleanText(run.answerText),
+      cleanText(run.answerRequestId),
+      toJson(run.answerCitations ?? []),
+      cleanText(run.answerError),
+      toJson(run.results ?? []),
+    ],
+  );
+  return rows[0] ? toSearchDetail(rows[0]) : null;
+}

@@ -1,0 +1,63 @@
+// Starring = membership in the reserved project `starred`. starredAt is the membership's creation
+// time, so starring again keeps it; neither starring nor unstarring touches the item's updatedAt.
+import type { Queryable } from '../db/types.ts';
+import type { ChatSummary, SearchSummary } from '../types.ts';
+import {
+  chatColumns,
+  searchSummaryColumns,
+  STARRED_PROJECT,
+  toChatSummary,
+  toSearchSummary,
+  type ChatRow,
+  type ItemType,
+  type SearchSummaryRow,
+} from './rows.ts';
+
+const ITEMS = {
+  chat: { table: 'chats', columns: chatColumns('i') },
+  search: { table: 'searches', columns: searchSummaryColumns('i') },
+} as const;
+
+/**
+ * One statement: reads the item, adds or removes its membership, returns the item row with its
+ * starred_at (undefined when the item does not exist).
+ * Starring uses ON CONFLICT DO UPDATE (a no-op update) rather than DO NOTHING so RETURNING yields the
+ * existing membership too, including one a concurrent request inserted after this statement's snapshot.
+ */
+async function star<R>(db: Queryable, type: ItemType, id: string, starred: boolean): Promise<R | undefined> {
+  const { table, columns } = ITEMS[type];
+  const sql = starred
+    ? `WITH i AS (SELECT * FROM ${table} WHERE id = $1),
+            m AS (
+              INSERT INTO project_members (project_id, item_type, item_id)
+              SELECT '${STARRED_PROJECT}', '${type}', id FROM i
+              ON CONFLICT (project_id, item_type, item_id) DO UPDATE SET created_at = project_members.created_at
+              RETURNING created_at
+            )
+       SELECT ${columns}, (SELECT created_at FROM m) AS starred_at FROM i`
+    : `WITH i AS (SELECT * FROM ${table} WHERE id = $1),
+            m AS (
+              DELETE FROM project_members
+               WHERE project_id = '${STARRED_PROJECT}' AND item_type = '${type}' AND item_id = $1
+            )
+       SELECT ${columns}, NULL::timestamptz AS starred_at FROM i`;
+  const { rows } = await db.query(sql, [id]);
+  return rows[0] as R | undefined;
+}
+
+/** Stars or unstars a chat; returns it as it now is, or null when unknown. */
+export async function starChat(db: Queryable, id: string, starred: boolean): Promise<ChatSummary | null> {
+  const row = await star<ChatRow>(db, 'chat', id, starred);
+  return row ? toChatSummary(row) : null;
+}
+
+/** Stars or unstars a search; returns it as it now is, or null when unknown. */
+export async function starSearch(db: Queryable, id: string, starred: boolean): Promise<SearchSummary | null> {
+  const row = await star<SearchSummaryRow>(db, 'search', id, starred);
+  return row ? toSearchSummary(row) : null;
+}
+
+/** Idempotent. False when the item does not exist. */
+export async function setStarred(db: Queryable, type: ItemType, id: string, starred: boolean): Promise<boolean> {
+  return (await star(db, type, id, starred)) !== undefined;
+}

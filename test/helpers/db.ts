@@ -1,0 +1,127 @@
+// Databases for tests: always the embedded PGlite, plus real Postgres when TEST_DATABASE_URL is set.
+// Every open() is a fresh, empty, migrated database, so test files can run in parallel.
+import { randomBytes } from 'node:crypto';
+import { cp, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { openDatabase } from '../../src/db/pool.ts';
+import type { Database } from '../../src/db/types.ts';
+
+export interface TestDatabase {
+  name: 'embedded' | 'postgres';
+  open(): Promise<Database>;
+}
+
+export async function testDatabases(): Promise<TestDatabase[]> {
+  const targets: TestDatabase[] = [{ name: 'embedded', open: openEmbedded }];
+  if (process.env.TEST_DATABASE_URL) targets.push({ name: 'postgres', open: openPostgres });
+  return targets;
+}
+
+// ---- embedded -----------------------------------------------------------------------------------
+
+/** A DATA_DIR already holding an initialised (not migrated) PGlite cluster; remove it with cleanup(). */
+export async function freshEmbeddedDataDir(): Promise<{ dataDir: string; cleanup(): Promise<void> }> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'store-test-'));
+  const template = await pgliteTemplate().catch(() => null);
+  // PGlite's initdb takes seconds; copying a closed cluster made once per machine takes milliseconds.
+  if (template) await cp(template, path.join(dataDir, 'pg'), { recursive: true });
+  return { dataDir, cleanup: () => rm(dataDir, { recursive: true, force: true }) };
+}
+
+async function openEmbedded(): Promise<Database> {
+  const { dataDir, cleanup } = await freshEmbeddedDataDir();
+  try {
+    const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
+    return withCleanup(db, cleanup);
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+let templatePromise: Promise<string> | undefined;
+
+/** `${tmp}/pglite-template-<version>/pg`, created by whichever test process gets there first. */
+function pgliteTemplate(): Promise<string> {
+  return (templatePromise ??= (async () => {
+    // package.json is not in the package's exports: find it from the entry point (dist/…).
+    const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+    const pkgPath = path.join(path.dirname(entry), '..', 'package.json');
+    const { version } = JSON.parse(await readFile(pkgPath, 'utf8')) as { version: string };
+    const dir = path.join(os.tmpdir(), `pglite-template-${version}`);
+    const ready = path.join(dir, 'ready');
+    if (await exists(ready)) return path.join(dir, 'pg');
+    const { PGlite } = await import('@electric-sql/pglite');
+    const building = `${dir}.build-${process.pid}-${randomBytes(4).toString('hex')}`;
+    await mkdir(building, { recursive: true });
+    const db = await PGlite.create({ dataDir: path.join(building, 'pg') });
+    await db.close();
+    await writeFile(path.join(building, 'ready'), version);
+    // rename is atomic: a concurrent builder that lost the race just uses the winner's copy.
+    await rename(building, dir).catch(() => rm(building, { recursive: true, force: true }));
+    if (!(await exists(ready))) throw new Error('PGlite template missing');
+    return path.join(dir, 'pg');
+  })());
+}
+
+async function exists(p: string): Promise<boolean> {
+  return stat(p).then(
+    () => true,
+    () => false,
+  );
+}
+
+// ---- postgres -----------------------------------------------------------------------------------
+
+/** A new empty database on TEST_DATABASE_URL's server; drop() removes it even if clients are left. */
+export async function createScratchPostgres(): Promise<{ url: string; drop(): Promise<void> }> {
+  const adminUrl = process.env.TEST_DATABASE_URL;
+  if (!adminUrl) throw new Error('TEST_DATABASE_URL is not set');
+  const name = `t_${randomBytes(8).toString('hex')}`;
+  await admin(adminUrl, `CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => admin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+async function openPostgres(): Promise<Database> {
+  const scratch = await createScratchPostgres();
+  try {
+    const db = await openDatabase({ DATABASE_URL: scratch.url, DATA_DIR: os.tmpdir() }, { poolMax: 5 });
+    return withCleanup(db, scratch.drop);
+  } catch (err) {
+    await scratch.drop();
+    throw err;
+  }
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function withCleanup(db: Database, cleanup: () => Promise<void>): Database {
+  let closing: Promise<void> | undefined;
+  return {
+    ...db,
+    close: () =>
+      (closing ??= (async () => {
+        try {
+          await db.close();
+        } finally {
+          await cleanup();
+        }
+      })()),
+  };
+}

@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Database } from '../../src/db/types.ts';
+import {
+  createChat,
+  deleteChat,
+  getChat,
+  getChatDetail,
+  listChats,
+  recordProviderUse,
+  setChatTitleIfEmpty,
+  updateChat,
+} from '../../src/store/chats.ts';
+import { listMessages } from '../../src/store/messages.ts';
+import { setStarred } from '../../src/store/stars.ts';
+import { testDatabases } from '../helpers/db.ts';
+
+const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+for (const target of await testDatabases()) {
+  describe(`chats store (${target.name})`, () => {
+    let db: Database;
+    before(async () => {
+      db = await target.open();
+    });
+    after(async () => {
+      await db?.close();
+    });
+
+    it('creates a chat with provider/model, trimmed settings and the spec shape', async () => {
+      const chat = await createChat(db.pool, {
+        title: '  Hello  ',
+        provider: 'provider_a',
+        model: 'm-1',
+        additionalSystemPrompt: '  be brief ',
+        enabledTools: ['web_search', 'fetch_url'],
+      });
+      assert.match(chat.id, /^[0-9a-f-]{36}$/);
+      assert.deepEqual(
+        { ...chat, id: '', createdAt: '', updatedAt: '' },
+        {
+          id: '',
+          title: 'Hello',
+          createdAt: '',
+          updatedAt: '',
+          starred: false,
+          starredAt: null,
+          initiatedProvider: 'provider_a',
+          initiatedModel: 'm-1',
+          lastUsedProvider: 'provider_a',
+          lastUsedModel: 'm-1',
+          additionalSystemPrompt: 'be brief',
+          enabledTools: ['web_search', 'fetch_url'],
+        },
+      );
+      assert.match(chat.createdAt, ISO_MS);
+      assert.equal(chat.createdAt, chat.updatedAt);
+      assert.deepEqual(await getChat(db.pool, chat.id), chat);
+    });
+
+    it('stores a blank prompt and title as null, takes a given id, refuses provider without model', async () => {
+      const id = crypto.randomUUID();
+      const chat = await createChat(db.pool, { id, title: '   ', additionalSystemPrompt: ' \n ', enabledTools: [] });
+      assert.equal(chat.id, id);
+      assert.equal(chat.title, null);
+      assert.equal(chat.additionalSystemPrompt, null);
+      assert.equal(chat.initiatedProvider, null);
+      assert.deepEqual(chat.enabledTools, []);
+      await assert.rejects(createChat(db.pool, { provider: 'provider_b', enabledTools: [] }), /together/);
+    });
+
+    it('stores the initial transcript in order with names and metadata', async () => {
+      const messages = Array.from({ length: 40 }, (_, i) => ({
+        role: (['system', 'user', 'assistant', 'tool'] as const)[i % 4],
+        content: `m${i}`,
+        name: i % 4 === 3 ? 'web_search' : null,
+        metadata: i % 2 ? { kind: 'tool_call', n: i, nested: { a: [1, 'x'] } } : null,
+      }));
+      const chat = await createChat(db.pool, { enabledTools: [], messages });
+      const detail = await getChatDetail(db.pool, chat.id);
+      assert.ok(detail);
+      assert.deepEqual(
+        detail.messages.map(({ role, content, name, metadata }) => ({ role, content, name, metadata })),
+        messages,
+      );
+      // All written in one statement: one timestamp, so only seq can give this order.
+      assert.equal(new Set(detail.messages.map((m) => m.createdAt)).size, 1);
+      assert.match(detail.messages[0]!.createdAt, ISO_MS);
+      assert.deepEqual(await listMessages(db.pool, chat.id), detail.messages);
+      const { messages: _, ...summary } = detail;
+      assert.deepEqual(summary, chat);
+    });
+
+    it('writes nothing when one initial message is invalid', async () => {
+      const before = (await listChats(db.pool)).length;
+      await assert.rejects(
+        createChat(db.pool, {
+          title: 'half',
+          enabledTools: [],
+          messages: [
+            { role: 'user', content: 'ok' },
+            { role: 'robot' as 'user', content: 'bad role' },
+          ],
+        }),
+      );
+      assert.equal((await listChats(db.pool)).length, before);
+    });
+
+    it('drops U+0000 that Postgres text cannot hold', async () => {
+      const chat = await createChat(db.pool, {
+        title: 'a\0b',
+        enabledTools: [],
+        messages: [{ role: 'tool', content: 'x\0y', metadata: { out: 'p\0q' } }],
+      });
+      const detail = await getChatDetail(db.pool, chat.id);
+      assert.equal(detail?.title, 'ab');
+      assert.equal(detail?.messages[0]?.content, 'xy');
+      assert.deepEqual(detail?.messages[0]?.metadata, { out: 'pq' });
+    });
+
+    it('returns null for unknown chats', async () => {
+      assert.equal(await getChat(db.pool, 'nope'), null);
+      assert.equal(await getChatDetail(db.pool, 'nope'), null);
+      assert.equal(await updateChat(db.pool, 'nope', { title: 'x' }), null);
+      assert.equal(await recordProviderUse(db.pool, 'nope', 'provider_a', 'm'), null);
+      assert.equal(await setChatTitleIfEmpty(db.pool, 'nope', 'x'), null);
+      assert.equal(await deleteChat(db.pool, 'nope'), false);
+    });
+
+    it('updates only the given settings and bumps updatedAt', async () => {
+      const chat = await createChat(db.pool, { title: 't', additionalSystemPrompt: 'p', enabledTools: ['a', 'b'] });
+      await tick();
+      const renamed = await updateChat(db.pool, chat.id, { title: '  New  ' });
+      assert.ok(renamed);
+      assert.equal(renamed.title, 'New');
+      assert.equal(renamed.additionalSystemPrompt, 'p');
+      assert.deepEqual(renamed.enabledTools, ['a', 'b']);
+      assert.ok(renamed.updatedAt > chat.updatedAt);
+      assert.equal(renamed.createdAt, chat.createdAt);
+
+      const cleared = await updateChat(db.pool, chat.id, { additionalSystemPrompt: '   ', enabledTools: [] });
+      assert.equal(cleared?.additionalSystemPrompt, null);
+      assert.deepEqual(cleared?.enabledTools, []);
+      assert.equal(cleared?.title, 'New');
+      const set = await updateChat(db.pool, chat.id, { additionalSystemPrompt: ' q ' });
+      assert.equal(set?.additionalSystemPrompt, 'q');
+      assert.equal((await updateChat(db.pool, chat.id, { additionalSystemPrompt: null }))?.additionalSystemPrompt, null);
+      await assert.rejects(updateChat(db.pool, chat.id, { title: '  ' }), /blank/);
+    });
+
+    it('lists by updatedAt, newest first, with a limit', async () => {
+      const a = await createChat(db.pool, { title: 'a', enabledTools: [] });
+      await tick();
+      const b = await createChat(db.pool, { title: 'b', enabledTools: [] });
+      await tick();
+      await updateChat(db.pool, a.id, { title: 'a2' });
+      const top = await listChats(db.pool, { limit: 2 });
+      assert.deepEqual(top.map((c) => c.id), [a.id, b.id]);
+      const all = await listChats(db.pool);
+      for (let i = 1; i < all.length; i++) assert.ok(all[i - 1]!.updatedAt >= all[i]!.updatedAt);
+    });
+
+    it('records provider use: initiated once, lastUsed every time', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      await tick();
+      const first = await recordProviderUse(db.pool, chat.id, 'provider_b', 'claude-x');
+      assert.equal(first?.initiatedProvider, 'provider_b');
+      assert.equal(first?.initiatedModel, 'claude-x');
+      assert.equal(first?.lastUsedModel, 'claude-x');
+      assert.ok(first!.updatedAt > chat.updatedAt);
+      const second = await recordProviderUse(db.pool, chat.id, 'provider_c', 'c-1');
+      assert.deepEqual(
+        [second?.initiatedProvider, second?.initiatedModel, second?.lastUsedProvider, second?.lastUsedModel],
+        ['provider_b', 'claude-x', 'provider_c', 'c-1'],
+      );
+    });
+
+    it('sets a suggested title only while the title is empty, atomically', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      const results = await Promise.all(['One', 'Two', 'Three'].map((t) => setChatTitleIfEmpty(db.pool, chat.id, t)));
+      const winner = (await getChat(db.pool, chat.id))!.title;
+      assert.ok(['One', 'Two', 'Three'].includes(winner!));
+      // The losers get the chat back with the winner's title, never their own.
+      for (const r of results) assert.equal(r?.title, winner);
+      const titled = await createChat(db.pool, { title: 'Mine', enabledTools: [] });
+      const kept = await setChatTitleIfEmpty(db.pool, titled.id, 'Suggested');
+      assert.deepEqual(kept, titled);
+      await setStarred(db.pool, 'chat', titled.id, true);
+      assert.equal((await setChatTitleIfEmpty(db.pool, titled.id, 'x'))?.starred, true);
+    });
+
+    it('deletes the chat, its messages and its star', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'user', content: 'hi' }] });
+      await setStarred(db.pool, 'chat', chat.id, true);
+      assert.equal(await deleteChat(db.pool, chat.id), true);
+      assert.equal(await getChat(db.pool, chat.id), null);
+      assert.deepEqual(await listMessages(db.pool, chat.id), []);
+      const members = await db.pool.query('SELECT 1 FROM project_members WHERE item_id = $1', [chat.id]);
+      assert.equal(members.rowCount, 0);
+      assert.equal(await deleteChat(db.pool, chat.id), false);
+    });
+  });
+}

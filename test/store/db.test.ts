@@ -1,0 +1,218 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { migrate, readMigrations } from '../../src/db/migrate.ts';
+import { openDatabase, withTransaction } from '../../src/db/pool.ts';
+import type { Database } from '../../src/db/types.ts';
+import { createChat, getChatDetail } from '../../src/store/chats.ts';
+import { listMessages } from '../../src/store/messages.ts';
+import { createScratchPostgres, freshEmbeddedDataDir, testDatabases } from '../helpers/db.ts';
+
+async function tempDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'migrations-'));
+  for (const [name, sql] of Object.entries(files)) await writeFile(path.join(dir, name), sql);
+  return dir;
+}
+
+describe('migration files', () => {
+  it('are read in number order and must not share a number', async () => {
+    const shipped = await readMigrations();
+    assert.equal(shipped[0]?.name, '001_init.sql');
+    const dir = await tempDir({ '010_b.sql': '', '002_a.sql': '', 'notes.txt': '', '002_c.sql': '' });
+    await assert.rejects(readMigrations(dir), /share the number 002/);
+    await rm(path.join(dir, '002_c.sql'));
+    assert.deepEqual((await readMigrations(dir)).map((m) => m.name), ['002_a.sql', '010_b.sql']);
+    await rm(dir, { recursive: true });
+  });
+});
+
+for (const target of await testDatabases()) {
+  describe(`database (${target.name})`, () => {
+    let db: Database;
+    before(async () => {
+      db = await target.open();
+    });
+    after(async () => {
+      await db?.close();
+    });
+
+    it('is migrated once, with the reserved starred project', async () => {
+      assert.equal(db.kind, target.name);
+      const names = (await db.pool.query('SELECT name FROM schema_migrations ORDER BY name')).rows.map((r) => r.name);
+      assert.deepEqual(names, (await readMigrations()).map((m) => m.name));
+      assert.deepEqual(await migrate(db.pool), []);
+      const { rows } = await db.pool.query("SELECT id FROM projects WHERE id = 'starred'");
+      assert.equal(rows.length, 1);
+    });
+
+    it('applies each new file in its own transaction and stops at a failing one', async () => {
+      const dir = await tempDir({
+        '900_ok.sql': 'CREATE TABLE extra_ok (x int); INSERT INTO extra_ok VALUES (1);',
+        '901_bad.sql': 'CREATE TABLE extra_bad (x int); SELECT 1/0;',
+        '902_after.sql': 'CREATE TABLE extra_after (x int);',
+      });
+      await assert.rejects(migrate(db.pool, dir), /migration 901_bad\.sql failed: division by zero/);
+      const tables = async () =>
+        (await db.pool.query("SELECT tablename FROM pg_tables WHERE tablename LIKE 'extra_%' ORDER BY 1")).rows.map((r) => r.tablename);
+      assert.deepEqual(await tables(), ['extra_ok']);
+      const recorded = (await db.pool.query("SELECT name FROM schema_migrations WHERE name LIKE '9%'")).rows.map((r) => r.name);
+      assert.deepEqual(recorded, ['900_ok.sql']);
+      await writeFile(path.join(dir, '901_bad.sql'), 'CREATE TABLE extra_bad (x int);');
+      assert.deepEqual(await migrate(db.pool, dir), ['901_bad.sql', '902_after.sql']);
+      assert.deepEqual(await tables(), ['extra_after', 'extra_bad', 'extra_ok']);
+      await rm(dir, { recursive: true });
+    });
+
+    it('commits or rolls back withTransaction', async () => {
+      await db.pool.query('CREATE TABLE tx_probe (v int)');
+      assert.equal(
+        await withTransaction(db.pool, async (c) => {
+          await c.query('INSERT INTO tx_probe VALUES (1)');
+          return 'ok';
+        }),
+        'ok',
+      );
+      await assert.rejects(
+        withTransaction(db.pool, async (c) => {
+          await c.query('INSERT INTO tx_probe VALUES (2)');
+          throw new Error('abort');
+        }),
+        /abort/,
+      );
+      assert.deepEqual((await db.pool.query('SELECT v FROM tx_probe')).rows, [{ v: 1 }]);
+    });
+
+    it('keeps concurrent parameterised queries apart, large parameters included', async () => {
+      // Regression guard for the embedded server's message multiplexing (see src/db/embedded.ts).
+      const big = 'x'.repeat(2_000_000);
+      const checks = await Promise.all([
+        ...Array.from({ length: 4 }, async (_, i) => {
+          const { rows } = await db.pool.query('SELECT length($1::text) AS n, $2::int AS i', [big, i]);
+          return rows[0].n === big.length && rows[0].i === i;
+        }),
+        ...Array.from({ length: 200 }, async (_, i) => {
+          const { rows } = await db.pool.query(`SELECT $1::int AS v${i % 3}`, [i]);
+          return rows[0][`v${i % 3}`] === i;
+        }),
+      ]);
+      assert.ok(checks.every(Boolean));
+    });
+  });
+}
+
+describe('embedded database', () => {
+  it('keeps its data across close and reopen, and migrates only once', async () => {
+    const { dataDir, cleanup } = await freshEmbeddedDataDir();
+    try {
+      const first = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
+      assert.equal(first.kind, 'embedded');
+      const chat = await createChat(first.pool, { title: 'kept', enabledTools: ['a'], messages: [{ role: 'user', content: 'hello' }] });
+      const before = await getChatDetail(first.pool, chat.id);
+      await first.close();
+      await first.close(); // idempotent
+
+      const second = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
+      try {
+        assert.deepEqual(await getChatDetail(second.pool, chat.id), before);
+        const { rows } = await second.pool.query('SELECT count(*)::int AS n FROM schema_migrations');
+        assert.equal(rows[0].n, (await readMigrations()).length);
+      } finally {
+        await second.close();
+      }
+      assert.ok(!(await readdir(dataDir)).includes('pg.lock'));
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('refuses a DATA_DIR that is already open, here or in a live process, and takes over a stale lock', async () => {
+    const { dataDir, cleanup } = await freshEmbeddedDataDir();
+    try {
+      const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
+      await assert.rejects(openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir }), /already open in this process/);
+      await db.close();
+
+      await writeFile(path.join(dataDir, 'pg.lock'), `${process.ppid}\n`); // alive: our parent
+      await assert.rejects(
+        openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir }),
+        new RegExp(`in use by process ${process.ppid}.*DATABASE_URL`),
+      );
+      await writeFile(path.join(dataDir, 'pg.lock'), '4194000\n'); // above pid_max on Linux: never alive
+      const reopened = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
+      await reopened.close();
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe('embedded database after a crash', () => {
+  it('reopens with every committed write after the process was killed mid-write', async () => {
+    const { dataDir, cleanup } = await freshEmbeddedDataDir();
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', new URL('./embedded-writer.ts', import.meta.url).pathname, dataDir], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+      const chatId = line.toString().trim();
+      await new Promise((r) => setTimeout(r, 500)); // let it append for a while
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+
+      const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir }); // takes over the stale lock
+      try {
+        const contents = (await listMessages(db.pool, chatId)).map((m) => m.content);
+        assert.ok(contents.length > 0);
+        assert.deepEqual(contents, contents.map((_, i) => `m${i}`)); // no gap, nothing half-written
+      } finally {
+        await db.close();
+      }
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe('DATABASE_URL errors', () => {
+  it('name DATABASE_URL and hide the password when the server cannot be reached', async () => {
+    const err = await openDatabase(
+      { DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/app', DATA_DIR: os.tmpdir() },
+      { connectTimeoutMs: 2000 },
+    ).then(
+      () => assert.fail('opened'),
+      (e: Error) => e,
+    );
+    assert.match(err.message, /DATABASE_URL/);
+    assert.match(err.message, /127\.0\.0\.1:1/);
+    assert.match(err.message, /ECONNREFUSED/);
+    assert.doesNotMatch(err.message, /s3cret/);
+  });
+});
+
+describe('concurrent start on one Postgres', { skip: !process.env.TEST_DATABASE_URL }, () => {
+  it('lets several processes migrate the same fresh database at once', async () => {
+    const scratch = await createScratchPostgres();
+    try {
+      const opened = await Promise.all(
+        Array.from({ length: 4 }, () => openDatabase({ DATABASE_URL: scratch.url, DATA_DIR: os.tmpdir() }, { poolMax: 2 })),
+      );
+      const { rows } = await opened[0]!.pool.query('SELECT name, count(*)::int AS n FROM schema_migrations GROUP BY name');
+      assert.deepEqual(rows, (await readMigrations()).map((m) => ({ name: m.name, n: 1 })));
+      const chat = await createChat(opened[3]!.pool, { enabledTools: [] });
+      assert.equal((await getChatDetail(opened[1]!.pool, chat.id))?.id, chat.id);
+      await Promise.all(opened.map((d) => d.close()));
+    } finally {
+      await scratch.drop();
+    }
+  });
+
+  it('names DATABASE_URL when the database does not exist', async () => {
+    const url = new URL(process.env.TEST_DATABASE_URL!);
+    url.pathname = '/no_such_database_here';
+    await assert.rejects(openDatabase({ DATABASE_URL: url.toString(), DATA_DIR: os.tmpdir() }), /DATABASE_URL.*does not exist/);
+  });
+});

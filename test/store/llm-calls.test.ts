@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Database } from '../../src/db/types.ts';
+import { createChat, deleteChat, getChat } from '../../src/store/chats.ts';
+import {
+  failLlmCall,
+  finishLlmCall,
+  finishLlmCallWithMessage,
+  getLlmCall,
+  INTERRUPTED_ERROR,
+  markInterruptedLlmCalls,
+  startLlmCall,
+} from '../../src/store/llm-calls.ts';
+import { listMessages } from '../../src/store/messages.ts';
+import { testDatabases } from '../helpers/db.ts';
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
+
+for (const target of await testDatabases()) {
+  describe(`llm calls store (${target.name})`, () => {
+    let db: Database;
+    before(async () => {
+      db = await target.open();
+      // Lets a test make the assistant-message INSERT fail from inside the statement.
+      await db.pool.query(`
+        CREATE FUNCTION fail_on_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.content = 'boom' THEN RAISE EXCEPTION 'message insert failed'; END IF;
+          RETURN NEW;
+        END $$;
+        CREATE TRIGGER fail_on_boom BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION fail_on_boom();`);
+    });
+    after(async () => {
+      await db?.close();
+    });
+
+    it('starts a call as running', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      const id = await startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_a', model: 'm' });
+      const call = await getLlmCall(db.pool, id);
+      assert.equal(call?.status, 'running');
+      assert.equal(call?.chatId, chat.id);
+      assert.equal(call?.finishedAt, null);
+      assert.match(call!.startedAt, /Z$/);
+    });
+
+    it('stores the assistant message and the usage together', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
+      const callId = await startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_c', model: 'm' });
+      await tick();
+      const message = await finishLlmCallWithMessage(db.pool, {
+        callId,
+        chatId: chat.id,
+        assistant: { content: 'answer', metadata: { finish: 'stop' } },
+        usage,
+        latencyMs: 1234.4,
+        requestId: 'req-1',
+        toolRounds: 2,
+      });
+      assert.ok(message);
+      assert.deepEqual({ ...message, id: '', createdAt: '' }, {
+        id: '',
+        createdAt: '',
+        role: 'assistant',
+        content: 'answer',
+        name: null,
+        metadata: { finish: 'stop' },
+      });
+      assert.deepEqual((await listMessages(db.pool, chat.id)).map((m) => m.content), ['q', 'answer']);
+      const call = await getLlmCall(db.pool, callId);
+      assert.deepEqual(
+        [call?.status, call?.inputTokens, call?.outputTokens, call?.totalTokens, call?.latencyMs, call?.requestId, call?.toolRounds, call?.messageId, call?.error],
+        ['succeeded', 10, 5, 15, 1234, 'req-1', 2, message.id, null],
+      );
+      assert.ok(call?.finishedAt);
+      assert.ok((await getChat(db.pool, chat.id))!.updatedAt > chat.updatedAt);
+    });
+
+    it('writes nothing when the message insert fails: the call stays running', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      const callId = await startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_a', model: 'm' });
+      await tick();
+      await assert.rejects(
+        finishLlmCallWithMessage(db.pool, { callId, chatId: chat.id, assistant: { content: 'boom' }, usage, latencyMs: 5 }),
+        /message insert failed/,
+      );
+      const call = await getLlmCall(db.pool, callId);
+      assert.equal(call?.status, 'running');
+      assert.equal(call?.totalTokens, null);
+      assert.deepEqual(await listMessages(db.pool, chat.id), []);
+      assert.equal((await getChat(db.pool, chat.id))!.updatedAt, chat.updatedAt);
+    });
+
+    it('writes nothing when the call update fails: no orphan message', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      const callId = await startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_a', model: 'm' });
+      // 2^40 overflows the integer column, failing the UPDATE part of the statement.
+      await assert.rejects(
+        finishLlmCallWithMessage(db.pool, { callId, chatId: chat.id, assistant: { content: 'ok' }, usage, latencyMs: 2 ** 40 }),
+      );
+      assert.equal((await getLlmCall(db.pool, callId))?.status, 'running');
+      assert.deepEqual(await listMessages(db.pool, chat.id), []);
+    });
+
+    it('refuses an unknown call without storing the message', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      await assert.rejects(
+        finishLlmCallWithMessage(db.pool, { callId: 'nope', chatId: chat.id, assistant: { content: 'x' }, usage, latencyMs: 1 }),
+        /not found/,
+      );
+      assert.deepEqual(await listMessages(db.pool, chat.id), []);
+    });
+
+    it('succeeds a call without a chat, with or without a message', async () => {
+      const a = await startLlmCall(db.pool, { chatId: null, provider: 'provider_b', model: 'm' });
+      assert.equal(await finishLlmCallWithMessage(db.pool, { callId: a, chatId: null, assistant: { content: 'x' }, usage: null, latencyMs: 3 }), null);
+      assert.equal((await getLlmCall(db.pool, a))?.status, 'succeeded');
+      const b = await startLlmCall(db.pool, { chatId: null, provider: 'provider_b', model: 'm' });
+      assert.equal(await finishLlmCall(db.pool, { callId: b, usage, latencyMs: 7 }), true);
+      const call = await getLlmCall(db.pool, b);
+      assert.deepEqual([call?.status, call?.totalTokens, call?.latencyMs, call?.messageId], ['succeeded', 15, 7, null]);
+      assert.equal(await finishLlmCall(db.pool, { callId: 'nope', usage, latencyMs: 7 }), false);
+    });
+
+    it('records a failure', async () => {
+      const id = await startLlmCall(db.pool, { chatId: null, provider: 'provider_d', model: 'm' });
+      assert.equal(await failLlmCall(db.pool, { callId: id, error: 'upstream 500', latencyMs: 42 }), true);
+      const call = await getLlmCall(db.pool, id);
+      assert.deepEqual([call?.status, call?.error, call?.latencyMs], ['failed', 'upstream 500', 42]);
+      assert.ok(call?.finishedAt);
+      assert.equal(await failLlmCall(db.pool, { callId: 'nope', error: 'x', latencyMs: 1 }), false);
+    });
+
+    it('keeps calls when their chat is deleted', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      const id = await startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_a', model: 'm' });
+      await finishLlmCallWithMessage(db.pool, { callId: id, chatId: chat.id, assistant: { content: 'a' }, usage, latencyMs: 1 });
+      await deleteChat(db.pool, chat.id);
+      const call = await getLlmCall(db.pool, id);
+      assert.deepEqual([call?.status, call?.chatId, call?.messageId], ['succeeded', null, null]);
+    });
+
+    it('marks only running calls as interrupted', async () => {
+      await markInterruptedLlmCalls(db.pool); // leftovers of earlier tests
+      const running = [
+        await startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm' }),
+        await startLlmCall(db.pool, { chatId: null, provider: 'provider_b', model: 'm' }),
+      ];
+      const done = await startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm' });
+      await finishLlmCall(db.pool, { callId: done, usage, latencyMs: 1 });
+      const failed = await startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm' });
+      await failLlmCall(db.pool, { callId: failed, error: 'own error', latencyMs: 1 });
+
+      assert.equal(await markInterruptedLlmCalls(db.pool), 2);
+      for (const id of running) {
+        const call = await getLlmCall(db.pool, id);
+        assert.deepEqual([call?.status, call?.error], ['failed', INTERRUPTED_ERROR]);
+        assert.ok(call?.finishedAt);
+      }
+      assert.equal((await getLlmCall(db.pool, done))?.status, 'succeeded');
+      assert.equal((await getLlmCall(db.pool, failed))?.error, 'own error');
+      assert.equal(await markInterruptedLlmCalls(db.pool), 0);
+    });
+  });
+}

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Database } from '../../src/db/types.ts';
+import {
+  createSearch,
+  deleteSearch,
+  findLatestByNormalizedQuery,
+  getSearch,
+  getSearchDetail,
+  hasStoredResults,
+  listSearches,
+  normalizeQuery,
+  saveSearchRun,
+  type SearchRun,
+} from '../../src/store/searches.ts';
+import { setStarred } from '../../src/store/stars.ts';
+import type { SearchResultItem } from '../../src/types.ts';
+import { testDatabases } from '../helpers/db.ts';
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+const result = (n: number): SearchResultItem => ({
+  url: `https://example.com/${n}`,
+  title: `Result ${n}`,
+  snippet: 's',
+  summary: null,
+  publishedDate: null,
+  author: null,
+  score: 0.5,
+  favicon: null,
+  image: null,
+});
+
+const run = (over: Partial<SearchRun> = {}): SearchRun => ({
+  query: 'Cats',
+  requestId: 'r1',
+  latencyMs: 120,
+  error: null,
+  answerText: 'Cats are mammals.',
+  answerRequestId: 'a1',
+  answerCitations: [{ url: 'https://example.com/1', title: 'One', author: null, publishedDate: null, text: 'x' }],
+  answerError: null,
+  results: [result(1), result(2)],
+  ...over,
+});
+
+for (const target of await testDatabases()) {
+  describe(`searches store (${target.name})`, () => {
+    let db: Database;
+    before(async () => {
+      db = await target.open();
+    });
+    after(async () => {
+      await db?.close();
+    });
+
+    it('creates a search and gives a never-run detail the string defaults', async () => {
+      const s = await createSearch(db.pool, { query: '  Rust async  ' });
+      assert.deepEqual({ ...s, id: '', createdAt: '', updatedAt: '' }, {
+        id: '', title: null, query: 'Rust async', createdAt: '', updatedAt: '', starred: false, starredAt: null,
+      });
+      assert.deepEqual(await getSearch(db.pool, s.id), s);
+      const detail = await getSearchDetail(db.pool, s.id);
+      assert.deepEqual({ ...detail, id: '', createdAt: '', updatedAt: '' }, {
+        id: '', title: 'Rust async', query: 'Rust async', createdAt: '', updatedAt: '', starred: false, starredAt: null,
+        requestId: '', latencyMs: 0, error: null, answerText: null, answerRequestId: null, answerCitations: [],
+        answerError: null, results: [],
+      });
+      assert.equal(hasStoredResults(detail!), false);
+      const empty = await getSearchDetail(db.pool, (await createSearch(db.pool)).id);
+      assert.deepEqual([empty?.title, empty?.query], ['', '']);
+      const titled = await getSearchDetail(db.pool, (await createSearch(db.pool, { title: ' T ', query: 'q' })).id);
+      assert.deepEqual([titled?.title, titled?.query], ['T', 'q']);
+    });
+
+    it('stores a run, then replaces it with the next run', async () => {
+      const s = await createSearch(db.pool, {});
+      await tick();
+      const first = await saveSearchRun(db.pool, s.id, run());
+      assert.ok(first);
+      assert.equal(first.title, 'Cats'); // an untitled search takes its query as title
+      assert.equal((await getSearch(db.pool, s.id))?.title, 'Cats');
+      assert.deepEqual(first.results, [result(1), result(2)]);
+      assert.equal(first.answerCitations.length, 1);
+      assert.deepEqual([first.requestId, first.latencyMs, first.answerRequestId], ['r1', 120, 'a1']);
+      assert.ok(first.updatedAt > s.updatedAt);
+      assert.equal(hasStoredResults(first), true);
+      assert.deepEqual(await getSearchDetail(db.pool, s.id), first);
+
+      await tick();
+      const second = await saveSearchRun(
+        db.pool,
+        s.id,
+        run({ query: 'Dogs', title: 'Dogs!', error: 'search failed', results: [], answerText: null, answerCitations: [], answerError: 'no answer', requestId: null }),
+      );
+      assert.deepEqual(
+        [second?.title, second?.query, second?.results, second?.answerText, second?.error, second?.answerError, second?.requestId],
+        ['Dogs!', 'Dogs', [], null, 'search failed', 'no answer', ''],
+      );
+      assert.ok(second!.updatedAt > first.updatedAt);
+      assert.equal(second!.createdAt, s.createdAt);
+      const third = await saveSearchRun(db.pool, s.id, run({ query: 'Birds' }));
+      assert.equal(third?.title, 'Dogs!'); // no title given: the existing one stays
+      assert.equal(await saveSearchRun(db.pool, 'nope', run()), null);
+    });
+
+    it('reuses the most recently updated search with the same normalized query', async () => {
+      assert.equal(normalizeQuery('  Hello World '), 'hello world');
+      const a = await createSearch(db.pool, { query: 'Quantum Dots' });
+      await tick();
+      const b = await createSearch(db.pool, { query: '  quantum dots' });
+      await tick();
+      await createSearch(db.pool, { query: 'quantum dot' });
+      let found = await findLatestByNormalizedQuery(db.pool, 'QUANTUM DOTS ');
+      assert.equal(found?.search.id, b.id);
+      assert.equal(found?.hasStoredResults, false);
+
+      await tick();
+      await saveSearchRun(db.pool, a.id, run({ query: 'quantum DOTS' }));
+      found = await findLatestByNormalizedQuery(db.pool, 'quantum dots');
+      assert.equal(found?.search.id, a.id);
+      assert.equal(found?.hasStoredResults, true);
+      assert.equal(found?.search.query, 'quantum DOTS');
+
+      // A run under another query moves the search out of this query's matches.
+      await tick();
+      await saveSearchRun(db.pool, a.id, run({ query: 'something else' }));
+      assert.equal((await findLatestByNormalizedQuery(db.pool, 'quantum dots'))?.search.id, b.id);
+      assert.equal(await findLatestByNormalizedQuery(db.pool, 'never searched'), null);
+      assert.equal(await findLatestByNormalizedQuery(db.pool, '   '), null);
+    });
+
+    it('counts an answer alone as stored results', async () => {
+      const s = await createSearch(db.pool, { query: 'answer only' });
+      await saveSearchRun(db.pool, s.id, run({ query: 'answer only', results: [] }));
+      assert.equal((await findLatestByNormalizedQuery(db.pool, 'answer only'))?.hasStoredResults, true);
+    });
+
+    it('lists by updatedAt, newest first, with a limit', async () => {
+      const x = await createSearch(db.pool, { query: 'x' });
+      await tick();
+      const y = await createSearch(db.pool, { query: 'y' });
+      await tick();
+      await saveSearchRun(db.pool, x.id, run({ query: 'x' }));
+      assert.deepEqual((await listSearches(db.pool, { limit: 2 })).map((s) => s.id), [x.id, y.id]);
+      const all = await listSearches(db.pool);
+      for (let i = 1; i < all.length; i++) assert.ok(all[i - 1]!.updatedAt >= all[i]!.updatedAt);
+    });
+
+    it('deletes a search and its star', async () => {
+      const s = await createSearch(db.pool, { query: 'gone' });
+      await setStarred(db.pool, 'search', s.id, true);
+      assert.equal(await deleteSearch(db.pool, s.id), true);
+      assert.equal(await getSearch(db.pool, s.id), null);
+      assert.equal(await getSearchDetail(db.pool, s.id), null);
+      const { rowCount } = await db.pool.query('SELECT 1 FROM project_members WHERE item_id = $1', [s.id]);
+      assert.equal(rowCount, 0);
+      assert.equal(await deleteSearch(db.pool, s.id), false);
+    });
+
+    it('drops U+0000 inside results and answers', async () => {
+      const s = await createSearch(db.pool, { query: 'nul' });
+      const saved = await saveSearchRun(db.pool, s.id, run({ query: 'nul', answerText: 'a\0b', results: [{ ...result(1), snippet: 'c\0d' }] }));
+      assert.equal(saved?.answerText, 'ab');
+      assert.equal(saved?.results[0]?.snippet, 'cd');
+    });
+  });
+}

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Database } from '../../src/db/types.ts';
+import { createChat, getChat, getChatDetail, listChats } from '../../src/store/chats.ts';
+import { createSearch, getSearch, getSearchDetail, listSearches } from '../../src/store/searches.ts';
+import { setStarred, starChat, starSearch } from '../../src/store/stars.ts';
+import { testDatabases } from '../helpers/db.ts';
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+for (const target of await testDatabases()) {
+  describe(`stars store (${target.name})`, () => {
+    let db: Database;
+    before(async () => {
+      db = await target.open();
+    });
+    after(async () => {
+      await db?.close();
+    });
+
+    it('stars a chat without touching updatedAt or the transcript, and keeps the first starredAt', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'user', content: 'hi' }] });
+      await tick();
+      const starred = await starChat(db.pool, chat.id, true);
+      assert.ok(starred);
+      assert.equal(starred.starred, true);
+      assert.match(starred.starredAt!, /Z$/);
+      assert.ok(starred.starredAt! > chat.updatedAt);
+      assert.equal(starred.updatedAt, chat.updatedAt);
+      assert.deepEqual({ ...starred, starred: false, starredAt: null }, chat);
+
+      await tick();
+      assert.equal(await setStarred(db.pool, 'chat', chat.id, true), true);
+      const again = await getChat(db.pool, chat.id);
+      assert.equal(again?.starredAt, starred.starredAt);
+      assert.equal(again?.updatedAt, chat.updatedAt);
+      const detail = await getChatDetail(db.pool, chat.id);
+      assert.deepEqual([detail?.starred, detail?.starredAt, detail?.messages.length], [true, starred.starredAt, 1]);
+      assert.equal((await listChats(db.pool)).find((c) => c.id === chat.id)?.starredAt, starred.starredAt);
+
+      const unstarred = await starChat(db.pool, chat.id, false);
+      assert.deepEqual(unstarred, chat);
+      assert.deepEqual(await getChat(db.pool, chat.id), chat);
+      assert.deepEqual(await starChat(db.pool, chat.id, false), chat); // idempotent
+      await tick();
+      const restarred = await starChat(db.pool, chat.id, true);
+      assert.ok(restarred!.starredAt! > starred.starredAt!); // a new membership, a new time
+    });
+
+    it('returns the same starredAt to concurrent star requests', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      const results = await Promise.all(Array.from({ length: 6 }, () => starChat(db.pool, chat.id, true)));
+      const times = new Set(results.map((r) => r?.starredAt));
+      assert.equal(times.size, 1);
+      assert.ok([...times][0]);
+      const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM project_members WHERE item_id = $1', [chat.id]);
+      assert.equal(rows[0].n, 1);
+    });
+
+    it('stars a search the same way', async () => {
+      const s = await createSearch(db.pool, { query: 'stars' });
+      await tick();
+      const starred = await starSearch(db.pool, s.id, true);
+      assert.equal(starred?.starred, true);
+      assert.equal(starred?.updatedAt, s.updatedAt);
+      assert.equal((await getSearch(db.pool, s.id))?.starredAt, starred?.starredAt);
+      assert.equal((await getSearchDetail(db.pool, s.id))?.starredAt, starred?.starredAt);
+      assert.equal((await listSearches(db.pool)).find((x) => x.id === s.id)?.starred, true);
+      assert.equal(await setStarred(db.pool, 'search', s.id, true), true);
+      assert.equal((await getSearch(db.pool, s.id))?.starredAt, starred?.starredAt);
+      assert.deepEqual(await starSearch(db.pool, s.id, false), s);
+    });
+
+    it('keeps chat and search stars apart and reports unknown items', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      assert.equal(await setStarred(db.pool, 'search', chat.id, true), false);
+      assert.equal((await getChat(db.pool, chat.id))?.starred, false);
+      assert.equal(await setStarred(db.pool, 'chat', 'nope', true), false);
+      assert.equal(await setStarred(db.pool, 'chat', 'nope', false), false);
+      assert.equal(await starChat(db.pool, 'nope', true), null);
+      assert.equal(await starSearch(db.pool, 'nope', true), null);
+      const { rowCount } = await db.pool.query("SELECT 1 FROM project_members WHERE item_id = 'nope'");
+      assert.equal(rowCount, 0);
+    });
+  });
+}

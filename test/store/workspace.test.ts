@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Database } from '../../src/db/types.ts';
+import { createChat, updateChat } from '../../src/store/chats.ts';
+import { createSearch, saveSearchRun } from '../../src/store/searches.ts';
+import { setStarred } from '../../src/store/stars.ts';
+import { listWorkspaceItems } from '../../src/store/workspace.ts';
+import { testDatabases } from '../helpers/db.ts';
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+for (const target of await testDatabases()) {
+  describe(`workspace store (${target.name})`, () => {
+    let db: Database;
+    before(async () => {
+      db = await target.open(); // a database of its own: these tests count every item
+    });
+    after(async () => {
+      await db?.close();
+    });
+
+    it('is empty on a new database', async () => {
+      assert.deepEqual(await listWorkspaceItems(db.pool), []);
+    });
+
+    it('merges chats and searches by updatedAt with their own fields', async () => {
+      const a = await createChat(db.pool, { title: 'A', provider: 'provider_a', model: 'm', enabledTools: ['web_search'] });
+      await tick();
+      const b = await createSearch(db.pool, { query: 'B' });
+      await tick();
+      const c = await createChat(db.pool, { title: 'C', enabledTools: [] });
+      await tick();
+      await updateChat(db.pool, a.id, { title: 'A2' });
+      await setStarred(db.pool, 'search', b.id, true);
+
+      const items = await listWorkspaceItems(db.pool);
+      assert.deepEqual(items.map((i) => [i.type, i.id]), [['chat', a.id], ['chat', c.id], ['search', b.id]]);
+      const [first, , search] = items;
+      assert.equal(first?.type, 'chat');
+      if (first?.type === 'chat') {
+        assert.deepEqual([first.title, first.initiatedProvider, first.enabledTools, first.starred], ['A2', 'provider_a', ['web_search'], false]);
+      }
+      assert.deepEqual(Object.keys(search!).sort(), ['createdAt', 'id', 'query', 'starred', 'starredAt', 'title', 'type', 'updatedAt']);
+      if (search?.type === 'search') {
+        assert.deepEqual([search.query, search.starred, search.updatedAt], ['B', true, b.updatedAt]);
+      }
+    });
+
+    it('caps at 100 chats and 100 searches, keeping the newest, sorted by updatedAt', async () => {
+      // Already here: chats A and C, search B. Add 4 old chats and 3 old searches, then (strictly later,
+      // so no timestamp tie decides the cut) 99 chats and 99 searches, then one more of each.
+      const oldChats: string[] = [];
+      const oldSearches: string[] = [];
+      for (let i = 0; i < 4; i++) oldChats.push((await createChat(db.pool, { title: `old${i}`, enabledTools: [] })).id);
+      for (let i = 0; i < 3; i++) oldSearches.push((await createSearch(db.pool, { query: `old${i}` })).id);
+      await tick();
+      const chats: string[] = [];
+      const searches: string[] = [];
+      for (let i = 0; i < 99; i++) chats.push((await createChat(db.pool, { title: `c${i}`, enabledTools: [] })).id);
+      for (let i = 0; i < 99; i++) searches.push((await createSearch(db.pool, { query: `s${i}` })).id);
+      await tick();
+      const freshChat = (await createChat(db.pool, { title: 'fresh', enabledTools: [] })).id;
+      const freshSearch = (await createSearch(db.pool, { query: 'fresh' })).id;
+      await tick();
+      // A run bumps updatedAt: the search just created goes before the chat just created.
+      await saveSearchRun(db.pool, freshSearch, {
+        query: 'fresh', requestId: null, latencyMs: 1, error: null, answerText: 'x', answerRequestId: null,
+        answerCitations: [], answerError: null, results: [],
+      });
+
+      const items = await listWorkspaceItems(db.pool);
+      assert.equal(items.length, 200);
+      assert.equal(items.filter((i) => i.type === 'chat').length, 100);
+      assert.equal(items.filter((i) => i.type === 'search').length, 100);
+      for (let i = 1; i < items.length; i++) assert.ok(items[i - 1]!.updatedAt >= items[i]!.updatedAt, `sorted at ${i}`);
+      assert.deepEqual(items.slice(0, 2).map((i) => i.id), [freshSearch, freshChat]);
+
+      const ids = new Set(items.map((i) => i.id));
+      for (const id of [...chats, ...searches, freshChat, freshSearch]) assert.ok(ids.has(id), `kept ${id}`);
+      for (const id of [...oldChats, ...oldSearches]) assert.ok(!ids.has(id), `dropped ${id}`);
+    });
+  });
+}
