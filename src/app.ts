@@ -11,14 +11,19 @@ import { openDatabase } from './db/pool.ts';
 import { servePool } from './db/remote-pool.ts';
 import { HttpError } from './http/errors.ts';
 import { mountRoutes, type Route } from './http/router.ts';
+import { setHeartbeatInterval } from './http/sse.ts';
 import { uws, type us_listen_socket } from './http/uws.ts';
 import { createLogger } from './log.ts';
 import { createMetrics } from './metrics.ts';
+import { createModelRegistry } from './models/registry.ts';
 import { createProviders } from './providers/index.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
+import { modelRoutes } from './routes/models.ts';
+import { searchRunRoutes } from './routes/search-runs.ts';
 import { searchRoutes } from './routes/searches.ts';
 import { systemRoutes } from './routes/system.ts';
+import { titleRoutes } from './routes/titles.ts';
 import { runDepsFrom } from './run-deps.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
 import { availableTools, closeTools } from './tools/registry.ts';
@@ -72,23 +77,35 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
   });
   metrics = createMetrics(supervisor);
 
+  const providers = createProviders(config);
+  const clock = opts.clock ?? systemClock;
+  const models = createModelRegistry(config, providers, clock, (provider, message) =>
+    log.warn({ provider, error: message }, 'model list failed to load'),
+  );
   const ctx: AppContext = {
     config,
     pool: db.pool,
     supervisor,
-    providers: createProviders(config),
+    providers,
     tools: availableTools(config),
     log,
-    clock: opts.clock ?? systemClock,
+    clock,
     simulated: upstreams.simulated,
+    models,
   };
+  // Loads in the background: the server does not wait for any provider's list.
+  models.start();
 
+  setHeartbeatInterval(config.SSE_HEARTBEAT_MS);
   const registry = metrics.registry;
   const routes: Route[] = [
     ...systemRoutes(ctx),
     ...chatRoutes(ctx),
     ...completionRoutes(ctx),
     ...searchRoutes(ctx),
+    ...searchRunRoutes(ctx),
+    ...modelRoutes(ctx),
+    ...titleRoutes(ctx),
     ...(opts.routes?.(ctx) ?? []),
     {
       method: 'GET',
@@ -118,6 +135,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
   const close = () =>
     (closing ??= (async () => {
       uws.us_listen_socket_close(listenSocket);
+      models.stop();
       await supervisor.shutdown();
       await db.close();
       await closeTools();

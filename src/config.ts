@@ -25,6 +25,10 @@ const schema = z.object({
   SIMULATE: z.enum(['auto', 'off', 'all']).default('auto'),
   /** Runs allowed at once on this process; past it new runs get 503 (load shedding). */
   MAX_ACTIVE_RUNS: int(1).default(20000),
+  /** Interval of the `: ping` comment on open SSE streams. */
+  SSE_HEARTBEAT_MS: int(100).default(15_000),
+  /** Bytes queued for one slow SSE client before it is dropped. */
+  SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
 
   PROVIDER_A_API_KEY: optionalText,
   PROVIDER_A_BASE_URL: url.optional(),

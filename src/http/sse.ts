@@ -4,11 +4,20 @@
 import type { Reply } from './reply.ts';
 
 const HEARTBEAT = ': ping\n\n';
-const HEARTBEAT_MS = 15_000;
 export const DEFAULT_SSE_QUEUE_CAP = 1024 * 1024;
 
 const open = new Set<SseSink>();
 let heartbeat: NodeJS.Timeout | null = null;
+let heartbeatMs = 15_000;
+
+/** Sets the heartbeat interval (process-wide: one timer serves every stream). */
+export function setHeartbeatInterval(ms: number): void {
+  heartbeatMs = ms;
+  if (heartbeat) {
+    clearInterval(heartbeat);
+    heartbeat = null;
+  }
+}
 
 function beat(): void {
   for (const sink of open) sink.write(HEARTBEAT);
@@ -47,7 +56,7 @@ export class SseSink {
     });
     open.add(this);
     if (!heartbeat) {
-      heartbeat = setInterval(beat, HEARTBEAT_MS);
+      heartbeat = setInterval(beat, heartbeatMs);
       heartbeat.unref();
     }
   }
@@ -122,6 +131,13 @@ export class SseSink {
     this.closeHooks = [];
     for (const h of hooks) h();
   }
+}
+
+/** Starts an SSE response on `reply`; the sink closes when the client goes. */
+export function openSse(reply: Reply, cap = DEFAULT_SSE_QUEUE_CAP): SseSink {
+  const sink = new SseSink(reply, cap);
+  sink.open();
+  return sink;
 }
 
 /** Open SSE streams on this process (for metrics). */

@@ -8,7 +8,7 @@ import { readJson } from '../http/body.ts';
 import { HttpError, notFound } from '../http/errors.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
-import { SseSink } from '../http/sse.ts';
+import { openSse } from '../http/sse.ts';
 import { providerKeyVariable } from '../providers/index.ts';
 import type { ProviderName } from '../providers/types.ts';
 import { completionSchema, streamCompletionSchema, type CompletionBody } from '../schemas.ts';
@@ -34,12 +34,6 @@ function runRequest(body: CompletionBody, fields: Pick<ChatRunRequest, 'mode' | 
   };
 }
 
-/** Opens an SSE response whose subscription ends when the client goes. */
-function openStream(reply: Reply): SseSink {
-  const sink = new SseSink(reply);
-  sink.open();
-  return sink;
-}
 
 export function completionRoutes(app: AppContext): Route[] {
   const { supervisor, pool } = app;
@@ -82,7 +76,7 @@ export function completionRoutes(app: AppContext): Route[] {
       supervisor.abandon(entry);
       throw err;
     }
-    const sink = openStream(reply);
+    const sink = openSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
     supervisor.launch(
       entry,
       runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, storeCall: persist }),
@@ -94,7 +88,7 @@ export function completionRoutes(app: AppContext): Route[] {
   async function attach(req: Req, reply: Reply) {
     const entry = supervisor.find('chat', req.params.chatId!);
     if (!entry) throw notFound('active chat stream not found');
-    supervisor.attach(entry, openStream(reply));
+    supervisor.attach(entry, openSse(reply, app.config.SSE_MAX_QUEUED_BYTES));
   }
 
   return [

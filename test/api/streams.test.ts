@@ -1,0 +1,118 @@
+// Backend-owned chat streams: one run per chat under a start storm, attach (replay then live),
+// disconnect (the run goes on and stores its result), heartbeats, and slow clients dropped
+// without slowing anyone else.
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { readSse, sim, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+
+/** The text a subscriber can rebuild: the replayed delta carries all earlier text, live ones follow. */
+const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
+
+for (const threads of [0, 2]) {
+  describe(`chat streams (ACTOR_THREADS=${threads})`, () => {
+    let t: TestServer;
+    before(async () => {
+      t = await startTestServer({ actorThreads: threads, env: { SSE_HEARTBEAT_MS: '150' } });
+    });
+    after(() => t.close());
+
+    const slow = (deltas: number, rate: number) => ({
+      provider: 'provider_c',
+      model: 'm',
+      enabledTools: [],
+      messages: [{ role: 'user', content: sim({ deltas, rate }) }],
+    });
+
+    it('a start storm on one chat runs exactly once; the others get 409', async () => {
+      const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
+      const body = JSON.stringify({ ...slow(5, 50), chatId: chat.id });
+      const results = await Promise.all(
+        Array.from({ length: 25 }, () =>
+          fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (r) => ({ status: r.status, text: await r.text() })),
+        ),
+      );
+      const ok = results.filter((r) => r.status === 200);
+      const conflicts = results.filter((r) => r.status === 409);
+      assert.equal(ok.length, 1);
+      assert.equal(conflicts.length, 24);
+      assert.deepEqual(JSON.parse(conflicts[0]!.text), { message: 'an active chat stream already exists for this chat' });
+      const detail = (await t.call('GET', `/v1/chats/${chat.id}`)).body.chat;
+      assert.equal(detail.messages.filter((m: any) => m.role === 'assistant').length, 1);
+      const calls = await t.server.ctx.pool.query('SELECT count(*)::int AS n FROM llm_calls WHERE chat_id = $1', [chat.id]);
+      assert.equal(calls.rows[0].n, 1);
+    });
+
+    it('a client that disconnects leaves the run going; it is listed as active, then stored', async () => {
+      const first = await t.stream('/v1/chat-completions/stream', slow(30, 60), { stopAfter: (e) => e.event === 'delta' });
+      const chatId = first.events[0]!.data.chatId;
+      assert.ok((await t.call('GET', '/v1/active-runs')).body.chats.includes(chatId));
+      await waitFor(async () => !(await t.call('GET', '/v1/active-runs')).body.chats.includes(chatId), 10_000, 'the run to end');
+      const detail = (await t.call('GET', `/v1/chats/${chatId}`)).body.chat;
+      const answer = detail.messages.find((m: any) => m.role === 'assistant');
+      assert.ok(answer, 'the answer is stored although nobody was listening');
+      assert.ok(answer.content.startsWith(first.events[1]!.data.text));
+      const att = await t.call('POST', `/v1/chats/${chatId}/stream/attach`);
+      assert.deepEqual([att.status, att.body.message], [404, 'active chat stream not found']);
+    });
+
+    it('attaching at random moments always yields the stored text exactly, nothing lost or doubled', async () => {
+      const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(40, 80)) });
+      const origin = readSse(res, new AbortController());
+      const meta = await new Promise<string>((resolve) => {
+        const poll = async () => {
+          const runs = (await t.call('GET', '/v1/active-runs')).body.chats;
+          if (runs.length > 0) resolve(runs[0]);
+          else setTimeout(poll, 5);
+        };
+        void poll();
+      });
+      const attaches = Array.from({ length: 8 }, (_, i) =>
+        new Promise((r) => setTimeout(r, i * 55 + Math.floor(Math.random() * 40))).then(() => t.stream(`/v1/chats/${meta}/stream/attach`)),
+      );
+      const [own, ...others] = await Promise.all([origin, ...attaches]);
+      const stored = (await t.call('GET', `/v1/chats/${meta}`)).body.chat.messages.find((m: any) => m.role === 'assistant').content;
+      assert.equal(rebuilt(own as SseEvent[]), stored);
+      let attached = 0;
+      for (const r of others) {
+        if (r.status === 404) continue; // the run had already ended: allowed
+        attached++;
+        const names = r.events.map((e) => e.event);
+        assert.equal(names[0], 'meta', 'replay starts with meta');
+        assert.equal(names.at(-1), 'done');
+        assert.equal(names.filter((n) => n === 'done' || n === 'error').length, 1);
+        assert.equal(rebuilt(r.events), stored);
+        assert.equal(r.events.at(-1)!.data.text, stored);
+      }
+      assert.ok(attached >= 4, `most attaches happen while the run is active (${attached})`);
+    });
+
+    it('sends heartbeat comments on open streams', async () => {
+      const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(4, 5)) });
+      const raw = await res.text();
+      assert.match(raw, /^: ping$/m);
+      assert.match(raw, /event: done/);
+    });
+
+    it('drops a client that does not read, without slowing the run or a reading client', async () => {
+      const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
+      const big = { provider: 'provider_c', model: 'm', enabledTools: [], chatId: chat.id, messages: [{ role: 'user', content: sim({ reply: 'x'.repeat(24_000_000), deltas: 600 }) }] };
+      const payload = JSON.stringify(big);
+      // A raw socket that sends the request and never reads a byte of the answer.
+      const stuck = net.connect(t.server.port, '127.0.0.1');
+      // Paused: it never reads, so it never sees the server close it either; the metric tells.
+      stuck.pause();
+      stuck.on('error', () => undefined);
+      stuck.write(`POST /v1/chat-completions/stream HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+      await waitFor(async () => (await t.call('GET', '/v1/active-runs')).body.chats.includes(chat.id), 10_000, 'the run to start');
+      const reader = await t.stream(`/v1/chats/${chat.id}/stream/attach`);
+      assert.equal(reader.events.at(-1)!.event, 'done');
+      assert.equal(rebuilt(reader.events).length, 24_000_000);
+      const metrics = await (await fetch(`${t.url}/metrics`)).text();
+      stuck.destroy();
+      assert.match(metrics, /css_slow_clients_dropped_total [1-9]/);
+      const stored = (await t.call('GET', `/v1/chats/${chat.id}`)).body.chat.messages.find((m: any) => m.role === 'assistant');
+      assert.equal(stored.content.length, 24_000_000);
+    });
+  });
+}
