@@ -14,7 +14,11 @@
 // the previous one (it frees the slot a tick after the socket closes) is not refused with
 // "Too many connections"; the pool itself never holds two at once.
 // Consequences: every query of the process is serialised (PGlite is single-threaded anyway), and no
-// other process or worker thread may connect with its own pool.
+// other process or worker thread may connect with its own pool (workers go through remote-pool.ts).
+// All connections also share ONE Postgres session: SET, named prepared statements, temp tables and
+// session advisory locks outlive the `pg` connection that made them, so store code uses none of them
+// (the migration lock is unlocked explicitly, and within one process nothing else contends for it).
+// A fresh DATA_DIR costs one initdb in WASM (~6 s here); later starts take well under a second.
 import { open, readFile, rm, unlink, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -46,13 +50,13 @@ export async function startEmbedded(dataDirOption: string): Promise<EmbeddedServ
   if (openDirs.has(dataDir)) {
     throw new Error(`the embedded database in DATA_DIR=${dataDir} is already open in this process`);
   }
-  await mkdir(pgDir, { recursive: true, mode: 0o700 });
-  openDirs.add(dataDir);
+  openDirs.add(dataDir); // before any await: a concurrent second open must see it
   let db: PGlite | undefined;
   let server: PGLiteSocketServer | undefined;
   let socketPath: string | undefined;
   let locked = false;
   try {
+    await mkdir(pgDir, { recursive: true, mode: 0o700 });
     await acquireLock(lockPath, dataDir);
     locked = true;
     try {

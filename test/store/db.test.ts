@@ -132,9 +132,14 @@ describe('embedded database', () => {
   it('refuses a DATA_DIR that is already open, here or in a live process, and takes over a stale lock', async () => {
     const { dataDir, cleanup } = await freshEmbeddedDataDir();
     try {
-      const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
-      await assert.rejects(openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir }), /already open in this process/);
-      await db.close();
+      const both = await Promise.allSettled([
+        openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir }),
+        openDatabase({ DATABASE_URL: undefined, DATA_DIR: path.join(dataDir, '.') }),
+      ]);
+      assert.deepEqual(both.map((r) => r.status).sort(), ['fulfilled', 'rejected']);
+      const loser = both.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      assert.match(loser.reason.message, /already open in this process/);
+      await (both.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<Database>).value.close();
 
       await writeFile(path.join(dataDir, 'pg.lock'), `${process.ppid}\n`); // alive: our parent
       await assert.rejects(
