@@ -104,13 +104,17 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
   const { pool, config } = deps;
   let callId: string | null = null;
   let usage: Usage | null = null;
+  const chatId = req.storeChat ? req.chatId : null;
+  // Every stream opens with meta, even one whose preparation fails (callId is null then).
+  const meta = () => ctx.emit('meta', { type: 'meta', chatId, callId, provider: req.provider, model: req.model });
+  let metaSent = false;
   try {
     const adapter = deps.providers.get(req.provider);
     if (!adapter) throw new RunFailure(`${req.provider} is not configured`, 400);
     const prepared = await prepare(req, deps);
     callId = prepared.callId;
-    const chatId = req.storeChat ? req.chatId : null;
-    ctx.emit('meta', { type: 'meta', chatId, callId, provider: req.provider, model: req.model });
+    meta();
+    metaSent = true;
 
     const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : prepared.prompt;
     const toolNames = resolveToolNames(req.provider, req.enabledTools ?? prepared.tools, deps.tools);
@@ -171,6 +175,7 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
       : err instanceof Error
         ? err.message
         : String(err);
+    if (!metaSent) meta();
     if (callId) {
       await failLlmCall(pool, { callId, error: message, latencyMs: Math.round(performance.now() - started) }).catch(() => {});
     }

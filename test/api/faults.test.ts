@@ -1,0 +1,69 @@
+// Faults end one run, never the server: a database fault mid-run and an actor host that dies.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { readSse, sim, startTestServer, type SseEvent, type TestServer } from '../helpers/server.ts';
+
+describe('faults', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ actorThreads: 1 });
+  });
+  after(() => t.close());
+
+  const ask = (content: string, extra: Record<string, unknown> = {}) => ({
+    provider: 'provider_c',
+    model: 'm',
+    enabledTools: [],
+    messages: [{ role: 'user', content }],
+    ...extra,
+  });
+
+  it('a database fault while storing the answer ends the run with error and a failed LlmCall', async () => {
+    const pool = t.server.ctx.pool;
+    const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
+    const res = await fetch(`${t.url}/v1/chat-completions/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ask(sim({ deltas: 10, rate: 20 }), { chatId: chat.id })),
+    });
+    // Once the answer streams, take the messages table away from the run.
+    let moved = false;
+    let events: SseEvent[];
+    try {
+      events = await readSse(res, new AbortController(), undefined, async (ev) => {
+        if (ev.event === 'delta' && !moved) {
+          moved = true;
+          await pool.query('ALTER TABLE messages RENAME TO messages_away');
+        }
+      });
+    } finally {
+      if (moved) await pool.query('ALTER TABLE messages_away RENAME TO messages');
+    }
+    const names = events.map((e) => e.event);
+    assert.equal(names[0], 'meta');
+    assert.equal(names.at(-1), 'error');
+    assert.ok(!names.includes('done'));
+    const message = events.at(-1)!.data.message;
+    assert.match(message, /messages/);
+    const calls = await pool.query('SELECT status, error FROM llm_calls WHERE chat_id = $1', [chat.id]);
+    assert.deepEqual(calls.rows.map((r) => r.status), ['failed']);
+    assert.equal(calls.rows[0].error, message);
+    const next = await t.call('POST', '/v1/chat-completions', ask('after the fault', { chatId: chat.id }));
+    assert.equal(next.status, 200, 'the next run on the same chat works');
+  });
+
+  it('an actor host that dies ends its runs with error; a new host takes the next runs', async () => {
+    const { supervisor } = t.server.ctx;
+    // An unknown run kind throws inside the worker's message handler: an uncaught error kills it.
+    const entry = supervisor.reserve('no_such_kind' as never, null);
+    supervisor.launch(entry, {}, undefined, 'test');
+    const hostBefore = entry.host;
+    assert.ok(hostBefore);
+    const result = await entry.result;
+    if (result.ok) assert.fail('expected the crash to fail the run');
+    assert.match(result.message, /run host failed/);
+    const ok = await t.call('POST', '/v1/chat-completions', ask(sim({ reply: 'still here' })));
+    assert.equal(ok.status, 200);
+    assert.equal(ok.body.message.content, 'still here');
+  });
+});
