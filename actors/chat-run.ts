@@ -94,7 +94,7 @@ async function prepare(req: ChatRunRequest, deps: RunDeps): Promise<{ prompt: st
     }
   }
   const callId = req.storeCall
-    ? await startLlmCall(pool, { chatId: req.storeChat ? req.chatId : null, provider: req.provider, model: req.model })
+    ? await startLlmCall(pool, { chatId: req.storeChat ? req.chatId : null, provider: req.provider, model: req.model, instanceId: deps.config.instanceId })
     : null;
   return { ...stored, callId };
 }

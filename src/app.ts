@@ -53,7 +53,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
 
   const poolMax = 20;
   const db = await openDatabase(config, { poolMax, onIdleError: (err) => log.warn({ err }, 'idle database connection failed') });
-  const interrupted = await markInterruptedLlmCalls(db.pool);
+  const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId });
   if (interrupted > 0) log.warn({ interrupted }, 'marked LlmCalls interrupted by the last stop as failed');
 
   const workerSetup = (): WorkerSetup => {

@@ -25,6 +25,8 @@ const schema = z.object({
   SIMULATE: z.enum(['auto', 'off', 'all']).default('auto'),
   /** Runs allowed at once on this process; past it new runs get 503 (load shedding). */
   MAX_ACTIVE_RUNS: int(1).default(20000),
+  /** Names this process's LlmCalls, so a restart fails only its own interrupted calls. */
+  INSTANCE_ID: z.string().min(1).optional(),
   /** Interval of the `: ping` comment on open SSE streams. */
   SSE_HEARTBEAT_MS: int(100).default(15_000),
   /** Bytes queued for one slow SSE client before it is dropped. */
@@ -67,7 +69,7 @@ const schema = z.object({
   FETCH_URL_ALLOW_PRIVATE: bool.default(false),
 });
 
-export type Config = z.infer<typeof schema> & { actorThreads: number };
+export type Config = z.infer<typeof schema> & { actorThreads: number; instanceId: string };
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -99,5 +101,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('invalid configuration: CHAT_ENGINE_B_BASE_URL is required when CHAT_WEB_SEARCH_ENGINE=engine_b');
   }
   const actorThreads = c.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1);
-  return { ...c, actorThreads };
+  const instanceId = c.INSTANCE_ID ?? `${os.hostname()}:${c.PORT}`;
+  return { ...c, actorThreads, instanceId };
 }

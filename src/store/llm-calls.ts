@@ -26,14 +26,15 @@ export interface FinishLlmCall {
 /** Records a call as running and returns its id. */
 export async function startLlmCall(
   db: Queryable,
-  input: { chatId: string | null; provider: ProviderName; model: string },
+  input: { chatId: string | null; provider: ProviderName; model: string; instanceId?: string | null },
 ): Promise<string> {
   const id = randomUUID();
-  await db.query('INSERT INTO llm_calls (id, chat_id, provider, model) VALUES ($1, $2, $3, $4)', [
+  await db.query('INSERT INTO llm_calls (id, chat_id, provider, model, instance_id) VALUES ($1, $2, $3, $4, $5)', [
     id,
     input.chatId,
     input.provider,
     input.model,
+    input.instanceId ?? null,
   ]);
   return id;
 }
@@ -125,14 +126,27 @@ export async function failLlmCall(
 }
 
 /**
- * Fails every call still running: to be called once at start, before any new call begins. With
- * several processes on one database it would also fail the other processes' live calls.
- * Returns how many calls were marked.
+ * Fails calls left running by a stopped process: called once at start, before any new call begins.
+ * With `instanceId`, only this instance's calls (and calls with no instance, or older than
+ * `staleAfterMs`, whose instance is presumed gone), so instances sharing a database do not fail
+ * each other's live calls. Without it, every running call. Returns how many calls were marked.
  */
-export async function markInterruptedLlmCalls(db: Queryable): Promise<number> {
+export async function markInterruptedLlmCalls(
+  db: Queryable,
+  opts: { instanceId?: string; staleAfterMs?: number } = {},
+): Promise<number> {
+  if (opts.instanceId === undefined) {
+    const { rowCount } = await db.query(
+      `UPDATE llm_calls SET status = 'failed', finished_at = now(), error = $1 WHERE status = 'running'`,
+      [INTERRUPTED_ERROR],
+    );
+    return rowCount ?? 0;
+  }
   const { rowCount } = await db.query(
-    `UPDATE llm_calls SET status = 'failed', finished_at = now(), error = $1 WHERE status = 'running'`,
-    [INTERRUPTED_ERROR],
+    `UPDATE llm_calls SET status = 'failed', finished_at = now(), error = $1
+      WHERE status = 'running'
+        AND (instance_id IS NULL OR instance_id = $2 OR started_at < now() - make_interval(secs => $3::double precision / 1000))`,
+    [INTERRUPTED_ERROR, opts.instanceId, opts.staleAfterMs ?? 24 * 3600 * 1000],
   );
   return rowCount ?? 0;
 }

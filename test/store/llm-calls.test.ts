@@ -162,5 +162,20 @@ for (const target of await testDatabases()) {
       assert.equal((await getLlmCall(db.pool, failed))?.error, 'own error');
       assert.equal(await markInterruptedLlmCalls(db.pool), 0);
     });
+
+    it('with an instance id, fails only that instance’s calls, unowned ones and stale ones', async () => {
+      await markInterruptedLlmCalls(db.pool);
+      const start = (instanceId: string | null) => startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm', instanceId });
+      const mine = await start('host-a:8080');
+      const other = await start('host-b:8080');
+      const unowned = await start(null);
+      const staleOther = await start('host-c:8080');
+      await db.pool.query(`UPDATE llm_calls SET started_at = now() - interval '2 days' WHERE id = $1`, [staleOther]);
+      assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'host-a:8080' }), 3);
+      assert.equal((await getLlmCall(db.pool, mine))?.status, 'failed');
+      assert.equal((await getLlmCall(db.pool, unowned))?.status, 'failed');
+      assert.equal((await getLlmCall(db.pool, staleOther))?.status, 'failed');
+      assert.equal((await getLlmCall(db.pool, other))?.status, 'running', 'another live instance keeps its call');
+    });
   });
 }
