@@ -124,7 +124,7 @@ describe('token mode', () => {
       ['POST', '/v1/chats/x/stream/attach'],
       ['GET', '/v1/nothing'],
     ]) {
-      for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }]) {
+      for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }] as Record<string, string>[]) {
         const r = await t.call(method!, path!, undefined, headers);
         assert.deepEqual([r.status, r.body], [401, { message: 'unauthorized' }], `${method} ${path}`);
         assert.equal(r.headers.get('www-authenticate'), 'Bearer');
