@@ -205,7 +205,7 @@ describe('concurrent start on one Postgres', { skip: !process.env.TEST_DATABASE_
       const opened = await Promise.all(
         Array.from({ length: 4 }, () => openDatabase({ DATABASE_URL: scratch.url, DATA_DIR: os.tmpdir() }, { poolMax: 2 })),
       );
-      const { rows } = await opened[0]!.pool.query('SELECT name, count(*)::int AS n FROM schema_migrations GROUP BY name');
+      const { rows } = await opened[0]!.pool.query('SELECT name, count(*)::int AS n FROM schema_migrations GROUP BY name ORDER BY name');
       assert.deepEqual(rows, (await readMigrations()).map((m) => ({ name: m.name, n: 1 })));
       const chat = await createChat(opened[3]!.pool, { enabledTools: [] });
       assert.equal((await getChatDetail(opened[1]!.pool, chat.id))?.id, chat.id);

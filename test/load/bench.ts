@@ -1,0 +1,260 @@
+// `make bench`: the load test. Starts the simulator, nginx and the peer gateway in front of it, and
+// a fresh service per measured run, then for each K drives K concurrent stamped streams through
+// every target with the generator (its own process) and writes bench/results.{json,md} and
+// bench/added-p99.svg. Everything is on 127.0.0.1, bounded in count and time, and stops by itself.
+//
+// Knobs (env): BENCH_KS=100,1000,5000  BENCH_DELTAS=160  BENCH_RATE=20  BENCH_STARTS_PER_SEC=1000
+//   BENCH_TARGETS=floor,nginx,peer,service  BENCH_CASES=provider_c:true,...  BENCH_BIG_K_CASES  BENCH_CHECKS=0
+//   BENCH_PROFILE=1 (service under --cpu-prof; results go to
+//   bench/out/ instead of bench/)  BENCH_BUDGET_S=540 (runs left after this are skipped, with a note)
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { GenJob, GenResult } from './gen.ts';
+import { markdown, svgChart } from './report.ts';
+import { childByName, cpuMicros, openFilesLimit, rssKb, rssSampler, sleep, start, stopAll, type Child } from './procs.ts';
+import { runChecks } from './scenarios.ts';
+import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startService, startSimulator, type SimUrls } from './targets.ts';
+
+export interface Row {
+  target: 'service' | 'floor' | 'nginx' | 'peer';
+  provider: string;
+  persist: boolean | null;
+  k: number;
+  rate: number;
+  scenario?: string;
+  ttfdP50Ms: number | null;
+  ttfdP99Ms: number | null;
+  addedP50Ms: number | null;
+  addedP99Ms: number | null;
+  cpuUsPerDelta: number | null;
+  rssKbPerStream: number | null;
+  streams: number;
+  failed: number | null;
+  lost: number | null;
+  duplicated: number | null;
+  note?: string;
+  latencyP50Ms?: number | null;
+  latencyP99Ms?: number | null;
+  deltas?: number;
+  seconds?: number;
+  simCpuUsPerDelta?: number | null;
+  reasons?: Record<string, number>;
+}
+
+const env = process.env;
+const KS = (env.BENCH_KS ?? '100,1000,5000').split(',').map(Number);
+const D = Number(env.BENCH_DELTAS ?? 160);
+const RATE = Number(env.BENCH_RATE ?? 20);
+// 1,000 starts/s: faster ramps measure the simulator's own start-up queue (its ttfd passes 150 ms
+// at 2,000/s), and K=5,000 still has every stream open at once for seconds.
+const STARTS = Number(env.BENCH_STARTS_PER_SEC ?? 1000);
+const TARGETS = new Set((env.BENCH_TARGETS ?? 'floor,nginx,peer,service').split(','));
+const PROFILE = env.BENCH_PROFILE === '1';
+const CASES = new Set((env.BENCH_CASES ?? 'provider_c:true,provider_c:false,provider_a:true,provider_a:false').split(','));
+const CHECKS = env.BENCH_CHECKS !== '0';
+// The service saturates well below K=5,000 × 20/s, so each of its runs there takes minutes' worth of
+// deltas; two cases keep `make bench` under 10 minutes (BENCH_BIG_K_CASES=all for the four).
+const BIG_K = 5000;
+const BIG_K_CASES = env.BENCH_BIG_K_CASES === 'all' ? CASES : new Set((env.BENCH_BIG_K_CASES ?? 'provider_c:true,provider_c:false').split(','));
+const BUDGET_MS = Number(env.BENCH_BUDGET_S ?? 540) * 1000;
+const began = performance.now();
+const GEN = path.join(import.meta.dirname, 'gen.ts');
+
+const log = (msg: string) => console.error(`[bench ${((performance.now() - began) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
+const simLine = (deltas: number, rate: number) => `SIM ${JSON.stringify({ deltas, rate, stamp: true })}`;
+
+/** Runs the generator as a child process and returns its result line. */
+export async function generate(job: GenJob): Promise<GenResult & Record<string, unknown>> {
+  const budget = ((job.k / job.startsPerSec) + (job.deltas / job.rate) * 4 + 90) * 1000;
+  const { child, line } = await start('generator', process.execPath, ['--import', 'tsx', GEN, JSON.stringify(job)], {
+    ready: (l) => l.includes('"phase":"result"'),
+    readyTimeoutMs: budget,
+  });
+  await child.stop();
+  return JSON.parse(line).result;
+}
+
+export const ccBody = (deltas: number, rate: number) =>
+  JSON.stringify({ model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: `load __I__\n${simLine(deltas, rate)}` }] });
+export const serviceBody = (provider: string, persist: boolean, deltas: number, rate: number) =>
+  JSON.stringify({ provider, model: 'm', persist, enabledTools: [], messages: [{ role: 'user', content: `load __I__\n${simLine(deltas, rate)}` }] });
+
+interface Measured {
+  result: GenResult;
+  cpuUs: number | null;
+  rssKbPerStream: number | null;
+  simCpuUs: number;
+}
+
+/** Warm-up (JIT, connection setup), idle RSS, then the measured job with CPU and peak RSS around it. */
+async function measure(pid: number | null, simPid: number, job: GenJob): Promise<Measured> {
+  const warm = await generate({ ...job, k: Math.min(job.k, 200), deltas: 20, rate: 100 });
+  if (warm.failed > 0) log(`  warm-up: ${warm.failed} failed ${JSON.stringify(warm.reasons)}`);
+  await sleep(500);
+  const idle = pid ? rssKb(pid) : 0;
+  const cpu0 = pid ? cpuMicros(pid) : 0;
+  const sim0 = cpuMicros(simPid);
+  const sampler = pid ? rssSampler(pid) : null;
+  const result = await generate(job);
+  const peak = sampler?.stop() ?? 0;
+  return {
+    result,
+    cpuUs: pid ? cpuMicros(pid) - cpu0 : null,
+    rssKbPerStream: pid ? (peak - idle) / job.k : null,
+    simCpuUs: cpuMicros(simPid) - sim0,
+  };
+}
+
+const r2 = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? null : Number(v.toFixed(2)));
+
+function toRow(base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'scenario'>, m: Measured, floor: Row | undefined, note?: string): Row {
+  const { result: g } = m;
+  const lat = g.latencyMs;
+  const isFloor = base.target === 'floor';
+  return {
+    ...base,
+    rate: RATE,
+    ttfdP50Ms: g.ttfdMs.p50,
+    ttfdP99Ms: g.ttfdMs.p99,
+    addedP50Ms: isFloor || !floor || lat.p50 === null ? null : r2(lat.p50 - floor.latencyP50Ms!),
+    addedP99Ms: isFloor || !floor || lat.p99 === null ? null : r2(lat.p99 - floor.latencyP99Ms!),
+    cpuUsPerDelta: m.cpuUs === null || g.deltas === 0 ? null : r2(m.cpuUs / g.deltas),
+    rssKbPerStream: r2(m.rssKbPerStream),
+    streams: g.streams,
+    failed: g.failed,
+    lost: g.lost,
+    duplicated: g.duplicated,
+    ...(note || isFloor ? { note: note ?? `no process under test; simulator ${r2(m.simCpuUs / Math.max(1, g.deltas))} µs/delta` } : {}),
+    latencyP50Ms: lat.p50,
+    latencyP99Ms: lat.p99,
+    deltas: g.deltas,
+    seconds: g.seconds,
+    simCpuUsPerDelta: r2(m.simCpuUs / Math.max(1, g.deltas)),
+    ...(Object.keys(g.reasons).length ? { reasons: g.reasons } : {}),
+  };
+}
+
+const failedRow = (base: Pick<Row, 'target' | 'provider' | 'persist' | 'k'>, note: string): Row => ({
+  ...base, rate: RATE, ttfdP50Ms: null, ttfdP99Ms: null, addedP50Ms: null, addedP99Ms: null, cpuUsPerDelta: null,
+  rssKbPerStream: null, streams: base.k, failed: null, lost: null, duplicated: null, note,
+});
+
+async function main(): Promise<void> {
+  const maxK = Math.max(...KS);
+  const limit = openFilesLimit();
+  if (limit < maxK * 2 + 1024) log(`warning: open-files limit ${limit} is low for K=${maxK} (raise with: ulimit -n $(ulimit -Hn))`);
+  mkdirSync(OUT, { recursive: true });
+  const rows: Row[] = [];
+  const sim = await startSimulator();
+  log(`simulator on ${sim.port}; D=${D} R=${RATE}/s K=${KS.join(',')}`);
+  const nginxBin = TARGETS.has('nginx') ? ensureNginx() : null;
+  const nginx = nginxBin ? await startNginx(nginxBin, sim.port, maxK) : null;
+  const peer = TARGETS.has('peer') ? await startPeer().catch((err: Error) => (log(`peer did not start: ${err.message}`), null)) : null;
+  const peerProbe = peer ? await probePeer(peer.port, sim.urls) : 'not started';
+  if (peerProbe) log(`peer gateway streaming fails: ${peerProbe}`);
+  const db = await createBenchDb();
+  const maxRuns = maxK * 2 + 1000;
+  const svcJob = (port: number, provider: string, persist: boolean, k: number): GenJob => ({
+    mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat-completions/stream', body: serviceBody(provider, persist, D, RATE),
+    kind: 'sse', k, deltas: D, rate: RATE, startsPerSec: STARTS,
+  });
+  // The simulator wants an API key like the real providers do; the peer forwards its own header.
+  const ccJob = (port: number, p: string, k: number, headers: Record<string, string> = { authorization: 'Bearer k' }): GenJob => ({
+    mode: 'streams', host: '127.0.0.1', port, path: p, headers, body: ccBody(D, RATE), kind: 'cc', k, deltas: D, rate: RATE, startsPerSec: STARTS,
+  });
+  const ccPath = new URL(sim.urls.provider_c).pathname + '/chat/completions';
+  const overBudget = () => performance.now() - began > BUDGET_MS;
+  try {
+    for (const k of KS) {
+      let floor: Row | undefined;
+      const run = async (base: Pick<Row, 'target' | 'provider' | 'persist' | 'k'>, go: () => Promise<Row>): Promise<void> => {
+        if (overBudget()) return void rows.push(failedRow(base, `skipped: the bench passed its ${BUDGET_MS / 1000} s budget`));
+        const row = await go().catch((err: Error) => failedRow(base, `run failed: ${err.message.split('\n')[0]}`));
+        rows.push(row);
+        log(`${row.target.padEnd(7)} ${row.provider} persist=${row.persist} K=${k}: ttfd p50 ${row.ttfdP50Ms} p99 ${row.ttfdP99Ms}, `
+          + `lat p50 ${row.latencyP50Ms} p99 ${row.latencyP99Ms}, added p99 ${row.addedP99Ms}, cpu ${row.cpuUsPerDelta} µs/δ, `
+          + `rss ${row.rssKbPerStream} KB/stream, failed ${row.failed} lost ${row.lost} dup ${row.duplicated}${row.reasons ? ' ' + JSON.stringify(row.reasons) : ''}`);
+      };
+      await run({ target: 'floor', provider: 'provider_c', persist: null, k }, async () => {
+        floor = toRow({ target: 'floor', provider: 'provider_c', persist: null, k }, await measure(null, sim.child.pid, ccJob(sim.port, ccPath, k)), undefined);
+        return floor;
+      });
+      if (TARGETS.has('nginx')) {
+        const base = { target: 'nginx' as const, provider: 'provider_c', persist: null, k };
+        if (!nginx) rows.push(failedRow(base, 'nginx is not installed and could not be installed'));
+        else await run(base, async () => toRow(base, await measure(nginx.child.pid, sim.child.pid, ccJob(nginx.port, ccPath, k)), floor));
+      }
+      if (TARGETS.has('peer')) {
+        const base = { target: 'peer' as const, provider: 'provider_c', persist: null, k };
+        if (!peer || peerProbe) rows.push(failedRow(base, `@portkey-ai/gateway streaming fails on Node ${process.versions.node}: ${peerProbe}`));
+        else await run(base, async () => toRow(base, await measure(peer.child.pid, sim.child.pid, ccJob(peer.port, '/v1/chat/completions', k, peerHeaders(sim.urls))), floor));
+      }
+      if (!TARGETS.has('service')) continue;
+      for (const provider of ['provider_c', 'provider_a']) {
+        for (const persist of [true, false]) {
+          if (!(k >= BIG_K ? BIG_K_CASES : CASES).has(`${provider}:${persist}`)) continue;
+          const base = { target: 'service' as const, provider, persist, k };
+          await run(base, () =>
+            withService(sim.urls, db.url, maxRuns, async (svc) => {
+              const m = await measure(svc.pid, sim.child.pid, svcJob(svc.port, provider, persist, k));
+              return toRow(base, m, floor, provider === 'provider_a' ? 'Responses upstream; added is over the Chat Completions floor' : undefined);
+            }),
+          );
+        }
+      }
+    }
+    const checks = CHECKS && TARGETS.has('service') && !overBudget()
+      ? await runChecks({ sim: sim.urls, dbUrl: db.url, D, RATE, STARTS, rows, log, withService, generate, serviceBody })
+      : { skipped: 'BENCH_CHECKS=0, service not in BENCH_TARGETS, or over budget' };
+    const meta = {
+      date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+      deltas: D, rate: RATE, startsPerSec: STARTS, database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
+      peer: peerProbe ? `failing: ${peerProbe}` : 'ok', profile: PROFILE, seconds: Math.round((performance.now() - began) / 1000),
+    };
+    const dir = PROFILE ? OUT : path.resolve(import.meta.dirname, '../../bench');
+    writeFileSync(path.join(dir, 'results.json'), JSON.stringify({ meta, runs: rows, checks }, null, 2) + '\n');
+    writeFileSync(path.join(dir, 'results.md'), markdown(rows, meta, checks));
+    writeFileSync(path.join(dir, 'added-p99.svg'), svgChart(rows));
+    log(`wrote ${path.relative(process.cwd(), dir)}/results.json, results.md, added-p99.svg`);
+  } finally {
+    await stopAll();
+    await db.drop().catch((err: Error) => log(`could not drop the bench database: ${err.message}`));
+  }
+}
+
+/** A fresh service for one measured run (clean RSS baseline, no leftovers between runs). */
+export async function withService<T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>): Promise<T> {
+  const nodeFlags = PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(OUT, 'prof')}`] : [];
+  const { child, port } = await startService({ sim, databaseUrl: dbUrl, maxActiveRuns, nodeFlags });
+  try {
+    return await fn({ pid: child.pid, port, child });
+  } finally {
+    await child.stop();
+  }
+}
+
+/** One short stream through the peer; null when it works, else why not (with the gateway's own error line). */
+async function probePeer(port: number, sim: SimUrls): Promise<string | null> {
+  const r = await generate({
+    mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat/completions', headers: peerHeaders(sim), body: ccBody(3, 50),
+    kind: 'cc', k: 1, deltas: 3, rate: 50, startsPerSec: 100,
+  }).catch((err: Error) => ({ failed: 1, reasons: { [err.message]: 1 } }) as unknown as GenResult);
+  if (r.failed === 0) return null;
+  await sleep(200);
+  const lines = childByName('peer')?.lines ?? [];
+  const cause = lines.find((l) => /TypeError|Error:/.test(l))?.trim();
+  return `${Object.keys(r.reasons)[0]}${cause ? ` — gateway log: ${cause}` : ''}`;
+}
+
+const onSignal = () => void stopAll().finally(() => process.exit(130));
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+main().then(
+  () => process.exit(0),
+  async (err) => {
+    console.error(err);
+    await stopAll();
+    process.exit(1);
+  },
+);

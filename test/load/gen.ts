@@ -1,0 +1,100 @@
+// The load generator, run as its own process so its CPU never counts against the process under
+// test and its event loop is not shared with the harness:
+//
+//   node --import tsx test/load/gen.ts '<job json>'
+//
+// It opens K streams (starts spread at `startsPerSec`, so a sweep measures streaming rather than
+// a connection storm; the storm has its own scenario), waits for every stream to be judged or the
+// job deadline, and prints one JSON line with the tallies and percentiles.
+import { runStorm } from './storm.ts';
+import { Samples, summarize } from './stats.ts';
+import { runStream, type StreamJob, type Tally } from './streams.ts';
+
+export interface GenJob {
+  mode: 'streams' | 'storm';
+  host: string;
+  port: number;
+  path: string;
+  headers?: Record<string, string>;
+  /** Request body; `__I__` is replaced by the stream's index. */
+  body: string;
+  kind: 'sse' | 'cc';
+  k: number;
+  deltas: number;
+  rate: number;
+  startsPerSec: number;
+  dropAfter?: number;
+  reattachDelayMs?: number;
+  storm?: { chats: number; starts: number };
+}
+
+export interface GenResult {
+  streams: number;
+  ok: number;
+  failed: number;
+  lost: number;
+  duplicated: number;
+  outOfOrder: number;
+  deltas: number;
+  reasons: Record<string, number>;
+  ttfdMs: ReturnType<typeof summarize>;
+  latencyMs: ReturnType<typeof summarize>;
+  seconds: number;
+  generatorCpuSeconds: number;
+}
+
+async function runStreams(job: GenJob): Promise<GenResult> {
+  const t: Tally = {
+    ok: 0, failed: 0, lost: 0, duplicated: 0, outOfOrder: 0, deltas: 0, reasons: {},
+    latency: new Samples(), ttfd: new Samples(),
+  };
+  const streamMs = (job.deltas / job.rate) * 1000;
+  const rampMs = (job.k / job.startsPerSec) * 1000;
+  // Generous per stream: a saturated target streams slowly, and that is a figure, not a hang.
+  const timeoutMs = Math.round(rampMs + streamMs * 4 + 30_000);
+  const base: Omit<StreamJob, 'body'> = {
+    ep: { host: job.host, port: job.port },
+    path: job.path,
+    headers: job.headers ?? {},
+    deltas: job.deltas,
+    kind: job.kind,
+    dropAfter: job.dropAfter,
+    reattachDelayMs: job.reattachDelayMs,
+    timeoutMs,
+  };
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const all: Promise<void>[] = [];
+  const gap = 1000 / job.startsPerSec;
+  // Starts go out in small groups per timer tick (timers cannot fire every 0.4 ms).
+  for (let i = 0; i < job.k; ) {
+    const due = Math.min(job.k, Math.floor((performance.now() - t0) / gap) + 1);
+    for (; i < due; i++) all.push(runStream({ ...base, body: job.body.replaceAll('__I__', String(i)) }, t));
+    if (i < job.k) await new Promise((r) => setTimeout(r, Math.max(1, gap)));
+  }
+  process.stdout.write(JSON.stringify({ phase: 'started', ms: Math.round(performance.now() - t0) }) + '\n');
+  await Promise.all(all);
+  const cpu = process.cpuUsage(cpu0);
+  return {
+    streams: job.k,
+    ok: t.ok,
+    failed: t.failed,
+    lost: t.lost,
+    duplicated: t.duplicated,
+    outOfOrder: t.outOfOrder,
+    deltas: t.deltas,
+    reasons: t.reasons,
+    ttfdMs: summarize(t.ttfd),
+    latencyMs: summarize(t.latency),
+    seconds: Number(((performance.now() - t0) / 1000).toFixed(2)),
+    generatorCpuSeconds: Number(((cpu.user + cpu.system) / 1e6).toFixed(2)),
+  };
+}
+
+const job = JSON.parse(process.argv[2] ?? '{}') as GenJob;
+const out =
+  job.mode === 'storm'
+    ? await runStorm({ host: job.host, port: job.port }, job.storm!.chats, job.storm!.starts, job.deltas, job.rate)
+    : await runStreams(job);
+process.stdout.write(JSON.stringify({ phase: 'result', result: out }) + '\n');
+process.exit(0);

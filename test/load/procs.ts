@@ -1,0 +1,153 @@
+// Child processes of the bench and what /proc says about them. Every child is started by us,
+// tracked here, and stopped by its own pid (never by name) when the bench ends or fails.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+export interface Child {
+  name: string;
+  proc: ChildProcess;
+  pid: number;
+  /** stdout lines seen so far (bounded), for error messages. */
+  lines: string[];
+  stop(): Promise<void>;
+}
+
+const children = new Set<Child>();
+
+export interface StartOptions {
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  /** Resolves once a stdout or stderr line satisfies this (the line is returned); unset: at once. */
+  ready?: (line: string) => boolean;
+  readyTimeoutMs?: number;
+  /** Where stderr goes: 'inherit' shows it, 'pipe' keeps it in `lines`. */
+  stderr?: 'inherit' | 'pipe';
+  onLine?: (line: string) => void;
+}
+
+export function start(name: string, cmd: string, args: string[], o: StartOptions = {}): Promise<{ child: Child; line: string }> {
+  const proc = spawn(cmd, args, {
+    cwd: o.cwd,
+    env: { ...process.env, ...o.env },
+    stdio: ['ignore', 'pipe', o.stderr === 'inherit' ? 'inherit' : 'pipe'],
+  });
+  const lines: string[] = [];
+  let exited = false;
+  const exitP = new Promise<void>((r) => proc.once('exit', () => ((exited = true), r())));
+  const child: Child = {
+    name,
+    proc,
+    pid: proc.pid!,
+    lines,
+    async stop() {
+      children.delete(child);
+      if (exited) return;
+      proc.kill('SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+      await exitP;
+      clearTimeout(t);
+    },
+  };
+  children.add(child);
+  return new Promise((resolve, reject) => {
+    let done = !o.ready;
+    if (done) resolve({ child, line: '' });
+    const timer = setTimeout(() => {
+      if (done) return;
+      done = true;
+      void child.stop();
+      reject(new Error(`${name} not ready after ${o.readyTimeoutMs ?? 30_000} ms:\n${lines.slice(-20).join('\n')}`));
+    }, o.readyTimeoutMs ?? 30_000);
+    if (done) clearTimeout(timer);
+    const onLine = (line: string): void => {
+      if (lines.length < 500) lines.push(line);
+      o.onLine?.(line);
+      if (!done && (!o.ready || o.ready(line))) {
+        done = true;
+        clearTimeout(timer);
+        resolve({ child, line });
+      }
+    };
+    createInterface({ input: proc.stdout! }).on('line', onLine);
+    if (proc.stderr) createInterface({ input: proc.stderr }).on('line', onLine);
+    proc.once('exit', (code, signal) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${code ?? signal}) before it was ready:\n${lines.slice(-20).join('\n')}`));
+    });
+  });
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all([...children].map((c) => c.stop()));
+}
+
+/** `pid` and its child processes (nginx: master + worker); threads are already in a pid's figures. */
+export function processTree(pid: number): number[] {
+  const out = [pid];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const kids = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      if (kids) for (const k of kids.split(' ')) out.push(...processTree(Number(k)));
+    }
+  } catch {
+    // gone, or no children file: the pid alone
+  }
+  return out;
+}
+
+/** utime + stime of the process tree (all threads), in microseconds (from clock ticks, 100/s). */
+export function cpuMicros(pid: number): number {
+  let sum = 0;
+  for (const p of processTree(pid)) {
+    const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    sum += (Number(f[11]) + Number(f[12])) * 10_000;
+  }
+  return sum;
+}
+
+export function rssKb(pid: number): number {
+  let sum = 0;
+  for (const p of processTree(pid)) {
+    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+    sum += m ? Number(m[1]) : 0;
+  }
+  return sum;
+}
+
+/** Samples RSS every `everyMs` until stopped; returns the maximum seen. */
+export function rssSampler(pid: number, everyMs = 200): { stop(): number } {
+  let max = 0;
+  const take = (): void => {
+    try {
+      max = Math.max(max, rssKb(pid));
+    } catch {
+      // the process went away: keep what we have
+    }
+  };
+  take();
+  const t = setInterval(take, everyMs);
+  return {
+    stop() {
+      clearInterval(t);
+      take();
+      return max;
+    },
+  };
+}
+
+/** The soft limit on open files of this process (children inherit it). */
+export function openFilesLimit(): number {
+  const m = /Max open files\s+(\d+|unlimited)/.exec(readFileSync('/proc/self/limits', 'utf8'));
+  return !m || m[1] === 'unlimited' ? Infinity : Number(m[1]);
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A running child by its name (e.g. to quote its log in a failure note). */
+export function childByName(name: string): Child | undefined {
+  for (const c of children) if (c.name === name) return c;
+  return undefined;
+}
