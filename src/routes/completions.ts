@@ -3,6 +3,7 @@
 // chat gets 409 however close together the two requests arrive.
 import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
+import type { RunEntry } from '../../actors/supervisor.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
 import { HttpError, notFound } from '../http/errors.ts';
@@ -38,17 +39,26 @@ function runRequest(body: CompletionBody, fields: Pick<ChatRunRequest, 'mode' | 
 export function completionRoutes(app: AppContext): Route[] {
   const { supervisor, pool } = app;
 
-  async function complete(req: Req, reply: Reply) {
-    const body = await readJson(req, completionSchema);
-    requireProvider(app, body.provider);
-    const chatId = body.chatId ?? null;
-    const entry = supervisor.reserve('chat', chatId);
+  /**
+   * Registers the run under `key` synchronously (409 on a second run for the chat), then checks that
+   * `existing` names a stored chat; a 404 drops the registration.
+   */
+  async function reserveChat(key: string | null, existing: string | null): Promise<RunEntry> {
+    const entry = supervisor.reserve('chat', key);
     try {
-      if (chatId && !(await getChat(pool, chatId))) throw notFound('chat not found');
+      if (existing && !(await getChat(pool, existing))) throw notFound('chat not found');
     } catch (err) {
       supervisor.abandon(entry);
       throw err;
     }
+    return entry;
+  }
+
+  async function complete(req: Req, reply: Reply) {
+    const body = await readJson(req, completionSchema);
+    requireProvider(app, body.provider);
+    const chatId = body.chatId ?? null;
+    const entry = await reserveChat(chatId, chatId);
     supervisor.launch(entry, runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, storeCall: true }), undefined, body.provider);
     const result = await entry.result;
     if (!result.ok) throw new HttpError(result.status, result.message);
@@ -69,13 +79,7 @@ export function completionRoutes(app: AppContext): Route[] {
     const persist = body.persist;
     const existing = body.chatId ?? null;
     const chatId = persist ? (existing ?? randomUUID()) : null;
-    const entry = supervisor.reserve('chat', chatId);
-    try {
-      if (existing && !(await getChat(pool, existing))) throw notFound('chat not found');
-    } catch (err) {
-      supervisor.abandon(entry);
-      throw err;
-    }
+    const entry = await reserveChat(chatId, existing);
     const sink = openSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
     supervisor.launch(
       entry,
