@@ -1,8 +1,147 @@
-// Placeholder until the search run lands (issue 7): ends every search run with a clear error.
+// The search run actor's work: engine_a's search and answer side by side (search runs always use
+// engine_a, whatever CHAT_WEB_SEARCH_ENGINE says), one event per outcome as soon as it is known,
+// then the run stored (replacing results and answer) and exactly one `done` or `error`.
+import {
+  engineAAnswer,
+  engineAEndpointFromConfig,
+  engineASearch,
+  type EngineAEndpoint,
+} from '../src/engines/engine-a.ts';
 import type { RunDeps } from '../src/run-deps.ts';
+import { saveSearchRun } from '../src/store/searches.ts';
+import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
 import type { RunContext } from './actor.ts';
 
-export async function searchRun(ctx: RunContext, _req: unknown, _deps: RunDeps): Promise<void> {
-  const message = 'search runs are not implemented yet';
-  ctx.finish('error', { message }, { ok: false, status: 501, message });
+export interface SearchRunRequest {
+  searchId: string;
+  /** The query to run: the run body's override, else the stored query (the route checks it is not blank). */
+  query: string;
+  /** The run body's title override; the stored title is kept when absent. */
+  title?: string;
+  type?: 'auto' | 'fast' | 'deep' | 'instant';
+  numResults?: number;
+  includeDomains?: string[];
+  excludeDomains?: string[];
+}
+
+export interface SearchRunValue {
+  search: SearchDetail;
+}
+
+/** A hung engine must not hold a run (and its searchId) forever. Answers are generated, so slower. */
+export const SEARCH_TIMEOUT_MS = 60_000;
+export const ANSWER_TIMEOUT_MS = 120_000;
+/** Per-result content asked of the engine: highlights become the snippet, plus a query-focused summary. */
+const SNIPPET_CHARS = 500;
+/** The answer call returns each cited page's text; we keep an excerpt (docs/api-notes.md). */
+export const CITATION_TEXT_CHARS = 1000;
+
+type Outcome<T> = { ok: true; value: T } | { ok: false; error: string };
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+function clip(text: string | null, max: number): string | null {
+  if (text === null) return null;
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** The engine_a endpoint, or the message naming what to set. */
+export function engineAOrMessage(config: RunDeps['config']): EngineAEndpoint | { message: string } {
+  const endpoint = engineAEndpointFromConfig(config);
+  if ('missing' in endpoint) return { message: `search runs need engine_a: set ${endpoint.missing.join(' and ')}` };
+  return endpoint;
+}
+
+export async function searchRun(ctx: RunContext, req: SearchRunRequest, deps: RunDeps): Promise<void> {
+  const started = performance.now();
+  const endpoint = engineAOrMessage(deps.config);
+  if ('message' in endpoint) {
+    ctx.finish('error', { message: endpoint.message }, { ok: false, status: 503, message: endpoint.message });
+    return;
+  }
+  const { signal } = ctx;
+
+  const search: Promise<Outcome<{ requestId: string | null; results: SearchResultItem[] }>> = engineASearch(
+    {
+      ...endpoint,
+      query: req.query,
+      type: req.type,
+      numResults: req.numResults,
+      includeDomains: req.includeDomains,
+      excludeDomains: req.excludeDomains,
+      contents: { highlights: { maxCharacters: SNIPPET_CHARS }, summary: { query: req.query } },
+    },
+    { signal, timeoutMs: SEARCH_TIMEOUT_MS },
+  ).then(
+    (r) => {
+      const value = { requestId: r.requestId, results: r.results };
+      ctx.emitKeyed('search_results', 'search_results', value);
+      return { ok: true as const, value };
+    },
+    (err: unknown) => {
+      const error = messageOf(err);
+      ctx.emitKeyed('search_error', 'search_error', { error });
+      return { ok: false as const, error };
+    },
+  );
+
+  const answer: Promise<Outcome<{ answerText: string | null; answerRequestId: string | null; answerCitations: AnswerCitation[] }>> =
+    engineAAnswer({ ...endpoint, query: req.query }, { signal, timeoutMs: ANSWER_TIMEOUT_MS }).then(
+      (r) => {
+        const value = {
+          answerText: r.answerText,
+          answerRequestId: r.answerRequestId,
+          answerCitations: r.citations.map((c) => ({ ...c, text: clip(c.text, CITATION_TEXT_CHARS) })),
+        };
+        ctx.emitKeyed('answer', 'answer', value);
+        return { ok: true as const, value };
+      },
+      (err: unknown) => {
+        const error = messageOf(err);
+        ctx.emitKeyed('answer_error', 'answer_error', { error });
+        return { ok: false as const, error };
+      },
+    );
+
+  const [s, a] = await Promise.all([search, answer]);
+  if (signal.aborted) {
+    // Only a cancel (server shutdown) aborts a run; a client disconnect never does. Nothing is stored.
+    const message = `search run cancelled: ${messageOf(signal.reason ?? 'aborted')}`;
+    ctx.finish('error', { message }, { ok: false, status: 503, message });
+    return;
+  }
+  const latencyMs = Math.round(performance.now() - started);
+
+  let detail: SearchDetail | null;
+  try {
+    detail = await saveSearchRun(deps.pool, req.searchId, {
+      query: req.query,
+      title: req.title ?? null,
+      requestId: s.ok ? s.value.requestId : null,
+      latencyMs,
+      error: s.ok ? null : s.error,
+      results: s.ok ? s.value.results : [],
+      answerText: a.ok ? a.value.answerText : null,
+      answerRequestId: a.ok ? a.value.answerRequestId : null,
+      answerCitations: a.ok ? a.value.answerCitations : [],
+      answerError: a.ok ? null : a.error,
+    });
+  } catch (err) {
+    const message = `search run could not be stored: ${messageOf(err)}`;
+    ctx.finish('error', { message }, { ok: false, status: 500, message });
+    return;
+  }
+  if (!detail) {
+    // Deleted while the run was going.
+    const message = 'search not found';
+    ctx.finish('error', { message }, { ok: false, status: 404, message });
+    return;
+  }
+  if (!s.ok && !a.ok) {
+    const message = `search and answer both failed: ${s.error}; ${a.error}`;
+    ctx.finish('error', { message }, { ok: false, status: 502, message });
+    return;
+  }
+  const value: SearchRunValue = { search: detail };
+  ctx.finish('done', { search: detail }, { ok: true, value });
 }

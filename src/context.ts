@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Supervisor } from '../actors/supervisor.ts';
 import type { Config } from './config.ts';
+import type { ModelRegistry } from './models/registry.ts';
 import type { ProviderAdapter, ProviderName } from './providers/types.ts';
 import type { ServiceTool } from './tools/types.ts';
 
@@ -22,4 +23,6 @@ export interface AppContext {
   clock: Clock;
   /** Names of providers and engines served by the offline simulator (empty in production). */
   simulated: string[];
+  /** Provider model lists, loaded in the background and refreshed about daily. */
+  models: ModelRegistry;
 }

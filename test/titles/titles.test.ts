@@ -1,0 +1,130 @@
+// POST /v1/chats/title/suggest through the real server, provider_a simulator and database.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { cleanTitle, TITLE_INSTRUCTION } from '../../src/routes/titles.ts';
+import { apiDatabases, sim, startTestServer, type TestServer } from '../helpers/server.ts';
+
+for (const db of apiDatabases()) {
+  describe(`title suggestion (${db})`, () => {
+    let t: TestServer;
+    before(async () => {
+      t = await startTestServer({ db, env: { TITLE_MODEL: 'sim-a-nano' } });
+    });
+    after(() => t.close());
+
+    const newChat = async (body: Record<string, unknown> = {}) => (await t.call('POST', '/v1/chats', body)).body.chat;
+    const getChat = async (id: string) => (await t.call('GET', `/v1/chats/${id}`)).body.chat;
+    const suggest = (chatId: string, content: string) => t.call('POST', '/v1/chats/title/suggest', { chatId, content });
+    const responsesCalls = () => t.sim.requests.filter((r) => r.upstream === 'provider_a' && r.path.endsWith('/responses'));
+    const llmCalls = async (chatId: string) =>
+      (await t.server.ctx.pool.query('SELECT model, status, error FROM llm_calls WHERE chat_id = $1', [chatId])).rows;
+
+    it('generates a title with TITLE_MODEL, cleans it, stores it and returns the chat', async () => {
+      const chat = await newChat();
+      const before = responsesCalls().length;
+      const content = sim({ reply: '"Planning A Japan Trip."' }, 'Help me plan two weeks in Japan');
+      const r = await suggest(chat.id, content);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.chat.id, chat.id);
+      assert.equal(r.body.chat.title, 'Planning A Japan Trip');
+      assert.equal((await getChat(chat.id)).title, 'Planning A Japan Trip');
+      const calls = responsesCalls();
+      assert.equal(calls.length, before + 1);
+      const body = calls.at(-1)!.body;
+      assert.equal(body.model, 'sim-a-nano');
+      assert.equal(body.instructions, TITLE_INSTRUCTION);
+      assert.equal(body.tools, undefined);
+      assert.ok(!body.stream);
+      assert.equal(body.store, false);
+      assert.equal(JSON.stringify(body.input).includes('Help me plan two weeks in Japan'), true);
+      assert.deepEqual(await llmCalls(chat.id), [{ model: 'sim-a-nano', status: 'succeeded', error: null }]);
+    });
+
+    it('keeps a generated title to one line and a few words', async () => {
+      const chat = await newChat();
+      const r = await suggest(chat.id, sim({ reply: 'Title: One two three four five six seven eight\nsecond line' }));
+      assert.equal(r.body.chat.title, 'One two three four five six');
+    });
+
+    it('returns a titled chat unchanged without calling the model', async () => {
+      const chat = await newChat({ title: 'My own title' });
+      const before = responsesCalls().length;
+      const r = await suggest(chat.id, sim({ reply: 'Something Else' }));
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body.chat, chat);
+      assert.equal(responsesCalls().length, before);
+    });
+
+    it('keeps a title set while generation is in flight', async () => {
+      const chat = await newChat();
+      const pending = suggest(chat.id, sim({ reply: 'Generated Title', firstByteDelayMs: 800 }));
+      await new Promise((r) => setTimeout(r, 200));
+      const patched = await t.call('PATCH', `/v1/chats/${chat.id}`, { title: 'Typed by the user' });
+      assert.equal(patched.status, 200);
+      const r = await pending;
+      assert.equal(r.status, 200);
+      assert.equal(r.body.chat.title, 'Typed by the user');
+      assert.equal((await getChat(chat.id)).title, 'Typed by the user');
+    });
+
+    it('a failed generation answers 502 with the reason and leaves the chat untouched', async () => {
+      const chat = await newChat({ messages: [{ role: 'user', content: 'hi' }] });
+      const before = await getChat(chat.id);
+      const r = await suggest(chat.id, sim({ status: 400 }));
+      assert.equal(r.status, 502);
+      assert.match(r.body.message, /^title generation failed: provider_a error 400/);
+      assert.deepEqual(await getChat(chat.id), before);
+      const [call] = await llmCalls(chat.id);
+      assert.equal(call.status, 'failed');
+      assert.equal(call.error, r.body.message);
+    });
+
+    it('a reply with nothing usable is a failure too', async () => {
+      const chat = await newChat();
+      const r = await suggest(chat.id, sim({ reply: '  "…"  ' }));
+      assert.equal(r.status, 502);
+      assert.match(r.body.message, /returned no usable title/);
+      assert.equal((await getChat(chat.id)).title, null);
+    });
+
+    it('unknown chat → 404 chat not found; blank content → 400', async () => {
+      const r = await suggest('no-such-chat', 'hello');
+      assert.equal(r.status, 404);
+      assert.equal(r.body.message, 'chat not found');
+      const chat = await newChat();
+      const blank = await suggest(chat.id, '   ');
+      assert.equal(blank.status, 400);
+      assert.match(blank.body.message, /content must not be blank/);
+      const missing = await t.call('POST', '/v1/chats/title/suggest', { chatId: chat.id });
+      assert.equal(missing.status, 400);
+    });
+
+    it('is not shadowed by /v1/chats/:chatId routes, nor shadows them', async () => {
+      // A chat literally named "title" stays reachable through the :chatId routes.
+      assert.equal((await t.call('GET', '/v1/chats/title')).body.message, 'chat not found');
+      assert.equal((await t.call('POST', '/v1/chats/title/messages', { role: 'user', content: 'x' })).body.message, 'chat not found');
+      const wrongMethod = await t.call('GET', '/v1/chats/title/suggest');
+      assert.equal(wrongMethod.status, 405);
+      const viaProxy = await t.call('POST', '/api/v1/chats/title/suggest', { chatId: 'nope', content: 'x' });
+      assert.equal(viaProxy.status, 404);
+      assert.equal(viaProxy.body.message, 'chat not found');
+    });
+  });
+}
+
+describe('cleanTitle', () => {
+  const cases: Array<[string, string]> = [
+    ['Trip Planning', 'Trip Planning'],
+    ['"Trip Planning."', 'Trip Planning'],
+    ['“Trip Planning”', 'Trip Planning'],
+    ["'Rust async basics'!", 'Rust async basics'],
+    ['**Title:** Budget Review', 'Budget Review'],
+    ['# Heading Style Title', 'Heading Style Title'],
+    ['\n\n  Second Try  \nmore', 'Second Try'],
+    ['a b c d e f g h i', 'a b c d e f'],
+    ['x'.repeat(120), 'x'.repeat(80)],
+    ['Why is the sky blue?', 'Why is the sky blue'],
+    ['   ', ''],
+  ];
+  for (const [raw, want] of cases) it(JSON.stringify(raw), () => assert.equal(cleanTitle(raw), want));
+});
