@@ -10,7 +10,7 @@ import { readJson } from '../http/body.ts';
 import { badRequest, HttpError, notFound } from '../http/errors.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
-import { SseSink } from '../http/sse.ts';
+import { openSse, type SseSink } from '../http/sse.ts';
 import { searchChatSchema, searchRunSchema } from '../schemas.ts';
 import { defaultSearchChatTitle, searchSeedMessage } from '../search/seed.ts';
 import { createChat } from '../store/chats.ts';
@@ -53,11 +53,7 @@ export function searchRunRoutes(app: AppContext): Route[] {
     return entry;
   }
 
-  function openStream(reply: Reply): SseSink {
-    const sink = new SseSink(reply);
-    sink.open();
-    return sink;
-  }
+  const openStream = (reply: Reply): SseSink => openSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
 
   async function runWhole(req: Req, reply: Reply) {
     const searchId = req.params.searchId!;
