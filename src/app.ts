@@ -49,6 +49,9 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
   const log = opts.log ?? createLogger(baseConfig.LOG_LEVEL);
   const upstreams = await resolveUpstreams(baseConfig);
   const config = upstreams.config;
+  if ((config.CHAT_CODING_TOOL_ENABLED || config.CHAT_SHELL_TOOL_ENABLED) && !config.CHAT_CODING_SSH_HOST_KEY_SHA256) {
+    log.warn('remote tools accept any SSH host key: set CHAT_CODING_SSH_HOST_KEY_SHA256 to pin it');
+  }
   if (upstreams.simulated.length > 0) log.warn({ simulated: upstreams.simulated }, 'served by the offline simulator (no key set)');
 
   const poolMax = 20;

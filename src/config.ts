@@ -59,6 +59,11 @@ const schema = z.object({
   CHAT_CODING_REMOTE_WORKDIR: z.string().min(1).default('~/chat-workspace'),
   CHAT_CODING_SSH_KEY_PATH: optionalText,
   CHAT_CODING_SSH_PRIVATE_KEY_B64: optionalText,
+  /** The remote host key's fingerprint as `ssh-keygen -lf` prints it (`SHA256:…`); unset accepts any host key. */
+  CHAT_CODING_SSH_HOST_KEY_SHA256: z
+    .string()
+    .regex(/^(SHA256:)?[A-Za-z0-9+/]{43}=?$/, 'must be a SHA256 fingerprint as ssh-keygen -lf prints it (SHA256:…)')
+    .optional(),
   /** Command prefix of the remote coding CLI's non-interactive exec mode; the task is appended, shell-quoted. */
   CHAT_CODING_COMMAND: z
     .string()

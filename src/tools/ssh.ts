@@ -2,6 +2,7 @@
 // at once (remote tools must never wait for input), capped stdout/stderr, and a deadline that ends the
 // remote process. A non-zero exit is a normal result the model should see; only timeouts, cancellation
 // and connection failures are errors.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import ssh2, { type ClientChannel, type ConnectConfig } from 'ssh2';
 import type { Config } from '../config.ts';
@@ -19,6 +20,7 @@ export type SshConfig = Pick<
   | 'CHAT_CODING_REMOTE_PORT'
   | 'CHAT_CODING_SSH_KEY_PATH'
   | 'CHAT_CODING_SSH_PRIVATE_KEY_B64'
+  | 'CHAT_CODING_SSH_HOST_KEY_SHA256'
 >;
 
 export interface SshTarget {
@@ -26,6 +28,13 @@ export interface SshTarget {
   port: number;
   username: string;
   privateKey: Buffer;
+  /** Expected host key fingerprint (base64 of SHA-256, no padding); null accepts any host key. */
+  hostKeySha256: string | null;
+}
+
+/** The OpenSSH fingerprint of a host key in SSH wire format: base64 of its SHA-256, unpadded. */
+export function hostKeyFingerprint(key: Buffer): string {
+  return createHash('sha256').update(key).digest('base64').replace(/=+$/, '');
 }
 
 export interface SshRunOptions {
@@ -88,7 +97,8 @@ export function sshTarget(config: SshConfig): SshTarget {
       'remote tools are not configured: no SSH user (write CHAT_CODING_REMOTE_HOST as user@host or set CHAT_CODING_REMOTE_USER)',
     );
   }
-  return { host, port: config.CHAT_CODING_REMOTE_PORT, username, privateKey: loadKey(config) };
+  const pinned = config.CHAT_CODING_SSH_HOST_KEY_SHA256?.replace(/^SHA256:/, '').replace(/=+$/, '') ?? null;
+  return { host, port: config.CHAT_CODING_REMOTE_PORT, username, privateKey: loadKey(config), hostKeySha256: pinned };
 }
 
 function loadKey(config: SshConfig): Buffer {
@@ -129,6 +139,7 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
     let exitCode: number | null = null;
     let exitSignal: string | null = null;
     let settled = false;
+    let hostKeyMismatch: string | null = null;
 
     const finish = (err: Error | null) => {
       if (settled) return;
@@ -171,7 +182,7 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
     opts.signal.addEventListener('abort', onAbort, { once: true });
 
     conn.on('error', (err) => {
-      finish(new ToolError(`SSH connection to ${where} failed: ${err.message}`, { cause: err }));
+      finish(new ToolError(hostKeyMismatch ?? `SSH connection to ${where} failed: ${err.message}`, { cause: err }));
       conn.end();
     });
     conn.on('close', () => {
@@ -206,6 +217,13 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
       username: target.username,
       privateKey: target.privateKey,
       readyTimeout: Math.min(20_000, opts.timeoutMs),
+      hostVerifier: (key: Buffer) => {
+        if (target.hostKeySha256 === null) return true;
+        const seen = hostKeyFingerprint(key);
+        if (seen === target.hostKeySha256) return true;
+        hostKeyMismatch = `SSH host key of ${where} is SHA256:${seen}, not the SHA256:${target.hostKeySha256} that CHAT_CODING_SSH_HOST_KEY_SHA256 expects`;
+        return false;
+      },
       keepaliveInterval: 15_000,
     };
     try {

@@ -3,7 +3,7 @@
 // would: stdin from the channel, exit status back, and the command's process group killed on a
 // `signal` request or when the channel or connection closes.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +24,8 @@ export interface SshExecRecord {
 }
 
 export interface TestSshServer {
+  /** The host key's fingerprint as `ssh-keygen -lf` prints it, `SHA256:` prefix included. */
+  hostKeySha256: string;
   host: '127.0.0.1';
   port: number;
   username: string;
@@ -51,6 +53,12 @@ export interface SshServerOptions {
   username?: string;
   /** Extra environment for the commands, e.g. a PATH without bash. */
   env?: Record<string, string>;
+}
+
+function hostKeySha256(publicKey: string): string {
+  const parsed = utils.parseKey(publicKey);
+  if (parsed instanceof Error) throw parsed;
+  return `SHA256:${createHash('sha256').update(parsed.getPublicSSH()).digest('base64').replace(/=+$/, '')}`;
 }
 
 export async function startSshServer(opts: SshServerOptions = {}): Promise<TestSshServer> {
@@ -148,6 +156,7 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
     port,
     username,
     clientPrivateKey: clientKey.private,
+    hostKeySha256: hostKeySha256(hostKey.public),
     home,
     execs,
     authAttempts,

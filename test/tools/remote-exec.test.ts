@@ -56,6 +56,23 @@ async function groupGone(pid: number): Promise<boolean> {
   return false;
 }
 
+describe('host key pinning', () => {
+  test('the pinned host key passes; another one is refused with both fingerprints named', async () => {
+    const ok = await shellExecTool.run({ command: 'echo pinned' }, ctx({ CHAT_CODING_SSH_HOST_KEY_SHA256: server.hostKeySha256 }));
+    assert.match(ok.output, /pinned/);
+    const wrong = 'SHA256:' + 'A'.repeat(43);
+    await assert.rejects(
+      shellExecTool.run({ command: 'echo never' }, ctx({ CHAT_CODING_SSH_HOST_KEY_SHA256: wrong })),
+      (err: Error) => err.message.includes(server.hostKeySha256) && err.message.includes('CHAT_CODING_SSH_HOST_KEY_SHA256'),
+    );
+    assert.ok(!server.execs.some((e) => e.command.includes('echo never')), 'nothing runs on an unverified host');
+  });
+
+  test('a malformed fingerprint stops the configuration', () => {
+    assert.throws(() => config({ CHAT_CODING_SSH_HOST_KEY_SHA256: 'md5:aa:bb' }), /CHAT_CODING_SSH_HOST_KEY_SHA256/);
+  });
+});
+
 describe('shell_exec', () => {
   test('returns exit code, stdout and stderr', async () => {
     const r = await shellExecTool.run({ command: 'echo hello; echo oops >&2' }, ctx());
