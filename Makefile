@@ -19,8 +19,11 @@ sim: install
 test: install
 	node $(NODE_FLAGS) --test --test-concurrency=2 --test-timeout=120000 $(TESTS)
 
+# The load test (test/load/bench.ts; figures in bench/, raw files in bench/out/). K=5,000 streams
+# need ~3 descriptors per stream across the processes: raise the soft open-files limit to the hard one.
+# It installs Debian's nginx-light (the relay baseline) when nginx is missing.
 bench: install
-	node $(NODE_FLAGS) test/load/bench.ts
+	ulimit -n $$(ulimit -Hn) 2>/dev/null; node $(NODE_FLAGS) test/load/bench.ts
 
 typecheck: install
 	npx tsc --noEmit

@@ -3,10 +3,10 @@
 // every target with the generator (its own process) and writes bench/results.{json,md} and
 // bench/added-p99.svg. Everything is on 127.0.0.1, bounded in count and time, and stops by itself.
 //
-// Knobs (env): BENCH_KS=100,1000,5000  BENCH_DELTAS=160  BENCH_RATE=20  BENCH_STARTS_PER_SEC=1000
+// Knobs (env): BENCH_SWEEP=100:20:120,1000:20:120,5000:4:40 (K:rate:deltas)  BENCH_STARTS_PER_SEC=1000
 //   BENCH_TARGETS=floor,nginx,peer,service  BENCH_CASES=provider_c:true,...  BENCH_BIG_K_CASES  BENCH_CHECKS=0
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
-//   bench/out/ instead of bench/)  BENCH_BUDGET_S=540 (runs left after this are skipped, with a note)
+//   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=540 (runs left after this are skipped, with a note)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,9 +43,14 @@ export interface Row {
 }
 
 const env = process.env;
-const KS = (env.BENCH_KS ?? '100,1000,5000').split(',').map(Number);
-const D = Number(env.BENCH_DELTAS ?? 160);
-const RATE = Number(env.BENCH_RATE ?? 20);
+// K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
+// floor itself (simulator + generator, nothing in between) saturates this 2-core machine near 40k
+// deltas/s, so no target's added latency could be read there; the step is about 5,000 open streams.
+const SWEEP = (env.BENCH_SWEEP ?? '100:20:120,1000:20:120,5000:4:40').split(',').map((s) => {
+  const [k, r, d] = s.split(':').map(Number);
+  return { k: k!, rate: r!, deltas: d! };
+});
+const KS = SWEEP.map((s) => s.k);
 // 1,000 starts/s: faster ramps measure the simulator's own start-up queue (its ttfd passes 150 ms
 // at 2,000/s), and K=5,000 still has every stream open at once for seconds.
 const STARTS = Number(env.BENCH_STARTS_PER_SEC ?? 1000);
@@ -64,15 +69,26 @@ const GEN = path.join(import.meta.dirname, 'gen.ts');
 const log = (msg: string) => console.error(`[bench ${((performance.now() - began) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
 const simLine = (deltas: number, rate: number) => `SIM ${JSON.stringify({ deltas, rate, stamp: true })}`;
 
-/** Runs the generator as a child process and returns its result line. */
+let gen: Child | null = null;
+const waiting: Array<(line: string) => void> = [];
+
+/** Hands a job to the long-lived generator process and waits for its result line. */
 export async function generate(job: GenJob): Promise<GenResult & Record<string, unknown>> {
+  if (!gen) {
+    ({ child: gen } = await start('generator', process.execPath, ['--import', 'tsx', GEN], {
+      stdin: true,
+      onLine: (l) => void (l.includes('"phase":"result"') && waiting.shift()?.(l)),
+    }));
+  }
   const budget = ((job.k / job.startsPerSec) + (job.deltas / job.rate) * 4 + 90) * 1000;
-  const { child, line } = await start('generator', process.execPath, ['--import', 'tsx', GEN, JSON.stringify(job)], {
-    ready: (l) => l.includes('"phase":"result"'),
-    readyTimeoutMs: budget,
+  const line = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`generator gave no result within ${budget} ms`)), budget);
+    waiting.push((l) => (clearTimeout(t), resolve(l)));
+    gen!.proc.stdin!.write(JSON.stringify(job) + '\n');
   });
-  await child.stop();
-  return JSON.parse(line).result;
+  const { result } = JSON.parse(line);
+  if (result.error) throw new Error(`generator: ${result.error}`);
+  return result;
 }
 
 export const ccBody = (deltas: number, rate: number) =>
@@ -108,13 +124,12 @@ async function measure(pid: number | null, simPid: number, job: GenJob): Promise
 
 const r2 = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? null : Number(v.toFixed(2)));
 
-function toRow(base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'scenario'>, m: Measured, floor: Row | undefined, note?: string): Row {
+function toRow(base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate'>, m: Measured, floor: Row | undefined, note?: string): Row {
   const { result: g } = m;
   const lat = g.latencyMs;
   const isFloor = base.target === 'floor';
   return {
     ...base,
-    rate: RATE,
     ttfdP50Ms: g.ttfdMs.p50,
     ttfdP99Ms: g.ttfdMs.p99,
     addedP50Ms: isFloor || !floor || lat.p50 === null ? null : r2(lat.p50 - floor.latencyP50Ms!),
@@ -135,8 +150,8 @@ function toRow(base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'scenar
   };
 }
 
-const failedRow = (base: Pick<Row, 'target' | 'provider' | 'persist' | 'k'>, note: string): Row => ({
-  ...base, rate: RATE, ttfdP50Ms: null, ttfdP99Ms: null, addedP50Ms: null, addedP99Ms: null, cpuUsPerDelta: null,
+const failedRow = (base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate'>, note: string): Row => ({
+  ...base, ttfdP50Ms: null, ttfdP99Ms: null, addedP50Ms: null, addedP99Ms: null, cpuUsPerDelta: null,
   rssKbPerStream: null, streams: base.k, failed: null, lost: null, duplicated: null, note,
 });
 
@@ -147,7 +162,7 @@ async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
   const rows: Row[] = [];
   const sim = await startSimulator();
-  log(`simulator on ${sim.port}; D=${D} R=${RATE}/s K=${KS.join(',')}`);
+  log(`simulator on ${sim.port}; sweep K:rate:deltas ${SWEEP.map((s) => `${s.k}:${s.rate}:${s.deltas}`).join(', ')}`);
   const nginxBin = TARGETS.has('nginx') ? ensureNginx() : null;
   const nginx = nginxBin ? await startNginx(nginxBin, sim.port, maxK) : null;
   const peer = TARGETS.has('peer') ? await startPeer().catch((err: Error) => (log(`peer did not start: ${err.message}`), null)) : null;
@@ -155,20 +170,22 @@ async function main(): Promise<void> {
   if (peerProbe) log(`peer gateway streaming fails: ${peerProbe}`);
   const db = await createBenchDb();
   const maxRuns = maxK * 2 + 1000;
-  const svcJob = (port: number, provider: string, persist: boolean, k: number): GenJob => ({
-    mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat-completions/stream', body: serviceBody(provider, persist, D, RATE),
-    kind: 'sse', k, deltas: D, rate: RATE, startsPerSec: STARTS,
+  type Step = (typeof SWEEP)[number];
+  const svcJob = (port: number, provider: string, persist: boolean, { k, rate, deltas }: Step): GenJob => ({
+    mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat-completions/stream', body: serviceBody(provider, persist, deltas, rate),
+    kind: 'sse', k, deltas, rate, startsPerSec: STARTS,
   });
   // The simulator wants an API key like the real providers do; the peer forwards its own header.
-  const ccJob = (port: number, p: string, k: number, headers: Record<string, string> = { authorization: 'Bearer k' }): GenJob => ({
-    mode: 'streams', host: '127.0.0.1', port, path: p, headers, body: ccBody(D, RATE), kind: 'cc', k, deltas: D, rate: RATE, startsPerSec: STARTS,
+  const ccJob = (port: number, p: string, { k, rate, deltas }: Step, headers: Record<string, string> = { authorization: 'Bearer k' }): GenJob => ({
+    mode: 'streams', host: '127.0.0.1', port, path: p, headers, body: ccBody(deltas, rate), kind: 'cc', k, deltas, rate, startsPerSec: STARTS,
   });
   const ccPath = new URL(sim.urls.provider_c).pathname + '/chat/completions';
   const overBudget = () => performance.now() - began > BUDGET_MS;
   try {
-    for (const k of KS) {
+    for (const step of SWEEP) {
+      const { k, rate } = step;
       let floor: Row | undefined;
-      const run = async (base: Pick<Row, 'target' | 'provider' | 'persist' | 'k'>, go: () => Promise<Row>): Promise<void> => {
+      const run = async (base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate'>, go: () => Promise<Row>): Promise<void> => {
         if (overBudget()) return void rows.push(failedRow(base, `skipped: the bench passed its ${BUDGET_MS / 1000} s budget`));
         const row = await go().catch((err: Error) => failedRow(base, `run failed: ${err.message.split('\n')[0]}`));
         rows.push(row);
@@ -176,28 +193,28 @@ async function main(): Promise<void> {
           + `lat p50 ${row.latencyP50Ms} p99 ${row.latencyP99Ms}, added p99 ${row.addedP99Ms}, cpu ${row.cpuUsPerDelta} µs/δ, `
           + `rss ${row.rssKbPerStream} KB/stream, failed ${row.failed} lost ${row.lost} dup ${row.duplicated}${row.reasons ? ' ' + JSON.stringify(row.reasons) : ''}`);
       };
-      await run({ target: 'floor', provider: 'provider_c', persist: null, k }, async () => {
-        floor = toRow({ target: 'floor', provider: 'provider_c', persist: null, k }, await measure(null, sim.child.pid, ccJob(sim.port, ccPath, k)), undefined);
+      await run({ target: 'floor', provider: 'provider_c', persist: null, k, rate }, async () => {
+        floor = toRow({ target: 'floor', provider: 'provider_c', persist: null, k, rate }, await measure(null, sim.child.pid, ccJob(sim.port, ccPath, step)), undefined);
         return floor;
       });
       if (TARGETS.has('nginx')) {
-        const base = { target: 'nginx' as const, provider: 'provider_c', persist: null, k };
+        const base = { target: 'nginx' as const, provider: 'provider_c', persist: null, k, rate };
         if (!nginx) rows.push(failedRow(base, 'nginx is not installed and could not be installed'));
-        else await run(base, async () => toRow(base, await measure(nginx.child.pid, sim.child.pid, ccJob(nginx.port, ccPath, k)), floor));
+        else await run(base, async () => toRow(base, await measure(nginx.child.pid, sim.child.pid, ccJob(nginx.port, ccPath, step)), floor));
       }
       if (TARGETS.has('peer')) {
-        const base = { target: 'peer' as const, provider: 'provider_c', persist: null, k };
+        const base = { target: 'peer' as const, provider: 'provider_c', persist: null, k, rate };
         if (!peer || peerProbe) rows.push(failedRow(base, `@portkey-ai/gateway streaming fails on Node ${process.versions.node}: ${peerProbe}`));
-        else await run(base, async () => toRow(base, await measure(peer.child.pid, sim.child.pid, ccJob(peer.port, '/v1/chat/completions', k, peerHeaders(sim.urls))), floor));
+        else await run(base, async () => toRow(base, await measure(peer.child.pid, sim.child.pid, ccJob(peer.port, '/v1/chat/completions', step, peerHeaders(sim.urls))), floor));
       }
       if (!TARGETS.has('service')) continue;
       for (const provider of ['provider_c', 'provider_a']) {
         for (const persist of [true, false]) {
           if (!(k >= BIG_K ? BIG_K_CASES : CASES).has(`${provider}:${persist}`)) continue;
-          const base = { target: 'service' as const, provider, persist, k };
+          const base = { target: 'service' as const, provider, persist, k, rate };
           await run(base, () =>
             withService(sim.urls, db.url, maxRuns, async (svc) => {
-              const m = await measure(svc.pid, sim.child.pid, svcJob(svc.port, provider, persist, k));
+              const m = await measure(svc.pid, sim.child.pid, svcJob(svc.port, provider, persist, step));
               return toRow(base, m, floor, provider === 'provider_a' ? 'Responses upstream; added is over the Chat Completions floor' : undefined);
             }),
           );
@@ -205,14 +222,15 @@ async function main(): Promise<void> {
       }
     }
     const checks = CHECKS && TARGETS.has('service') && !overBudget()
-      ? await runChecks({ sim: sim.urls, dbUrl: db.url, D, RATE, STARTS, rows, log, withService, generate, serviceBody })
+      ? await runChecks({ sim: sim.urls, dbUrl: db.url, D: 120, RATE: 20, STARTS, rows, log, withService, generate, serviceBody })
       : { skipped: 'BENCH_CHECKS=0, service not in BENCH_TARGETS, or over budget' };
     const meta = {
       date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
-      deltas: D, rate: RATE, startsPerSec: STARTS, database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
+      sweep: SWEEP, startsPerSec: STARTS, database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
       peer: peerProbe ? `failing: ${peerProbe}` : 'ok', profile: PROFILE, seconds: Math.round((performance.now() - began) / 1000),
     };
-    const dir = PROFILE ? OUT : path.resolve(import.meta.dirname, '../../bench');
+    const dir = env.BENCH_RESULTS_DIR ?? (PROFILE ? OUT : path.resolve(import.meta.dirname, '../../bench'));
+    mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'results.json'), JSON.stringify({ meta, runs: rows, checks }, null, 2) + '\n');
     writeFileSync(path.join(dir, 'results.md'), markdown(rows, meta, checks));
     writeFileSync(path.join(dir, 'added-p99.svg'), svgChart(rows));

@@ -1,7 +1,7 @@
 // The load generator, run as its own process so its CPU never counts against the process under
 // test and its event loop is not shared with the harness:
 //
-//   node --import tsx test/load/gen.ts '<job json>'
+//   node --import tsx test/load/gen.ts '<job json>'      (one job; or one job per stdin line)
 //
 // It opens K streams (starts spread at `startsPerSec`, so a sweep measures streaming rather than
 // a connection storm; the storm has its own scenario), waits for every stream to be judged or the
@@ -91,10 +91,20 @@ async function runStreams(job: GenJob): Promise<GenResult> {
   };
 }
 
-const job = JSON.parse(process.argv[2] ?? '{}') as GenJob;
-const out =
-  job.mode === 'storm'
-    ? await runStorm({ host: job.host, port: job.port }, job.storm!.chats, job.storm!.starts, job.deltas, job.rate)
-    : await runStreams(job);
-process.stdout.write(JSON.stringify({ phase: 'result', result: out }) + '\n');
-process.exit(0);
+const runJob = (job: GenJob): Promise<unknown> =>
+  job.mode === 'storm' ? runStorm({ host: job.host, port: job.port }, job.storm!.chats, job.storm!.starts, job.deltas, job.rate) : runStreams(job);
+
+if (process.argv[2]) {
+  process.stdout.write(JSON.stringify({ phase: 'result', result: await runJob(JSON.parse(process.argv[2]) as GenJob) }) + '\n');
+  process.exit(0);
+}
+// Long-lived mode (the bench): one job per stdin line, one result line each, in order. One process
+// for the whole bench saves a Node + tsx start per run; stdin closing ends it.
+const { createInterface } = await import('node:readline');
+let chain = Promise.resolve();
+createInterface({ input: process.stdin }).on('line', (line) => {
+  chain = chain.then(async () => {
+    const result = await runJob(JSON.parse(line) as GenJob).catch((err: Error) => ({ error: err.message }));
+    process.stdout.write(JSON.stringify({ phase: 'result', result }) + '\n');
+  });
+}).on('close', () => void chain.then(() => process.exit(0)));

@@ -23,6 +23,8 @@ export interface StartOptions {
   readyTimeoutMs?: number;
   /** Where stderr goes: 'inherit' shows it, 'pipe' keeps it in `lines`. */
   stderr?: 'inherit' | 'pipe';
+  /** Keep stdin open as a pipe (a long-lived generator takes its jobs there). */
+  stdin?: boolean;
   onLine?: (line: string) => void;
 }
 
@@ -30,7 +32,7 @@ export function start(name: string, cmd: string, args: string[], o: StartOptions
   const proc = spawn(cmd, args, {
     cwd: o.cwd,
     env: { ...process.env, ...o.env },
-    stdio: ['ignore', 'pipe', o.stderr === 'inherit' ? 'inherit' : 'pipe'],
+    stdio: [o.stdin ? 'pipe' : 'ignore', 'pipe', o.stderr === 'inherit' ? 'inherit' : 'pipe'],
   });
   const lines: string[] = [];
   let exited = false;

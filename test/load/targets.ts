@@ -73,10 +73,10 @@ export async function startNginx(bin: string, simPort: number, maxConns: number)
 daemon off;
 master_process on;
 worker_processes 1;
-worker_rlimit_nofile ${maxConns * 2 + 1024};
+worker_rlimit_nofile ${maxConns * 3 + 4096};
 pid ${prefix}/nginx.pid;
 error_log ${prefix}/logs/error.log warn;
-events { worker_connections ${maxConns * 2 + 512}; multi_accept on; }
+events { worker_connections ${maxConns * 3 + 2048}; multi_accept on; }
 http {
   access_log off;
   client_body_temp_path ${prefix}/tmp/body;
