@@ -4,6 +4,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import type { Config } from '../config.ts';
 import { createChatCompletionsAdapter } from './chat-completions.ts';
+import { createProviderFetch } from './http-fetch.ts';
 import { createProviderA } from './provider-a.ts';
 import { createProviderB } from './provider-b.ts';
 import type { ProviderAdapter, ProviderName } from './types.ts';
@@ -41,7 +42,7 @@ export type ProviderConfig = Pick<Config, 'PROVIDER_TIMEOUT_MS' | 'AGENT_PROVIDE
 
 export function createProviders(config: ProviderConfig): Map<ProviderName, ProviderAdapter> {
   // SDK retries happen only before a stream has started, so they never duplicate streamed text.
-  const common = { maxRetries: 2, timeout: config.PROVIDER_TIMEOUT_MS };
+  const common = { maxRetries: 2, timeout: config.PROVIDER_TIMEOUT_MS, fetch: createProviderFetch(config.PROVIDER_TIMEOUT_MS) };
   // null (not undefined) keeps the SDKs from picking up OPENAI_* / ANTHROPIC_* values from the environment.
   const openai = (apiKey: string, baseURL: string | undefined) =>
     new OpenAI({ apiKey, baseURL: baseURL ?? null, organization: null, project: null, ...common });
