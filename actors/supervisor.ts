@@ -27,6 +27,8 @@ export interface RunEntry {
   ended: boolean;
   /** A label for metrics (the provider, or the engine). */
   label: string;
+  /** Cancel the run when its last subscriber leaves (nobody can ever attach to it again). */
+  cancelWhenAlone: boolean;
   startedAt: number;
 }
 
@@ -94,7 +96,7 @@ export class Supervisor {
     }
     let resolve!: (r: RunResult) => void;
     const result = new Promise<RunResult>((r) => (resolve = r));
-    const entry: RunEntryImpl = { runId: randomUUID(), kind, key, subscribers: new Set(), result, resolve, host: null, ended: false, label: '', startedAt: 0 };
+    const entry: RunEntryImpl = { runId: randomUUID(), kind, key, subscribers: new Set(), result, resolve, host: null, ended: false, label: '', startedAt: 0, cancelWhenAlone: false };
     this.runs.set(entry.runId, entry);
     if (key !== null) registry.set(key, entry);
     return entry;
@@ -107,9 +109,10 @@ export class Supervisor {
   }
 
   /** Places the run on the least loaded host. `first` receives every frame from the start. */
-  launch(entry: RunEntry, request: unknown, first?: SseSink, label = ''): void {
+  launch(entry: RunEntry, request: unknown, first?: SseSink, label = '', opts: { cancelWhenAlone?: boolean } = {}): void {
     const impl = entry as RunEntryImpl;
     impl.label = label;
+    impl.cancelWhenAlone = opts.cancelWhenAlone === true;
     impl.startedAt = performance.now();
     let slot = this.hosts[0]!;
     for (const h of this.hosts) if (h.runs.size < slot.runs.size) slot = h;
@@ -161,6 +164,7 @@ export class Supervisor {
     sink.onClose(() => {
       entry.subscribers.delete(sink);
       if (sink.dropped) this.stats.slowClientsDropped++;
+      if (entry.cancelWhenAlone && entry.subscribers.size === 0 && !entry.ended) this.cancel(entry, 'the client disconnected');
     });
   }
 

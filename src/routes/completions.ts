@@ -86,6 +86,8 @@ export function completionRoutes(app: AppContext): Route[] {
       runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, storeCall: persist }),
       sink,
       body.provider,
+      // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.
+      { cancelWhenAlone: !persist },
     );
   }
 

@@ -56,6 +56,16 @@ for (const threads of [0, 2]) {
       assert.deepEqual([att.status, att.body.message], [404, 'active chat stream not found']);
     });
 
+    it('an unpersisted stream stops when its client disconnects (nobody could re-attach)', async () => {
+      t.sim.clearRequests();
+      const body = { ...slow(100, 20), persist: false };
+      const r = await t.stream('/v1/chat-completions/stream', body, { stopAfter: (e) => e.event === 'delta' });
+      assert.equal(r.events[0]!.data.chatId, null);
+      await waitFor(() => t.server.ctx.supervisor.activeCount === 0, 2000, 'the run to be cancelled');
+      const metrics = await (await fetch(`${t.url}/metrics`)).text();
+      assert.match(metrics, /css_run_errors_total\{kind="chat",provider="provider_c"\} [1-9]/, 'it ended as cancelled, not done');
+    });
+
     it('attaching at random moments always yields the stored text exactly, nothing lost or doubled', async () => {
       const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(40, 80)) });
       const origin = readSse(res, new AbortController());
