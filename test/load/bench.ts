@@ -7,6 +7,7 @@
 //   BENCH_TARGETS=floor,nginx,peer,service  BENCH_CASES=provider_c:true,...  BENCH_BIG_K_CASES  BENCH_CHECKS=0
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=540 (runs left after this are skipped, with a note)
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,6 +41,8 @@ export interface Row {
   seconds?: number;
   simCpuUsPerDelta?: number | null;
   reasons?: Record<string, number>;
+  /** 1-minute load average before the run: other work on the machine shows up here. */
+  loadAvg1?: number;
 }
 
 const env = process.env;
@@ -64,6 +67,8 @@ const BIG_K = 5000;
 const BIG_K_CASES = env.BENCH_BIG_K_CASES === 'all' ? CASES : new Set((env.BENCH_BIG_K_CASES ?? 'provider_c:true,provider_c:false').split(','));
 const BUDGET_MS = Number(env.BENCH_BUDGET_S ?? 540) * 1000;
 const began = performance.now();
+const PEER_NOTE = '@portkey-ai/gateway 1.15.2, its own Node server (--headless), provider openai with the simulator as custom host; '
+  + 'runs with @hono/node-server 2.x (package.json override: 1.x fails every stream with TypeError: immutable); it holds the first chunk 25 ms by design';
 const GEN = path.join(import.meta.dirname, 'gen.ts');
 
 const log = (msg: string) => console.error(`[bench ${((performance.now() - began) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
@@ -97,6 +102,7 @@ export const serviceBody = (provider: string, persist: boolean, deltas: number, 
   JSON.stringify({ provider, model: 'm', persist, enabledTools: [], messages: [{ role: 'user', content: `load __I__\n${simLine(deltas, rate)}` }] });
 
 interface Measured {
+  loadAvg1: number;
   result: GenResult;
   cpuUs: number | null;
   rssKbPerStream: number | null;
@@ -108,6 +114,7 @@ async function measure(pid: number | null, simPid: number, job: GenJob): Promise
   const warm = await generate({ ...job, k: Math.min(job.k, 200), deltas: 20, rate: 100 });
   if (warm.failed > 0) log(`  warm-up: ${warm.failed} failed ${JSON.stringify(warm.reasons)}`);
   await sleep(500);
+  const loadAvg1 = Number(os.loadavg()[0]!.toFixed(2));
   const idle = pid ? rssKb(pid) : 0;
   const cpu0 = pid ? cpuMicros(pid) : 0;
   const sim0 = cpuMicros(simPid);
@@ -115,6 +122,7 @@ async function measure(pid: number | null, simPid: number, job: GenJob): Promise
   const result = await generate(job);
   const peak = sampler?.stop() ?? 0;
   return {
+    loadAvg1,
     result,
     cpuUs: pid ? cpuMicros(pid) - cpu0 : null,
     rssKbPerStream: pid ? (peak - idle) / job.k : null,
@@ -147,6 +155,7 @@ function toRow(base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate'>
     seconds: g.seconds,
     simCpuUsPerDelta: r2(m.simCpuUs / Math.max(1, g.deltas)),
     ...(Object.keys(g.reasons).length ? { reasons: g.reasons } : {}),
+    loadAvg1: m.loadAvg1,
   };
 }
 
@@ -205,7 +214,7 @@ async function main(): Promise<void> {
       if (TARGETS.has('peer')) {
         const base = { target: 'peer' as const, provider: 'provider_c', persist: null, k, rate };
         if (!peer || peerProbe) rows.push(failedRow(base, `@portkey-ai/gateway streaming fails on Node ${process.versions.node}: ${peerProbe}`));
-        else await run(base, async () => toRow(base, await measure(peer.child.pid, sim.child.pid, ccJob(peer.port, '/v1/chat/completions', step, peerHeaders(sim.urls))), floor));
+        else await run(base, async () => toRow(base, await measure(peer.child.pid, sim.child.pid, ccJob(peer.port, '/v1/chat/completions', step, peerHeaders(sim.urls))), floor, PEER_NOTE));
       }
       if (!TARGETS.has('service')) continue;
       for (const provider of ['provider_c', 'provider_a']) {
@@ -227,7 +236,7 @@ async function main(): Promise<void> {
     const meta = {
       date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
       sweep: SWEEP, startsPerSec: STARTS, database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
-      peer: peerProbe ? `failing: ${peerProbe}` : 'ok', profile: PROFILE, seconds: Math.round((performance.now() - began) / 1000),
+      peer: peerProbe ? `failing: ${peerProbe}` : 'ok', profile: PROFILE, commit: gitDescribe(), seconds: Math.round((performance.now() - began) / 1000),
     };
     const dir = env.BENCH_RESULTS_DIR ?? (PROFILE ? OUT : path.resolve(import.meta.dirname, '../../bench'));
     mkdirSync(dir, { recursive: true });
@@ -263,6 +272,17 @@ async function probePeer(port: number, sim: SimUrls): Promise<string | null> {
   const lines = childByName('peer')?.lines ?? [];
   const cause = lines.find((l) => /TypeError|Error:/.test(l))?.trim();
   return `${Object.keys(r.reasons)[0]}${cause ? ` — gateway log: ${cause}` : ''}`;
+}
+
+/** The tree the service ran from: the figures belong to that commit. */
+function gitDescribe(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'actors', 'sql'], { encoding: 'utf8' }).trim();
+    return dirty ? `${head} + uncommitted changes in src/actors/sql` : head;
+  } catch {
+    return 'unknown';
+  }
 }
 
 const onSignal = () => void stopAll().finally(() => process.exit(130));
