@@ -21,8 +21,10 @@ export interface ChatRunRequest {
   createChat: boolean;
   /** Store input, tool and assistant messages in the chat. */
   storeChat: boolean;
-  /** Store an LlmCall record. */
-  storeCall: boolean;
+  /** The LlmCall's id, chosen up front so `meta` can go out before storage; null stores no LlmCall. */
+  callId: string | null;
+  /** The chat's stored settings, as the route read them (existing chats only). */
+  stored?: { additionalSystemPrompt: string | null; enabledTools: string[] };
   provider: ProviderName;
   model: string;
   messages: InputMessage[];
@@ -71,53 +73,64 @@ function failureStatus(err: unknown, signal: AbortSignal): number {
   return 500;
 }
 
-/** Storage before the first provider call; returns the settings the chat contributes. */
-async function prepare(req: ChatRunRequest, deps: RunDeps): Promise<{ prompt: string | null; tools?: string[]; callId: string | null }> {
+/**
+ * The run's storage before its answer: the chat (created, or its new input appended and its
+ * provider use recorded) and the running LlmCall. It runs beside the first provider round, off
+ * the path to the first delta; tools and the final store wait for it.
+ */
+async function prepare(req: ChatRunRequest, deps: RunDeps): Promise<void> {
   const { pool } = deps;
-  let stored: { prompt: string | null; tools?: string[] } = { prompt: null };
-  if (req.storeChat && req.chatId) {
-    if (req.createChat) {
-      await createChat(pool, {
-        id: req.chatId,
-        provider: req.provider,
-        model: req.model,
-        enabledTools: deps.tools.map((t) => t.name),
-        messages: req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage),
-      });
-    } else {
-      const chat = await getChatDetail(pool, req.chatId);
-      if (!chat) throw new RunFailure('chat not found', 404);
-      stored = { prompt: chat.additionalSystemPrompt, tools: chat.enabledTools };
-      const fresh = newInputMessages(chat.messages, req.messages);
-      if (fresh.length > 0) await appendMessages(pool, req.chatId, fresh.map(toStoredMessage));
-      await recordProviderUse(pool, req.chatId, req.provider, req.model);
-    }
+  const startCall = () =>
+    req.callId
+      ? startLlmCall(pool, { id: req.callId, chatId: req.storeChat ? req.chatId : null, provider: req.provider, model: req.model, instanceId: deps.config.instanceId })
+      : null;
+  if (!req.storeChat || !req.chatId) {
+    await startCall();
+    return;
   }
-  const callId = req.storeCall
-    ? await startLlmCall(pool, { chatId: req.storeChat ? req.chatId : null, provider: req.provider, model: req.model, instanceId: deps.config.instanceId })
-    : null;
-  return { ...stored, callId };
+  if (req.createChat) {
+    await createChat(pool, {
+      id: req.chatId,
+      provider: req.provider,
+      model: req.model,
+      enabledTools: deps.tools.map((t) => t.name),
+      messages: req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage),
+    });
+    await startCall();
+    return;
+  }
+  const chatId = req.chatId;
+  const chat = await getChatDetail(pool, chatId);
+  if (!chat) throw new RunFailure('chat not found', 404);
+  const fresh = newInputMessages(chat.messages, req.messages);
+  await Promise.all([
+    fresh.length > 0 ? appendMessages(pool, chatId, fresh.map(toStoredMessage)) : null,
+    recordProviderUse(pool, chatId, req.provider, req.model),
+    startCall(),
+  ]);
 }
 
 export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDeps): Promise<void> {
   const started = performance.now();
   const { pool, config } = deps;
-  let callId: string | null = null;
-  let usage: Usage | null = null;
+  const { callId } = req;
   const chatId = req.storeChat ? req.chatId : null;
-  // Every stream opens with meta, even one whose preparation fails (callId is null then).
-  const meta = () => ctx.emit('meta', { type: 'meta', chatId, callId, provider: req.provider, model: req.model });
-  let metaSent = false;
+  let usage: Usage | null = null;
+  // Storage failing aborts the provider call too; the run's own signal covers cancellation.
+  const storageFailed = new AbortController();
+  const signal = AbortSignal.any([ctx.signal, storageFailed.signal]);
+  const prepared = prepare(req, deps).catch((err: unknown) => {
+    storageFailed.abort(err);
+    throw err;
+  });
+  prepared.catch(() => {}); // observed below; never an unhandled rejection
+  ctx.emit('meta', { type: 'meta', chatId, callId, provider: req.provider, model: req.model });
   try {
     const adapter = deps.providers.get(req.provider);
     if (!adapter) throw new RunFailure(`${req.provider} is not configured`, 400);
-    const prepared = await prepare(req, deps);
-    callId = prepared.callId;
-    meta();
-    metaSent = true;
 
-    const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : prepared.prompt;
-    const toolNames = resolveToolNames(req.provider, req.enabledTools ?? prepared.tools, deps.tools);
+    const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : (req.stored?.additionalSystemPrompt ?? null);
+    const toolNames = resolveToolNames(req.provider, req.enabledTools ?? req.stored?.enabledTools, deps.tools);
     const tools = deps.tools.filter((t) => toolNames.includes(t.name));
     const session = adapter.startSession({
       model: req.model,
@@ -126,9 +139,8 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
       temperature: req.temperature,
       maxTokens: req.maxTokens,
       stream: req.mode === 'stream',
-      signal: ctx.signal,
+      signal,
     });
-
     let text = '';
     let raw: unknown = null;
     let results: ToolResultInput[] | null = null;
@@ -159,9 +171,12 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
         text += limit;
         break;
       }
+      // Tool messages follow the stored input.
+      await prepared;
       results = await runToolCalls(ctx, calls, { tools, pool, chatId, config });
     }
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('run cancelled');
+    await prepared;
 
     const latencyMs = Math.round(performance.now() - started);
     if (callId) await finishLlmCallWithMessage(pool, { callId, chatId, assistant: { content: text }, usage, latencyMs });
@@ -169,14 +184,17 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
     if (usage) done.usage = usage;
     const value: ChatRunValue = { chatId, callId, provider: req.provider, model: req.model, text, usage, raw };
     ctx.finish('done', done, { ok: true, value });
-  } catch (err) {
+  } catch (caught) {
+    // A storage failure is the cause even when it surfaces as the provider call's abort.
+    const err = storageFailed.signal.aborted ? storageFailed.signal.reason : caught;
     const message = ctx.signal.aborted
       ? `run cancelled: ${(ctx.signal.reason as Error)?.message ?? 'aborted'}`
       : err instanceof Error
         ? err.message
         : String(err);
-    if (!metaSent) meta();
-    if (callId) {
+    // The LlmCall row must exist before it can be marked failed.
+    const stored = await prepared.then(() => true, () => false);
+    if (callId && stored) {
       await failLlmCall(pool, { callId, error: message, latencyMs: Math.round(performance.now() - started) }).catch(() => {});
     }
     ctx.finish('error', { type: 'error', message }, { ok: false, status: failureStatus(err, ctx.signal), message });

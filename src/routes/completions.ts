@@ -22,9 +22,13 @@ function requireProvider(app: AppContext, provider: ProviderName): void {
   }
 }
 
-function runRequest(body: CompletionBody, fields: Pick<ChatRunRequest, 'mode' | 'chatId' | 'createChat' | 'storeChat' | 'storeCall'>): ChatRunRequest {
+type RunFields = Pick<ChatRunRequest, 'mode' | 'chatId' | 'createChat' | 'storeChat' | 'stored'>;
+
+/** The run's request; `storeCall` gives it an LlmCall id now, so `meta` needs no database. */
+function runRequest(body: CompletionBody, fields: RunFields, storeCall: boolean): ChatRunRequest {
   return {
     ...fields,
+    callId: storeCall ? randomUUID() : null,
     provider: body.provider,
     model: body.model,
     messages: body.messages,
@@ -35,7 +39,6 @@ function runRequest(body: CompletionBody, fields: Pick<ChatRunRequest, 'mode' | 
   };
 }
 
-
 export function completionRoutes(app: AppContext): Route[] {
   const { supervisor, pool } = app;
 
@@ -43,23 +46,25 @@ export function completionRoutes(app: AppContext): Route[] {
    * Registers the run under `key` synchronously (409 on a second run for the chat), then checks that
    * `existing` names a stored chat; a 404 drops the registration.
    */
-  async function reserveChat(key: string | null, existing: string | null): Promise<RunEntry> {
+  async function reserveChat(key: string | null, existing: string | null): Promise<{ entry: RunEntry; stored?: ChatRunRequest['stored'] }> {
     const entry = supervisor.reserve('chat', key);
     try {
-      if (existing && !(await getChat(pool, existing))) throw notFound('chat not found');
+      if (!existing) return { entry };
+      const chat = await getChat(pool, existing);
+      if (!chat) throw notFound('chat not found');
+      return { entry, stored: { additionalSystemPrompt: chat.additionalSystemPrompt, enabledTools: chat.enabledTools } };
     } catch (err) {
       supervisor.abandon(entry);
       throw err;
     }
-    return entry;
   }
 
   async function complete(req: Req, reply: Reply) {
     const body = await readJson(req, completionSchema);
     requireProvider(app, body.provider);
     const chatId = body.chatId ?? null;
-    const entry = await reserveChat(chatId, chatId);
-    supervisor.launch(entry, runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, storeCall: true }), undefined, body.provider);
+    const { entry, stored } = await reserveChat(chatId, chatId);
+    supervisor.launch(entry, runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored }, true), undefined, body.provider);
     const result = await entry.result;
     if (!result.ok) throw new HttpError(result.status, result.message);
     const v = result.value as ChatRunValue;
@@ -79,11 +84,11 @@ export function completionRoutes(app: AppContext): Route[] {
     const persist = body.persist;
     const existing = body.chatId ?? null;
     const chatId = persist ? (existing ?? randomUUID()) : null;
-    const entry = await reserveChat(chatId, existing);
+    const { entry, stored } = await reserveChat(chatId, existing);
     const sink = openSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
     supervisor.launch(
       entry,
-      runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, storeCall: persist }),
+      runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, stored }, persist),
       sink,
       body.provider,
       // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.

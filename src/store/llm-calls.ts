@@ -26,9 +26,9 @@ export interface FinishLlmCall {
 /** Records a call as running and returns its id. */
 export async function startLlmCall(
   db: Queryable,
-  input: { chatId: string | null; provider: ProviderName; model: string; instanceId?: string | null },
+  input: { id?: string; chatId: string | null; provider: ProviderName; model: string; instanceId?: string | null },
 ): Promise<string> {
-  const id = randomUUID();
+  const id = input.id ?? randomUUID();
   await db.query('INSERT INTO llm_calls (id, chat_id, provider, model, instance_id) VALUES ($1, $2, $3, $4, $5)', [
     id,
     input.chatId,

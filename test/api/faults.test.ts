@@ -52,6 +52,26 @@ describe('faults', () => {
     assert.equal(next.status, 200, 'the next run on the same chat works');
   });
 
+  it('storage failing at the start aborts the provider call and ends the run with that error', async () => {
+    const pool = t.server.ctx.pool;
+    const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
+    t.sim.clearRequests();
+    await pool.query('ALTER TABLE llm_calls RENAME TO llm_calls_away');
+    let r;
+    try {
+      r = await t.stream('/v1/chat-completions/stream', ask(sim({ deltas: 40, rate: 20 }), { chatId: chat.id }));
+    } finally {
+      await pool.query('ALTER TABLE llm_calls_away RENAME TO llm_calls');
+    }
+    const names = r.events.map((e) => e.event);
+    assert.equal(names[0], 'meta');
+    assert.equal(names.at(-1), 'error');
+    assert.match(r.events.at(-1)!.data.message, /llm_calls/, 'the storage error, not a bare abort');
+    assert.ok(names.filter((n) => n === 'delta').length < 40, 'the provider stream was cut short');
+    const detail = (await t.call('GET', `/v1/chats/${chat.id}`)).body.chat;
+    assert.ok(!detail.messages.some((m: { role: string }) => m.role === 'assistant'));
+  });
+
   it('an actor host that dies ends its runs with error; a new host takes the next runs', async () => {
     const { supervisor } = t.server.ctx;
     // An unknown run kind throws inside the worker's message handler: an uncaught error kills it.
