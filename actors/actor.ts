@@ -14,6 +14,8 @@ export interface RunContext {
   /** An event whose later states replace earlier ones on replay (tool calls, search events). */
   emitKeyed(key: string, event: string, data: unknown): void;
   emitDelta(text: string): void;
+  /** Every delta's text so far, concatenated (kept once, by the replay buffer). */
+  readonly deltaText: string;
   /** The terminal event; the first call wins, later ones are ignored. */
   finish(event: 'done' | 'error', data: unknown, result: RunResult): void;
   readonly finished: boolean;
@@ -42,6 +44,10 @@ export class Actor implements RunContext {
 
   get signal(): AbortSignal {
     return this.controller.signal;
+  }
+
+  get deltaText(): string {
+    return this.buffer.deltaText;
   }
 
   post(msg: ActorMessage): void {

@@ -141,7 +141,6 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
       stream: req.mode === 'stream',
       signal,
     });
-    let text = '';
     let raw: unknown = null;
     let results: ToolResultInput[] | null = null;
     for (let round = 1; ; round++) {
@@ -158,17 +157,13 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
       }
       if (calls.length === 0) {
         gate.release();
-        text += gate.emitted;
         break;
       }
       // Text of a round that ends in tool calls is commentary: dropped unless already shown.
       gate.discard();
-      text += gate.emitted;
       // CHAT_MAX_TOOL_ROUNDS cycles have run and the model still asks for tools: stop here.
       if (round > config.CHAT_MAX_TOOL_ROUNDS) {
-        const limit = (text ? '\n\n' : '') + toolLimitMessage(config.CHAT_MAX_TOOL_ROUNDS);
-        ctx.emitDelta(limit);
-        text += limit;
+        ctx.emitDelta((ctx.deltaText ? '\n\n' : '') + toolLimitMessage(config.CHAT_MAX_TOOL_ROUNDS));
         break;
       }
       // Tool messages follow the stored input.
@@ -178,6 +173,8 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('run cancelled');
     await prepared;
 
+    // The answer is exactly what was streamed: the deltas, concatenated.
+    const text = ctx.deltaText;
     const latencyMs = Math.round(performance.now() - started);
     if (callId) await finishLlmCallWithMessage(pool, { callId, chatId, assistant: { content: text }, usage, latencyMs });
     const done: Record<string, unknown> = { type: 'done', text };

@@ -33,8 +33,9 @@ export class EventBuffer {
     return this.tail !== '';
   }
 
-  get textLength(): number {
-    return this.text.length;
+  /** All delta text so far: for a chat, the answer as streamed. */
+  get deltaText(): string {
+    return this.text;
   }
 
   replay(): string {

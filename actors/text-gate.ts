@@ -7,8 +7,6 @@ const HOLD_CHARS = 512;
 const HOLD_MS = 1000;
 
 export class TextGate {
-  /** Text this round actually emitted as deltas. */
-  emitted = '';
   private held = '';
   private holding: boolean;
   private since = 0;
@@ -22,7 +20,6 @@ export class TextGate {
   push(text: string): void {
     if (!this.holding) {
       this.ctx.emitDelta(text);
-      this.emitted += text;
       return;
     }
     this.held += text;
@@ -35,7 +32,6 @@ export class TextGate {
     this.holding = false;
     if (this.held) {
       this.ctx.emitDelta(this.held);
-      this.emitted += this.held;
       this.held = '';
     }
   }
