@@ -15,6 +15,7 @@ import type {
 } from 'openai/resources/chat/completions/completions';
 import { chatParts, toolMessageText, userAttachments } from './attachments.ts';
 import { toProviderError, truncatedStream } from './errors.ts';
+import { openaiFrames, SseFrames, streamBody } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
@@ -190,10 +191,11 @@ class ChatSession implements ProviderSession {
   private async *streamed(body: ChatCompletionCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
     const { signal } = this.req;
     const customText = this.opts.textFromCustomFrames === true;
-    const stream = await this.opts.client.chat.completions.create(
-      { ...body, stream: true, stream_options: { include_usage: true } },
-      { signal },
-    );
+    // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
+    const response = await this.opts.client.chat.completions
+      .create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal })
+      .asResponse();
+    const sse = new SseFrames(response.headers, openaiFrames);
     // Text is kept only when tools were offered: a tool round's assistant message must carry it.
     const keepText: string[] | null = this.tools ? [] : null;
     const drafts = new Map<number, CallDraft>();
@@ -201,33 +203,41 @@ class ChatSession implements ProviderSession {
     let model: string | null = null;
     let usage: unknown = null;
     let finishReason: string | null = null;
-    for await (const chunk of stream as AsyncIterable<unknown>) {
-      if (!isObject(chunk)) continue;
-      if (isObject(chunk.usage)) usage = chunk.usage;
-      const choices = chunk.choices;
-      if (!Array.isArray(choices)) {
-        const text = customText ? customFrameText(chunk) : undefined;
-        if (text) yield { type: 'text', text };
-        continue;
-      }
-      if (id === null && typeof chunk.id === 'string') id = chunk.id;
-      if (model === null && typeof chunk.model === 'string') model = chunk.model;
-      const choice = choices[0]; // undefined on the include_usage chunk
-      if (!isObject(choice)) continue;
-      const delta = choice.delta;
-      if (isObject(delta)) {
-        const text = delta.content;
-        if (typeof text === 'string' && text) {
-          keepText?.push(text);
-          yield { type: 'text', text };
+    // One await per socket read; the chunks it completed are handled synchronously.
+    for await (const bytes of streamBody(response)) {
+      const chunks = sse.feed(bytes);
+      for (let i = 0; i < chunks.length; i++) {
+        const chunk = chunks[i];
+        if (!isObject(chunk)) continue;
+        if (isObject(chunk.usage)) usage = chunk.usage;
+        const choices = chunk.choices;
+        if (!Array.isArray(choices)) {
+          const text = customText ? customFrameText(chunk) : undefined;
+          if (text) yield { type: 'text', text };
+          continue;
         }
-        if (this.tools && Array.isArray(delta.tool_calls)) addFragments(drafts, delta.tool_calls);
+        if (id === null && typeof chunk.id === 'string') id = chunk.id;
+        if (model === null && typeof chunk.model === 'string') model = chunk.model;
+        const choice = choices[0]; // undefined on the include_usage chunk
+        if (!isObject(choice)) continue;
+        const delta = choice.delta;
+        if (isObject(delta)) {
+          const text = delta.content;
+          if (typeof text === 'string' && text) {
+            keepText?.push(text);
+            yield { type: 'text', text };
+          }
+          if (this.tools && Array.isArray(delta.tool_calls)) addFragments(drafts, delta.tool_calls);
+        }
+        if (typeof choice.finish_reason === 'string') finishReason = choice.finish_reason;
       }
-      if (typeof choice.finish_reason === 'string') finishReason = choice.finish_reason;
+      // An `{"error":…}` frame (status-less APIError) or an unparsable one (SyntaxError), after the chunks before it.
+      if (sse.failure !== undefined) throw sse.failure;
     }
-    // The SDK ends the iteration quietly when the signal aborts; the mapper turns this into an abort.
+    // An abort normally rejects the read above; this catches one that lands as the body ends. The mapper
+    // turns either into an abort.
     if (signal.aborted) throw signal.reason;
-    // [DONE] is swallowed by the SDK, so a finish_reason is the only proof the stream was not cut.
+    // [DONE] is not a chunk, so a finish_reason is the only proof the stream was not cut.
     if (finishReason === null) throw truncatedStream(this.name);
     const toolCalls = this.finishCalls([...drafts.values()], keepText ? keepText.join('') : null);
     yield { type: 'round_end', toolCalls, usage: toUsage(usage), finishReason, raw: { id, model, finishReason, usage } };

@@ -132,3 +132,23 @@ test('provider_c: tool-call fragments assemble by index; custom frames carry no 
     { callId: 'call_b', name: 'fetch_url', arguments: '{"url":"u"}' },
   ]);
 });
+
+test('chat completions: chunks before an error frame still arrive; nothing after [DONE] counts; a data-less event is ignored', async () => {
+  // One response body, so these frames typically arrive in a single socket read.
+  body = sse([chunk({ content: 'One ' }), chunk({ content: 'two' }), { error: { message: 'Overloaded', type: 'server_error', code: 'overloaded' } }, chunk({}, 'stop')]);
+  let seen = 0;
+  const e = await failure(providers.get('provider_c')!.startSession(request({})), (n) => (seen = n));
+  assert.equal(seen, 2);
+  assert.ok(e instanceof ProviderError);
+  assert.equal(e.message, 'provider_c stream error (overloaded): Overloaded');
+
+  body = sse([chunk({ content: 'Done' }), chunk({}, 'stop'), '[DONE]', chunk({ content: ' late' }), 'not json', { error: { message: 'late' } }]);
+  const r = await collect(providers.get('provider_c')!.startSession(request({})));
+  assert.equal(r.text, 'Done');
+  assert.equal(r.end.finishReason, 'stop');
+
+  // An SSE event without any data line is not dispatched (the SSE spec; eventsource-parser).
+  body = 'event: agent.heartbeat\n\n' + sse([chunk({ content: 'x' }), chunk({}, 'stop')]);
+  const d = await collect(providers.get('provider_d')!.startSession(request({})));
+  assert.equal(d.text, 'x');
+});

@@ -1,0 +1,120 @@
+// Reads a streamed provider body ourselves instead of through the SDKs' `Stream`. The SDK still builds and
+// sends the request (auth, retries before the first byte, timeouts) and maps a non-2xx status to its typed
+// error before `.asResponse()` hands us the Response; only the body's SSE decoding happens here.
+//
+// Why: the SDKs' Stream decodes every chunk through four nested async iterators (bytes → SSE chunks →
+// lines → messages → JSON), each with its own promise hop, and copies the buffered bytes on every read.
+// Here one socket read is one await: its bytes are decoded and parsed synchronously into `frames`, which
+// the adapter's loop then walks without further awaits.
+//
+// The frame filters below reproduce what each SDK's `Stream.fromSSEResponse` did that the adapters rely
+// on (openai 6.x and @anthropic-ai/sdk 1.x, core/streaming.mjs). One deliberate difference: an SSE event
+// with no `data:` line at all is not dispatched (the SSE spec, and eventsource-parser); the openai SDK
+// passed it on as `''` and failed the round on JSON.parse('').
+import * as A from '@anthropic-ai/sdk';
+import * as O from 'openai';
+import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
+
+const STREAM: TextDecodeOptions = { stream: true };
+
+/** A frame filter: turns one SSE event into a frame in `sse.frames`, a `sse.failure`, or nothing. */
+export type FrameFilter = (ev: EventSourceMessage, sse: SseFrames) => void;
+
+/**
+ * The parsed frames of one streamed response. `feed(bytes)` parses one socket read and returns the frames
+ * it completed, in order (the same array every time, refilled by the next feed). When a frame is an error
+ * (an in-stream error event, unparsable data) it becomes `failure` and later events are ignored: the caller
+ * handles the frames before it, then throws it, as the SDK's iterator would have.
+ */
+export class SseFrames {
+  readonly frames: unknown[] = [];
+  failure: unknown = undefined;
+  /** Set by a filter that saw the stream's end marker (`[DONE]`); later events are ignored. */
+  done = false;
+  private readonly decoder = new TextDecoder();
+  private readonly parser: EventSourceParser;
+
+  constructor(
+    readonly headers: Headers,
+    filter: FrameFilter,
+  ) {
+    this.parser = createParser({
+      onEvent: (ev) => {
+        if (this.failure === undefined && !this.done) filter(ev, this);
+      },
+    });
+  }
+
+  feed(bytes: Uint8Array): unknown[] {
+    this.frames.length = 0;
+    this.parser.feed(this.decoder.decode(bytes, STREAM));
+    return this.frames;
+  }
+}
+
+/**
+ * The body of a streamed Response that the SDK has accepted. http-fetch.ts gives a Node Readable; a web
+ * ReadableStream (the global fetch) is async-iterable too. Iterating it from a `for await` destroys it
+ * (and so closes the connection) when the loop is left early, and the SDK's abort signal destroys it
+ * with an AbortError.
+ */
+export function streamBody(response: Response): AsyncIterable<Uint8Array> {
+  const body = response.body as unknown as AsyncIterable<Uint8Array> | null;
+  // The SDKs' wording, for the same (never expected) case.
+  if (!body) throw new Error('Attempted to iterate over a response with no body');
+  return body;
+}
+
+/**
+ * openai's Stream (Chat Completions, Responses): anything from `[DONE]` on is ignored; data is JSON (a
+ * SyntaxError otherwise); a payload with a truthy `error` throws the SDK's status-less APIError; events
+ * named `thread.*` (Assistants) come wrapped as `{ event, data }`.
+ */
+export const openaiFrames: FrameFilter = (ev, sse) => {
+  const { data, event } = ev;
+  if (data.startsWith('[DONE]')) {
+    sse.done = true;
+    return;
+  }
+  let value: any;
+  try {
+    value = JSON.parse(data);
+  } catch (err) {
+    sse.failure = err;
+    return;
+  }
+  if (event !== undefined && event.startsWith('thread.')) {
+    sse.frames.push({ event, data: value });
+    return;
+  }
+  if (value && value.error) {
+    sse.failure = new O.APIError(undefined, value.error, undefined, sse.headers);
+    return;
+  }
+  sse.frames.push(value);
+};
+
+/**
+ * @anthropic-ai/sdk's Stream (Messages): only named events count; `ping` is skipped; `event: error`
+ * throws the SDK's status-less APIError with the body; an empty data payload is skipped; data is JSON.
+ */
+export const anthropicFrames: FrameFilter = (ev, sse) => {
+  const { data, event } = ev;
+  if (event === undefined || event === 'ping') return;
+  if (event === 'error') {
+    let body: any;
+    try {
+      body = JSON.parse(data) ?? data;
+    } catch {
+      body = data;
+    }
+    sse.failure = new A.APIError(undefined, body, undefined, sse.headers, body?.error?.type);
+    return;
+  }
+  if (!data) return;
+  try {
+    sse.frames.push(JSON.parse(data));
+  } catch (err) {
+    sse.failure = err;
+  }
+};
