@@ -8,10 +8,12 @@ import type {
   Response,
   ResponseCreateParamsNonStreaming,
   ResponseInputItem,
+  ResponseStreamEvent,
   ResponseUsage,
 } from 'openai/resources/responses/responses';
 import { responsesParts, toolMessageText, userAttachments } from './attachments.ts';
 import { toProviderError, truncatedStream } from './errors.ts';
+import { openaiFrames, SseFrames, streamBody } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
@@ -169,28 +171,38 @@ class ResponsesSession implements ProviderSession {
 
   private async *streamed(body: ResponseCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
     const { signal } = this.req;
-    const stream = await this.client.responses.create({ ...body, stream: true }, { signal });
+    // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
+    const response = await this.client.responses.create({ ...body, stream: true }, { signal }).asResponse();
+    const sse = new SseFrames(response.headers, openaiFrames);
     const calls = new Map<string, ToolCallRequest>();
     let final: Response | null = null;
-    for await (const ev of stream) {
-      switch (ev.type) {
-        case 'response.output_text.delta':
-          if (ev.delta) yield { type: 'text', text: ev.delta };
-          break;
-        case 'response.output_item.done':
-          if (ev.item?.type === 'function_call') functionCalls([ev.item], calls);
-          break;
-        case 'response.completed':
-        case 'response.incomplete':
-        case 'response.failed':
-          final = ev.response;
-          break;
-        case 'error':
-          // The nested form (`error: {…}`) is thrown by the SDK itself; this is the flat one.
-          throw new ProviderError(`${NAME} stream error${ev.code ? ` (${ev.code})` : ''}: ${ev.message || 'no message'}`);
+    // One await per socket read; the events it completed are handled synchronously.
+    for await (const bytes of streamBody(response)) {
+      const events = sse.feed(bytes) as ResponseStreamEvent[];
+      for (let i = 0; i < events.length; i++) {
+        const ev = events[i];
+        switch (ev.type) {
+          case 'response.output_text.delta':
+            if (ev.delta) yield { type: 'text', text: ev.delta };
+            break;
+          case 'response.output_item.done':
+            if (ev.item?.type === 'function_call') functionCalls([ev.item], calls);
+            break;
+          case 'response.completed':
+          case 'response.incomplete':
+          case 'response.failed':
+            final = ev.response;
+            break;
+          case 'error':
+            // The nested form (`error: {…}`) becomes sse.failure (a status-less APIError); this is the flat one.
+            throw new ProviderError(`${NAME} stream error${ev.code ? ` (${ev.code})` : ''}: ${ev.message || 'no message'}`);
+        }
       }
+      // The nested `error` form or an unparsable frame (SyntaxError), after the events before it.
+      if (sse.failure !== undefined) throw sse.failure;
     }
-    // The SDK ends the iteration quietly when the signal aborts; the mapper turns this into an abort.
+    // An abort normally rejects the read above; this catches one that lands as the body ends. The mapper
+    // turns either into an abort.
     if (signal.aborted) throw signal.reason;
     if (!final) throw truncatedStream(NAME);
     this.lastResponseId = final.id;
