@@ -1,9 +1,16 @@
 // provider_b: the Messages API through `@anthropic-ai/sdk`. It never gets service tools (spec rule 10),
 // so every session is a single round and tool-role history becomes plain user text.
 import type Anthropic from '@anthropic-ai/sdk';
-import type { ContentBlockParam, Message, MessageCreateParamsNonStreaming, MessageParam } from '@anthropic-ai/sdk/resources/messages/messages';
+import type {
+  ContentBlockParam,
+  Message,
+  MessageCreateParamsNonStreaming,
+  MessageParam,
+  RawMessageStreamEvent,
+} from '@anthropic-ai/sdk/resources/messages/messages';
 import { messagesBlocks, toolMessageText, userAttachments } from './attachments.ts';
 import { toProviderError, truncatedStream } from './errors.ts';
+import { anthropicFrames, SseFrames, streamBody } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
@@ -121,36 +128,45 @@ class MessagesSession implements ProviderSession {
 
   private async *streamed(body: MessageCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
     const { signal } = this.req;
-    const stream = await this.client.messages.create({ ...body, stream: true }, { signal });
+    // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
+    const response = await this.client.messages.create({ ...body, stream: true }, { signal }).asResponse();
+    const sse = new SseFrames(response.headers, anthropicFrames);
     let id: string | null = null;
     let model: string | null = null;
     let input = 0;
     let output = 0;
     let stopReason: string | null = null;
     let stopped = false;
-    // In-stream `event: error` frames are thrown by the SDK and mapped in run().
-    for await (const ev of stream) {
-      switch (ev.type) {
-        case 'content_block_delta':
-          if (ev.delta.type === 'text_delta' && ev.delta.text) yield { type: 'text', text: ev.delta.text };
-          break;
-        case 'message_start':
-          id = ev.message.id;
-          model = ev.message.model;
-          input = inputTokens(ev.message.usage ?? {});
-          output = ev.message.usage?.output_tokens ?? 0;
-          break;
-        case 'message_delta':
-          stopReason = ev.delta.stop_reason ?? stopReason;
-          // A running total, not an increment.
-          if (ev.usage?.output_tokens != null) output = ev.usage.output_tokens;
-          break;
-        case 'message_stop':
-          stopped = true;
-          break;
+    // One await per socket read; the events it completed are handled synchronously.
+    for await (const bytes of streamBody(response)) {
+      const events = sse.feed(bytes) as RawMessageStreamEvent[];
+      for (let i = 0; i < events.length; i++) {
+        const ev = events[i];
+        switch (ev.type) {
+          case 'content_block_delta':
+            if (ev.delta.type === 'text_delta' && ev.delta.text) yield { type: 'text', text: ev.delta.text };
+            break;
+          case 'message_start':
+            id = ev.message.id;
+            model = ev.message.model;
+            input = inputTokens(ev.message.usage ?? {});
+            output = ev.message.usage?.output_tokens ?? 0;
+            break;
+          case 'message_delta':
+            stopReason = ev.delta.stop_reason ?? stopReason;
+            // A running total, not an increment.
+            if (ev.usage?.output_tokens != null) output = ev.usage.output_tokens;
+            break;
+          case 'message_stop':
+            stopped = true;
+            break;
+        }
       }
+      // An `event: error` frame (status-less APIError, mapped in run()) or an unparsable one, after the events before it.
+      if (sse.failure !== undefined) throw sse.failure;
     }
-    // The SDK ends the iteration quietly when the signal aborts; the mapper turns this into an abort.
+    // An abort normally rejects the read above; this catches one that lands as the body ends. The mapper
+    // turns either into an abort.
     if (signal.aborted) throw signal.reason;
     if (!stopped) throw truncatedStream(NAME);
     const u = usage(input, output);

@@ -152,3 +152,16 @@ test('chat completions: chunks before an error frame still arrive; nothing after
   const d = await collect(providers.get('provider_d')!.startSession(request({})));
   assert.equal(d.text, 'x');
 });
+
+test('provider_b: only named events count (pings and data-only frames are skipped)', async () => {
+  const start = { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], usage: { input_tokens: 1, output_tokens: 1 } } };
+  const delta = (text: string) => ({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
+  body =
+    sse([start, { type: 'ping' }, delta('Hal')], (f) => f.type) +
+    sse([delta(' unnamed')]) +
+    sse([delta('lo'), { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } }, { type: 'message_stop' }], (f) => f.type);
+  const r = await collect(providers.get('provider_b')!.startSession(request({})));
+  assert.equal(r.text, 'Hallo');
+  assert.equal(r.end.finishReason, 'end_turn');
+  assert.deepEqual(r.end.usage, { inputTokens: 1, outputTokens: 2, totalTokens: 3 });
+});
