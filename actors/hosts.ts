@@ -10,7 +10,7 @@ import type { HostFactory } from './supervisor.ts';
 export function inlineHosts(deps: RunDeps): HostFactory {
   return (_index, onBatch) => {
     const host = createHost(runners, deps, onBatch);
-    return { send: (msg: ToHost) => host.receive(msg), terminate: async () => {} };
+    return { send: (msg: ToHost) => host.receive(msg), terminate: async () => {}, ready: Promise.resolve() };
   };
 }
 
@@ -30,17 +30,27 @@ export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?:
       name: `actor-host-${index}`,
     });
     let stopping = false;
+    let markReady!: () => void;
+    let failBoot!: (err: Error) => void;
+    const ready = new Promise<void>((resolve, reject) => {
+      markReady = resolve;
+      failBoot = reject;
+    });
+    ready.catch(() => {}); // a boot failure is also reported through onExit
     worker.on('message', (msg: Batch | { t: 'ready' }) => {
       if (msg.t === 'batch') onBatch(msg);
+      else markReady();
     });
     worker.on('error', (err) => {
       onLog(`actor host ${index} crashed`, err);
     });
     worker.on('exit', (code) => {
+      failBoot(new Error(`actor host ${index} exited with code ${code} before it was ready`));
       void cleanup();
       if (!stopping) onExit(new Error(`actor host ${index} exited with code ${code}`));
     });
     return {
+      ready,
       send: (msg: ToHost) => worker.postMessage(msg),
       terminate: async () => {
         stopping = true;

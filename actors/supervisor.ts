@@ -11,6 +11,8 @@ import type { Batch, RunKind, RunResult, ToHost } from './protocol.ts';
 export interface HostPort {
   send(msg: ToHost): void;
   terminate(): Promise<void>;
+  /** Settles when the host can run actors (a worker has loaded its code and resources). */
+  ready: Promise<void>;
 }
 
 /** Makes host number `index`; it reports batches and its own death through the callbacks. */
@@ -67,6 +69,11 @@ export class Supervisor {
     this.onEnd = opts.onEnd;
     this.maxActiveRuns = opts.maxActiveRuns;
     for (let i = 0; i < Math.max(1, opts.hosts); i++) this.hosts.push(this.spawn(i));
+  }
+
+  /** Every host is ready: until then the first runs would wait for a worker's boot. */
+  ready(): Promise<void> {
+    return Promise.all(this.hosts.map((h) => h.port.ready)).then(() => undefined);
   }
 
   get activeCount(): number {

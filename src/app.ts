@@ -79,6 +79,8 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
       metrics?.observeRun(entry.kind, entry.label, result.ok, (performance.now() - entry.startedAt) / 1000),
   });
   metrics = createMetrics(supervisor);
+  // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
+  await supervisor.ready();
 
   const providers = createProviders(config);
   const clock = opts.clock ?? systemClock;
