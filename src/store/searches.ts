@@ -15,19 +15,16 @@ import {
   type SearchSummaryRow,
 } from './rows.ts';
 
-export interface SearchRun {
+/** One run's outcome, stored over the previous one. `requestId` is null when the search call failed. */
+export type SearchRun = Pick<
+  SearchDetail,
+  'latencyMs' | 'error' | 'answerText' | 'answerRequestId' | 'answerCitations' | 'answerError' | 'results'
+> & {
   query: string;
   /** Replaces the title when given; otherwise an untitled search takes the query as its title. */
   title?: string | null;
   requestId: string | null;
-  latencyMs: number;
-  error: string | null;
-  answerText: string | null;
-  answerRequestId: string | null;
-  answerCitations: AnswerCitation[];
-  answerError: string | null;
-  results: SearchResultItem[];
-}
+};
 
 export interface ReusableSearch {
   search: SearchSummary;

@@ -5,7 +5,7 @@ import { retryHeaders, scriptedStatus } from './directives.ts';
 import { openaiError, openaiNotFound, openaiPreamble, openaiScriptedMessage } from './errors.ts';
 import { delayUnlessClosed, newId, sendJson, unixNow } from './http.ts';
 import { argFragments, fullText, plan, type Plan } from './script.ts';
-import { frame, sendFrames, startStream } from './sse.ts';
+import { frame, sendFrames, startStream, planned } from './sse.ts';
 import type { Ctx } from './state.ts';
 
 const MID_STREAM_MESSAGE = 'The server had an error while processing your request (simulated mid-stream failure).';
@@ -137,11 +137,7 @@ class ChatRun {
     const post = `},"logprobs":null,"finish_reason":null}]${this.usageNull}}\n\n`;
     startStream(
       {
-        res: this.ctx.res,
-        deltas: p.deltas,
-        rate: p.directive.rate,
-        failAfter: p.directive.failAfter,
-        failMode: p.directive.failMode,
+        ...planned(this.ctx.res, p),
         head: this.chunk({ role: 'assistant', content: '', refusal: null }) + this.custom(),
         delta: (_i, t) => pre + JSON.stringify(t) + post,
         tail: () => this.end('stop'),

@@ -4,7 +4,7 @@ import { anthropicError, anthropicScriptedMessage } from './errors.ts';
 import { delayUnlessClosed, newId, ParseFailure, sendJson } from './http.ts';
 import { readMessagesRequest, type MessagesInput } from './messages-input.ts';
 import { argFragments, fullText, plan, type Plan } from './script.ts';
-import { frame, sendFrames, startStream } from './sse.ts';
+import { frame, sendFrames, startStream, planned } from './sse.ts';
 import type { Ctx } from './state.ts';
 
 const OVERLOADED = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
@@ -129,11 +129,7 @@ class MessageRun {
     const post = '}}\n\n';
     startStream(
       {
-        res: this.ctx.res,
-        deltas: p.deltas,
-        rate: p.directive.rate,
-        failAfter: p.directive.failAfter,
-        failMode: p.directive.failMode,
+        ...planned(this.ctx.res, p),
         head,
         delta: (_i, t) => pre + JSON.stringify(t) + post,
         tail: () => frame('content_block_stop', { type: 'content_block_stop', index: 0 }) + this.end('end_turn'),

@@ -5,7 +5,7 @@ import { openaiError, openaiNotFound, openaiPreamble, openaiScriptedMessage } fr
 import { delayUnlessClosed, isObject, newId, sendJson, unixNow } from './http.ts';
 import { readResponsesRequest, type ResponsesInput } from './responses-input.ts';
 import { argFragments, fullText, plan, type Plan, type Turn } from './script.ts';
-import { frame, sendFrames, startStream } from './sse.ts';
+import { frame, sendFrames, startStream, planned } from './sse.ts';
 import type { Ctx } from './state.ts';
 
 const MID_STREAM_MESSAGE = 'The server had an error while processing your request (simulated mid-stream failure).';
@@ -215,11 +215,7 @@ class ResponseRun {
     const post = ',"logprobs":[]}\n\n';
     startStream(
       {
-        res: this.ctx.res,
-        deltas: p.deltas,
-        rate: p.directive.rate,
-        failAfter: p.directive.failAfter,
-        failMode: p.directive.failMode,
+        ...planned(this.ctx.res, p),
         head,
         delta: (i, t) => pre + (base + i) + mid + JSON.stringify(t) + post,
         tail: (text) => {

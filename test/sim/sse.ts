@@ -8,7 +8,7 @@
 // of one timer per delta per stream.
 import type { ServerResponse } from 'node:http';
 import type { FailMode } from './directives.ts';
-import { deltaText, type Deltas } from './script.ts';
+import { deltaText, type Deltas, type Plan } from './script.ts';
 
 // No `connection` header: Node answers keep-alive or close as the client asked, and forcing
 // keep-alive would hold `Connection: close` clients open after the stream ended.
@@ -110,6 +110,11 @@ function partialText(d: Deltas, n: number): string {
   let s = '';
   for (let i = 0; i < n; i++) s += d.pieces[i];
   return s;
+}
+
+/** The part of a StreamSpec that comes straight from the response and the plan. */
+export function planned(res: ServerResponse, p: Plan): Pick<StreamSpec, 'res' | 'deltas' | 'rate' | 'failAfter' | 'failMode'> {
+  return { res, deltas: p.deltas, rate: p.directive.rate, failAfter: p.directive.failAfter, failMode: p.directive.failMode };
 }
 
 export function startStream(spec: StreamSpec, extraHeaders: Record<string, string> = {}): void {
