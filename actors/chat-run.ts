@@ -146,14 +146,12 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
     for (let round = 1; ; round++) {
       const gate = new TextGate(ctx, tools.length > 0);
       let calls: ToolCallRequest[] = [];
-      for await (const ev of session.round(results)) {
-        if (ev.type === 'text') {
-          gate.push(ev.text);
-        } else {
-          usage = addUsage(usage, ev.usage);
-          raw = ev.raw;
-          calls = ev.toolCalls;
-        }
+      // Text goes straight to the gate (no await per delta); the loop sees only the round's end.
+      for await (const ev of session.round(results, gate.push)) {
+        if (ev.type !== 'round_end') continue;
+        usage = addUsage(usage, ev.usage);
+        raw = ev.raw;
+        calls = ev.toolCalls;
       }
       if (calls.length === 0) {
         gate.release();

@@ -17,7 +17,8 @@ export class TextGate {
     this.holding = hold;
   }
 
-  push(text: string): void {
+  /** Bound, so it can be handed to a provider session as its text callback. */
+  push = (text: string): void => {
     if (!this.holding) {
       this.ctx.emitDelta(text);
       return;
@@ -25,7 +26,7 @@ export class TextGate {
     this.held += text;
     if (this.since === 0) this.since = performance.now();
     if (this.held.length >= HOLD_CHARS || performance.now() - this.since >= HOLD_MS) this.release();
-  }
+  };
 
   /** The round is an answer: let the held text out and stream the rest directly. */
   release(): void {

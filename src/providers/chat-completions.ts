@@ -106,6 +106,8 @@ interface CallDraft {
 }
 
 class ChatSession implements ProviderSession {
+  /** Where this round's text goes when the caller took it synchronously (see ProviderSession.round). */
+  private onText: ((text: string) => void) | null = null;
   private readonly name: ProviderName;
   private readonly messages: ChatCompletionMessageParam[];
   private readonly tools: ChatCompletionTool[] | undefined;
@@ -125,7 +127,8 @@ class ChatSession implements ProviderSession {
         : undefined;
   }
 
-  round(toolResults: ToolResultInput[] | null): AsyncIterable<ProviderEvent> {
+  round(toolResults: ToolResultInput[] | null, onText?: (text: string) => void): AsyncIterable<ProviderEvent> {
+    this.onText = onText ?? null;
     return this.run(toolResults);
   }
 
@@ -182,7 +185,10 @@ class ChatSession implements ProviderSession {
         drafts.push({ id: typeof tc.id === 'string' ? tc.id : '', name: tc.function.name, args: typeof args === 'string' ? args : '' });
       }
     }
-    if (text) yield { type: 'text', text };
+    if (text) {
+      if (this.onText) this.onText(text);
+      else yield { type: 'text', text: text };
+    }
     const toolCalls = this.finishCalls(drafts, text);
     const finishReason = typeof choice?.finish_reason === 'string' ? choice.finish_reason : null;
     yield { type: 'round_end', toolCalls, usage: toUsage(response?.usage), finishReason, raw: response };
@@ -213,7 +219,10 @@ class ChatSession implements ProviderSession {
         const choices = chunk.choices;
         if (!Array.isArray(choices)) {
           const text = customText ? customFrameText(chunk) : undefined;
-          if (text) yield { type: 'text', text };
+          if (text) {
+            if (this.onText) this.onText(text);
+            else yield { type: 'text', text: text };
+          }
           continue;
         }
         if (id === null && typeof chunk.id === 'string') id = chunk.id;
@@ -225,7 +234,8 @@ class ChatSession implements ProviderSession {
           const text = delta.content;
           if (typeof text === 'string' && text) {
             keepText?.push(text);
-            yield { type: 'text', text };
+            if (this.onText) this.onText(text);
+            else yield { type: 'text', text: text };
           }
           if (this.tools && Array.isArray(delta.tool_calls)) addFragments(drafts, delta.tool_calls);
         }

@@ -101,6 +101,8 @@ function finishReason(response: Response, calls: number): string | null {
 }
 
 class ResponsesSession implements ProviderSession {
+  /** Where this round's text goes when the caller took it synchronously (see ProviderSession.round). */
+  private onText: ((text: string) => void) | null = null;
   private lastResponseId: string | null = null;
   private readonly instructions: string | undefined;
   private readonly tools: FunctionTool[] | undefined;
@@ -116,7 +118,8 @@ class ResponsesSession implements ProviderSession {
       : undefined;
   }
 
-  round(toolResults: ToolResultInput[] | null): AsyncIterable<ProviderEvent> {
+  round(toolResults: ToolResultInput[] | null, onText?: (text: string) => void): AsyncIterable<ProviderEvent> {
+    this.onText = onText ?? null;
     return this.run(toolResults);
   }
 
@@ -165,7 +168,10 @@ class ResponsesSession implements ProviderSession {
     functionCalls(response.output, calls);
     const finish = finishReason(response, calls.size);
     const text = outputText(response);
-    if (text) yield { type: 'text', text };
+    if (text) {
+      if (this.onText) this.onText(text);
+      else yield { type: 'text', text: text };
+    }
     yield { type: 'round_end', toolCalls: [...calls.values()], usage: toUsage(response.usage), finishReason: finish, raw: response };
   }
 
@@ -183,7 +189,10 @@ class ResponsesSession implements ProviderSession {
         const ev = events[i];
         switch (ev.type) {
           case 'response.output_text.delta':
-            if (ev.delta) yield { type: 'text', text: ev.delta };
+            if (ev.delta) {
+              if (this.onText) this.onText(ev.delta);
+              else yield { type: 'text', text: ev.delta };
+            }
             break;
           case 'response.output_item.done':
             if (ev.item?.type === 'function_call') functionCalls([ev.item], calls);

@@ -79,6 +79,8 @@ function usage(input: number, output: number): Usage {
 }
 
 class MessagesSession implements ProviderSession {
+  /** Where this round's text goes when the caller took it synchronously (see ProviderSession.round). */
+  private onText: ((text: string) => void) | null = null;
   private done = false;
 
   constructor(
@@ -86,7 +88,8 @@ class MessagesSession implements ProviderSession {
     private readonly req: CompletionRequest,
   ) {}
 
-  round(toolResults: ToolResultInput[] | null): AsyncIterable<ProviderEvent> {
+  round(toolResults: ToolResultInput[] | null, onText?: (text: string) => void): AsyncIterable<ProviderEvent> {
+    this.onText = onText ?? null;
     return this.run(toolResults);
   }
 
@@ -115,7 +118,10 @@ class MessagesSession implements ProviderSession {
     const message: Message = await this.client.messages.create(body, { signal: this.req.signal });
     let text = '';
     for (const block of message.content ?? []) if (block.type === 'text') text += block.text;
-    if (text) yield { type: 'text', text };
+    if (text) {
+      if (this.onText) this.onText(text);
+      else yield { type: 'text', text: text };
+    }
     const u = message.usage;
     yield {
       type: 'round_end',
@@ -144,7 +150,10 @@ class MessagesSession implements ProviderSession {
         const ev = events[i];
         switch (ev.type) {
           case 'content_block_delta':
-            if (ev.delta.type === 'text_delta' && ev.delta.text) yield { type: 'text', text: ev.delta.text };
+            if (ev.delta.type === 'text_delta' && ev.delta.text) {
+              if (this.onText) this.onText(ev.delta.text);
+              else yield { type: 'text', text: ev.delta.text };
+            }
             break;
           case 'message_start':
             id = ev.message.id;

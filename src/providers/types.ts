@@ -72,7 +72,11 @@ export interface CompletionRequest {
 /** One completion across rounds; the adapter keeps whatever per-provider state the rounds need. */
 export interface ProviderSession {
   /** First call: null. Later calls: the results of the previous round's tool calls. */
-  round(toolResults: ToolResultInput[] | null): AsyncIterable<ProviderEvent>;
+  /**
+   * With `onText`, the round's text goes to it synchronously, in order, and only `round_end` is
+   * yielded: that saves the hot path a generator step and two promise hops per delta.
+   */
+  round(toolResults: ToolResultInput[] | null, onText?: (text: string) => void): AsyncIterable<ProviderEvent>;
 }
 
 export interface ProviderAdapter {
