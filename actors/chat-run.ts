@@ -9,6 +9,7 @@ import { normalizePrompt, type InputMessage } from '../src/schemas.ts';
 import { createChat, getChatDetail, recordProviderUse } from '../src/store/chats.ts';
 import { appendMessages } from '../src/store/messages.ts';
 import { failLlmCall, finishLlmCallWithMessage, startLlmCall } from '../src/store/llm-calls.ts';
+import { CHAT_NOT_FOUND } from '../src/http/errors.ts';
 import type { RunContext } from './actor.ts';
 import { runToolCalls } from './chat-tools.ts';
 import { TextGate } from './text-gate.ts';
@@ -101,7 +102,7 @@ async function prepare(req: ChatRunRequest, deps: RunDeps): Promise<void> {
   }
   const chatId = req.chatId;
   const chat = await getChatDetail(pool, chatId);
-  if (!chat) throw new RunFailure('chat not found', 404);
+  if (!chat) throw new RunFailure(CHAT_NOT_FOUND, 404);
   const fresh = newInputMessages(chat.messages, req.messages);
   await Promise.all([
     fresh.length > 0 ? appendMessages(pool, chatId, fresh.map(toStoredMessage)) : null,

@@ -29,10 +29,6 @@ export class EventBuffer {
     this.tail = frame;
   }
 
-  get ended(): boolean {
-    return this.tail !== '';
-  }
-
   /** All delta text so far: for a chat, the answer as streamed. */
   get deltaText(): string {
     return this.text;

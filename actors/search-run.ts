@@ -10,6 +10,7 @@ import {
 import type { RunDeps } from '../src/run-deps.ts';
 import { saveSearchRun } from '../src/store/searches.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
+import { SEARCH_NOT_FOUND } from '../src/http/errors.ts';
 import type { RunContext } from './actor.ts';
 
 export interface SearchRunRequest {
@@ -133,7 +134,7 @@ export async function searchRun(ctx: RunContext, req: SearchRunRequest, deps: Ru
   }
   if (!detail) {
     // Deleted while the run was going.
-    const message = 'search not found';
+    const message = SEARCH_NOT_FOUND;
     ctx.finish('error', { message }, { ok: false, status: 404, message });
     return;
   }

@@ -4,9 +4,7 @@ import type { ServiceTool } from '../tools/types.ts';
 
 /** Only provider_a and provider_c run service tools. Unknown requested names are ignored. */
 export function resolveToolNames(provider: ProviderName, requested: string[] | undefined, available: ServiceTool[]): string[] {
-  if (provider !== 'provider_a' && provider !== 'provider_c') return [];
-  const names = available.map((t) => t.name);
-  return requested === undefined ? names : names.filter((n) => requested.includes(n));
+  return provider === 'provider_a' || provider === 'provider_c' ? storedToolNames(requested, available) : [];
 }
 
 /** A chat's stored enabledTools: unknown names dropped; omitted means every available tool. */

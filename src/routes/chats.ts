@@ -4,15 +4,14 @@ import { storedToolNames } from '../chat/tools.ts';
 import { toStoredMessage } from '../chat/transcript.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
-import { notFound } from '../http/errors.ts';
+import { CHAT_NOT_FOUND, notFound } from '../http/errors.ts';
 import type { Route } from '../http/router.ts';
 import { appendMessageSchema, createChatSchema, normalizePrompt, patchChatSchema, starSchema } from '../schemas.ts';
-import { createChat, deleteChat, getChat, getChatDetail, listChats, updateChat } from '../store/chats.ts';
+import { createChat, deleteChat, getChatDetail, listChats, updateChat } from '../store/chats.ts';
 import { appendMessages } from '../store/messages.ts';
-import { setStarred } from '../store/stars.ts';
+import { starChat } from '../store/stars.ts';
 
 export const MESSAGE_BODY_LIMIT = 32 * 1024 * 1024;
-const CHAT_NOT_FOUND = 'chat not found';
 
 export function chatRoutes(app: AppContext): Route[] {
   const { pool } = app;
@@ -69,8 +68,9 @@ export function chatRoutes(app: AppContext): Route[] {
       handler: async (req, reply) => {
         const { starred } = await readJson(req, starSchema);
         const id = req.params.chatId!;
-        if (!(await setStarred(pool, 'chat', id, starred))) throw notFound(CHAT_NOT_FOUND);
-        reply.json(200, { chat: await getChat(pool, id) });
+        const chat = await starChat(pool, id, starred);
+        if (!chat) throw notFound(CHAT_NOT_FOUND);
+        reply.json(200, { chat });
       },
     },
     {

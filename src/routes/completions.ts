@@ -6,7 +6,7 @@ import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
 import type { RunEntry } from '../../actors/supervisor.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
-import { HttpError, notFound } from '../http/errors.ts';
+import { HttpError, notFound, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { openSse } from '../http/sse.ts';
@@ -51,7 +51,7 @@ export function completionRoutes(app: AppContext): Route[] {
     try {
       if (!existing) return { entry };
       const chat = await getChat(pool, existing);
-      if (!chat) throw notFound('chat not found');
+      if (!chat) throw notFound(CHAT_NOT_FOUND);
       return { entry, stored: { additionalSystemPrompt: chat.additionalSystemPrompt, enabledTools: chat.enabledTools } };
     } catch (err) {
       supervisor.abandon(entry);
@@ -98,7 +98,7 @@ export function completionRoutes(app: AppContext): Route[] {
 
   async function attach(req: Req, reply: Reply) {
     const entry = supervisor.find('chat', req.params.chatId!);
-    if (!entry) throw notFound('active chat stream not found');
+    if (!entry) throw notFound(ACTIVE_CHAT_STREAM_NOT_FOUND);
     supervisor.attach(entry, openSse(reply, app.config.SSE_MAX_QUEUED_BYTES));
   }
 

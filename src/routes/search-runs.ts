@@ -7,7 +7,7 @@ import { engineAOrMessage, type SearchRunRequest, type SearchRunValue } from '..
 import type { RunEntry } from '../../actors/supervisor.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
-import { badRequest, HttpError, notFound } from '../http/errors.ts';
+import { badRequest, HttpError, notFound, ACTIVE_SEARCH_STREAM_NOT_FOUND, SEARCH_NOT_FOUND } from '../http/errors.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { openSse, type SseSink } from '../http/sse.ts';
@@ -16,7 +16,6 @@ import { defaultSearchChatTitle, searchSeedMessage } from '../search/seed.ts';
 import { createChat } from '../store/chats.ts';
 import { getSearch, getSearchDetail } from '../store/searches.ts';
 
-const SEARCH_NOT_FOUND = 'search not found';
 
 export function searchRunRoutes(app: AppContext): Route[] {
   const { supervisor, pool } = app;
@@ -75,7 +74,7 @@ export function searchRunRoutes(app: AppContext): Route[] {
 
   async function attach(req: Req, reply: Reply) {
     const entry = supervisor.find('search', req.params.searchId!);
-    if (!entry) throw notFound('active search stream not found');
+    if (!entry) throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
     supervisor.attach(entry, openStream(reply));
   }
 

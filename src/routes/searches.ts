@@ -1,21 +1,19 @@
 // Searches: list, create (with reuse by query and the cache window), get, delete, star.
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound, SEARCH_NOT_FOUND } from '../http/errors.ts';
 import type { Route } from '../http/router.ts';
 import { createSearchSchema, starSchema } from '../schemas.ts';
-import { setStarred } from '../store/stars.ts';
+import { starSearch } from '../store/stars.ts';
 import {
   createSearch,
   deleteSearch,
   findLatestByNormalizedQuery,
-  getSearch,
   getSearchDetail,
   listSearches,
 } from '../store/searches.ts';
 
 export const SEARCH_CACHE_WINDOW_MS = 24 * 60 * 60 * 1000;
-const SEARCH_NOT_FOUND = 'search not found';
 
 
 export function searchRoutes(app: AppContext): Route[] {
@@ -69,8 +67,9 @@ export function searchRoutes(app: AppContext): Route[] {
       handler: async (req, reply) => {
         const { starred } = await readJson(req, starSchema);
         const id = req.params.searchId!;
-        if (!(await setStarred(pool, 'search', id, starred))) throw notFound(SEARCH_NOT_FOUND);
-        reply.json(200, { search: await getSearch(pool, id) });
+        const search = await starSearch(pool, id, starred);
+        if (!search) throw notFound(SEARCH_NOT_FOUND);
+        reply.json(200, { search });
       },
     },
   ];

@@ -4,7 +4,7 @@
 // user sets while generation is in flight is kept. A failed generation changes nothing in the chat.
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
-import { badRequest, HttpError, notFound } from '../http/errors.ts';
+import { badRequest, HttpError, notFound, CHAT_NOT_FOUND } from '../http/errors.ts';
 import type { Route } from '../http/router.ts';
 import { isAbortError, providerKeyVariable } from '../providers/index.ts';
 import type { ProviderAdapter, Usage } from '../providers/types.ts';
@@ -83,7 +83,7 @@ export function titleRoutes(app: AppContext): Route[] {
       handler: async (req, reply) => {
         const body = await readJson(req, suggestTitleSchema);
         const chat = await getChat(pool, body.chatId);
-        if (!chat) throw notFound('chat not found');
+        if (!chat) throw notFound(CHAT_NOT_FOUND);
         if (chat.title?.trim()) return reply.json(200, { chat });
         if (!body.content.trim()) throw badRequest('content must not be blank: the title is made from it');
         const adapter = app.providers.get('provider_a');
@@ -109,7 +109,7 @@ export function titleRoutes(app: AppContext): Route[] {
         }
         await finishLlmCall(pool, { callId, usage, latencyMs: performance.now() - started });
         const current = await setChatTitleIfEmpty(pool, chat.id, title);
-        if (!current) throw notFound('chat not found');
+        if (!current) throw notFound(CHAT_NOT_FOUND);
         reply.json(200, { chat: current });
       },
     },
