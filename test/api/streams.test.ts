@@ -97,6 +97,15 @@ for (const threads of [0, 2]) {
       assert.ok(attached >= 4, `most attaches happen while the run is active (${attached})`);
     });
 
+    it('streams and attaches under the /api proxy prefix too', async () => {
+      const first = await t.stream('/api/v1/chat-completions/stream', slow(20, 40), { stopAfter: (e) => e.event === 'delta' });
+      assert.equal(first.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+      const chatId = first.events[0]!.data.chatId;
+      const att = await t.stream(`/api/v1/chats/${chatId}/stream/attach`);
+      assert.equal(att.events[0]!.event, 'meta');
+      assert.equal(att.events.at(-1)!.event, 'done');
+    });
+
     it('sends heartbeat comments on open streams', async () => {
       const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(4, 5)) });
       const raw = await res.text();
