@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_FLAGS := --import tsx
 TESTS = $(shell find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 
-.PHONY: install run test sim bench lint typecheck
+.PHONY: install run test sim bench lint typecheck chromium screenshots fuzz
 
 install: node_modules/.package-lock.json
 
@@ -14,16 +14,32 @@ run: install
 	node $(NODE_FLAGS) src/main.ts
 
 sim: install
-	node $(NODE_FLAGS) test/sim/main.ts
+	node $(NODE_FLAGS) src/sim/main.ts
 
-test: install
+test: install chromium
 	node $(NODE_FLAGS) --test --test-concurrency=2 --test-timeout=120000 $(TESTS)
+
+# The browser tests (test/browser) drive Debian's chromium through playwright-core. Installed here when
+# missing (apt-get, quietly, as root); when that cannot be done the browser suites say they were skipped.
+chromium:
+	@[ -x /usr/bin/chromium ] || { echo "make: installing Debian's chromium for the browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) >/dev/null 2>&1 \
+	  || echo "make: chromium could not be installed (apt-get failed): the browser tests will be skipped"; }
+
+# Remakes the web client's screenshots in docs/.
+screenshots: install chromium
+	node $(NODE_FLAGS) test/browser/screenshots.ts
 
 # The load test (test/load/bench.ts; figures in bench/, raw files in bench/out/). K=5,000 streams
 # need ~3 descriptors per stream across the processes: raise the soft open-files limit to the hard one.
 # It installs Debian's nginx-light (the relay baseline) when nginx is missing.
 bench: install
 	ulimit -n $$(ulimit -Hn) 2>/dev/null; node $(NODE_FLAGS) test/load/bench.ts
+
+# The fuzzer at full size: 12,000 seeded requests (make test runs 2,500). FUZZ_REQUESTS and FUZZ_SEED
+# change the run; FUZZ_ONLY=<index,…> replays single requests of a failure report.
+fuzz: install
+	FUZZ_REQUESTS=$${FUZZ_REQUESTS:-12000} node $(NODE_FLAGS) --test --test-timeout=7200000 test/fuzz/fuzz.test.ts
 
 typecheck: install
 	npx tsc --noEmit

@@ -3,14 +3,14 @@
 // with exactly one `done` or `error`.
 import { newInputMessages, toProviderMessages, toStoredMessage } from '../src/chat/transcript.ts';
 import { resolveToolNames } from '../src/chat/tools.ts';
-import { ProviderError, type ProviderName, type ToolCallRequest, type ToolResultInput, type Usage } from '../src/providers/types.ts';
+import { ProviderError, type ProviderName, type ToolResultInput, type Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { normalizePrompt, type InputMessage } from '../src/schemas.ts';
-import { createChat, getChatDetail, recordProviderUse } from '../src/store/chats.ts';
-import { appendMessages } from '../src/store/messages.ts';
-import { failLlmCall, finishLlmCallWithMessage, startLlmCall } from '../src/store/llm-calls.ts';
-import { CHAT_NOT_FOUND } from '../src/http/errors.ts';
-import type { RunContext } from './actor.ts';
+import { continueChat, createChat, getChatDetail } from '../src/store/chats.ts';
+import { finishLlmCallWithMessage, recordLlmCallFailure, startLlmCall } from '../src/store/llm-calls.ts';
+import { CHAT_NOT_FOUND } from '../src/messages.ts';
+import { RunCancelled, type RunContext } from './runtime/actor.ts';
+import type { RunFailure, RunOutcome } from './runtime/protocol.ts';
 import { runToolCalls } from './chat-tools.ts';
 import { TextGate } from './text-gate.ts';
 
@@ -48,8 +48,12 @@ export interface ChatRunValue {
 export const toolLimitMessage = (rounds: number) =>
   `Stopped after ${rounds} tool rounds: the tool-call limit for one completion was reached. Ask again to continue.`;
 
-class RunFailure extends Error {
-  constructor(message: string, readonly status: number) {
+/** A failure the run detects itself, with its outcome. */
+class RunError extends Error {
+  constructor(
+    message: string,
+    readonly outcome: RunOutcome,
+  ) {
     super(message);
   }
 }
@@ -63,30 +67,32 @@ function addUsage(total: Usage | null, u: Usage | null): Usage | null {
   return total;
 }
 
-function failureStatus(err: unknown, signal: AbortSignal): number {
-  if (signal.aborted) return 503;
-  if (err instanceof RunFailure) return err.status;
-  if (err instanceof ProviderError) {
-    if (err.status === 429) return 429;
-    if (err.status === 408 || /timed? ?out/i.test(err.message)) return 504;
-    return 502;
+/** The run's failure as a domain outcome; timeouts were marked where they were detected. */
+function failureOf(err: unknown, signal: AbortSignal): RunFailure {
+  if (signal.aborted) {
+    const reason: unknown = signal.reason;
+    const why = reason instanceof RunCancelled ? reason.why : 'shutdown';
+    return { ok: false, outcome: why === 'stop' ? 'stopped' : 'cancelled', message: `run cancelled: ${reason instanceof Error ? reason.message : 'aborted'}` };
   }
-  return 500;
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof RunError) return { ok: false, outcome: err.outcome, message };
+  if (err instanceof ProviderError) {
+    const outcome = err.status === 429 ? 'provider_rate_limited' : err.timedOut ? 'provider_timeout' : 'provider_error';
+    return { ok: false, outcome, message };
+  }
+  return { ok: false, outcome: 'internal', message };
 }
 
 /**
- * The run's storage before its answer: the chat (created, or its new input appended and its
- * provider use recorded) and the running LlmCall. It runs beside the first provider round, off
- * the path to the first delta; tools and the final store wait for it.
+ * The run's storage before its answer, in one statement: the chat (created with its input, or its
+ * new input appended and its provider use recorded) with the running LlmCall. It runs beside the
+ * first provider round, off the path to the first delta; tools and the final store wait for it.
  */
 async function prepare(req: ChatRunRequest, deps: RunDeps): Promise<void> {
   const { pool } = deps;
-  const startCall = () =>
-    req.callId
-      ? startLlmCall(pool, { id: req.callId, chatId: req.storeChat ? req.chatId : null, provider: req.provider, model: req.model, instanceId: deps.config.instanceId })
-      : null;
+  const call = req.callId ? { id: req.callId, instanceId: deps.config.instanceId } : null;
   if (!req.storeChat || !req.chatId) {
-    await startCall();
+    if (call) await startLlmCall(pool, { id: call.id, chatId: null, provider: req.provider, model: req.model, instanceId: call.instanceId });
     return;
   }
   if (req.createChat) {
@@ -96,22 +102,19 @@ async function prepare(req: ChatRunRequest, deps: RunDeps): Promise<void> {
       model: req.model,
       enabledTools: deps.tools.map((t) => t.name),
       messages: req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage),
+      ...(call ? { call } : {}),
     });
-    await startCall();
     return;
   }
   const chatId = req.chatId;
   const chat = await getChatDetail(pool, chatId);
-  if (!chat) throw new RunFailure(CHAT_NOT_FOUND, 404);
+  if (!chat) throw new RunError(CHAT_NOT_FOUND, 'not_found');
   const fresh = newInputMessages(chat.messages, req.messages);
-  await Promise.all([
-    fresh.length > 0 ? appendMessages(pool, chatId, fresh.map(toStoredMessage)) : null,
-    recordProviderUse(pool, chatId, req.provider, req.model),
-    startCall(),
-  ]);
+  const found = await continueChat(pool, { chatId, provider: req.provider, model: req.model, messages: fresh.map(toStoredMessage), call });
+  if (!found) throw new RunError(CHAT_NOT_FOUND, 'not_found');
 }
 
-export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDeps): Promise<void> {
+export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest, deps: RunDeps): Promise<void> {
   const started = performance.now();
   const { pool, config } = deps;
   const { callId } = req;
@@ -128,7 +131,7 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
   ctx.emit('meta', { type: 'meta', chatId, callId, provider: req.provider, model: req.model });
   try {
     const adapter = deps.providers.get(req.provider);
-    if (!adapter) throw new RunFailure(`${req.provider} is not configured`, 400);
+    if (!adapter) throw new RunError(`${req.provider} is not configured`, 'invalid');
 
     const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : (req.stored?.additionalSystemPrompt ?? null);
     const toolNames = resolveToolNames(req.provider, req.enabledTools ?? req.stored?.enabledTools, deps.tools);
@@ -146,14 +149,11 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
     let results: ToolResultInput[] | null = null;
     for (let round = 1; ; round++) {
       const gate = new TextGate(ctx, tools.length > 0);
-      let calls: ToolCallRequest[] = [];
       // Text goes straight to the gate (no await per delta); the loop sees only the round's end.
-      for await (const ev of session.round(results, gate.push)) {
-        if (ev.type !== 'round_end') continue;
-        usage = addUsage(usage, ev.usage);
-        raw = ev.raw;
-        calls = ev.toolCalls;
-      }
+      const end = await session.round(results, gate.push);
+      usage = addUsage(usage, end.usage);
+      raw = end.raw;
+      const calls = end.toolCalls;
       if (calls.length === 0) {
         gate.release();
         break;
@@ -183,16 +183,13 @@ export async function chatRun(ctx: RunContext, req: ChatRunRequest, deps: RunDep
   } catch (caught) {
     // A storage failure is the cause even when it surfaces as the provider call's abort.
     const err = storageFailed.signal.aborted ? storageFailed.signal.reason : caught;
-    const message = ctx.signal.aborted
-      ? `run cancelled: ${(ctx.signal.reason as Error)?.message ?? 'aborted'}`
-      : err instanceof Error
-        ? err.message
-        : String(err);
-    // The LlmCall row must exist before it can be marked failed.
-    const stored = await prepared.then(() => true, () => false);
-    if (callId && stored) {
-      await failLlmCall(pool, { callId, error: message, latencyMs: Math.round(performance.now() - started) }).catch(() => {});
-    }
-    ctx.finish('error', { type: 'error', message }, { ok: false, status: failureStatus(err, ctx.signal), message });
+    const failure = failureOf(err, ctx.signal);
+    const { message } = failure;
+    // The LlmCall's insert must settle before the call can be marked failed. Even a failed insert
+    // may have landed (its reply lost with the connection), so the failure is recorded anyway (a
+    // no-op for an unknown call); during a database outage it is retried once the database is back.
+    await prepared.catch(() => {});
+    if (callId) await recordLlmCallFailure(pool, { callId, error: message, latencyMs: Math.round(performance.now() - started) });
+    ctx.finish('error', { type: 'error', message }, failure);
   }
 }

@@ -7,7 +7,7 @@ import type { Config } from '../src/config.ts';
 import type { ToolCallRequest, ToolResultInput } from '../src/providers/types.ts';
 import { appendMessages } from '../src/store/messages.ts';
 import type { ServiceTool } from '../src/tools/types.ts';
-import type { RunContext } from './actor.ts';
+import type { RunContext } from './runtime/actor.ts';
 
 const PREVIEW_CHARS = 300;
 

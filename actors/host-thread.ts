@@ -2,9 +2,9 @@
 // from the plain data the supervisor hands it, and speaks to the main thread in batches.
 import { parentPort, workerData } from 'node:worker_threads';
 import { createRunDeps, type RunDepsInput } from '../src/run-deps.ts';
-import { createHost } from './host.ts';
+import { createHost } from './runtime/host.ts';
 import { runners } from './runners.ts';
-import type { ToHost } from './protocol.ts';
+import type { ToHost } from './runtime/protocol.ts';
 
 const port = parentPort!;
 const deps = await createRunDeps(workerData as RunDepsInput);

@@ -2,10 +2,10 @@
 // main thread itself (ACTOR_THREADS=0, for tests and debugging). Both run the same actors.
 import { Worker } from 'node:worker_threads';
 import type { RunDeps, RunDepsInput } from '../src/run-deps.ts';
-import { createHost } from './host.ts';
-import type { Batch, ToHost } from './protocol.ts';
+import { createHost } from './runtime/host.ts';
+import type { Batch, ToHost } from './runtime/protocol.ts';
 import { runners } from './runners.ts';
-import type { HostFactory } from './supervisor.ts';
+import type { HostFactory } from './runtime/supervisor.ts';
 
 export function inlineHosts(deps: RunDeps): HostFactory {
   return (_index, onBatch) => {

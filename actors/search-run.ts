@@ -1,20 +1,17 @@
 // The search run actor's work: engine_a's search and answer side by side (search runs always use
 // engine_a, whatever CHAT_WEB_SEARCH_ENGINE says), one event per outcome as soon as it is known,
 // then the run stored (replacing results and answer) and exactly one `done` or `error`.
-import {
-  engineAAnswer,
-  engineAEndpointFromConfig,
-  engineASearch,
-  type EngineAEndpoint,
-} from '../src/engines/engine-a.ts';
+import { engineAAnswer, engineASearch, type EngineAEndpoint } from '../src/engines/engine-a.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { saveSearchRun } from '../src/store/searches.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
-import { SEARCH_NOT_FOUND } from '../src/http/errors.ts';
-import type { RunContext } from './actor.ts';
+import { SEARCH_NOT_FOUND } from '../src/messages.ts';
+import type { RunContext } from './runtime/actor.ts';
 
 export interface SearchRunRequest {
   searchId: string;
+  /** engine_a, as the route found it configured (search runs always use engine_a). */
+  endpoint: EngineAEndpoint;
   /** The query to run: the run body's override, else the stored query (the route checks it is not blank). */
   query: string;
   /** The run body's title override; the stored title is kept when absent. */
@@ -46,21 +43,10 @@ function clip(text: string | null, max: number): string | null {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
-/** The engine_a endpoint, or the message naming what to set. */
-export function engineAOrMessage(config: RunDeps['config']): EngineAEndpoint | { message: string } {
-  const endpoint = engineAEndpointFromConfig(config);
-  if ('missing' in endpoint) return { message: `search runs need engine_a: set ${endpoint.missing.join(' and ')}` };
-  return endpoint;
-}
-
-export async function searchRun(ctx: RunContext, req: SearchRunRequest, deps: RunDeps): Promise<void> {
+export async function searchRun(ctx: RunContext<SearchRunValue>, req: SearchRunRequest, deps: RunDeps): Promise<void> {
   const started = performance.now();
-  const endpoint = engineAOrMessage(deps.config);
-  if ('message' in endpoint) {
-    ctx.finish('error', { message: endpoint.message }, { ok: false, status: 503, message: endpoint.message });
-    return;
-  }
   const { signal } = ctx;
+  const { endpoint } = req;
 
   const search: Promise<Outcome<{ requestId: string | null; results: SearchResultItem[] }>> = engineASearch(
     {
@@ -106,9 +92,9 @@ export async function searchRun(ctx: RunContext, req: SearchRunRequest, deps: Ru
 
   const [s, a] = await Promise.all([search, answer]);
   if (signal.aborted) {
-    // Only a cancel (server shutdown) aborts a run; a client disconnect never does. Nothing is stored.
+    // Only a cancel (server shutdown) or a stop aborts a run; a client disconnect never does. Nothing is stored.
     const message = `search run cancelled: ${messageOf(signal.reason ?? 'aborted')}`;
-    ctx.finish('error', { message }, { ok: false, status: 503, message });
+    ctx.finish('error', { message }, { ok: false, outcome: ctx.stopRequested ? 'stopped' : 'cancelled', message });
     return;
   }
   const latencyMs = Math.round(performance.now() - started);
@@ -129,18 +115,18 @@ export async function searchRun(ctx: RunContext, req: SearchRunRequest, deps: Ru
     });
   } catch (err) {
     const message = `search run could not be stored: ${messageOf(err)}`;
-    ctx.finish('error', { message }, { ok: false, status: 500, message });
+    ctx.finish('error', { message }, { ok: false, outcome: 'internal', message });
     return;
   }
   if (!detail) {
     // Deleted while the run was going.
     const message = SEARCH_NOT_FOUND;
-    ctx.finish('error', { message }, { ok: false, status: 404, message });
+    ctx.finish('error', { message }, { ok: false, outcome: 'not_found', message });
     return;
   }
   if (!s.ok && !a.ok) {
     const message = `search and answer both failed: ${s.error}; ${a.error}`;
-    ctx.finish('error', { message }, { ok: false, status: 502, message });
+    ctx.finish('error', { message }, { ok: false, outcome: 'provider_error', message });
     return;
   }
   const value: SearchRunValue = { search: detail };

@@ -1,7 +1,7 @@
 // Holds a round's text briefly while it is not yet known whether the round ends in tool calls,
 // so that tool_call events can precede the answer's deltas (the spec's event order). Past a small
 // size or age the text is let through: streaming must not wait for a whole answer.
-import type { RunContext } from './actor.ts';
+import type { RunContext } from './runtime/actor.ts';
 
 const HOLD_CHARS = 512;
 const HOLD_MS = 1000;

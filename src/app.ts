@@ -3,38 +3,54 @@
 import { MessageChannel } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { inlineHosts, workerHosts, type WorkerSetup } from '../actors/hosts.ts';
-import { Supervisor } from '../actors/supervisor.ts';
+import type { RunTypes } from '../actors/runs.ts';
+import { Supervisor } from '../actors/runtime/supervisor.ts';
 import { bearerGuard } from './auth.ts';
+import { Cluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
 import { systemClock, type AppContext, type Clock } from './context.ts';
-import { openDatabase } from './db/pool.ts';
+import { openControlDb } from './db/control-pool.ts';
+import { openDatabase, redact } from './db/pool.ts';
 import { servePool } from './db/remote-pool.ts';
+import { writeRetries } from './db/write-retry.ts';
+import { startHeartbeat } from './heartbeat.ts';
+import { corsPolicy } from './http/cors.ts';
 import { HttpError } from './http/errors.ts';
 import { mountRoutes, type Route } from './http/router.ts';
 import { setHeartbeatInterval } from './http/sse.ts';
-import { uws, type us_listen_socket } from './http/uws.ts';
+import { listenExclusive, uws, type us_listen_socket } from './http/uws.ts';
 import { createLogger } from './log.ts';
 import { createMetrics } from './metrics.ts';
 import { createModelRegistry } from './models/registry.ts';
 import { createProviders } from './providers/index.ts';
+import { Readiness } from './readiness.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
 import { modelRoutes } from './routes/models.ts';
+import { withOpenApiRoute } from './routes/openapi.ts';
 import { searchRunRoutes } from './routes/search-runs.ts';
 import { searchRoutes } from './routes/searches.ts';
 import { systemRoutes } from './routes/system.ts';
 import { titleRoutes } from './routes/titles.ts';
+import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
+import { Runs } from './runs.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
 import { availableTools, closeTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** Deadline of heartbeat and readiness queries. */
+const CONTROL_DEADLINE_MS = 2000;
+/** How long a stop waits for failures queued during an outage to be written. */
+const STOP_WRITE_GRACE_MS = 2000;
 
 export interface Server {
   url: string;
   port: number;
   ctx: AppContext;
+  /** The router's table (the OpenAPI test checks that each one is documented). */
+  routes: readonly Route[];
   close(): Promise<void>;
 }
 
@@ -47,6 +63,8 @@ export interface ServerOptions {
 
 export async function startServer(baseConfig: Config, opts: ServerOptions = {}): Promise<Server> {
   const log = opts.log ?? createLogger(baseConfig.LOG_LEVEL);
+  // A busy port fails the start now, not after the database and the actor threads are up.
+  if (baseConfig.PORT !== 0) uws.us_listen_socket_close(await listenExclusive(uws.App(), baseConfig.HOST, baseConfig.PORT));
   const upstreams = await resolveUpstreams(baseConfig);
   const config = upstreams.config;
   if ((config.CHAT_CODING_TOOL_ENABLED || config.CHAT_SHELL_TOOL_ENABLED) && !config.CHAT_CODING_SSH_HOST_KEY_SHA256) {
@@ -56,8 +74,12 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
 
   const poolMax = 20;
   const db = await openDatabase(config, { poolMax, onIdleError: (err) => log.warn({ err }, 'idle database connection failed') });
+  const control = openControlDb(db, config.DATABASE_URL, CONTROL_DEADLINE_MS);
+  const heartbeat = await startHeartbeat({ db: control, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log });
   const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId });
   if (interrupted > 0) log.warn({ interrupted }, 'marked LlmCalls interrupted by the last stop as failed');
+  const readiness = new Readiness();
+  readiness.add({ name: 'database', check: () => control.query('SELECT 1') });
 
   const workerSetup = (): WorkerSetup => {
     if (db.kind === 'postgres') {
@@ -67,43 +89,78 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     const cleanup = servePool(port1, db.pool);
     return { input: { config, databaseUrl: null, poolMax: 1, dbPort: port2 }, transferList: [port2], cleanup };
   };
+  // One client (and one connection pool) per provider on this thread: routes, model lists and inline hosts share them.
+  const providers = createProviders(config);
   let metrics: ReturnType<typeof createMetrics> | undefined;
-  const supervisor = new Supervisor({
+  let runs: Runs | undefined;
+  const supervisor = new Supervisor<RunTypes>({
     hosts: Math.max(1, config.actorThreads),
     maxActiveRuns: config.MAX_ACTIVE_RUNS,
     factory:
       config.actorThreads === 0
-        ? inlineHosts(runDepsFrom(config, db.pool))
+        ? inlineHosts(runDepsFrom(config, db.pool, providers))
         : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg)),
-    onEnd: (entry, result) =>
-      metrics?.observeRun(entry.kind, entry.label, result.ok, (performance.now() - entry.startedAt) / 1000),
+    log: (level, message, err) => log[level]({ err }, message),
+    onEnd: (run, result) => {
+      runs?.ended(run);
+      metrics?.observeRun(run.kind, run.label, result.ok, (Date.now() - run.startedAt) / 1000);
+    },
   });
   metrics = createMetrics(supervisor);
+  runs = new Runs(supervisor);
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
   await supervisor.ready();
+  let cluster: Cluster | null = null;
+  if (config.REDIS_URL) {
+    try {
+      cluster = await Cluster.join({
+        url: config.REDIS_URL,
+        prefix: config.REDIS_KEY_PREFIX,
+        instanceId: config.instanceId,
+        leaseTtlMs: config.CLUSTER_LEASE_TTL_MS,
+        local: runs.localPort,
+        log,
+      });
+    } catch (err) {
+      await supervisor.shutdown();
+      await heartbeat.stop();
+      await control.close();
+      await db.close();
+      await upstreams.close();
+      throw err;
+    }
+    runs.useCluster(cluster);
+    readiness.add({ name: 'redis', check: () => cluster!.ping() });
+    log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL) }, 'cluster mode: joined');
+  }
 
-  const providers = createProviders(config);
   const clock = opts.clock ?? systemClock;
-  const models = createModelRegistry(config, providers, clock, (provider, message) =>
-    log.warn({ provider, error: message }, 'model list failed to load'),
+  const models = createModelRegistry(
+    config,
+    providers,
+    clock,
+    (provider, message) => log.warn({ provider, error: message }, 'model list failed to load'),
+    upstreams.simulated,
   );
   const ctx: AppContext = {
     config,
     pool: db.pool,
     supervisor,
+    runs,
     providers,
     tools: availableTools(config),
     log,
     clock,
     simulated: upstreams.simulated,
     models,
+    readiness,
   };
   // Loads in the background: the server does not wait for any provider's list.
   models.start();
 
   setHeartbeatInterval(config.SSE_HEARTBEAT_MS);
   const registry = metrics.registry;
-  const routes: Route[] = [
+  const routes: Route[] = withOpenApiRoute([
     ...systemRoutes(ctx),
     ...chatRoutes(ctx),
     ...completionRoutes(ctx),
@@ -111,18 +168,20 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     ...searchRunRoutes(ctx),
     ...modelRoutes(ctx),
     ...titleRoutes(ctx),
+    ...webRoutes(),
     ...(opts.routes?.(ctx) ?? []),
     {
       method: 'GET',
       path: '/metrics',
       handler: async (_req, reply) => reply.text(200, await registry.metrics(), registry.contentType),
     },
-  ];
+  ]);
 
   const app = uws.App();
   mountRoutes(app, routes, {
     defaultBodyLimit: DEFAULT_BODY_LIMIT,
     guard: bearerGuard(config.ADMIN_TOKEN),
+    cors: corsPolicy(config.CORS_ORIGINS),
     onError(err, req) {
       if (err instanceof HttpError) return err;
       log.error({ err, method: req.method, path: req.path }, 'request failed');
@@ -130,22 +189,31 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     },
   });
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(config.HOST, config.PORT, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${config.HOST}:${config.PORT}`))));
-  });
-  const port = uws.us_socket_local_port(listenSocket);
-  const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
-
+  let listenSocket: us_listen_socket | undefined;
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      uws.us_listen_socket_close(listenSocket);
+      if (listenSocket) uws.us_listen_socket_close(listenSocket);
       models.stop();
       await supervisor.shutdown();
+      // Runs have ended and given their leases back; leave the cluster now rather than after a TTL.
+      await cluster?.close();
+      // Runs on this thread whose failure met a database outage: give their writes a last chance.
+      await writeRetries.drain(STOP_WRITE_GRACE_MS);
+      await heartbeat.stop();
+      await control.close();
       await db.close();
       await closeTools();
       await upstreams.close();
     })());
 
-  return { url, port, ctx, close };
+  try {
+    listenSocket = await listenExclusive(app, config.HOST, config.PORT);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const port = uws.us_socket_local_port(listenSocket);
+  const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+  return { url, port, ctx, routes, close };
 }

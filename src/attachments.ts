@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Attachment } from './types.ts';
+import { sliceUnits } from './text.ts';
 
 export const MAX_ATTACHMENTS = 8;
 export const MAX_IMAGE_BYTES = 6 * 1024 * 1024;
@@ -98,7 +99,7 @@ function checkText(a: z.infer<typeof textSchema>, ctx: z.RefinementCtx): Attachm
     filename: a.filename,
     mimeType: a.mimeType,
     sizeBytes: a.sizeBytes ?? Buffer.byteLength(a.text, 'utf8'),
-    text: cut ? a.text.slice(0, MAX_INLINED_TEXT_CHARS) : a.text,
+    text: cut ? sliceUnits(a.text, MAX_INLINED_TEXT_CHARS) : a.text,
     truncated: cut || a.truncated === true,
   };
 }

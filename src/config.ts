@@ -7,10 +7,40 @@ const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])
   .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
 
-const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
-  z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().min(min).max(max));
+/** A whole number in [min, max]; any bad value (`-1`, `0` below min, `1.5`, `ten`) gets the same one message. */
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
+  const message = max === Number.MAX_SAFE_INTEGER ? `must be a whole number of at least ${min}` : `must be a whole number from ${min} to ${max}`;
+  return z.string().transform((v, ctx) => {
+    const n = /^\d+$/.test(v) ? Number(v) : NaN;
+    if (n >= min && n <= max) return n;
+    ctx.addIssue({ code: 'custom', message: `${message} (got ${v})` });
+    return z.NEVER;
+  });
+};
 
 const url = z.string().url('must be a URL');
+
+/** `*`, or comma-separated origins as a browser sends them (`scheme://host[:port]`, no path). */
+const corsOrigins = z
+  .string()
+  .transform((v, ctx): '*' | string[] => {
+    const items = v.split(',').map((s) => s.trim()).filter((s) => s !== '');
+    if (items.length === 1 && items[0] === '*') return '*';
+    if (items.length === 0) items.push('');
+    for (const item of items) {
+      let origin: string | null = null;
+      try {
+        origin = new URL(item).origin;
+      } catch {
+        // reported below
+      }
+      if (origin !== item.replace(/\/$/, '')) {
+        ctx.addIssue({ code: 'custom', message: `must be * or comma-separated origins such as https://app.example.com (got ${item})` });
+        return z.NEVER;
+      }
+    }
+    return items.map((s) => s.replace(/\/$/, ''));
+  });
 const optionalText = z.string().optional().transform((v) => (v && v.trim() ? v.trim() : undefined));
 
 const schema = z.object({
@@ -25,12 +55,25 @@ const schema = z.object({
   SIMULATE: z.enum(['auto', 'off', 'all']).default('auto'),
   /** Runs allowed at once on this process; past it new runs get 503 (load shedding). */
   MAX_ACTIVE_RUNS: int(1).default(20000),
-  /** Names this process's LlmCalls, so a restart fails only its own interrupted calls. */
+  /** Names this process's LlmCalls and heartbeat row; unique per live process. */
   INSTANCE_ID: z.string().min(1).optional(),
+  /** Interval of this instance's heartbeat in the database; silent for 3 intervals = stopped. */
+  INSTANCE_HEARTBEAT_MS: int(50).default(3000),
+  /** Cluster mode: instances sharing this Redis (and one Postgres) act as one service. Unset: one process. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
+    .optional(),
+  /** Prefix of every cluster key and channel in Redis (several services can share one Redis). */
+  REDIS_KEY_PREFIX: z.string().min(1).default('convsearch:'),
+  /** Expiry of run leases and instance liveness in Redis, renewed every third of it: a killed instance's runs are free after at most this long. */
+  CLUSTER_LEASE_TTL_MS: int(300, 60_000).default(10_000),
   /** Interval of the `: ping` comment on open SSE streams. */
   SSE_HEARTBEAT_MS: int(100).default(15_000),
   /** Bytes queued for one slow SSE client before it is dropped. */
   SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
+  /** Origins whose web pages may call the API (CORS); unset sends no CORS headers at all. */
+  CORS_ORIGINS: corsOrigins.optional(),
 
   PROVIDER_A_API_KEY: optionalText,
   PROVIDER_A_BASE_URL: url.optional(),
@@ -102,8 +145,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'invalid configuration: CHAT_CODING_REMOTE_HOST is required when CHAT_CODING_TOOL_ENABLED or CHAT_SHELL_TOOL_ENABLED is true',
     );
   }
+  // The openai SDK would send provider_c's key to its own default address, which is not provider_c.
+  if (c.PROVIDER_C_API_KEY && !c.PROVIDER_C_BASE_URL) {
+    throw new ConfigError(
+      'invalid configuration: PROVIDER_C_BASE_URL is required when PROVIDER_C_API_KEY is set (provider_c has no default address)',
+    );
+  }
   if (c.CHAT_WEB_SEARCH_ENGINE === 'engine_b' && !c.CHAT_ENGINE_B_BASE_URL && c.SIMULATE === 'off') {
     throw new ConfigError('invalid configuration: CHAT_ENGINE_B_BASE_URL is required when CHAT_WEB_SEARCH_ENGINE=engine_b');
+  }
+  if (c.REDIS_URL && !c.DATABASE_URL) {
+    throw new ConfigError('invalid configuration: REDIS_URL (cluster mode) needs DATABASE_URL: the instances of a cluster share one Postgres');
   }
   const actorThreads = c.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1);
   const instanceId = c.INSTANCE_ID ?? `${os.hostname()}:${c.PORT}`;

@@ -1,22 +1,24 @@
 // What route handlers share: configuration, storage, the supervisor, providers and tools.
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import type { Supervisor } from '../actors/supervisor.ts';
+import type { RunSupervisor } from '../actors/runs.ts';
+import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { ModelRegistry } from './models/registry.ts';
+import type { Readiness } from './readiness.ts';
+import type { Runs } from './runs.ts';
 import type { ProviderAdapter, ProviderName } from './providers/types.ts';
 import type { ServiceTool } from './tools/types.ts';
 
-export interface Clock {
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
+export { systemClock, type Clock } from './clock.ts';
 
 export interface AppContext {
   config: Config;
   pool: pg.Pool;
-  supervisor: Supervisor;
+  /** Where routes start, attach to, stop and list runs: the supervisor, cluster-wide in cluster mode. */
+  runs: Runs;
+  /** This process's runs and hosts (metrics, shutdown). */
+  supervisor: RunSupervisor;
   providers: Map<ProviderName, ProviderAdapter>;
   tools: ServiceTool[];
   log: Logger;
@@ -25,4 +27,6 @@ export interface AppContext {
   simulated: string[];
   /** Provider model lists, loaded in the background and refreshed about daily. */
   models: ModelRegistry;
+  /** GET /ready's checks (the database; cluster mode adds its own). */
+  readiness: Readiness;
 }

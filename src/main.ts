@@ -1,7 +1,7 @@
 // `make run`: start the service in the foreground; stop cleanly on SIGTERM/SIGINT.
 import { startServer } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { NativeServerError } from './http/uws.ts';
+import { ListenError, NativeServerError } from './http/uws.ts';
 import { createLogger } from './log.ts';
 
 async function main(): Promise<void> {
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  if (err instanceof NativeServerError) console.error(err.message);
+  if (err instanceof NativeServerError || err instanceof ListenError) console.error(err.message);
   else console.error('failed to start:', err instanceof Error ? err.message : err);
   process.exit(1);
 });

@@ -1,7 +1,7 @@
 // Prometheus metrics (prom-client). Run outcomes are observed on the main thread when a run's
 // terminal event arrives, so worker threads need no metrics plumbing of their own.
 import client from 'prom-client';
-import type { Supervisor } from '../actors/supervisor.ts';
+import type { RunSupervisor } from '../actors/runs.ts';
 import { openSseStreams } from './http/sse.ts';
 
 export interface Metrics {
@@ -9,7 +9,7 @@ export interface Metrics {
   observeRun(kind: string, provider: string, ok: boolean, seconds: number): void;
 }
 
-export function createMetrics(supervisor: Supervisor): Metrics {
+export function createMetrics(supervisor: RunSupervisor): Metrics {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   new client.Gauge({
@@ -17,9 +17,9 @@ export function createMetrics(supervisor: Supervisor): Metrics {
     help: 'Runs active on this process',
     registers: [registry],
     collect() {
-      const runs = supervisor.activeRuns();
-      this.set({ kind: 'chat_persisted' }, runs.chats.length);
-      this.set({ kind: 'search' }, runs.searches.length);
+      const keyed = supervisor.listNow();
+      this.set({ kind: 'chat_persisted' }, keyed.filter((r) => r.kind === 'chat').length);
+      this.set({ kind: 'search' }, keyed.filter((r) => r.kind === 'search').length);
       this.set({ kind: 'all' }, supervisor.activeCount);
     },
     labelNames: ['kind'],

@@ -25,8 +25,9 @@ export interface RunDepsInput {
   dbPort?: MessagePort;
 }
 
-export function runDepsFrom(config: Config, pool: pg.Pool): RunDeps {
-  return { config, pool, providers: createProviders(config), tools: availableTools(config) };
+/** `providers`: the thread's clients when it already has them (the main thread's, for inline hosts). */
+export function runDepsFrom(config: Config, pool: pg.Pool, providers = createProviders(config)): RunDeps {
+  return { config, pool, providers, tools: availableTools(config) };
 }
 
 export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {

@@ -109,6 +109,24 @@ export type SearchRunBody = z.infer<typeof searchRunSchema>;
 
 export const searchChatSchema = z.object({ title: z.string().trim().min(1, 'must not be blank').optional() });
 
+/**
+ * Every request body schema by name: a big body is checked in a worker thread (src/http/body-pool.ts),
+ * which gets the schema's name, not the schema. A schema missing here is still checked, on the event loop.
+ */
+export const BODY_SCHEMAS = {
+  completion: completionSchema,
+  streamCompletion: streamCompletionSchema,
+  createChat: createChatSchema,
+  patchChat: patchChatSchema,
+  star: starSchema,
+  suggestTitle: suggestTitleSchema,
+  appendMessage: appendMessageSchema,
+  createSearch: createSearchSchema,
+  searchRun: searchRunSchema,
+  searchChat: searchChatSchema,
+} as const;
+export type BodySchemaName = keyof typeof BODY_SCHEMAS;
+
 /** Normalizes an optional prompt: trimmed, blank → null. */
 export function normalizePrompt(p: string | null | undefined): string | null {
   if (p === undefined || p === null) return null;

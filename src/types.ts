@@ -1,5 +1,7 @@
 // The spec's resource shapes, named as the spec names them.
-import type { ProviderName } from './providers/types.ts';
+
+export const PROVIDERS = ['provider_a', 'provider_b', 'provider_c', 'provider_d'] as const;
+export type ProviderName = (typeof PROVIDERS)[number];
 
 export interface ImageAttachment {
   kind: 'image';
@@ -50,6 +52,22 @@ export interface ChatSummary {
 
 export interface ChatDetail extends ChatSummary {
   messages: Message[];
+  /** How the chat's newest model call went (beyond the spec: ARCHITECTURE "the last run on the chat"). */
+  lastRun: LastRun | null;
+}
+
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'stopped';
+
+export interface LastRun {
+  callId: string;
+  provider: ProviderName;
+  model: string;
+  status: RunStatus;
+  error: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+  latencyMs: number | null;
+  usage: { inputTokens: number; outputTokens: number; totalTokens: number } | null;
 }
 
 export interface SearchSummary {

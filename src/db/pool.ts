@@ -6,7 +6,6 @@ import { migrate, DEFAULT_MIGRATIONS_DIR } from './migrate.ts';
 import type { Database } from './types.ts';
 
 export type { Database, Queryable } from './types.ts';
-export { withTransaction } from './transaction.ts';
 
 export interface OpenDatabaseOptions {
   /** Pool size for DATABASE_URL (ignored for the embedded database, which takes exactly one). */
@@ -70,7 +69,7 @@ async function probe(url: string, timeoutMs: number): Promise<void> {
   try {
     await client.connect();
   } catch (err) {
-    throw new Error(`cannot connect to the database of DATABASE_URL (${redact(url)}): ${describe(err)}`, {
+    throw new Error(`cannot connect to the database of DATABASE_URL (${redact(url)}): ${describeError(err)}`, {
       cause: err,
     });
   } finally {
@@ -89,9 +88,10 @@ export function redact(url: string): string {
   }
 }
 
-function describe(err: unknown): string {
+/** A connection error as one line. */
+export function describeError(err: unknown): string {
   const e = err as NodeJS.ErrnoException & { errors?: unknown[] };
   // Connecting to a name with several addresses fails with an AggregateError whose message is empty.
-  if (!e?.message && Array.isArray(e?.errors)) return e.errors.map(describe).join('; ');
+  if (!e?.message && Array.isArray(e?.errors)) return e.errors.map(describeError).join('; ');
   return e?.message || e?.code || String(err);
 }

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import type { AnswerCitation, SearchResultItem } from '../types.ts';
 import { EngineError } from './errors.ts';
 import { arr, engineFetch, errorText, joinUrl, num, obj, parseJson, str, type EngineRequestOptions } from './http.ts';
+import { sliceUnits } from '../text.ts';
 
 export interface EngineAEndpoint {
   baseUrl: string;
@@ -67,7 +68,7 @@ function snippetOf(r: Record<string, unknown>): string | null {
   if (highlights.length) return highlights.join(' … ');
   const text = str(r.text)?.trim();
   if (!text) return null;
-  return text.length > SNIPPET_FROM_TEXT_CHARS ? `${text.slice(0, SNIPPET_FROM_TEXT_CHARS)}…` : text;
+  return text.length > SNIPPET_FROM_TEXT_CHARS ? `${sliceUnits(text, SNIPPET_FROM_TEXT_CHARS)}…` : text;
 }
 
 export function mapEngineAResult(value: unknown): SearchResultItem | null {

@@ -1,6 +1,7 @@
 // The plain-HTTP plumbing both engine clients share: URL joining that keeps a base path,
 // timeout/abort handling, reading the body once, and turning failures into EngineError.
 import { EngineError, type EngineName } from './errors.ts';
+import { sliceUnits } from '../text.ts';
 
 export interface EngineRequestOptions {
   /** Cancels the request (run cancelled, caller's deadline). */
@@ -60,7 +61,7 @@ export async function engineFetch(
 /** A short, single-line excerpt of a body for error messages. */
 export function excerpt(text: string, max = 200): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+  return flat.length > max ? `${sliceUnits(flat, max)}…` : flat;
 }
 
 /** The engine's `{"error": "…"}` text, or an excerpt of whatever else it sent. */

@@ -1,24 +1,13 @@
-// JSON bodies: content type, size (see bodyReader), syntax and shape, each with its own clear 4xx.
+// JSON bodies: content type, size (see bodyReader), then syntax, storable text and depth
+// (json-check.ts) and shape (body-parse.ts), each with its own clear 4xx. Big bodies are parsed and
+// checked in the CPU pool (body-pool.ts) so they never stall the event loop.
 import type { z } from 'zod';
+import { parseJsonBody, parseWith } from './body-parse.ts';
+import { bodySchemaName, OFFLOAD_BODY_BYTES, parseBodyInPool } from './body-pool.ts';
 import { HttpError } from './errors.ts';
 import type { Req } from './reply.ts';
 
-/** Formats zod issues as `field: problem; other.field: problem`, naming each field by its path. */
-export function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((i) => {
-      const path = i.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
-      return path ? `${path}: ${i.message}` : i.message;
-    })
-    .join('; ');
-}
-
-export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what = 'request body'): z.infer<S> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new HttpError(400, `invalid ${what}: ${describeIssues(parsed.error)}`);
-  return parsed.data;
-}
+export { describeIssues, parseWith } from './body-parse.ts';
 
 /** Reads and validates a JSON body. An empty body is validated as `{}`. */
 export async function readJson<S extends z.ZodType>(req: Req, schema: S): Promise<z.infer<S>> {
@@ -28,14 +17,8 @@ export async function readJson<S extends z.ZodType>(req: Req, schema: S): Promis
   if (type !== 'application/json' && !type.endsWith('+json')) {
     throw new HttpError(415, `content-type must be application/json (got ${type || 'none'})`);
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(buf.toString('utf8'));
-  } catch (err) {
-    throw new HttpError(400, `malformed JSON body: ${(err as Error).message}`);
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new HttpError(400, 'request body must be a JSON object');
-  }
-  return parseWith(schema, value);
+  const name = buf.length >= OFFLOAD_BODY_BYTES ? bodySchemaName(schema) : undefined;
+  const outcome = name ? await parseBodyInPool(buf, name) : parseJsonBody(buf, schema);
+  if (!outcome.ok) throw new HttpError(outcome.status, outcome.message);
+  return outcome.value as z.infer<S>;
 }

@@ -10,11 +10,7 @@ export class HttpError extends Error {
   }
 }
 
-// The spec's exact 404 messages, so a reader can grep from contract to code.
-export const CHAT_NOT_FOUND = 'chat not found';
-export const SEARCH_NOT_FOUND = 'search not found';
-export const ACTIVE_CHAT_STREAM_NOT_FOUND = 'active chat stream not found';
-export const ACTIVE_SEARCH_STREAM_NOT_FOUND = 'active search stream not found';
+export { ACTIVE_CHAT_STREAM_NOT_FOUND, ACTIVE_SEARCH_STREAM_NOT_FOUND, CHAT_NOT_FOUND, SEARCH_NOT_FOUND } from '../messages.ts';
 
 export const badRequest = (message: string) => new HttpError(400, message);
 export const notFound = (message: string) => new HttpError(404, message);

@@ -1,8 +1,9 @@
 // One HTTP exchange on uWS: the request fields copied out synchronously (uWS request objects die
 // at the first await), the body read with a hard cap, and corked JSON replies that are safe to
 // call after the client has gone.
-import type { HttpResponse } from './uws.ts';
+import type { HeaderList } from './cors.ts';
 import { HttpError, statusLine } from './errors.ts';
+import type { HttpResponse } from './uws.ts';
 
 export interface Req {
   method: string;
@@ -14,6 +15,8 @@ export interface Req {
   contentType: string;
   /** `content-length` as sent, or -1 when absent. */
   contentLength: number;
+  /** The headers the route declared it reads (`Route.headers`), by lower-case name, when sent. */
+  headers: Record<string, string>;
   /** The whole body (empty when there is none); rejects with HttpError 413 past the route's cap. */
   body(): Promise<Buffer>;
 }
@@ -25,6 +28,10 @@ export class Reply {
   aborted = false;
   /** Set once a response has been started (headers written); later replies are ignored. */
   started = false;
+  /** Headers every response of this exchange carries (CORS); set by the router, null when none. */
+  shared: HeaderList | null = null;
+  /** A HEAD request: headers as for GET, no body. */
+  head = false;
   private abortHooks: Array<() => void> | null = null;
 
   constructor(res: HttpResponse) {
@@ -52,21 +59,46 @@ export class Reply {
     this.json(err.status, { message: err.message }, err.headers);
   }
 
-  text(status: number, body: string, contentType: string): void {
-    this.send(status, body, contentType);
+  text(status: number, body: string | Buffer, contentType: string, headers?: Record<string, string>): void {
+    this.send(status, body, contentType, headers);
   }
 
-  private send(status: number, body: string, contentType: string, headers?: Record<string, string>): void {
+  /** A response without a body (a CORS preflight's 204). */
+  empty(status: number, headers: HeaderList): void {
+    if (this.aborted || this.started) return;
+    this.started = true;
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      writeHeaders(res, headers);
+      res.endWithoutBody(0);
+    });
+  }
+
+  /** Writes the shared headers; call inside the cork that writes the status line. */
+  writeShared(res: HttpResponse): void {
+    if (this.shared !== null) writeHeaders(res, this.shared);
+  }
+
+  private send(status: number, body: string | Buffer, contentType: string, headers?: Record<string, string>): void {
     if (this.aborted || this.started) return;
     this.started = true;
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
       if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
-      res.end(body);
+      if (this.shared !== null) writeHeaders(res, this.shared);
+      if (this.head) res.endWithoutBody(Buffer.byteLength(body));
+      else res.end(body);
     });
   }
 }
+
+function writeHeaders(res: HttpResponse, list: HeaderList): void {
+  for (let i = 0; i < list.length; i += 2) res.writeHeader(list[i]!, list[i + 1]!);
+}
+
+const PREALLOCATE_BODY_BYTES = 64 * 1024;
 
 /**
  * Starts reading the body right away (uWS drops data that arrives before `onData` is set) and
@@ -77,6 +109,10 @@ export function bodyReader(res: HttpResponse, reply: Reply, cap: number, content
     const err = new HttpError(413, `request body is larger than the ${formatBytes(cap)} limit`);
     return () => Promise.reject(err);
   }
+  // A big body with a declared length is copied once, straight into its own buffer: no chunk copies
+  // to collect and concatenate on the event loop, and it owns its memory, so it can be moved to a
+  // worker. Small bodies keep Node's pooled allocations.
+  const whole = contentLength >= PREALLOCATE_BODY_BYTES ? Buffer.allocUnsafeSlow(contentLength) : null;
   const chunks: Buffer[] = [];
   let size = 0;
   let settled: { body?: Buffer; error?: HttpError } | null = null;
@@ -94,6 +130,12 @@ export function bodyReader(res: HttpResponse, reply: Reply, cap: number, content
       return;
     }
     // uWS reuses the chunk's memory after this callback: copy it.
+    if (whole) {
+      if (size > whole.length) return settle({ error: new HttpError(400, 'request body is longer than its content-length') });
+      whole.set(new Uint8Array(chunk), size - chunk.byteLength);
+      if (isLast) settle({ body: size === whole.length ? whole : whole.subarray(0, size) });
+      return;
+    }
     chunks.push(Buffer.from(Buffer.from(chunk)));
     if (isLast) settle({ body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
   });

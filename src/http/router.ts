@@ -1,5 +1,8 @@
 // A thin router over one uWS catch-all handler: exact segments and `:params`, the same table at the
 // server root and under `/api`, 404 for unknown paths and 405 for known paths with another method.
+// HEAD runs the GET route without sending its body; a CORS preflight from an allowed origin is
+// answered here, before auth, and every other response carries the CORS policy's headers.
+import type { CorsPolicy } from './cors.ts';
 import { HttpError } from './errors.ts';
 import { bodyReader, Reply, type Req } from './reply.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.ts';
@@ -14,6 +17,8 @@ export interface Route {
   bodyLimit?: number;
   /** Reachable without the bearer token. */
   public?: boolean;
+  /** Request headers the handler reads (lower case), copied into `req.headers` when present. */
+  headers?: readonly string[];
 }
 
 interface Compiled {
@@ -26,6 +31,8 @@ export interface RouterOptions {
   /** Returns an HttpError when the request may not pass (auth); runs synchronously. */
   guard(authorization: string): HttpError | null;
   onError(err: unknown, req: Req): HttpError;
+  /** null: CORS off, no CORS headers and no preflight answers. */
+  cors?: CorsPolicy | null;
 }
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
@@ -48,9 +55,22 @@ function match(compiled: Compiled, segments: string[], params: Record<string, st
 
 export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOptions): void {
   const compiled: Compiled[] = routes.map((route) => ({ route, segments: split(route.path) }));
+  const cors = opts.cors ?? null;
 
   app.any('/*', (res: HttpResponse, uReq: HttpRequest) => {
     const method = uReq.getMethod().toUpperCase();
+    const reply = new Reply(res);
+    if (cors !== null) {
+      const origin = uReq.getHeader('origin');
+      if (method === 'OPTIONS') {
+        const preflight = cors.preflight(origin);
+        if (preflight) return reply.empty(204, preflight);
+      }
+      reply.shared = cors.response(origin);
+    }
+    const head = method === 'HEAD';
+    reply.head = head;
+    const routeMethod = head ? 'GET' : method;
     let path = uReq.getUrl();
     if (path === '/api' || path.startsWith('/api/')) path = path.slice(4) || '/';
     const query = new URLSearchParams(uReq.getQuery() ?? '');
@@ -58,7 +78,6 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     const contentType = uReq.getHeader('content-type');
     const lengthHeader = uReq.getHeader('content-length');
     const contentLength = lengthHeader ? Number(lengthHeader) : -1;
-    const reply = new Reply(res);
 
     const segments = split(path);
     const params: Record<string, string> = {};
@@ -68,7 +87,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
       for (const c of compiled) {
         if (!match(c, segments, params)) continue;
         pathKnown = true;
-        if (c.route.method === method) {
+        if (c.route.method === routeMethod) {
           found = c;
           break;
         }
@@ -76,7 +95,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     } catch {
       return reply.error(new HttpError(400, 'malformed path: bad percent-encoding'));
     }
-    const req: Req = { method, path, query, params, authorization, contentType, contentLength, body: EMPTY_BODY };
+    const req: Req = { method, path, query, params, authorization, contentType, contentLength, headers: {}, body: EMPTY_BODY };
     // Auth before 404/405, so an unauthenticated client cannot map the API.
     if (!found?.route.public) {
       const denied = opts.guard(authorization);
@@ -87,6 +106,13 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
         ? new HttpError(405, `method ${method} is not allowed on ${path}`)
         : new HttpError(404, `no route for ${method} ${path}`);
       return reply.error(err);
+    }
+    const wanted = found.route.headers;
+    if (wanted) {
+      // forEach, not getHeader: a header sent empty must be told from one not sent at all.
+      uReq.forEach((name, value) => {
+        if (wanted.includes(name)) req.headers[name] = value;
+      });
     }
     if (BODY_METHODS.has(method)) {
       req.body = bodyReader(res, reply, found.route.bodyLimit ?? opts.defaultBodyLimit, contentLength);

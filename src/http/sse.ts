@@ -1,6 +1,7 @@
 // A Server-Sent Events response with real backpressure. uWS keeps what a socket could not take;
 // past that we queue, and a client whose queue passes the cap is dropped, so a slow reader never
 // slows the run or the other readers. One shared timer sends `: ping` to every open stream.
+import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Reply } from './reply.ts';
 
 const HEARTBEAT = ': ping\n\n';
@@ -23,12 +24,13 @@ function beat(): void {
   for (const sink of open) sink.write(HEARTBEAT);
 }
 
-export class SseSink {
+export class SseSink implements Subscriber {
   private readonly reply: Reply;
   private readonly cap: number;
   private queue: string[] | null = null;
   private queued = 0;
   closed = false;
+  private opened = false;
   /** Set when the sink was dropped for being too slow (for metrics and logs). */
   dropped = false;
   private closeHooks: Array<() => void> = [];
@@ -39,8 +41,10 @@ export class SseSink {
     reply.onAbort(() => this.markClosed());
   }
 
-  /** Writes the status line and headers. */
+  /** Writes the status line and headers (once; the first write or end opens it too). */
   open(): void {
+    if (this.opened) return;
+    this.opened = true;
     const reply = this.reply;
     if (reply.aborted || reply.started) return this.markClosed();
     reply.started = true;
@@ -51,6 +55,7 @@ export class SseSink {
         .writeHeader('content-type', 'text/event-stream; charset=utf-8')
         .writeHeader('cache-control', 'no-cache')
         .writeHeader('x-accel-buffering', 'no');
+      reply.writeShared(res);
       // Headers go out now, so a client sees the stream open before the first event.
       res.write(': open\n\n');
     });
@@ -67,6 +72,7 @@ export class SseSink {
   }
 
   write(chunk: string): void {
+    if (!this.opened) this.open();
     if (this.closed) return;
     if (this.queue) {
       this.queue.push(chunk);
@@ -88,6 +94,7 @@ export class SseSink {
 
   /** Ends the response after what is queued. */
   end(): void {
+    if (!this.opened) this.open();
     if (this.closed) return;
     const res = this.reply.res;
     const rest = this.queue ? this.queue.join('') : '';
@@ -131,6 +138,14 @@ export class SseSink {
     this.closeHooks = [];
     for (const h of hooks) h();
   }
+}
+
+/**
+ * An SSE response on `reply` that is not open yet: a route hands it to a run, and answers with a
+ * status instead when the run is refused. It opens at `open()` or its first frame.
+ */
+export function createSse(reply: Reply, cap = DEFAULT_SSE_QUEUE_CAP): SseSink {
+  return new SseSink(reply, cap);
 }
 
 /** Starts an SSE response on `reply`; the sink closes when the client goes. */

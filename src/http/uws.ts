@@ -35,3 +35,30 @@ function load(): typeof UWS {
 
 export const uws = load();
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+
+export class ListenError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ListenError';
+  }
+}
+
+type ExclusiveListen = (host: string, port: number, options: number, cb: (socket: UWS.us_listen_socket | false) => void) => void;
+
+/**
+ * Listens without port sharing. uWS sets SO_REUSEPORT by default, so a second instance on a busy
+ * port would listen beside the first and take half its connections; exclusively, it fails instead.
+ * (The 4-argument form exists in the native module but not in the package's typings.)
+ */
+export function listenExclusive(app: UWS.TemplatedApp, host: string, port: number): Promise<UWS.us_listen_socket> {
+  const exclusive = (uws as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
+  if (typeof exclusive !== 'number') {
+    return Promise.reject(new NativeServerError('this uWebSockets.js build has no LIBUS_LISTEN_EXCLUSIVE_PORT: refusing to share the port'));
+  }
+  return new Promise((resolve, reject) => {
+    (app.listen as unknown as ExclusiveListen).call(app, host, port, exclusive, (socket) => {
+      if (socket) resolve(socket);
+      else reject(new ListenError(`cannot listen on ${host}:${port}: port ${port} is already in use (or the address is not available); stop the other process or set PORT`));
+    });
+  });
+}

@@ -5,14 +5,19 @@
 // AppContext clock, so tests move the clock instead of waiting a day: a due refresh starts on the next
 // timer tick or the next read, whichever comes first.
 import type { Config } from '../config.ts';
-import type { Clock } from '../context.ts';
-import { createProviders, providerKeyVariable } from '../providers/index.ts';
+import type { Clock } from '../clock.ts';
+import { providerKeyVariable } from '../providers/index.ts';
 import { PROVIDERS, type ProviderAdapter, type ProviderName } from '../providers/types.ts';
 
 export interface ProviderModels {
   models: string[];
   loadedAt: string | null;
   error: string | null;
+  /**
+   * Present (true) when the offline simulator serves this provider because its key is unset. Then
+   * provider_d is listed without AGENT_PROVIDER_API_KEY, which the spec's rule would not do.
+   */
+  simulated?: true;
 }
 
 export type ModelLister = (signal: AbortSignal) => Promise<string[]>;
@@ -31,6 +36,8 @@ export interface ModelRegistryOptions {
   unconfigured: ProviderName[];
   /** Ids always in a provider's list (AGENT_PROVIDER_MODEL for provider_d), listed first. */
   extraModels?: Partial<Record<ProviderName, string>>;
+  /** Providers served by the offline simulator: marked `simulated: true` in the listing. */
+  simulated?: readonly string[];
   clock: Clock;
   refreshMs?: number;
   retryMs?: number;
@@ -51,8 +58,8 @@ interface Slot {
 
 export class ModelRegistry {
   private readonly slots = new Map<ProviderName, Slot>();
-  private readonly opts: Required<Omit<ModelRegistryOptions, 'onError' | 'extraModels'>> &
-    Pick<ModelRegistryOptions, 'onError' | 'extraModels'>;
+  private readonly opts: Required<Omit<ModelRegistryOptions, 'onError' | 'extraModels' | 'simulated'>> &
+    Pick<ModelRegistryOptions, 'onError' | 'extraModels' | 'simulated'>;
   private readonly stopper = new AbortController();
   private timer: NodeJS.Timeout | null = null;
 
@@ -111,7 +118,12 @@ export class ModelRegistry {
   snapshot(): Record<string, ProviderModels> {
     if (this.timer) void this.refreshDue();
     const out: Record<string, ProviderModels> = {};
-    for (const [name, slot] of this.slots) out[name] = { models: [...slot.models], loadedAt: slot.loadedAt, error: slot.error };
+    const simulated = this.opts.simulated;
+    for (const [name, slot] of this.slots) {
+      const entry: ProviderModels = { models: [...slot.models], loadedAt: slot.loadedAt, error: slot.error };
+      if (simulated?.includes(name)) entry.simulated = true;
+      out[name] = entry;
+    }
     return out;
   }
 
@@ -163,31 +175,28 @@ export class ModelRegistry {
 /**
  * What lists each provider's models. provider_d's adapter answers a failed listing with just
  * AGENT_PROVIDER_MODEL (its chat path needs a model either way); the registry must see the failure
- * to keep the last list and report it, so provider_d is listed through an adapter built without that
- * fallback, and the registry adds AGENT_PROVIDER_MODEL itself.
+ * to keep the last list and report it, so provider_d is listed without that fallback (same client),
+ * and the registry adds AGENT_PROVIDER_MODEL itself.
  */
 export function createModelRegistry(
   config: Config,
   providers: Map<ProviderName, ProviderAdapter>,
   clock: Clock,
   onError?: ModelRegistryOptions['onError'],
+  simulated: readonly string[] = [],
 ): ModelRegistry {
   const listers = new Map<ProviderName, ModelLister>();
   for (const [name, adapter] of providers) listers.set(name, (signal) => adapter.listModels(signal));
-  if (config.AGENT_PROVIDER_API_KEY) {
-    const bare = createProviders({
-      PROVIDER_TIMEOUT_MS: config.PROVIDER_TIMEOUT_MS,
-      AGENT_PROVIDER_API_KEY: config.AGENT_PROVIDER_API_KEY,
-      AGENT_PROVIDER_API_BASE_URL: config.AGENT_PROVIDER_API_BASE_URL,
-    }).get('provider_d');
-    if (bare) listers.set('provider_d', (signal) => bare.listModels(signal));
-  }
+  // The registry must see provider_d's listing fail (see above), so it asks without the fallback.
+  const agent = providers.get('provider_d');
+  if (agent) listers.set('provider_d', (signal) => agent.listModels(signal, { fallback: false }));
   // provider_d is listed only when its key is set; the others always, with an error when unkeyed.
   const unconfigured = PROVIDERS.filter((p) => p !== 'provider_d' && !listers.has(p));
   return new ModelRegistry({
     listers,
     unconfigured,
     extraModels: config.AGENT_PROVIDER_MODEL ? { provider_d: config.AGENT_PROVIDER_MODEL } : {},
+    simulated,
     clock,
     onError,
   });

@@ -15,14 +15,15 @@ import type {
 } from 'openai/resources/chat/completions/completions';
 import { chatParts, toolMessageText, userAttachments } from './attachments.ts';
 import { toProviderError, truncatedStream } from './errors.ts';
-import { openaiFrames, SseFrames, streamBody } from './sse.ts';
+import { createSession, eachFrame, type RoundCalls } from './session.ts';
+import { openaiFrames, SseFrames } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
   type ProviderAdapter,
-  type ProviderEvent,
   type ProviderName,
-  type ProviderSession,
+  type RoundEnd,
+  type TextSink,
   type ToolCallRequest,
   type ToolResultInput,
   type Usage,
@@ -50,14 +51,14 @@ export function createChatCompletionsAdapter(opts: ChatCompletionsOptions): Prov
   const { name, client, extraModel } = opts;
   return {
     name,
-    startSession: (req) => new ChatSession(opts, req),
-    async listModels(signal) {
+    startSession: (req) => createSession(name, req, new ChatRounds(opts, req)),
+    async listModels(signal, listing) {
       let ids: string[];
       try {
         ids = [];
         for await (const m of client.models.list({ signal })) if (typeof m?.id === 'string') ids.push(m.id);
       } catch (err) {
-        if (extraModel && !signal?.aborted) return [extraModel];
+        if (extraModel && listing?.fallback !== false && !signal?.aborted) return [extraModel];
         throw toProviderError(name, err, signal);
       }
       ids.sort();
@@ -105,9 +106,7 @@ interface CallDraft {
   args: string;
 }
 
-class ChatSession implements ProviderSession {
-  /** Where this round's text goes when the caller took it synchronously (see ProviderSession.round). */
-  private onText: ((text: string) => void) | null = null;
+class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
   private readonly name: ProviderName;
   private readonly messages: ChatCompletionMessageParam[];
   private readonly tools: ChatCompletionTool[] | undefined;
@@ -127,12 +126,7 @@ class ChatSession implements ProviderSession {
         : undefined;
   }
 
-  round(toolResults: ToolResultInput[] | null, onText?: (text: string) => void): AsyncIterable<ProviderEvent> {
-    this.onText = onText ?? null;
-    return this.run(toolResults);
-  }
-
-  private prepare(toolResults: ToolResultInput[] | null): ChatCompletionCreateParamsNonStreaming {
+  body(toolResults: ToolResultInput[] | null): ChatCompletionCreateParamsNonStreaming {
     if (toolResults) {
       if (!this.pending) throw new ProviderError(`${this.name}: tool results given without a tool-call round`);
       this.messages.push(this.pending);
@@ -150,17 +144,7 @@ class ChatSession implements ProviderSession {
     };
   }
 
-  private async *run(toolResults: ToolResultInput[] | null): AsyncGenerator<ProviderEvent> {
-    try {
-      const body = this.prepare(toolResults);
-      if (this.req.stream) yield* this.streamed(body);
-      else yield* this.whole(body);
-    } catch (err) {
-      throw toProviderError(this.name, err, this.req.signal);
-    }
-  }
-
-  /** Records the assistant turn to replay next round; returns the calls for round_end. */
+  /** Records the assistant turn to replay next round; returns the calls for the round's end. */
   private finishCalls(drafts: CallDraft[], text: string | null): ToolCallRequest[] {
     if (!this.tools || !drafts.length) return [];
     const calls = drafts.map((d, i) => ({ callId: d.id || `call_${this.rounds}_${i}`, name: d.name, arguments: d.args }));
@@ -172,7 +156,7 @@ class ChatSession implements ProviderSession {
     return calls;
   }
 
-  private async *whole(body: ChatCompletionCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+  async whole(body: ChatCompletionCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const response: ChatCompletion = await this.opts.client.chat.completions.create(body, { signal: this.req.signal });
     const choice: Loose | undefined = Array.isArray(response?.choices) ? response.choices[0] : undefined;
     const message: Loose = isObject(choice?.message) ? choice.message : {};
@@ -185,72 +169,53 @@ class ChatSession implements ProviderSession {
         drafts.push({ id: typeof tc.id === 'string' ? tc.id : '', name: tc.function.name, args: typeof args === 'string' ? args : '' });
       }
     }
-    if (text) {
-      if (this.onText) this.onText(text);
-      else yield { type: 'text', text: text };
-    }
+    if (text) onText(text);
     const toolCalls = this.finishCalls(drafts, text);
     const finishReason = typeof choice?.finish_reason === 'string' ? choice.finish_reason : null;
-    yield { type: 'round_end', toolCalls, usage: toUsage(response?.usage), finishReason, raw: response };
+    return { toolCalls, usage: toUsage(response?.usage), finishReason, raw: response };
   }
 
-  private async *streamed(body: ChatCompletionCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+  async streamed(body: ChatCompletionCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const { signal } = this.req;
     const customText = this.opts.textFromCustomFrames === true;
+    const tools = this.tools;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.opts.client.chat.completions
       .create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal })
       .asResponse();
-    const sse = new SseFrames(response.headers, openaiFrames);
     // Text is kept only when tools were offered: a tool round's assistant message must carry it.
-    const keepText: string[] | null = this.tools ? [] : null;
+    const keepText: string[] | null = tools ? [] : null;
     const drafts = new Map<number, CallDraft>();
-    let id: string | null = null;
-    let model: string | null = null;
-    let usage: unknown = null;
-    let finishReason: string | null = null;
-    // One await per socket read; the chunks it completed are handled synchronously.
-    for await (const bytes of streamBody(response)) {
-      const chunks = sse.feed(bytes);
-      for (let i = 0; i < chunks.length; i++) {
-        const chunk = chunks[i];
-        if (!isObject(chunk)) continue;
-        if (isObject(chunk.usage)) usage = chunk.usage;
-        const choices = chunk.choices;
-        if (!Array.isArray(choices)) {
-          const text = customText ? customFrameText(chunk) : undefined;
-          if (text) {
-            if (this.onText) this.onText(text);
-            else yield { type: 'text', text: text };
-          }
-          continue;
-        }
-        if (id === null && typeof chunk.id === 'string') id = chunk.id;
-        if (model === null && typeof chunk.model === 'string') model = chunk.model;
-        const choice = choices[0]; // undefined on the include_usage chunk
-        if (!isObject(choice)) continue;
-        const delta = choice.delta;
-        if (isObject(delta)) {
-          const text = delta.content;
-          if (typeof text === 'string' && text) {
-            keepText?.push(text);
-            if (this.onText) this.onText(text);
-            else yield { type: 'text', text: text };
-          }
-          if (this.tools && Array.isArray(delta.tool_calls)) addFragments(drafts, delta.tool_calls);
-        }
-        if (typeof choice.finish_reason === 'string') finishReason = choice.finish_reason;
+    const s = { id: null as string | null, model: null as string | null, usage: null as unknown, finishReason: null as string | null };
+    await eachFrame<unknown>(response, new SseFrames(response.headers, openaiFrames), signal, (chunk) => {
+      if (!isObject(chunk)) return;
+      if (isObject(chunk.usage)) s.usage = chunk.usage;
+      const choices = chunk.choices;
+      if (!Array.isArray(choices)) {
+        const text = customText ? customFrameText(chunk) : undefined;
+        if (text) onText(text);
+        return;
       }
-      // An `{"error":…}` frame (status-less APIError) or an unparsable one (SyntaxError), after the chunks before it.
-      if (sse.failure !== undefined) throw sse.failure;
-    }
-    // An abort normally rejects the read above; this catches one that lands as the body ends. The mapper
-    // turns either into an abort.
-    if (signal.aborted) throw signal.reason;
+      if (s.id === null && typeof chunk.id === 'string') s.id = chunk.id;
+      if (s.model === null && typeof chunk.model === 'string') s.model = chunk.model;
+      const choice = choices[0]; // undefined on the include_usage chunk
+      if (!isObject(choice)) return;
+      const delta = choice.delta;
+      if (isObject(delta)) {
+        const text = delta.content;
+        if (typeof text === 'string' && text) {
+          keepText?.push(text);
+          onText(text);
+        }
+        if (tools && Array.isArray(delta.tool_calls)) addFragments(drafts, delta.tool_calls);
+      }
+      if (typeof choice.finish_reason === 'string') s.finishReason = choice.finish_reason;
+    });
     // [DONE] is not a chunk, so a finish_reason is the only proof the stream was not cut.
-    if (finishReason === null) throw truncatedStream(this.name);
+    if (s.finishReason === null) throw truncatedStream(this.name);
     const toolCalls = this.finishCalls([...drafts.values()], keepText ? keepText.join('') : null);
-    yield { type: 'round_end', toolCalls, usage: toUsage(usage), finishReason, raw: { id, model, finishReason, usage } };
+    const { id, model, usage, finishReason } = s;
+    return { toolCalls, usage: toUsage(usage), finishReason, raw: { id, model, finishReason, usage } };
   }
 }
 

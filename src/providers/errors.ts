@@ -23,6 +23,14 @@ export function isAbortError(err: unknown): boolean {
 
 type Loose = Record<string, unknown> | null | undefined;
 
+/** undici's own timeouts (http-fetch.ts sets them from PROVIDER_TIMEOUT_MS): a timeout, not a cut stream. */
+const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** Thrown while reading a body (the error itself), or while waiting for headers (the SDK's connection error's cause). */
+function undiciTimeout(e: Loose): boolean {
+  return UNDICI_TIMEOUTS.has(String(e?.code)) || UNDICI_TIMEOUTS.has(String((e?.cause as Loose)?.code));
+}
+
 function str(v: unknown): string | undefined {
   return typeof v === 'string' && v.trim() ? v.trim() : undefined;
 }
@@ -54,8 +62,8 @@ export function toProviderError(provider: ProviderName, err: unknown, signal?: A
     return new ProviderAbortError(provider, { cause: signal?.reason ?? err });
   }
   const e = (typeof err === 'object' ? err : { message: String(err) }) as Loose;
-  if (err instanceof O.APIConnectionTimeoutError || err instanceof A.APIConnectionTimeoutError) {
-    return new ProviderError(`${provider} request timed out`, undefined, { cause: err });
+  if (err instanceof O.APIConnectionTimeoutError || err instanceof A.APIConnectionTimeoutError || undiciTimeout(e)) {
+    return new ProviderError(`${provider} request timed out`, undefined, { cause: err, timedOut: true });
   }
   if (err instanceof O.APIConnectionError || err instanceof A.APIConnectionError) {
     const cause = (e?.cause as Loose)?.message;

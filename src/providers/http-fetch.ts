@@ -33,6 +33,15 @@ function webHeaders(raw: Record<string, string | string[] | undefined>): Headers
  * apply their own overall timeout through the abort signal.
  */
 export function createProviderFetch(timeoutMs: number): typeof fetch {
+  let made = fetches.get(timeoutMs);
+  if (!made) fetches.set(timeoutMs, (made = makeFetch(timeoutMs)));
+  return made;
+}
+
+/** One fetch, so one connection pool, per thread (per timeout): every client built here shares it. */
+const fetches = new Map<number, typeof fetch>();
+
+function makeFetch(timeoutMs: number): typeof fetch {
   const dispatcher = new Agent({
     keepAliveTimeout: 30_000,
     headersTimeout: timeoutMs,

@@ -13,13 +13,14 @@ import type {
 } from 'openai/resources/responses/responses';
 import { responsesParts, toolMessageText, userAttachments } from './attachments.ts';
 import { toProviderError, truncatedStream } from './errors.ts';
-import { openaiFrames, SseFrames, streamBody } from './sse.ts';
+import { createSession, eachFrame, type RoundCalls } from './session.ts';
+import { openaiFrames, SseFrames } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
   type ProviderAdapter,
-  type ProviderEvent,
-  type ProviderSession,
+  type RoundEnd,
+  type TextSink,
   type ToolCallRequest,
   type ToolResultInput,
   type Usage,
@@ -42,7 +43,7 @@ export function isResponsesModel(id: string): boolean {
 export function createProviderA(client: OpenAI): ProviderAdapter {
   return {
     name: NAME,
-    startSession: (req) => new ResponsesSession(client, req),
+    startSession: (req) => createSession(NAME, req, new ResponsesRounds(client, req)),
     async listModels(signal) {
       try {
         const ids: string[] = [];
@@ -100,9 +101,7 @@ function finishReason(response: Response, calls: number): string | null {
   return status ?? null;
 }
 
-class ResponsesSession implements ProviderSession {
-  /** Where this round's text goes when the caller took it synchronously (see ProviderSession.round). */
-  private onText: ((text: string) => void) | null = null;
+class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
   private lastResponseId: string | null = null;
   private readonly instructions: string | undefined;
   private readonly tools: FunctionTool[] | undefined;
@@ -118,12 +117,7 @@ class ResponsesSession implements ProviderSession {
       : undefined;
   }
 
-  round(toolResults: ToolResultInput[] | null, onText?: (text: string) => void): AsyncIterable<ProviderEvent> {
-    this.onText = onText ?? null;
-    return this.run(toolResults);
-  }
-
-  private body(toolResults: ToolResultInput[] | null): ResponseCreateParamsNonStreaming {
+  body(toolResults: ToolResultInput[] | null): ResponseCreateParamsNonStreaming {
     const { req } = this;
     let input: ResponseInputItem[];
     if (toolResults) {
@@ -151,73 +145,47 @@ class ResponsesSession implements ProviderSession {
     };
   }
 
-  private async *run(toolResults: ToolResultInput[] | null): AsyncGenerator<ProviderEvent> {
-    try {
-      const body = this.body(toolResults);
-      if (this.req.stream) yield* this.streamed(body);
-      else yield* this.whole(body);
-    } catch (err) {
-      throw toProviderError(NAME, err, this.req.signal);
-    }
-  }
-
-  private async *whole(body: ResponseCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+  async whole(body: ResponseCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const response = await this.client.responses.create(body, { signal: this.req.signal });
     this.lastResponseId = response.id;
     const calls = new Map<string, ToolCallRequest>();
     functionCalls(response.output, calls);
     const finish = finishReason(response, calls.size);
     const text = outputText(response);
-    if (text) {
-      if (this.onText) this.onText(text);
-      else yield { type: 'text', text: text };
-    }
-    yield { type: 'round_end', toolCalls: [...calls.values()], usage: toUsage(response.usage), finishReason: finish, raw: response };
+    if (text) onText(text);
+    return { toolCalls: [...calls.values()], usage: toUsage(response.usage), finishReason: finish, raw: response };
   }
 
-  private async *streamed(body: ResponseCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+  async streamed(body: ResponseCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const { signal } = this.req;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.responses.create({ ...body, stream: true }, { signal }).asResponse();
-    const sse = new SseFrames(response.headers, openaiFrames);
     const calls = new Map<string, ToolCallRequest>();
-    let final: Response | null = null;
-    // One await per socket read; the events it completed are handled synchronously.
-    for await (const bytes of streamBody(response)) {
-      const events = sse.feed(bytes) as ResponseStreamEvent[];
-      for (let i = 0; i < events.length; i++) {
-        const ev = events[i];
-        switch (ev.type) {
-          case 'response.output_text.delta':
-            if (ev.delta) {
-              if (this.onText) this.onText(ev.delta);
-              else yield { type: 'text', text: ev.delta };
-            }
-            break;
-          case 'response.output_item.done':
-            if (ev.item?.type === 'function_call') functionCalls([ev.item], calls);
-            break;
-          case 'response.completed':
-          case 'response.incomplete':
-          case 'response.failed':
-            final = ev.response;
-            break;
-          case 'error':
-            // The nested form (`error: {…}`) becomes sse.failure (a status-less APIError); this is the flat one.
-            throw new ProviderError(`${NAME} stream error${ev.code ? ` (${ev.code})` : ''}: ${ev.message || 'no message'}`);
-        }
+    const end: { final: Response | null } = { final: null };
+    await eachFrame<ResponseStreamEvent>(response, new SseFrames(response.headers, openaiFrames), signal, (ev) => {
+      switch (ev.type) {
+        case 'response.output_text.delta':
+          if (ev.delta) onText(ev.delta);
+          break;
+        case 'response.output_item.done':
+          if (ev.item?.type === 'function_call') functionCalls([ev.item], calls);
+          break;
+        case 'response.completed':
+        case 'response.incomplete':
+        case 'response.failed':
+          end.final = ev.response;
+          break;
+        case 'error':
+          // The nested form (`error: {…}`) becomes sse.failure (a status-less APIError); this is the flat one.
+          throw new ProviderError(`${NAME} stream error${ev.code ? ` (${ev.code})` : ''}: ${ev.message || 'no message'}`);
       }
-      // The nested `error` form or an unparsable frame (SyntaxError), after the events before it.
-      if (sse.failure !== undefined) throw sse.failure;
-    }
-    // An abort normally rejects the read above; this catches one that lands as the body ends. The mapper
-    // turns either into an abort.
-    if (signal.aborted) throw signal.reason;
-    if (!final) throw truncatedStream(NAME);
-    this.lastResponseId = final.id;
-    functionCalls(final.output, calls);
-    const finish = finishReason(final, calls.size);
-    const { id, status, model, usage } = final;
-    yield { type: 'round_end', toolCalls: [...calls.values()], usage: toUsage(usage), finishReason: finish, raw: { id, status, model, usage } };
+    });
+    const done = end.final;
+    if (!done) throw truncatedStream(NAME);
+    this.lastResponseId = done.id;
+    functionCalls(done.output, calls);
+    const finish = finishReason(done, calls.size);
+    const { id, status, model, usage } = done;
+    return { toolCalls: [...calls.values()], usage: toUsage(usage), finishReason: finish, raw: { id, status, model, usage } };
   }
 }

@@ -10,14 +10,15 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { messagesBlocks, toolMessageText, userAttachments } from './attachments.ts';
 import { toProviderError, truncatedStream } from './errors.ts';
-import { anthropicFrames, SseFrames, streamBody } from './sse.ts';
+import { createSession, eachFrame, type RoundCalls } from './session.ts';
+import { anthropicFrames, SseFrames } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
   type ProviderAdapter,
-  type ProviderEvent,
   type ProviderMessage,
-  type ProviderSession,
+  type RoundEnd,
+  type TextSink,
   type ToolResultInput,
   type Usage,
 } from './types.ts';
@@ -26,10 +27,18 @@ const NAME = 'provider_b';
 /** `max_tokens` is required by the API; used when the request sets no limit. */
 export const DEFAULT_MAX_TOKENS = 4096;
 
+/**
+ * The model asked for a tool although none was offered (it may, from its own training). Its turn
+ * then holds no answer, so the run fails clearly instead of ending with an empty text.
+ */
+function toolUseRefused(name: string): ProviderError {
+  return new ProviderError(`${NAME} answered with a call to the tool \`${name}\` instead of text, but ${NAME} runs without service tools: no answer`);
+}
+
 export function createProviderB(client: Anthropic): ProviderAdapter {
   return {
     name: NAME,
-    startSession: (req) => new MessagesSession(client, req),
+    startSession: (req) => createSession(NAME, req, new MessagesRounds(client, req)),
     async listModels(signal) {
       try {
         const ids: string[] = [];
@@ -78,9 +87,7 @@ function usage(input: number, output: number): Usage {
   return { inputTokens: input, outputTokens: output, totalTokens: input + output };
 }
 
-class MessagesSession implements ProviderSession {
-  /** Where this round's text goes when the caller took it synchronously (see ProviderSession.round). */
-  private onText: ((text: string) => void) | null = null;
+class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
   private done = false;
 
   constructor(
@@ -88,43 +95,31 @@ class MessagesSession implements ProviderSession {
     private readonly req: CompletionRequest,
   ) {}
 
-  round(toolResults: ToolResultInput[] | null, onText?: (text: string) => void): AsyncIterable<ProviderEvent> {
-    this.onText = onText ?? null;
-    return this.run(toolResults);
+  body(toolResults: ToolResultInput[] | null): MessageCreateParamsNonStreaming {
+    // No tools are ever offered, so the model cannot have asked for results.
+    if (toolResults || this.done) throw new ProviderError(`${NAME} has no tool rounds`);
+    this.done = true;
+    const { req } = this;
+    const { system, messages } = toMessagesParams(req.messages);
+    return {
+      model: req.model,
+      max_tokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,
+      messages,
+      ...(system !== undefined && { system }),
+      ...(req.temperature !== undefined && { temperature: req.temperature }),
+    };
   }
 
-  private async *run(toolResults: ToolResultInput[] | null): AsyncGenerator<ProviderEvent> {
-    try {
-      // No tools are ever offered, so the model cannot have asked for results.
-      if (toolResults || this.done) throw new ProviderError(`${NAME} has no tool rounds`);
-      this.done = true;
-      const { req } = this;
-      const { system, messages } = toMessagesParams(req.messages);
-      const body: MessageCreateParamsNonStreaming = {
-        model: req.model,
-        max_tokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,
-        messages,
-        ...(system !== undefined && { system }),
-        ...(req.temperature !== undefined && { temperature: req.temperature }),
-      };
-      if (req.stream) yield* this.streamed(body);
-      else yield* this.whole(body);
-    } catch (err) {
-      throw toProviderError(NAME, err, this.req.signal);
-    }
-  }
-
-  private async *whole(body: MessageCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+  async whole(body: MessageCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const message: Message = await this.client.messages.create(body, { signal: this.req.signal });
     let text = '';
-    for (const block of message.content ?? []) if (block.type === 'text') text += block.text;
-    if (text) {
-      if (this.onText) this.onText(text);
-      else yield { type: 'text', text: text };
+    for (const block of message.content ?? []) {
+      if (block.type === 'text') text += block.text;
+      else if (block.type === 'tool_use') throw toolUseRefused(block.name);
     }
+    if (text) onText(text);
     const u = message.usage;
-    yield {
-      type: 'round_end',
+    return {
       toolCalls: [],
       usage: u ? usage(inputTokens(u), u.output_tokens ?? 0) : null,
       finishReason: message.stop_reason ?? null,
@@ -132,53 +127,38 @@ class MessagesSession implements ProviderSession {
     };
   }
 
-  private async *streamed(body: MessageCreateParamsNonStreaming): AsyncGenerator<ProviderEvent> {
+  async streamed(body: MessageCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const { signal } = this.req;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.messages.create({ ...body, stream: true }, { signal }).asResponse();
-    const sse = new SseFrames(response.headers, anthropicFrames);
-    let id: string | null = null;
-    let model: string | null = null;
-    let input = 0;
-    let output = 0;
-    let stopReason: string | null = null;
-    let stopped = false;
-    // One await per socket read; the events it completed are handled synchronously.
-    for await (const bytes of streamBody(response)) {
-      const events = sse.feed(bytes) as RawMessageStreamEvent[];
-      for (let i = 0; i < events.length; i++) {
-        const ev = events[i];
-        switch (ev.type) {
-          case 'content_block_delta':
-            if (ev.delta.type === 'text_delta' && ev.delta.text) {
-              if (this.onText) this.onText(ev.delta.text);
-              else yield { type: 'text', text: ev.delta.text };
-            }
-            break;
-          case 'message_start':
-            id = ev.message.id;
-            model = ev.message.model;
-            input = inputTokens(ev.message.usage ?? {});
-            output = ev.message.usage?.output_tokens ?? 0;
-            break;
-          case 'message_delta':
-            stopReason = ev.delta.stop_reason ?? stopReason;
-            // A running total, not an increment.
-            if (ev.usage?.output_tokens != null) output = ev.usage.output_tokens;
-            break;
-          case 'message_stop':
-            stopped = true;
-            break;
-        }
+    const s = { id: null as string | null, model: null as string | null, input: 0, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null };
+    await eachFrame<RawMessageStreamEvent>(response, new SseFrames(response.headers, anthropicFrames), signal, (ev) => {
+      switch (ev.type) {
+        case 'content_block_delta':
+          if (ev.delta.type === 'text_delta' && ev.delta.text) onText(ev.delta.text);
+          break;
+        case 'content_block_start':
+          if (ev.content_block.type === 'tool_use') s.toolUse ??= ev.content_block.name;
+          break;
+        case 'message_start':
+          s.id = ev.message.id;
+          s.model = ev.message.model;
+          s.input = inputTokens(ev.message.usage ?? {});
+          s.output = ev.message.usage?.output_tokens ?? 0;
+          break;
+        case 'message_delta':
+          s.stopReason = ev.delta.stop_reason ?? s.stopReason;
+          // A running total, not an increment.
+          if (ev.usage?.output_tokens != null) s.output = ev.usage.output_tokens;
+          break;
+        case 'message_stop':
+          s.stopped = true;
+          break;
       }
-      // An `event: error` frame (status-less APIError, mapped in run()) or an unparsable one, after the events before it.
-      if (sse.failure !== undefined) throw sse.failure;
-    }
-    // An abort normally rejects the read above; this catches one that lands as the body ends. The mapper
-    // turns either into an abort.
-    if (signal.aborted) throw signal.reason;
-    if (!stopped) throw truncatedStream(NAME);
-    const u = usage(input, output);
-    yield { type: 'round_end', toolCalls: [], usage: u, finishReason: stopReason, raw: { id, model, stop_reason: stopReason, usage: u } };
+    });
+    if (!s.stopped) throw truncatedStream(NAME);
+    if (s.toolUse !== null) throw toolUseRefused(s.toolUse);
+    const u = usage(s.input, s.output);
+    return { toolCalls: [], usage: u, finishReason: s.stopReason, raw: { id: s.id, model: s.model, stop_reason: s.stopReason, usage: u } };
   }
 }

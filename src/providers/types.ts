@@ -1,10 +1,10 @@
 // The one interface every provider adapter implements. Adapters translate between the service's
 // normalized messages/events and one provider's wire format through its official SDK. The tool
 // loop lives in the chat actor (actors/chat-run.ts), not here: an adapter only runs rounds.
-import type { Attachment } from '../types.ts';
+import type { Attachment, ProviderName } from '../types.ts';
 
-export const PROVIDERS = ['provider_a', 'provider_b', 'provider_c', 'provider_d'] as const;
-export type ProviderName = (typeof PROVIDERS)[number];
+// The names are the spec's (src/types.ts); the adapters' types build on them, never the other way.
+export { PROVIDERS, type ProviderName } from '../types.ts';
 
 /** A transcript message as the provider should see it (system prompt already prepended). */
 export interface ProviderMessage {
@@ -43,19 +43,19 @@ export interface Usage {
   totalTokens: number;
 }
 
-/** Normalized events of one round. Every round ends with exactly one `round_end`. */
-export type ProviderEvent =
-  | { type: 'text'; text: string }
-  | {
-      type: 'round_end';
-      /** Empty when the model gave its final answer. */
-      toolCalls: ToolCallRequest[];
-      usage: Usage | null;
-      /** Provider stop reason, as the provider named it. */
-      finishReason: string | null;
-      /** The provider's final response object (non-streaming) or a compact summary (streaming). */
-      raw: unknown;
-    };
+/** How a round ended. Its text went to the round's text callback, in order, before it resolved. */
+export interface RoundEnd {
+  /** Empty when the model gave its final answer. */
+  toolCalls: ToolCallRequest[];
+  usage: Usage | null;
+  /** Provider stop reason, as the provider named it. */
+  finishReason: string | null;
+  /** The provider's final response object (non-streaming) or a compact summary (streaming). */
+  raw: unknown;
+}
+
+/** Where a round's text goes: called synchronously, in order, with no await per delta. */
+export type TextSink = (text: string) => void;
 
 export interface CompletionRequest {
   model: string;
@@ -71,27 +71,36 @@ export interface CompletionRequest {
 
 /** One completion across rounds; the adapter keeps whatever per-provider state the rounds need. */
 export interface ProviderSession {
-  /** First call: null. Later calls: the results of the previous round's tool calls. */
   /**
-   * With `onText`, the round's text goes to it synchronously, in order, and only `round_end` is
-   * yielded: that saves the hot path a generator step and two promise hops per delta.
+   * One round. First call: null; later calls: the results of the previous round's tool calls. Text
+   * goes to `onText` as it arrives; the promise resolves with the round's end, or rejects with a
+   * ProviderError (an abort is one whose name is `AbortError`).
    */
-  round(toolResults: ToolResultInput[] | null, onText?: (text: string) => void): AsyncIterable<ProviderEvent>;
+  round(toolResults: ToolResultInput[] | null, onText: TextSink): Promise<RoundEnd>;
 }
 
 export interface ProviderAdapter {
   readonly name: ProviderName;
   startSession(req: CompletionRequest): ProviderSession;
-  /** Model ids, already filtered for what the adapter can call. */
-  listModels(signal?: AbortSignal): Promise<string[]>;
+  /**
+   * Model ids, already filtered for what the adapter can call. An adapter with a configured model
+   * (provider_d) answers a failed listing with it, unless `fallback` is false.
+   */
+  listModels(signal?: AbortSignal, opts?: { fallback?: boolean }): Promise<string[]>;
 }
 
-/** A provider failure with a message fit to show the user and store on the LlmCall. */
+/**
+ * A provider failure with a message fit to show the user and store on the LlmCall. `timedOut` is set
+ * where the timeout is detected (the SDK's timeout, undici's header/body timeouts, a 408), so callers
+ * classify it without reading the message.
+ */
 export class ProviderError extends Error {
   readonly status: number | undefined;
-  constructor(message: string, status?: number, options?: { cause?: unknown }) {
+  readonly timedOut: boolean;
+  constructor(message: string, status?: number, options?: { cause?: unknown; timedOut?: boolean }) {
     super(message, options);
     this.name = 'ProviderError';
     this.status = status;
+    this.timedOut = options?.timedOut === true || status === 408;
   }
 }

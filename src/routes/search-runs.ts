@@ -1,24 +1,23 @@
 // Search runs, whole and streamed, re-attaching to a running search, and the search-to-chat hand-off.
 // One run per search: a second run or run/stream for a search that is running joins the running one
-// (spec: "attaches to the existing stream; no second run starts"), so the engine is asked once.
-// The final find-or-reserve-and-launch happens in one synchronous block, after every await, so two
-// requests arriving together can never both start a run, and a found run is always launched.
-import { engineAOrMessage, type SearchRunRequest, type SearchRunValue } from '../../actors/search-run.ts';
-import type { RunEntry } from '../../actors/supervisor.ts';
+// (spec: "attaches to the existing stream; no second run starts"), so the engine is asked once. The
+// registry decides start-or-join in one call, so two requests arriving together never both start.
+import type { SearchRunRequest } from '../../actors/search-run.ts';
 import type { AppContext } from '../context.ts';
+import { engineAEndpointFromConfig } from '../engines/engine-a.ts';
 import { readJson } from '../http/body.ts';
 import { badRequest, HttpError, notFound, ACTIVE_SEARCH_STREAM_NOT_FOUND, SEARCH_NOT_FOUND } from '../http/errors.ts';
+import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
-import { openSse, type SseSink } from '../http/sse.ts';
+import { createSse, type SseSink } from '../http/sse.ts';
 import { searchChatSchema, searchRunSchema } from '../schemas.ts';
 import { defaultSearchChatTitle, searchSeedMessage } from '../search/seed.ts';
 import { createChat } from '../store/chats.ts';
 import { getSearch, getSearchDetail } from '../store/searches.ts';
 
-
 export function searchRunRoutes(app: AppContext): Route[] {
-  const { supervisor, pool } = app;
+  const { runs, pool } = app;
 
   /** The validated run request for a search that exists and has something to search for. */
   async function runRequest(req: Req, searchId: string): Promise<SearchRunRequest> {
@@ -27,10 +26,12 @@ export function searchRunRoutes(app: AppContext): Route[] {
     if (!search) throw notFound(SEARCH_NOT_FOUND);
     const query = body.query ?? search.query?.trim();
     if (!query) throw badRequest('this search has no query: send `query` in the run body');
-    const engine = engineAOrMessage(app.config);
-    if ('message' in engine) throw new HttpError(503, engine.message);
+    // Search runs always use engine_a, whatever CHAT_WEB_SEARCH_ENGINE says.
+    const endpoint = engineAEndpointFromConfig(app.config);
+    if ('missing' in endpoint) throw new HttpError(503, `search runs need engine_a: set ${endpoint.missing.join(' and ')}`);
     return {
       searchId,
+      endpoint,
       query,
       title: body.title,
       type: body.type,
@@ -40,42 +41,31 @@ export function searchRunRoutes(app: AppContext): Route[] {
     };
   }
 
-  /** The running entry for the search, or a new one launched now (synchronously). */
-  function joinOrLaunch(searchId: string, request: SearchRunRequest, sink?: SseSink): RunEntry {
-    const running = supervisor.find('search', searchId);
-    if (running) {
-      if (sink) supervisor.attach(running, sink);
-      return running;
-    }
-    const entry = supervisor.reserve('search', searchId);
-    supervisor.launch(entry, request, sink, 'engine_a');
-    return entry;
+  /** Starts the search's run, or joins the one that is running. */
+  async function startOrJoin(req: Req, sink?: SseSink) {
+    const searchId = req.params.searchId!;
+    const request = await runRequest(req, searchId);
+    const started = await runs.start({ kind: 'search', key: searchId, request, ifRunning: 'join', subscriber: sink, label: 'engine_a' });
+    if (!started.ok) throw outcomeError(started);
+    return started.handle;
   }
 
-  const openStream = (reply: Reply): SseSink => openSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
-
   async function runWhole(req: Req, reply: Reply) {
-    const searchId = req.params.searchId!;
-    const running = supervisor.find('search', searchId);
-    // Joining a running search needs no validation of a body that would not be used.
-    const entry = running ?? joinOrLaunch(searchId, await runRequest(req, searchId));
-    const result = await entry.result;
-    if (!result.ok) throw new HttpError(result.status, result.message);
-    reply.json(200, { search: (result.value as SearchRunValue).search });
+    const result = await (await startOrJoin(req)).result;
+    if (!result.ok) throw outcomeError(result);
+    reply.json(200, { search: result.value.search });
   }
 
   async function runStream(req: Req, reply: Reply) {
-    const searchId = req.params.searchId!;
-    const running = supervisor.find('search', searchId);
-    if (running) return supervisor.attach(running, openStream(reply));
-    const request = await runRequest(req, searchId);
-    joinOrLaunch(searchId, request, openStream(reply));
+    const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+    await startOrJoin(req, sink);
+    sink.open();
   }
 
   async function attach(req: Req, reply: Reply) {
-    const entry = supervisor.find('search', req.params.searchId!);
-    if (!entry) throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
-    supervisor.attach(entry, openStream(reply));
+    const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+    if ((await runs.attach('search', req.params.searchId!, sink)) === 'not_found') throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
+    sink.open();
   }
 
   async function toChat(req: Req, reply: Reply) {

@@ -35,7 +35,7 @@ export function searchRoutes(app: AppContext): Route[] {
           if (found) {
             const { search, hasStoredResults } = found;
             const fresh = app.clock.now() - Date.parse(search.updatedAt) <= SEARCH_CACHE_WINDOW_MS;
-            const streaming = app.supervisor.find('search', search.id) !== undefined;
+            const streaming = (await app.runs.find('search', search.id)) !== null;
             return reply.json(200, { search, reused: true, cacheHit: hasStoredResults && fresh && !streaming });
           }
         }

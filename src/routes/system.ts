@@ -1,17 +1,49 @@
-// Health, session, active runs, chat tools and the workspace listing.
+// Health (liveness), readiness, session, active runs, chat tools and the workspace listing.
+import type { RunInfo } from '../../actors/runtime/registry.ts';
 import type { AppContext } from '../context.ts';
+import { badRequest } from '../http/errors.ts';
 import type { Route } from '../http/router.ts';
+import type { ActiveRunsScope } from '../runs.ts';
 import { listWorkspaceItems } from '../store/workspace.ts';
+
+function activeRunsScope(scope: string | null): ActiveRunsScope {
+  if (scope === null || scope === 'process') return 'process';
+  if (scope === 'cluster') return 'cluster';
+  throw badRequest('scope must be `process` or `cluster`');
+}
+
+/** The spec's shape of GET /v1/active-runs. */
+export function activeRuns(runs: RunInfo[]): { chats: string[]; searches: string[] } {
+  const chats: string[] = [];
+  const searches: string[] = [];
+  for (const r of runs) if (r.key !== null) (r.kind === 'chat' ? chats : searches).push(r.key);
+  return { chats, searches };
+}
 
 export function systemRoutes(app: AppContext): Route[] {
   return [
     { method: 'GET', path: '/health', public: true, handler: (_req, reply) => reply.json(200, { ok: true }) },
     {
       method: 'GET',
+      path: '/ready',
+      public: true,
+      handler: async (_req, reply) => {
+        const r = await app.readiness.run();
+        if (r.ready) reply.json(200, { ready: true });
+        else reply.json(503, { message: r.message });
+      },
+    },
+    {
+      method: 'GET',
       path: '/v1/auth/session',
       handler: (_req, reply) => reply.json(200, { authenticated: true, mode: app.config.ADMIN_TOKEN ? 'token' : 'open' }),
     },
-    { method: 'GET', path: '/v1/active-runs', handler: (_req, reply) => reply.json(200, app.supervisor.activeRuns()) },
+    {
+      method: 'GET',
+      path: '/v1/active-runs',
+      // The spec's meaning is this process; `?scope=cluster` lists every live instance's runs.
+      handler: async (req, reply) => reply.json(200, activeRuns(await app.runs.list(activeRunsScope(req.query.get('scope'))))),
+    },
     {
       method: 'GET',
       path: '/v1/chat-tools',

@@ -10,7 +10,8 @@ import { isAbortError, providerKeyVariable } from '../providers/index.ts';
 import type { ProviderAdapter, Usage } from '../providers/types.ts';
 import { suggestTitleSchema } from '../schemas.ts';
 import { getChat, setChatTitleIfEmpty } from '../store/chats.ts';
-import { failLlmCall, finishLlmCall, startLlmCall } from '../store/llm-calls.ts';
+import { finishLlmCall, recordLlmCallFailure, startLlmCall } from '../store/llm-calls.ts';
+import { sliceUnits } from '../text.ts';
 
 export const TITLE_INSTRUCTION =
   'You write titles for chat conversations. Reply with a title for the conversation that starts with the ' +
@@ -47,7 +48,7 @@ export function cleanTitle(raw: string): string {
   const words = t.split(' ');
   if (words.length > TITLE_MAX_WORDS) t = words.slice(0, TITLE_MAX_WORDS).join(' ');
   if (t.length > TITLE_MAX_CHARS) {
-    const cut = t.slice(0, TITLE_MAX_CHARS);
+    const cut = sliceUnits(t, TITLE_MAX_CHARS);
     const space = cut.lastIndexOf(' ');
     t = space > TITLE_MAX_CHARS / 2 ? cut.slice(0, space) : cut;
   }
@@ -59,19 +60,17 @@ async function generateTitle(adapter: ProviderAdapter, model: string, content: s
     model,
     messages: [
       { role: 'system', content: TITLE_INSTRUCTION },
-      { role: 'user', content: content.length > CONTENT_CHARS ? content.slice(0, CONTENT_CHARS) : content },
+      { role: 'user', content: sliceUnits(content, CONTENT_CHARS) },
     ],
     tools: [],
     stream: false,
     signal,
   });
   let text = '';
-  let usage: Usage | null = null;
-  for await (const ev of session.round(null)) {
-    if (ev.type === 'text') text += ev.text;
-    else usage = ev.usage;
-  }
-  return { text, usage };
+  const end = await session.round(null, (t) => {
+    text += t;
+  });
+  return { text, usage: end.usage };
 }
 
 export function titleRoutes(app: AppContext): Route[] {
@@ -91,7 +90,7 @@ export function titleRoutes(app: AppContext): Route[] {
 
         const model = config.TITLE_MODEL;
         const started = performance.now();
-        const callId = await startLlmCall(pool, { chatId: chat.id, provider: 'provider_a', model, instanceId: config.instanceId });
+        const callId = await startLlmCall(pool, { chatId: chat.id, provider: 'provider_a', model, instanceId: config.instanceId, purpose: 'title' });
         const signal = AbortSignal.timeout(TITLE_TIMEOUT_MS);
         let title: string;
         let usage: Usage | null;
@@ -104,10 +103,17 @@ export function titleRoutes(app: AppContext): Route[] {
           const timedOut = signal.aborted || isAbortError(err);
           const reason = timedOut ? `timed out after ${TITLE_TIMEOUT_MS} ms` : err instanceof Error ? err.message : String(err);
           const message = `title generation failed: ${reason}`;
-          await failLlmCall(pool, { callId, error: message, latencyMs: performance.now() - started }).catch(() => {});
+          await recordLlmCallFailure(pool, { callId, error: message, latencyMs: performance.now() - started });
           throw new HttpError(timedOut ? 504 : 502, message);
         }
-        await finishLlmCall(pool, { callId, usage, latencyMs: performance.now() - started });
+        try {
+          await finishLlmCall(pool, { callId, usage, latencyMs: performance.now() - started });
+        } catch (err) {
+          // The answer cannot be kept, so the call failed: say so once the database is back.
+          const message = `title could not be stored: ${err instanceof Error ? err.message : String(err)}`;
+          await recordLlmCallFailure(pool, { callId, error: message, latencyMs: performance.now() - started });
+          throw err;
+        }
         const current = await setChatTitleIfEmpty(pool, chat.id, title);
         if (!current) throw notFound(CHAT_NOT_FOUND);
         reply.json(200, { chat: current });

@@ -3,6 +3,7 @@
 // plain text a model reads well. The UI hides it by role; `metadata.kind` says where it came from.
 import type { NewMessage } from '../store/messages.ts';
 import type { SearchDetail } from '../types.ts';
+import { sliceUnits } from '../text.ts';
 
 /** How many ranked results go into the seed (the answer's citations all do). */
 export const SEED_TOP_RESULTS = 5;
@@ -12,7 +13,7 @@ export const SEARCH_CONTEXT_KIND = 'search_context';
 
 function clip(text: string, max = FIELD_CHARS): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+  return flat.length > max ? `${sliceUnits(flat, max)}…` : flat;
 }
 
 export function defaultSearchChatTitle(search: Pick<SearchDetail, 'query' | 'title'>): string {

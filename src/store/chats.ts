@@ -4,16 +4,21 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/types.ts';
 import type { ProviderName } from '../providers/types.ts';
 import type { ChatDetail, ChatSummary } from '../types.ts';
+import { insertCallSql } from './llm-calls.ts';
 import { insertMessagesSql, messagesParam, type NewMessage } from './messages.ts';
 import {
   chatColumns,
   cleanText,
+  isIssuedId,
+  lastRunSql,
   MESSAGE_COLUMNS,
   starJoin,
   toChatSummary,
+  toLastRun,
   toMessage,
   trimToNull,
   type ChatRow,
+  type LastRunRow,
   type MessageRow,
 } from './rows.ts';
 
@@ -27,6 +32,11 @@ export interface NewChat {
   enabledTools: string[];
   /** The initial transcript, stored in this order. */
   messages?: readonly NewMessage[];
+  /**
+   * A running LlmCall for this chat, written in the same statement (a run's start: one round trip for
+   * the chat, its input and the call). Needs `provider` and `model`.
+   */
+  call?: { id: string; instanceId: string | null };
 }
 
 export interface ChatPatch {
@@ -54,19 +64,24 @@ export async function createChat(db: Queryable, input: NewChat): Promise<ChatSum
     trimToNull(input.additionalSystemPrompt),
     input.enabledTools,
   ];
-  let insertMessages = '';
+  let more = '';
   if (messages.length) {
     params.push(messagesParam(messages));
-    insertMessages = `, ins AS (${insertMessagesSql('c', '$7')})`;
+    more += `, ins AS (${insertMessagesSql('c', `$${params.length}`)})`;
   }
-  // Referenced by no one, the messages CTE still runs; the FK check happens at statement end, after the chat row exists.
+  if (input.call) {
+    if (provider === null) throw new TypeError('a chat created with a call needs provider and model');
+    params.push(input.call.id, input.call.instanceId);
+    more += `, call AS (${insertCallSql('c', '$3::text', '$4::text', `$${params.length - 1}`, `$${params.length}`)})`;
+  }
+  // Referenced by no one, these CTEs still run; the FK checks happen at statement end, after the chat row exists.
   const { rows } = await db.query<ChatRow>(
     `WITH c AS (
        INSERT INTO chats (id, title, initiated_provider, initiated_model, last_used_provider, last_used_model,
                           additional_system_prompt, enabled_tools)
        VALUES ($1, $2, $3::text, $4::text, $3::text, $4::text, $5, $6::text[])
        RETURNING *
-     )${insertMessages}
+     )${more}
      SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`,
     params,
   );
@@ -74,23 +89,26 @@ export async function createChat(db: Queryable, input: NewChat): Promise<ChatSum
 }
 
 export async function getChat(db: Queryable, id: string): Promise<ChatSummary | null> {
+  if (!isIssuedId(id)) return null;
   const { rows } = await db.query<ChatRow>(`${SUMMARY} FROM chats c ${starJoin('chat', 'c')} WHERE c.id = $1`, [id]);
   return rows[0] ? toChatSummary(rows[0]) : null;
 }
 
-/** The chat with its transcript, read in one statement (one snapshot, one round trip). */
+/** The chat with its transcript and its last run, read in one statement (one snapshot, one round trip). */
 export async function getChatDetail(db: Queryable, id: string): Promise<ChatDetail | null> {
-  const { rows } = await db.query<ChatRow & { messages: MessageRow[] }>(
+  if (!isIssuedId(id)) return null;
+  const { rows } = await db.query<ChatRow & { messages: MessageRow[]; last_run: LastRunRow | null }>(
     `${SUMMARY},
             COALESCE((SELECT json_agg(m ORDER BY m.seq)
                         FROM (SELECT seq, ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = c.id) m), '[]'::json)
-              AS messages
+              AS messages,
+            ${lastRunSql('c')}
        FROM chats c ${starJoin('chat', 'c')}
       WHERE c.id = $1`,
     [id],
   );
   const row = rows[0];
-  return row ? { ...toChatSummary(row), messages: row.messages.map(toMessage) } : null;
+  return row ? { ...toChatSummary(row), messages: row.messages.map(toMessage), lastRun: toLastRun(row.last_run) } : null;
 }
 
 /** Newest updatedAt first. No limit unless given. */
@@ -106,6 +124,7 @@ export async function listChats(db: Queryable, opts: { limit?: number } = {}): P
 
 /** Applies the given settings and bumps updatedAt. Null when the chat does not exist. */
 export async function updateChat(db: Queryable, id: string, patch: ChatPatch): Promise<ChatSummary | null> {
+  if (!isIssuedId(id)) return null;
   const params: unknown[] = [id];
   const sets = ['updated_at = now()'];
   if (patch.title !== undefined) {
@@ -127,6 +146,7 @@ export async function updateChat(db: Queryable, id: string, patch: ChatPatch): P
 
 /** Deletes the chat, its messages (cascade) and its project memberships. False when unknown. */
 export async function deleteChat(db: Queryable, id: string): Promise<boolean> {
+  if (!isIssuedId(id)) return false;
   const { rows } = await db.query<{ n: number }>(
     `WITH d AS (DELETE FROM chats WHERE id = $1 RETURNING id),
           m AS (DELETE FROM project_members WHERE item_type = 'chat' AND item_id = $1)
@@ -137,27 +157,41 @@ export async function deleteChat(db: Queryable, id: string): Promise<boolean> {
 }
 
 /**
- * Records that a completion used provider/model: lastUsed* always, initiated* only when still unset
- * (spec: the first call, successful or failed). Bumps updatedAt. Null when the chat does not exist.
+ * A run's start on an existing chat, in one statement: its new input appended, the provider use
+ * recorded (lastUsed* always, initiated* only while unset: the spec's "first call, successful or
+ * failed"; updatedAt bumped) and, with `call`, the running LlmCall. False when the chat does not exist
+ * (then nothing is written).
  */
-export async function recordProviderUse(
+export async function continueChat(
   db: Queryable,
-  chatId: string,
-  provider: ProviderName,
-  model: string,
-): Promise<ChatSummary | null> {
-  return oneChat(
-    db,
-    `UPDATE chats
-        SET last_used_provider = $2::text,
-            last_used_model = $3::text,
-            initiated_model = CASE WHEN initiated_provider IS NULL THEN $3::text ELSE initiated_model END,
-            initiated_provider = COALESCE(initiated_provider, $2::text),
-            updated_at = now()
-      WHERE id = $1
-      RETURNING *`,
-    [chatId, provider, model],
+  input: { chatId: string; provider: ProviderName; model: string; messages: readonly NewMessage[]; call: { id: string; instanceId: string | null } | null },
+): Promise<boolean> {
+  if (!isIssuedId(input.chatId)) return false;
+  const params: unknown[] = [input.chatId, input.provider, input.model];
+  let more = '';
+  if (input.messages.length) {
+    params.push(messagesParam(input.messages));
+    more += `, ins AS (${insertMessagesSql('chat', `$${params.length}`)})`;
+  }
+  if (input.call) {
+    params.push(input.call.id, input.call.instanceId);
+    more += `, call AS (${insertCallSql('chat', '$2::text', '$3::text', `$${params.length - 1}`, `$${params.length}`)})`;
+  }
+  const { rows } = await db.query<{ n: number }>(
+    `WITH chat AS (
+       UPDATE chats
+          SET last_used_provider = $2::text,
+              last_used_model = $3::text,
+              initiated_model = CASE WHEN initiated_provider IS NULL THEN $3::text ELSE initiated_model END,
+              initiated_provider = COALESCE(initiated_provider, $2::text),
+              updated_at = now()
+        WHERE id = $1
+        RETURNING id
+     )${more}
+     SELECT count(*)::int AS n FROM chat`,
+    params,
   );
+  return rows[0]!.n > 0;
 }
 
 /**
@@ -165,6 +199,7 @@ export async function recordProviderUse(
  * suggestion was generating is never overwritten. Returns the chat as it then is, or null if unknown.
  */
 export async function setChatTitleIfEmpty(db: Queryable, chatId: string, title: string): Promise<ChatSummary | null> {
+  if (!isIssuedId(chatId)) return null;
   const clean = trimToNull(title);
   if (clean === null) return getChat(db, chatId);
   // When the UPDATE matches nothing, the second branch reads the row as it is.

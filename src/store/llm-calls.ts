@@ -1,14 +1,18 @@
 // LlmCall records: one per model call, `running` until it succeeds (with usage, latency and the
-// assistant message) or fails (with the error). Calls left running by a dead process are failed at start.
+// assistant message), is stopped by the user (with the partial message), or fails (with the error).
+// Calls left running by a dead process are failed at its restart (markInterruptedLlmCalls) or by any
+// live instance's heartbeat sweeper (instances.ts).
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/types.ts';
+import { writeRetries, type WriteRetryQueue } from '../db/write-retry.ts';
 import type { ProviderName, Usage } from '../providers/types.ts';
 import type { Message } from '../types.ts';
-import { cleanText, MESSAGE_COLUMNS, toJson, toLlmCall, toMessage, type LlmCall, type LlmCallRow, type MessageRow } from './rows.ts';
+import { cleanText, isIssuedId, MESSAGE_COLUMNS, toJson, toLlmCall, toMessage, type LlmCall, type LlmCallRow, type MessageRow } from './rows.ts';
 
 export type { LlmCall, LlmCallStatus } from './rows.ts';
 
-export const INTERRUPTED_ERROR = 'interrupted: the server stopped during the call';
+/** What a call cut by a crash or restart reads as its error (chat.lastRun shows it). */
+export const INTERRUPTED_ERROR = 'interrupted: the service instance stopped or restarted during the call';
 
 export type TokenUsage = Usage;
 
@@ -21,37 +25,64 @@ export interface FinishLlmCall {
   latencyMs: number;
   requestId?: string | null;
   toolRounds?: number | null;
+  /**
+   * The user stopped the run: the call ends `stopped`, the partial answer is stored with
+   * `metadata.stopped` true, and an empty one is not stored at all.
+   */
+  stopped?: boolean;
+}
+
+/**
+ * INSERT of a running call for the chat that the CTE `chat` yields (none when it yields no row), for
+ * statements that write a run's start in one round trip (createChat, continueChat). Arguments are SQL
+ * expressions (parameters).
+ */
+export function insertCallSql(chat: string, provider: string, model: string, id: string, instanceId: string): string {
+  return `INSERT INTO llm_calls (id, chat_id, provider, model, instance_id)
+          SELECT ${id}::text, ${chat}.id, ${provider}, ${model}, ${instanceId}::text FROM ${chat}`;
 }
 
 /** Records a call as running and returns its id. */
 export async function startLlmCall(
   db: Queryable,
-  input: { id?: string; chatId: string | null; provider: ProviderName; model: string; instanceId?: string | null },
+  input: {
+    id?: string;
+    chatId: string | null;
+    provider: ProviderName;
+    model: string;
+    instanceId?: string | null;
+    /** `title`: a title suggestion, which chat.lastRun does not count as the chat's run. */
+    purpose?: 'completion' | 'title';
+  },
 ): Promise<string> {
   const id = input.id ?? randomUUID();
-  await db.query('INSERT INTO llm_calls (id, chat_id, provider, model, instance_id) VALUES ($1, $2, $3, $4, $5)', [
+  await db.query('INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, purpose) VALUES ($1, $2, $3, $4, $5, $6)', [
     id,
     input.chatId,
     input.provider,
     input.model,
     input.instanceId ?? null,
+    input.purpose ?? 'completion',
   ]);
   return id;
 }
 
 /**
- * Stores the assistant message (bumping the chat's updatedAt) and marks the call succeeded with
- * usage and latency, atomically: one statement is one transaction, and it costs one round trip
+ * Stores the assistant message (bumping the chat's updatedAt) and marks the call succeeded (or
+ * stopped) with usage and latency, atomically: one statement is one transaction, and it costs one round trip
  * where BEGIN/INSERT/UPDATE/COMMIT would cost four. If any part fails, nothing is written and the
  * call stays running.
  * Returns the stored message, or null when there is no chat to store it in (chatId null, or the chat
  * was deleted during the call); the call is marked succeeded either way.
  */
 export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCall): Promise<Message | null> {
+  const stopped = input.stopped === true;
+  const metadata = stopped ? { ...input.assistant.metadata, stopped: true } : input.assistant.metadata;
+  const store = !stopped || input.assistant.content !== '';
   const { rows } = await db.query<MessageRow & { call_found: number }>(
     `WITH chat AS (
             UPDATE chats SET updated_at = now()
-             WHERE id = $2 AND EXISTS (SELECT 1 FROM llm_calls WHERE id = $1)
+             WHERE id = $2 AND $13::boolean AND EXISTS (SELECT 1 FROM llm_calls WHERE id = $1)
              RETURNING id
           ),
           msg AS (
@@ -61,7 +92,7 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
           ),
           call AS (
             UPDATE llm_calls
-               SET status = 'succeeded', finished_at = now(), error = NULL,
+               SET status = $12::text, finished_at = now(), error = NULL,
                    latency_ms = $6::int, input_tokens = $7::int, output_tokens = $8::int, total_tokens = $9::int,
                    request_id = $10::text, tool_rounds = $11::int, message_id = (SELECT id FROM msg)
              WHERE id = $1
@@ -74,13 +105,15 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
       input.chatId,
       randomUUID(),
       cleanText(input.assistant.content),
-      input.assistant.metadata == null ? null : toJson(input.assistant.metadata),
+      metadata == null ? null : toJson(metadata),
       Math.round(input.latencyMs),
       input.usage?.inputTokens ?? null,
       input.usage?.outputTokens ?? null,
       input.usage?.totalTokens ?? null,
       input.requestId ?? null,
       input.toolRounds ?? null,
+      stopped ? 'stopped' : 'succeeded',
+      store,
     ],
   );
   const row = rows[0]!;
@@ -113,16 +146,38 @@ export async function finishLlmCall(
   return rowCount === 1;
 }
 
-/** Marks the call failed with its error. False when the call is unknown. */
+/**
+ * Marks a running call failed with its error. False when the call is unknown or already ended (a
+ * call that succeeded, or was failed by a sweeper, keeps that outcome). `sinceFailureMs` dates
+ * `finished_at` back to the failure when the write lands late (a retry after an outage).
+ */
 export async function failLlmCall(
   db: Queryable,
-  input: { callId: string; error: string; latencyMs: number },
+  input: { callId: string; error: string; latencyMs: number; sinceFailureMs?: number },
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE llm_calls SET status = 'failed', finished_at = now(), error = $2, latency_ms = $3::int WHERE id = $1`,
-    [input.callId, cleanText(input.error), Math.round(input.latencyMs)],
+    `UPDATE llm_calls
+        SET status = 'failed', finished_at = now() - make_interval(secs => $4::double precision / 1000),
+            error = $2, latency_ms = $3::int
+      WHERE id = $1 AND status = 'running'`,
+    [input.callId, cleanText(input.error), Math.round(input.latencyMs), input.sinceFailureMs ?? 0],
   );
   return rowCount === 1;
+}
+
+/**
+ * failLlmCall that outlives a database outage: when the database cannot be reached the write is
+ * retried in the background until it is back (write-retry.ts), so the caller can end its run now.
+ * Never rejects: a permanent error is returned as 'failed' (the call stays for the sweepers).
+ */
+export function recordLlmCallFailure(
+  db: Queryable,
+  input: { callId: string; error: string; latencyMs: number },
+  queue: WriteRetryQueue = writeRetries,
+): Promise<'written' | 'queued' | 'failed'> {
+  return queue
+    .write(`the failure of LlmCall ${input.callId}`, (sinceFailureMs) => failLlmCall(db, { ...input, sinceFailureMs }))
+    .catch(() => 'failed' as const);
 }
 
 /**
@@ -152,6 +207,7 @@ export async function markInterruptedLlmCalls(
 }
 
 export async function getLlmCall(db: Queryable, id: string): Promise<LlmCall | null> {
+  if (!isIssuedId(id)) return null;
   const { rows } = await db.query<LlmCallRow>('SELECT * FROM llm_calls WHERE id = $1', [id]);
   return rows[0] ? toLlmCall(rows[0]) : null;
 }

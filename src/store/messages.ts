@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/types.ts';
 import type { Message, Role } from '../types.ts';
-import { cleanText, MESSAGE_COLUMNS, toJson, toMessage, type MessageRow } from './rows.ts';
+import { cleanText, isIssuedId, MESSAGE_COLUMNS, toJson, toMessage, type MessageRow } from './rows.ts';
 
 export interface NewMessage {
   role: Role;
@@ -50,6 +50,7 @@ export async function appendMessages(
   chatId: string,
   msgs: readonly NewMessage[],
 ): Promise<Message[] | null> {
+  if (!isIssuedId(chatId)) return null;
   if (msgs.length === 0) {
     const found = await db.query('SELECT 1 FROM chats WHERE id = $1', [chatId]);
     return found.rowCount ? [] : null;
@@ -65,6 +66,7 @@ export async function appendMessages(
 
 /** The transcript in order; empty for an unknown chat. */
 export async function listMessages(db: Queryable, chatId: string): Promise<Message[]> {
+  if (!isIssuedId(chatId)) return [];
   const { rows } = await db.query<MessageRow>(
     `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = $1 ORDER BY seq`,
     [chatId],

@@ -1,11 +1,14 @@
 // The one place where database rows become the spec's shapes (src/types.ts), plus the SQL fragments
 // that produce those rows, so every query selects exactly what its mapper reads.
 import type { ProviderName } from '../providers/types.ts';
+import '../text.ts'; // String#isWellFormed/toWellFormed types
 import type {
   AnswerCitation,
   ChatSummary,
+  LastRun,
   Message,
   Role,
+  RunStatus,
   SearchDetail,
   SearchResultItem,
   SearchSummary,
@@ -25,19 +28,31 @@ function isoOrNull(value: Date | string | null): string | null {
   return value === null ? null : iso(value);
 }
 
-// Postgres text and jsonb cannot hold U+0000; fetched pages and tool output sometimes do. Dropping it
-// beats losing the whole write.
+// Postgres text and jsonb cannot hold U+0000, and jsonb refuses a lone surrogate; fetched pages, tool
+// output and model text sometimes carry them (client input never does: src/http/json-check.ts refuses
+// it). Dropping NUL and replacing a lone surrogate with U+FFFD beats losing the whole write.
 export function cleanText(value: string): string;
 export function cleanText(value: string | null | undefined): string | null;
 export function cleanText(value: string | null | undefined): string | null {
   if (value === null || value === undefined) return null;
-  return value.includes('\0') ? value.replaceAll('\0', '') : value;
+  const v = value.includes('\0') ? value.replaceAll('\0', '') : value;
+  return v.isWellFormed() ? v : v.toWellFormed();
 }
 
-/** JSON text for a json/jsonb parameter, without U+0000 in any string. */
+// Every id this service issues is a UUID (randomUUID). Anything else cannot name a stored row, so the
+// store answers "not found" without asking Postgres, which would refuse some of it (U+0000).
+const ISSUED_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True when `id` has the shape of an id this service issues. */
+export function isIssuedId(id: string): boolean {
+  return ISSUED_ID.test(id);
+}
+
+/** JSON text for a json/jsonb parameter, without U+0000 or a lone surrogate in any string. */
 export function toJson(value: unknown): string {
   const json = JSON.stringify(value ?? null);
-  if (!json.includes('\\u0000')) return json;
+  // JSON.stringify writes U+0000 as `\u0000` and a lone surrogate as a `\udXXX` escape.
+  if (!json.includes('\\u0000') && !/\\ud[89a-f]/i.test(json)) return json;
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? cleanText(v) : v));
 }
 
@@ -176,7 +191,7 @@ export function toSearchDetail(row: SearchDetailRow): SearchDetail {
 
 // ---- LlmCall (the spec leaves its fields open; this is ours) ------------------------------------
 
-export type LlmCallStatus = 'running' | 'succeeded' | 'failed';
+export type LlmCallStatus = RunStatus;
 
 export interface LlmCall {
   id: string;
@@ -232,5 +247,41 @@ export function toLlmCall(row: LlmCallRow): LlmCall {
     requestId: row.request_id,
     toolRounds: row.tool_rounds,
     messageId: row.message_id,
+  };
+}
+
+// ---- the last run of a chat -------------------------------------------------------------------
+
+/** A chat's newest completion call as one JSON object (column `last_run`), null when it has none. */
+export function lastRunSql(c: string): string {
+  return `(SELECT json_build_object('id', l.id, 'provider', l.provider, 'model', l.model, 'status', l.status,
+                                    'error', l.error, 'started_at', l.started_at, 'finished_at', l.finished_at,
+                                    'latency_ms', l.latency_ms, 'input_tokens', l.input_tokens,
+                                    'output_tokens', l.output_tokens, 'total_tokens', l.total_tokens)
+             FROM llm_calls l WHERE l.chat_id = ${c}.id AND l.purpose = 'completion'
+            ORDER BY l.started_at DESC LIMIT 1) AS last_run`;
+}
+
+/** `last_run` as json_build_object gives it: timestamps in Postgres's text form. */
+export type LastRunRow = Pick<LlmCallRow, 'id' | 'provider' | 'model' | 'status' | 'error' | 'latency_ms' | 'input_tokens' | 'output_tokens' | 'total_tokens'> & {
+  started_at: string;
+  finished_at: string | null;
+};
+
+export function toLastRun(row: LastRunRow | null): LastRun | null {
+  if (!row) return null;
+  // Usage is stored whole or not at all (finishLlmCall*).
+  const usage =
+    row.total_tokens === null ? null : { inputTokens: row.input_tokens ?? 0, outputTokens: row.output_tokens ?? 0, totalTokens: row.total_tokens };
+  return {
+    callId: row.id,
+    provider: row.provider as ProviderName,
+    model: row.model,
+    status: row.status as RunStatus,
+    error: row.error,
+    startedAt: iso(row.started_at),
+    finishedAt: isoOrNull(row.finished_at),
+    latencyMs: row.latency_ms,
+    usage,
   };
 }

@@ -4,6 +4,7 @@ import type { Queryable } from '../db/types.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } from '../types.ts';
 import {
   cleanText,
+  isIssuedId,
   searchDetailColumns,
   searchSummaryColumns,
   starJoin,
@@ -58,6 +59,7 @@ export async function createSearch(
 }
 
 export async function getSearch(db: Queryable, id: string): Promise<SearchSummary | null> {
+  if (!isIssuedId(id)) return null;
   const { rows } = await db.query<SearchSummaryRow>(
     `${SUMMARY} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1`,
     [id],
@@ -67,6 +69,7 @@ export async function getSearch(db: Queryable, id: string): Promise<SearchSummar
 
 /** The search with its stored run; a search never run gets the spec's string defaults ('' and 0). */
 export async function getSearchDetail(db: Queryable, id: string): Promise<SearchDetail | null> {
+  if (!isIssuedId(id)) return null;
   const { rows } = await db.query<SearchDetailRow>(`${DETAIL} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1`, [
     id,
   ]);
@@ -86,6 +89,7 @@ export async function listSearches(db: Queryable, opts: { limit?: number } = {})
 
 /** Deletes the search and its project memberships. False when unknown. */
 export async function deleteSearch(db: Queryable, id: string): Promise<boolean> {
+  if (!isIssuedId(id)) return false;
   const { rows } = await db.query<{ n: number }>(
     `WITH d AS (DELETE FROM searches WHERE id = $1 RETURNING id),
           m AS (DELETE FROM project_members WHERE item_type = 'search' AND item_id = $1)
@@ -117,6 +121,7 @@ export async function findLatestByNormalizedQuery(db: Queryable, query: string):
 
 /** Stores a run, replacing the previous results and answer, and bumps updatedAt. Null when unknown. */
 export async function saveSearchRun(db: Queryable, id: string, run: SearchRun): Promise<SearchDetail | null> {
+  if (!isIssuedId(id)) return null;
   const query = cleanText(run.query.trim());
   const { rows } = await db.query<SearchDetailRow>(
     `WITH s AS (

@@ -4,6 +4,7 @@ import type { Queryable } from '../db/types.ts';
 import type { ChatSummary, SearchSummary } from '../types.ts';
 import {
   chatColumns,
+  isIssuedId,
   searchSummaryColumns,
   STARRED_PROJECT,
   toChatSummary,
@@ -25,6 +26,7 @@ const ITEMS = {
  * existing membership too, including one a concurrent request inserted after this statement's snapshot.
  */
 async function star<R>(db: Queryable, type: ItemType, id: string, starred: boolean): Promise<R | undefined> {
+  if (!isIssuedId(id)) return undefined;
   const { table, columns } = ITEMS[type];
   const sql = starred
     ? `WITH i AS (SELECT * FROM ${table} WHERE id = $1),

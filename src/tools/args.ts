@@ -1,6 +1,7 @@
 // Argument checks shared by the tools. Models send malformed arguments now and then; a ToolError
 // that names the argument lets the model correct itself in the next round.
 import { ToolError } from './types.ts';
+import { sliceUnits } from '../text.ts';
 
 export function requireString(tool: string, args: Record<string, unknown>, name: string): string {
   const v = args[name];
@@ -29,13 +30,13 @@ export function optionalInt(
 /** Cuts text to `max` characters and says so, so the model knows it did not see everything. */
 export function capText(text: string, max: number, what = 'output'): string {
   if (text.length <= max) return text;
-  return `${text.slice(0, max)}\n\n[${what} truncated: showing the first ${max} of ${text.length} characters]`;
+  return `${sliceUnits(text, max)}\n\n[${what} truncated: showing the first ${max} of ${text.length} characters]`;
 }
 
 /** One-line preview for the tool_call event. */
 export function previewOf(text: string, max = 200): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+  return flat.length > max ? `${sliceUnits(flat, max)}…` : flat;
 }
 
 /** The message of an unknown thrown value. */

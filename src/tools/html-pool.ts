@@ -1,8 +1,6 @@
-// The piscina pool that runs html-worker.mjs. Created on first use (most processes never fetch a page)
-// and closed by closeHtmlPool() on shutdown so it does not keep the process alive.
-import os from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { Piscina } from 'piscina';
+// HTML to text for fetch_url, in the shared CPU pool (src/cpu-pool.ts): big pages take long enough
+// to stall every run sharing the thread.
+import { runInPool } from '../cpu-pool.ts';
 
 export interface HtmlTask {
   html: string;
@@ -15,26 +13,8 @@ export interface HtmlResult {
   text: string;
 }
 
-let pool: Piscina<HtmlTask, HtmlResult> | null = null;
-
-function getPool(): Piscina<HtmlTask, HtmlResult> {
-  pool ??= new Piscina<HtmlTask, HtmlResult>({
-    filename: fileURLToPath(new URL('./html-worker.mjs', import.meta.url)),
-    minThreads: 0,
-    // Conversions are rare and short: a few threads, never all cores (the actor hosts need them).
-    maxThreads: Math.max(1, Math.min(4, Math.floor(os.availableParallelism() / 2))),
-    // Idle workers exit, so a process that fetched one page does not hold threads forever.
-    idleTimeout: 30_000,
-  });
-  return pool;
-}
+const WORKER = new URL('./html-worker.mjs', import.meta.url);
 
 export async function htmlToTextInPool(task: HtmlTask, signal?: AbortSignal): Promise<HtmlResult> {
-  return getPool().run(task, { signal: signal ?? null });
-}
-
-export async function closeHtmlPool(): Promise<void> {
-  const p = pool;
-  pool = null;
-  if (p) await p.destroy();
+  return runInPool<HtmlTask, HtmlResult>(WORKER, task, { signal });
 }

@@ -28,22 +28,52 @@ const RANGE_NAMES: Record<string, string> = {
   reserved: 'reserved',
 };
 
-/** IPv6 forms that carry an IPv4 address inside: check the IPv4 address they lead to. */
+/**
+ * IPv6 forms that carry an IPv4 address inside, and where it sits: the IPv4 address is what the
+ * packets finally reach, so it is the one to check. ipaddr.js names most of these ranges but
+ * converts only the IPv4-mapped one (toIPv4Address throws for SIIT), so the bytes are read here.
+ */
 function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4 | null {
-  const range = ip.range();
-  if (range === 'ipv4Mapped' || range === 'rfc6145') return ip.toIPv4Address();
   const b = ip.toByteArray();
-  if (range === 'rfc6052') return new ipaddr.IPv4(b.slice(12, 16)); // NAT64 64:ff9b::/96
-  if (range === '6to4') return new ipaddr.IPv4(b.slice(2, 6)); // 2002:AABB:CCDD::/16
+  const last4 = () => new ipaddr.IPv4(b.slice(12, 16));
+  switch (ip.range()) {
+    case 'ipv4Mapped': // ::ffff:a.b.c.d
+    case 'rfc6145': // ::ffff:0:a.b.c.d (SIIT)
+      return last4();
+    case 'rfc6052': // NAT64 64:ff9b::/96; the local-use 64:ff9b:1::/48 is refused whole (see below)
+      return b.slice(4, 12).every((x) => x === 0) ? last4() : null;
+    case '6to4': // 2002:AABB:CCDD::/16
+      return new ipaddr.IPv4(b.slice(2, 6));
+    default:
+      // IPv4-compatible ::a.b.c.d (deprecated, ::/96), which ipaddr.js calls unicast; not :: or ::1.
+      if (b.slice(0, 12).every((x) => x === 0) && (b[12]! | b[13]! | b[14]!) !== 0) return last4();
+      return null;
+  }
+}
+
+/** IPv6 ranges refused whatever they embed: where they lead cannot be known from the address. */
+function tunnelRange(ip: ipaddr.IPv6): string | null {
+  const range = ip.range();
+  // Teredo relays to a client behind NAT (2001::/32).
+  if (range === 'teredo') return 'a Teredo tunnel address (2001::/32)';
+  // RFC 8215 local-use NAT64: the operator picks the prefix length, so the IPv4 part has no fixed place.
+  if (range === 'rfc6052' && embeddedIPv4(ip) === null) return 'local-use NAT64 (64:ff9b:1::/48)';
   return null;
 }
 
-/** The default policy: only globally routable unicast addresses. */
+/** The default policy: only globally routable unicast addresses. Never throws. */
 export function classifyAddress(address: string): string | null {
-  if (!ipaddr.isValid(address)) return 'not a valid IP address';
-  let ip = ipaddr.parse(address);
+  let ip: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    ip = ipaddr.parse(address);
+  } catch {
+    return 'not a valid IP address';
+  }
   if (ip.kind() === 'ipv6') {
-    const v4 = embeddedIPv4(ip as ipaddr.IPv6);
+    const v6 = ip as ipaddr.IPv6;
+    const tunnel = tunnelRange(v6);
+    if (tunnel) return tunnel;
+    const v4 = embeddedIPv4(v6);
     if (v4) {
       const inner = classifyAddress(v4.toString());
       return inner ? `${inner} (IPv4 ${v4.toString()} inside an IPv6 address)` : null;

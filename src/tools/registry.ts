@@ -2,7 +2,7 @@
 import type { Config } from '../config.ts';
 import { codingExecTool } from './coding-exec.ts';
 import { fetchUrlTool } from './fetch-url.ts';
-import { closeHtmlPool } from './html-pool.ts';
+import { closeCpuPool } from '../cpu-pool.ts';
 import { shellExecTool } from './shell-exec.ts';
 import type { ServiceTool } from './types.ts';
 import { webSearchTool } from './web-search.ts';
@@ -17,17 +17,7 @@ export function availableTools(config: ToolFlags): ServiceTool[] {
   return tools;
 }
 
-export function toolByName(config: ToolFlags, name: string): ServiceTool | undefined {
-  return availableTools(config).find((t) => t.name === name);
-}
-
-/** The available tools among `names`, in registry order; unknown or disabled names are ignored. */
-export function filterEnabled(config: ToolFlags, names: readonly string[]): ServiceTool[] {
-  const wanted = new Set(names);
-  return availableTools(config).filter((t) => wanted.has(t.name));
-}
-
-/** Releases what the tools hold (the HTML worker pool) so the process can exit cleanly. */
+/** Releases what the tools hold (the CPU pool that converts HTML) so the process can exit cleanly. */
 export async function closeTools(): Promise<void> {
-  await closeHtmlPool();
+  await closeCpuPool();
 }

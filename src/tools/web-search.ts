@@ -6,6 +6,7 @@ import { EngineError } from '../engines/errors.ts';
 import type { SearchResultItem } from '../types.ts';
 import { capText, optionalInt, previewOf, requireString } from './args.ts';
 import { ToolError, type ServiceTool, type ToolContext } from './types.ts';
+import { sliceUnits } from '../text.ts';
 
 const DEFAULT_RESULTS = 8;
 const MAX_RESULTS = 20;
@@ -16,7 +17,7 @@ const SEARCH_TIMEOUT_MS = 30_000;
 
 function clip(text: string, max = PER_FIELD_CHARS): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+  return flat.length > max ? `${sliceUnits(flat, max)}…` : flat;
 }
 
 export function formatResults(query: string, engine: string, results: SearchResultItem[]): string {

@@ -75,11 +75,9 @@ describe('faults', () => {
   it('an actor host that dies ends its runs with error; a new host takes the next runs', async () => {
     const { supervisor } = t.server.ctx;
     // An unknown run kind throws inside the worker's message handler: an uncaught error kills it.
-    const entry = supervisor.reserve('no_such_kind' as never, null);
-    supervisor.launch(entry, {}, undefined, 'test');
-    const hostBefore = entry.host;
-    assert.ok(hostBefore);
-    const result = await entry.result;
+    const started = supervisor.start({ kind: 'no_such_kind' as never, key: null, request: {} as never, ifRunning: 'reject', label: 'test' });
+    assert.ok(started.ok, 'the run was placed on a host');
+    const result = await started.handle.result;
     if (result.ok) assert.fail('expected the crash to fail the run');
     assert.match(result.message, /run host failed/);
     const ok = await t.call('POST', '/v1/chat-completions', ask(sim({ reply: 'still here' })));

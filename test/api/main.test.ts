@@ -2,54 +2,11 @@
 // a data directory and a port. It logs its address, serves, stops cleanly on SIGTERM, and what it
 // stored is there after a restart. A bad variable stops the start with a message naming it.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
-interface Running {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-}
-
-function start(env: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line in time:\n${out}`)), 60_000);
-    const check = () => {
-      const m = /listening on (http:\/\/[^"\s]+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]!, output: () => out });
-      }
-    };
-    child.stdout!.on('data', check);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(Object.assign(new Error(`exited with ${code}:\n${out}`), { code, out }));
-    });
-  });
-}
-
-function stop(r: Running): Promise<number | null> {
-  return new Promise((resolve) => {
-    r.child.removeAllListeners('exit');
-    r.child.on('exit', (code) => resolve(code));
-    r.child.kill('SIGTERM');
-  });
-}
+import { startService as start, stopService as stop } from '../helpers/process.ts';
 
 describe('the service process', () => {
   let dataDir: string;

@@ -5,7 +5,7 @@ import { startServer, type Server } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { Clock } from '../../src/context.ts';
 import { createLogger } from '../../src/log.ts';
-import { startSimulator, type SimHandle } from '../sim/server.ts';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { createScratchPostgres, freshEmbeddedDataDir } from './db.ts';
 
 export type DbKind = 'embedded' | 'postgres';
@@ -17,6 +17,8 @@ export function apiDatabases(): DbKind[] {
 
 export interface TestServerOptions {
   db?: DbKind;
+  /** Use this database as it is (e.g. on a throwaway cluster the test controls) instead of a fresh one. */
+  databaseUrl?: string;
   actorThreads?: number;
   env?: Record<string, string>;
   clock?: Clock;
@@ -88,7 +90,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     ...simEnv(sim),
     ...opts.env,
   };
-  if ((opts.db ?? 'embedded') === 'postgres') {
+  if (opts.databaseUrl) {
+    env.DATABASE_URL = opts.databaseUrl;
+  } else if ((opts.db ?? 'embedded') === 'postgres') {
     const scratch = await createScratchPostgres();
     env.DATABASE_URL = scratch.url;
     cleanups.push(scratch.drop);
@@ -101,6 +105,24 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const server = await startServer(config, { log: createLogger('silent'), clock: opts.clock });
   const url = server.url;
 
+  const { call, stream } = httpClient(url);
+
+  return {
+    url,
+    server,
+    sim,
+    call,
+    stream,
+    async close() {
+      await server.close();
+      if (ownSim) await sim.close();
+      for (const c of cleanups) await c();
+    },
+  };
+}
+
+/** `call` and `stream` against a service at `url` (in this process or another). */
+export function httpClient(url: string): Pick<TestServer, 'call' | 'stream'> {
   async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
     const init: RequestInit = { method, headers: { ...headers } };
     if (body !== undefined) {
@@ -134,18 +156,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     return { status: res.status, headers: res.headers, events };
   }
 
-  return {
-    url,
-    server,
-    sim,
-    call,
-    stream,
-    async close() {
-      await server.close();
-      if (ownSim) await sim.close();
-      for (const c of cleanups) await c();
-    },
-  };
+  return { call, stream };
 }
 
 /**

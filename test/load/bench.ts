@@ -3,18 +3,23 @@
 // every target with the generator (its own process) and writes bench/results.{json,md} and
 // bench/added-p99.svg. Everything is on 127.0.0.1, bounded in count and time, and stops by itself.
 //
-// Knobs (env): BENCH_SWEEP=100:20:120,1000:20:120,5000:4:40 (K:rate:deltas)  BENCH_STARTS_PER_SEC=1000
-//   BENCH_TARGETS=floor,nginx,peer,service  BENCH_CASES=provider_c:true,...  BENCH_BIG_K_CASES  BENCH_CHECKS=0
+// Knobs (env): BENCH_SWEEP=100:20:120,1000:20:120,5000:4:40,10000:2:40 (K:rate:deltas)  BENCH_STARTS_PER_SEC=1000
+//   BENCH_TARGETS=floor,nginx,peer,service  BENCH_CASES=provider_c:true,...  BENCH_BIG_K_CASES  BENCH_HUGE_K_CASES
+//   BENCH_PEER_MAX_K=5000  BENCH_EXTRAS=provider_b,web_search,embedded (BENCH_EXTRAS_K=1000, BENCH_EMBEDDED_K=100)
+//   BENCH_BURST=1000 (start-burst K; 0 = off)  BENCH_CHECKS=0  BENCH_REATTACH=0
+//   BENCH_CLUSTER=0 BENCH_CLUSTER_K=1000 BENCH_REDIS_URL (the cluster rows: test/load/cluster.ts)
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
-//   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=540 (runs left after this are skipped, with a note)
+//   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=1200 (runs left after this are skipped, with a note)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
-import { markdown, svgChart } from './report.ts';
+import { costChart, latencyChart } from './charts.ts';
+import { markdown } from './report.ts';
 import { childByName, cpuMicros, openFilesLimit, rssKb, rssSampler, sleep, start, stopAll, type Child } from './procs.ts';
-import { runChecks } from './scenarios.ts';
+import { runClusterChecks } from './cluster.ts';
+import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startService, startSimulator, type SimUrls } from './targets.ts';
 
 export interface Row {
@@ -23,13 +28,21 @@ export interface Row {
   persist: boolean | null;
   k: number;
   rate: number;
-  scenario?: string;
+  /** `stream`: K streams of D deltas; `start-burst`: K streams of one delta each (the cost of a start). */
+  scenario: 'stream' | 'start-burst';
+  /** Tells apart rows of one target/provider/persist/K: `reattach`, `web_search`, `embedded`. */
+  variant?: string;
   ttfdP50Ms: number | null;
   ttfdP99Ms: number | null;
   addedP50Ms: number | null;
   addedP99Ms: number | null;
   cpuUsPerDelta: number | null;
   rssKbPerStream: number | null;
+  /** Start-burst rows: CPU of the process under test over the burst ÷ K. */
+  cpuUsPerStart?: number | null;
+  /** Time to first delta over the floor's at the same K and scenario (p50, p99). */
+  ttfdAddedP50Ms?: number | null;
+  ttfdAddedP99Ms?: number | null;
   streams: number;
   failed: number | null;
   lost: number | null;
@@ -40,6 +53,8 @@ export interface Row {
   deltas?: number;
   seconds?: number;
   simCpuUsPerDelta?: number | null;
+  /** The simulator's RSS growth over the run ÷ K: the floor's memory per stream. */
+  simRssKbPerStream?: number | null;
   reasons?: Record<string, number>;
   /** 1-minute load average before the run: other work on the machine shows up here. */
   loadAvg1?: number;
@@ -49,7 +64,8 @@ const env = process.env;
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
 // floor itself (simulator + generator, nothing in between) saturates this 2-core machine near 40k
 // deltas/s, so no target's added latency could be read there; the step is about 5,000 open streams.
-const SWEEP = (env.BENCH_SWEEP ?? '100:20:120,1000:20:120,5000:4:40').split(',').map((s) => {
+// K=10,000 at 2/s is the same 20k deltas/s again, with twice the streams open: the cost curve's last point.
+const SWEEP = (env.BENCH_SWEEP ?? '100:20:120,1000:20:120,5000:4:40,10000:2:40').split(',').map((s) => {
   const [k, r, d] = s.split(':').map(Number);
   return { k: k!, rate: r!, deltas: d! };
 });
@@ -65,7 +81,16 @@ const CHECKS = env.BENCH_CHECKS !== '0';
 // deltas; two cases keep `make bench` under 10 minutes (BENCH_BIG_K_CASES=all for the four).
 const BIG_K = 5000;
 const BIG_K_CASES = env.BENCH_BIG_K_CASES === 'all' ? CASES : new Set((env.BENCH_BIG_K_CASES ?? 'provider_c:true,provider_c:false').split(','));
-const BUDGET_MS = Number(env.BENCH_BUDGET_S ?? 540) * 1000;
+const HUGE_K = 10000;
+const HUGE_K_CASES = new Set((env.BENCH_HUGE_K_CASES ?? 'provider_c:true').split(','));
+// The peer resets connections from K=5,000 on (ECONNRESET) and each failed stream waits out its deadline.
+const PEER_MAX_K = Number(env.BENCH_PEER_MAX_K ?? 5000);
+const EXTRAS = new Set((env.BENCH_EXTRAS ?? 'provider_b,web_search,embedded').split(',').filter(Boolean));
+const EXTRAS_K = Number(env.BENCH_EXTRAS_K ?? 1000);
+const EMBEDDED_K = Number(env.BENCH_EMBEDDED_K ?? 100);
+const BURST_K = Number(env.BENCH_BURST ?? 1000);
+const REATTACH = env.BENCH_REATTACH !== '0';
+const BUDGET_MS = Number(env.BENCH_BUDGET_S ?? 1200) * 1000;
 const began = performance.now();
 const PEER_NOTE = '@portkey-ai/gateway 1.15.2, its own Node server (--headless), provider openai with the simulator as custom host; '
   + 'runs with @hono/node-server 2.x (package.json override: 1.x fails every stream with TypeError: immutable); it holds the first chunk 25 ms by design';
@@ -100,6 +125,12 @@ export const ccBody = (deltas: number, rate: number) =>
   JSON.stringify({ model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: `load __I__\n${simLine(deltas, rate)}` }] });
 export const serviceBody = (provider: string, persist: boolean, deltas: number, rate: number) =>
   JSON.stringify({ provider, model: 'm', persist, enabledTools: [], messages: [{ role: 'user', content: `load __I__\n${simLine(deltas, rate)}` }] });
+/** One web_search round (the simulator's engine_a answers), then the stamped answer. */
+const webSearchBody = (deltas: number, rate: number) =>
+  JSON.stringify({
+    provider: 'provider_c', model: 'm', persist: true, enabledTools: ['web_search'],
+    messages: [{ role: 'user', content: `load __I__\nSIM ${JSON.stringify({ deltas, rate, stamp: true, tools: [{ name: 'web_search', args: { query: 'tide pools' } }] })}` }],
+  });
 
 interface Measured {
   loadAvg1: number;
@@ -107,6 +138,7 @@ interface Measured {
   cpuUs: number | null;
   rssKbPerStream: number | null;
   simCpuUs: number;
+  simRssKbPerStream: number;
 }
 
 /** Warm-up (JIT, connection setup), idle RSS, then the measured job with CPU and peak RSS around it. */
@@ -118,21 +150,28 @@ async function measure(pid: number | null, simPid: number, job: GenJob): Promise
   const idle = pid ? rssKb(pid) : 0;
   const cpu0 = pid ? cpuMicros(pid) : 0;
   const sim0 = cpuMicros(simPid);
+  const simIdle = rssKb(simPid);
   const sampler = pid ? rssSampler(pid) : null;
+  const simSampler = rssSampler(simPid);
   const result = await generate(job);
   const peak = sampler?.stop() ?? 0;
+  const simPeak = simSampler.stop();
   return {
     loadAvg1,
     result,
     cpuUs: pid ? cpuMicros(pid) - cpu0 : null,
     rssKbPerStream: pid ? (peak - idle) / job.k : null,
     simCpuUs: cpuMicros(simPid) - sim0,
+    simRssKbPerStream: (simPeak - simIdle) / job.k,
   };
 }
 
 const r2 = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? null : Number(v.toFixed(2)));
 
-function toRow(base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate'>, m: Measured, floor: Row | undefined, note?: string): Row {
+type Base = Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate' | 'scenario' | 'variant'>;
+const diff = (a: number | null, b: number | null | undefined) => (a === null || b === null || b === undefined ? null : r2(a - b));
+
+function toRow(base: Base, m: Measured, floor: Row | undefined, note?: string): Row {
   const { result: g } = m;
   const lat = g.latencyMs;
   const isFloor = base.target === 'floor';
@@ -140,10 +179,12 @@ function toRow(base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate'>
     ...base,
     ttfdP50Ms: g.ttfdMs.p50,
     ttfdP99Ms: g.ttfdMs.p99,
+    ...(isFloor ? {} : { ttfdAddedP50Ms: diff(g.ttfdMs.p50, floor?.ttfdP50Ms), ttfdAddedP99Ms: diff(g.ttfdMs.p99, floor?.ttfdP99Ms) }),
     addedP50Ms: isFloor || !floor || lat.p50 === null ? null : r2(lat.p50 - floor.latencyP50Ms!),
     addedP99Ms: isFloor || !floor || lat.p99 === null ? null : r2(lat.p99 - floor.latencyP99Ms!),
     cpuUsPerDelta: m.cpuUs === null || g.deltas === 0 ? null : r2(m.cpuUs / g.deltas),
     rssKbPerStream: r2(m.rssKbPerStream),
+    ...(base.scenario === 'start-burst' ? { cpuUsPerStart: m.cpuUs === null ? null : r2(m.cpuUs / g.streams) } : {}),
     streams: g.streams,
     failed: g.failed,
     lost: g.lost,
@@ -154,35 +195,36 @@ function toRow(base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate'>
     deltas: g.deltas,
     seconds: g.seconds,
     simCpuUsPerDelta: r2(m.simCpuUs / Math.max(1, g.deltas)),
+    simRssKbPerStream: r2(m.simRssKbPerStream),
     ...(Object.keys(g.reasons).length ? { reasons: g.reasons } : {}),
     loadAvg1: m.loadAvg1,
   };
 }
 
-const failedRow = (base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate'>, note: string): Row => ({
+const failedRow = (base: Base, note: string): Row => ({
   ...base, ttfdP50Ms: null, ttfdP99Ms: null, addedP50Ms: null, addedP99Ms: null, cpuUsPerDelta: null,
   rssKbPerStream: null, streams: base.k, failed: null, lost: null, duplicated: null, note,
 });
 
 async function main(): Promise<void> {
-  const maxK = Math.max(...KS);
+  const maxK = Math.max(...KS, BURST_K);
   const limit = openFilesLimit();
   if (limit < maxK * 2 + 1024) log(`warning: open-files limit ${limit} is low for K=${maxK} (raise with: ulimit -n $(ulimit -Hn))`);
   mkdirSync(OUT, { recursive: true });
   const rows: Row[] = [];
   const sim = await startSimulator();
-  log(`simulator on ${sim.port}; sweep K:rate:deltas ${SWEEP.map((s) => `${s.k}:${s.rate}:${s.deltas}`).join(', ')}`);
+  log(`simulator on ${sim.port}; sweep K:rate:deltas ${SWEEP.map((s) => `${s.k}:${s.rate}:${s.deltas}`).join(', ')}; start burst K=${BURST_K}`);
   const nginxBin = TARGETS.has('nginx') ? ensureNginx() : null;
   const nginx = nginxBin ? await startNginx(nginxBin, sim.port, maxK) : null;
   const peer = TARGETS.has('peer') ? await startPeer().catch((err: Error) => (log(`peer did not start: ${err.message}`), null)) : null;
   const peerProbe = peer ? await probePeer(peer.port, sim.urls) : 'not started';
   if (peerProbe) log(`peer gateway streaming fails: ${peerProbe}`);
   const db = await createBenchDb();
+  const embeddedDir = path.join(OUT, `data-${process.pid}`);
   const maxRuns = maxK * 2 + 1000;
   type Step = (typeof SWEEP)[number];
-  const svcJob = (port: number, provider: string, persist: boolean, { k, rate, deltas }: Step): GenJob => ({
-    mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat-completions/stream', body: serviceBody(provider, persist, deltas, rate),
-    kind: 'sse', k, deltas, rate, startsPerSec: STARTS,
+  const svcJob = (port: number, body: string, { k, rate, deltas }: Step): GenJob => ({
+    mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat-completions/stream', body, kind: 'sse', k, deltas, rate, startsPerSec: STARTS,
   });
   // The simulator wants an API key like the real providers do; the peer forwards its own header.
   const ccJob = (port: number, p: string, { k, rate, deltas }: Step, headers: Record<string, string> = { authorization: 'Bearer k' }): GenJob => ({
@@ -190,70 +232,106 @@ async function main(): Promise<void> {
   });
   const ccPath = new URL(sim.urls.provider_c).pathname + '/chat/completions';
   const overBudget = () => performance.now() - began > BUDGET_MS;
+  const run = async (base: Base, go: () => Promise<Row>): Promise<Row | undefined> => {
+    if (overBudget()) return void rows.push(failedRow(base, `skipped: the bench passed its ${BUDGET_MS / 1000} s budget`));
+    const row = await go().catch((err: Error) => failedRow(base, `run failed: ${err.message.split('\n')[0]}`));
+    rows.push(row);
+    log(`${row.target.padEnd(7)} ${row.scenario}${row.variant ? `/${row.variant}` : ''} ${row.provider} persist=${row.persist} K=${row.k}: `
+      + `ttfd p50 ${row.ttfdP50Ms} p99 ${row.ttfdP99Ms}, lat p50 ${row.latencyP50Ms} p99 ${row.latencyP99Ms}, added p99 ${row.addedP99Ms}, `
+      + `cpu ${row.cpuUsPerDelta} µs/δ${row.cpuUsPerStart != null ? ` ${row.cpuUsPerStart} µs/start` : ''}, rss ${row.rssKbPerStream} KB/stream, `
+      + `failed ${row.failed} lost ${row.lost} dup ${row.duplicated}${row.reasons ? ' ' + JSON.stringify(row.reasons) : ''} (load ${row.loadAvg1})`);
+    return row;
+  };
+  /** floor, nginx and the peer for one step: the baselines every service row of the step is read against. */
+  const baselines = async (step: Step, scenario: Row['scenario']): Promise<Row | undefined> => {
+    const { k, rate } = step;
+    const floorBase: Base = { target: 'floor', provider: 'provider_c', persist: null, k, rate, scenario };
+    const floor = await run(floorBase, async () => toRow(floorBase, await measure(null, sim.child.pid, ccJob(sim.port, ccPath, step)), undefined));
+    if (TARGETS.has('nginx')) {
+      const base: Base = { target: 'nginx', provider: 'provider_c', persist: null, k, rate, scenario };
+      if (!nginx) rows.push(failedRow(base, 'nginx is not installed and could not be installed'));
+      else await run(base, async () => toRow(base, await measure(nginx.child.pid, sim.child.pid, ccJob(nginx.port, ccPath, step)), floor));
+    }
+    if (TARGETS.has('peer')) {
+      const base: Base = { target: 'peer', provider: 'provider_c', persist: null, k, rate, scenario };
+      if (!peer || peerProbe) rows.push(failedRow(base, `@portkey-ai/gateway streaming fails on Node ${process.versions.node}: ${peerProbe}`));
+      else if (k > PEER_MAX_K) rows.push(failedRow(base, `not run: the peer resets connections from K=5,000 on (BENCH_PEER_MAX_K=${PEER_MAX_K})`));
+      else await run(base, async () => toRow(base, await measure(peer.child.pid, sim.child.pid, ccJob(peer.port, '/v1/chat/completions', step, peerHeaders(sim.urls))), floor, PEER_NOTE));
+    }
+    return floor;
+  };
+  const serviceRun = (base: Base, body: string, step: Step, floor: Row | undefined, note?: string, dataDir?: string) =>
+    run(base, () =>
+      withService(sim.urls, dataDir ? null : db.url, maxRuns, async (svc) => toRow(base, await measure(svc.pid, sim.child.pid, svcJob(svc.port, body, step)), floor, note), dataDir),
+    );
   try {
-    for (const step of SWEEP) {
-      const { k, rate } = step;
-      let floor: Row | undefined;
-      const run = async (base: Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate'>, go: () => Promise<Row>): Promise<void> => {
-        if (overBudget()) return void rows.push(failedRow(base, `skipped: the bench passed its ${BUDGET_MS / 1000} s budget`));
-        const row = await go().catch((err: Error) => failedRow(base, `run failed: ${err.message.split('\n')[0]}`));
-        rows.push(row);
-        log(`${row.target.padEnd(7)} ${row.provider} persist=${row.persist} K=${k}: ttfd p50 ${row.ttfdP50Ms} p99 ${row.ttfdP99Ms}, `
-          + `lat p50 ${row.latencyP50Ms} p99 ${row.latencyP99Ms}, added p99 ${row.addedP99Ms}, cpu ${row.cpuUsPerDelta} µs/δ, `
-          + `rss ${row.rssKbPerStream} KB/stream, failed ${row.failed} lost ${row.lost} dup ${row.duplicated}${row.reasons ? ' ' + JSON.stringify(row.reasons) : ''}`);
-      };
-      await run({ target: 'floor', provider: 'provider_c', persist: null, k, rate }, async () => {
-        floor = toRow({ target: 'floor', provider: 'provider_c', persist: null, k, rate }, await measure(null, sim.child.pid, ccJob(sim.port, ccPath, step)), undefined);
-        return floor;
-      });
-      if (TARGETS.has('nginx')) {
-        const base = { target: 'nginx' as const, provider: 'provider_c', persist: null, k, rate };
-        if (!nginx) rows.push(failedRow(base, 'nginx is not installed and could not be installed'));
-        else await run(base, async () => toRow(base, await measure(nginx.child.pid, sim.child.pid, ccJob(nginx.port, ccPath, step)), floor));
-      }
-      if (TARGETS.has('peer')) {
-        const base = { target: 'peer' as const, provider: 'provider_c', persist: null, k, rate };
-        if (!peer || peerProbe) rows.push(failedRow(base, `@portkey-ai/gateway streaming fails on Node ${process.versions.node}: ${peerProbe}`));
-        else await run(base, async () => toRow(base, await measure(peer.child.pid, sim.child.pid, ccJob(peer.port, '/v1/chat/completions', step, peerHeaders(sim.urls))), floor, PEER_NOTE));
-      }
-      if (!TARGETS.has('service')) continue;
-      for (const provider of ['provider_c', 'provider_a']) {
-        for (const persist of [true, false]) {
-          if (!(k >= BIG_K ? BIG_K_CASES : CASES).has(`${provider}:${persist}`)) continue;
-          const base = { target: 'service' as const, provider, persist, k, rate };
-          await run(base, () =>
-            withService(sim.urls, db.url, maxRuns, async (svc) => {
-              const m = await measure(svc.pid, sim.child.pid, svcJob(svc.port, provider, persist, step));
-              return toRow(base, m, floor, provider === 'provider_a' ? 'Responses upstream; added is over the Chat Completions floor' : undefined);
-            }),
-          );
-        }
+    if (BURST_K > 0) {
+      // The start burst first: K streams of one delta each, started at STARTS/s: what a start costs. It is
+      // short, and a bench that runs past its budget skips the sweep's last steps rather than this.
+      const step = { k: BURST_K, rate: 1, deltas: 1 };
+      const floor = await baselines(step, 'start-burst');
+      for (const persist of TARGETS.has('service') ? [true, false] : []) {
+        await serviceRun({ target: 'service', provider: 'provider_c', persist, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', persist, 1, 1), step, floor);
       }
     }
-    const checks = CHECKS && TARGETS.has('service') && !overBudget()
-      ? await runChecks({ sim: sim.urls, dbUrl: db.url, D: 120, RATE: 20, STARTS, rows, log, withService, generate, serviceBody })
-      : { skipped: 'BENCH_CHECKS=0, service not in BENCH_TARGETS, or over budget' };
+    for (const step of SWEEP) {
+      const { k, rate, deltas } = step;
+      const floor = await baselines(step, 'stream');
+      if (!TARGETS.has('service')) continue;
+      const cases = k >= HUGE_K ? HUGE_K_CASES : k >= BIG_K ? BIG_K_CASES : CASES;
+      for (const provider of ['provider_c', 'provider_a', 'provider_b']) {
+        for (const persist of [true, false]) {
+          const extra = provider === 'provider_b' && persist && k === EXTRAS_K && EXTRAS.has('provider_b');
+          if (!cases.has(`${provider}:${persist}`) && !extra) continue;
+          const note = provider === 'provider_c' ? undefined : `${provider === 'provider_a' ? 'Responses' : 'Messages'} upstream; added is over the Chat Completions floor`;
+          await serviceRun({ target: 'service', provider, persist, k, rate, scenario: 'stream' }, serviceBody(provider, persist, deltas, rate), step, floor, note);
+        }
+      }
+      if (k === EXTRAS_K && EXTRAS.has('web_search')) {
+        await serviceRun({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'web_search' }, webSearchBody(deltas, rate), step, floor,
+          'one web_search round per stream (engine_a on the simulator), then the stamped answer; with a tool enabled the service holds each round\'s text up to 512 characters or 1 s to see whether it calls tools, so latency includes that hold');
+      }
+      if (k === EMBEDDED_K && EXTRAS.has('embedded')) {
+        rmSync(embeddedDir, { recursive: true, force: true });
+        await serviceRun({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'embedded' }, serviceBody('provider_c', true, deltas, rate), step, floor,
+          'the embedded PGlite database (no DATABASE_URL: what `make run` users get), fresh DATA_DIR', embeddedDir);
+        rmSync(embeddedDir, { recursive: true, force: true });
+      }
+      if (CHECKS && REATTACH && TARGETS.has('service')) {
+        await run({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'reattach' }, () =>
+          reattachRow({ sim: sim.urls, dbUrl: db.url, step, STARTS, floor, withService, generate, serviceBody }));
+      }
+    }
+    // Storm and overload take about a minute together: they run even past the budget.
+    const checks = CHECKS && TARGETS.has('service')
+      ? await runChecks({ sim: sim.urls, dbUrl: db.url, D: 120, RATE: 20, STARTS, log, withService, generate, serviceBody })
+      : { skipped: 'BENCH_CHECKS=0 or service not in BENCH_TARGETS' };
+    (checks as Record<string, unknown>).cluster = TARGETS.has('service') && env.BENCH_CLUSTER !== '0' && !overBudget()
+      ? await runClusterChecks({ sim: sim.urls, dbUrl: db.url, nginxBin: nginxBin ?? ensureNginx(), D: 120, RATE: 20, STARTS, rows, log, generate, serviceBody })
+      : { skipped: 'BENCH_CLUSTER=0, service not in BENCH_TARGETS, or over budget' };
     const meta = {
       date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
-      sweep: SWEEP, startsPerSec: STARTS, database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
+      sweep: SWEEP, startsPerSec: STARTS, burstK: BURST_K, database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
       peer: peerProbe ? `failing: ${peerProbe}` : 'ok', profile: PROFILE, commit: gitDescribe(), seconds: Math.round((performance.now() - began) / 1000),
     };
     const dir = env.BENCH_RESULTS_DIR ?? (PROFILE ? OUT : path.resolve(import.meta.dirname, '../../bench'));
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'results.json'), JSON.stringify({ meta, runs: rows, checks }, null, 2) + '\n');
     writeFileSync(path.join(dir, 'results.md'), markdown(rows, meta, checks));
-    writeFileSync(path.join(dir, 'added-p99.svg'), svgChart(rows));
-    log(`wrote ${path.relative(process.cwd(), dir)}/results.json, results.md, added-p99.svg`);
+    writeFileSync(path.join(dir, 'added-p99.svg'), latencyChart(rows));
+    writeFileSync(path.join(dir, 'cost-curve.svg'), costChart(rows));
+    log(`wrote ${path.relative(process.cwd(), dir)}/results.json, results.md, added-p99.svg, cost-curve.svg`);
   } finally {
     await stopAll();
+    rmSync(embeddedDir, { recursive: true, force: true });
     await db.drop().catch((err: Error) => log(`could not drop the bench database: ${err.message}`));
   }
 }
 
 /** A fresh service for one measured run (clean RSS baseline, no leftovers between runs). */
-export async function withService<T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>): Promise<T> {
+export async function withService<T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>, dataDir?: string): Promise<T> {
   const nodeFlags = PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(OUT, 'prof')}`] : [];
-  const { child, port } = await startService({ sim, databaseUrl: dbUrl, maxActiveRuns, nodeFlags });
+  const { child, port } = await startService({ sim, databaseUrl: dbUrl, maxActiveRuns, nodeFlags, dataDir });
   try {
     return await fn({ pid: child.pid, port, child });
   } finally {

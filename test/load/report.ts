@@ -1,5 +1,5 @@
-// Turns the rows into what a reader looks at: a Markdown table with the ratios, and an SVG chart
-// of added p99 latency against K for the service, nginx and the peer (log-scaled K axis).
+// Turns the rows into what a reader looks at: Markdown tables (every run; the start burst; the ratios;
+// the cost curve). The charts are in charts.ts.
 import type { Row } from './bench.ts';
 
 const fmt = (v: number | null | undefined, d = 1): string => (v === null || v === undefined ? '—' : v.toFixed(d));
@@ -14,8 +14,9 @@ export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Rec
     + `stream starts spread at ${meta.startsPerSec}/s. Latency = arrival at the generator − the simulator's send stamp; `
     + '"added" = that target\'s percentile minus the floor\'s at the same K. CPU counts the process under test only '
     + '(the service: its whole process, worker threads included). The service stores in '
-    + `${meta.database}. Service requests send \`enabledTools: []\`, so text is never held to look for tool calls. `
-    + '"load" is the 1-minute load average just before the run (other work on the machine inflates latency).', '');
+    + `${meta.database} (the \`embedded\` row: PGlite). Service requests send \`enabledTools: []\`, so text is never held to look for tool calls `
+    + '(except the `web_search` row). "load" is the 1-minute load average just before the run (other work on the machine inflates latency). '
+    + `The start burst: ${meta.burstK} streams of one delta each, started at ${meta.startsPerSec}/s; CPU/start = CPU of the process under test over the burst ÷ K.`, '');
   out.push('| target | provider | persist | K | rate | ttfd p50 | ttfd p99 | lat p50 | lat p99 | added p50 | added p99 | CPU µs/delta | RSS KB/stream | failed | lost | dup | load | note |');
   out.push('|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|');
   // A long note (the peer's setup) is printed once; later rows point back to it.
@@ -23,64 +24,52 @@ export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Rec
   for (const r of rows) {
     const note = r.note && seen.has(r.note) ? '(as above)' : (r.note ?? '');
     if (r.note) seen.add(r.note);
-    out.push(`| ${r.target}${r.scenario ? ` (${r.scenario})` : ''} | ${r.provider} | ${r.persist ?? '—'} | ${r.k} | ${r.rate} | ${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | `
+    const tag = [r.scenario === 'stream' ? '' : r.scenario, r.variant ?? ''].filter(Boolean).join(', ');
+    out.push(`| ${r.target}${tag ? ` (${tag})` : ''} | ${r.provider} | ${r.persist ?? '—'} | ${r.k} | ${r.rate} | ${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | `
       + `${fmt(r.latencyP50Ms)} | ${fmt(r.latencyP99Ms)} | ${fmt(r.addedP50Ms)} | ${fmt(r.addedP99Ms)} | ${fmt(r.cpuUsPerDelta)} | `
       + `${fmt(r.rssKbPerStream)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} | ${note.replaceAll('|', '/')} |`);
   }
+  const burst = rows.filter((r) => r.scenario === 'start-burst');
+  if (burst.length) {
+    out.push('', '## Start burst (CPU per start, time to first delta over the floor)', '');
+    out.push('| target | persist | K | CPU µs/start | ttfd p50 | ttfd p99 | ttfd added p50 | ttfd added p99 | RSS KB/stream | failed | lost | dup | load |');
+    out.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+    for (const r of burst) {
+      const cpu = r.target === 'floor' ? `(simulator ${fmt(r.simCpuUsPerDelta)})` : fmt(r.cpuUsPerStart);
+      out.push(`| ${r.target} | ${r.persist ?? '—'} | ${r.k} | ${cpu} | ${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | ${fmt(r.ttfdAddedP50Ms)} | ${fmt(r.ttfdAddedP99Ms)} | `
+        + `${fmt(r.rssKbPerStream)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} |`);
+    }
+  }
+  const streams = rows.filter((r) => r.scenario === 'stream' && !r.variant);
   out.push('', '## Ratios (CPU per delivered delta)', '');
   out.push('| K | service (provider_c, persist) | nginx | peer | service ÷ nginx | peer ÷ service |');
   out.push('|--:|--:|--:|--:|--:|--:|');
-  for (const k of [...new Set(rows.map((r) => r.k))]) {
-    const pick = (t: string) => rows.find((r) => r.k === k && r.target === t && !r.scenario && (t !== 'service' || (r.provider === 'provider_c' && r.persist)));
+  const ks = [...new Set(streams.map((r) => r.k))];
+  for (const k of ks) {
+    const pick = (t: string) => streams.find((r) => r.k === k && r.target === t && (t !== 'service' || (r.provider === 'provider_c' && r.persist)));
     const s = pick('service')?.cpuUsPerDelta;
     const n = pick('nginx')?.cpuUsPerDelta;
     const p = pick('peer')?.cpuUsPerDelta;
     out.push(`| ${k} | ${fmt(s)} | ${fmt(n)} | ${fmt(p)} | ${ratio(s, n)} | ${ratio(p, s)} |`);
   }
+  out.push('', '## Cost curve (service: provider_c, persisted; floor: the simulator itself)', '');
+  out.push('| K | rate | service µs/delta | nginx µs/delta | floor µs/delta | service KB/stream | nginx KB/stream | floor KB/stream |');
+  out.push('|--:|--:|--:|--:|--:|--:|--:|--:|');
+  for (const k of ks) {
+    const f = streams.find((r) => r.k === k && r.target === 'floor');
+    const n = streams.find((r) => r.k === k && r.target === 'nginx');
+    const sv = streams.find((r) => r.k === k && r.target === 'service' && r.provider === 'provider_c' && r.persist);
+    out.push(`| ${k} | ${f?.rate ?? sv?.rate ?? '—'} | ${fmt(sv?.cpuUsPerDelta)} | ${fmt(n?.cpuUsPerDelta)} | ${fmt(f?.simCpuUsPerDelta)} | `
+      + `${fmt(sv?.rssKbPerStream)} | ${fmt(n?.rssKbPerStream)} | ${fmt(f?.simRssKbPerStream)} |`);
+  }
+  const re = rows.filter((r) => r.variant === 'reattach');
+  if (re.length) {
+    out.push('', '## Re-attach under load (every K)', '');
+    out.push('| K | ok | failed | lost | dup |', '|--:|--:|--:|--:|--:|');
+    for (const r of re) out.push(`| ${r.k} | ${r.failed === null ? '—' : r.streams - r.failed} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} |`);
+  }
   out.push('', '## Checks', '', '```json', JSON.stringify(checks, null, 2), '```', '');
-  out.push('![added p99 latency against K](added-p99.svg)', '');
+  out.push('![added p99 latency against K](added-p99.svg)', '', '![cost curve: CPU per delta and RSS per stream against K](cost-curve.svg)', '');
   return out.join('\n');
 }
 
-const SERIES: { target: string; color: string; label: string; pick: (r: Row) => boolean }[] = [
-  { target: 'service', color: '#1f77b4', label: 'service (provider_c, persist)', pick: (r) => r.target === 'service' && r.provider === 'provider_c' && r.persist === true && !r.scenario },
-  { target: 'service', color: '#17becf', label: 'service (provider_c, no persist)', pick: (r) => r.target === 'service' && r.provider === 'provider_c' && r.persist === false && !r.scenario },
-  { target: 'nginx', color: '#2ca02c', label: 'nginx (relay)', pick: (r) => r.target === 'nginx' },
-  { target: 'peer', color: '#d62728', label: 'peer gateway', pick: (r) => r.target === 'peer' },
-];
-
-export function svgChart(rows: Row[]): string {
-  const W = 720, H = 400, L = 70, R = 250, T = 40, B = 56;
-  const ks = [...new Set(rows.map((r) => r.k))].sort((a, b) => a - b);
-  const rateOf = (k: number) => rows.find((r) => r.k === k)?.rate;
-  const pts = SERIES.map((s) => ({ ...s, points: ks.map((k) => ({ k, v: rows.find((r) => r.k === k && s.pick(r))?.addedP99Ms ?? null })) }));
-  const vals = pts.flatMap((s) => s.points.map((p) => p.v)).filter((v): v is number => v !== null);
-  // Log scale: the service past saturation is seconds while nginx is a few ms; values under 1 ms
-  // (including the small negative ones that noise gives a relay) are drawn on the 1 ms line.
-  const top = Math.max(2, Math.ceil(Math.log10(Math.max(100, ...vals))));
-  const lx = (k: number) => (ks.length < 2 ? L : L + ((Math.log10(k) - Math.log10(ks[0]!)) / (Math.log10(ks.at(-1)!) - Math.log10(ks[0]!))) * (W - L - R));
-  const ly = (v: number) => T + (1 - Math.log10(Math.max(1, v)) / top) * (H - T - B);
-  const e: string[] = [];
-  e.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`);
-  e.push(`<rect width="${W}" height="${H}" fill="white"/>`);
-  e.push(`<text x="${L}" y="22" font-size="14" font-weight="bold">Added p99 latency per delta over the floor (ms, log) vs concurrent streams K</text>`);
-  for (let i = 0; i <= top; i++) {
-    const v = 10 ** i;
-    e.push(`<line x1="${L}" x2="${W - R}" y1="${ly(v)}" y2="${ly(v)}" stroke="#ddd"/><text x="${L - 6}" y="${ly(v) + 4}" text-anchor="end">${v.toLocaleString('en-US')}</text>`);
-  }
-  e.push(`<line x1="${L}" x2="${W - R}" y1="${ly(25)}" y2="${ly(25)}" stroke="#999" stroke-dasharray="4 3"/><text x="${W - R - 4}" y="${ly(25) - 4}" text-anchor="end" fill="#666">target at K=1,000: 25 ms</text>`);
-  for (const k of ks) e.push(`<text x="${lx(k)}" y="${H - B + 18}" text-anchor="middle">${k.toLocaleString('en-US')} (${rateOf(k)}/s)</text>`);
-  e.push(`<text x="${(L + W - R) / 2}" y="${H - 12}" text-anchor="middle">K streams (deltas/s per stream), log scale</text>`);
-  pts.forEach((s, i) => {
-    const ok = s.points.filter((p) => p.v !== null) as { k: number; v: number }[];
-    if (ok.length > 1) e.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2" points="${ok.map((p) => `${lx(p.k)},${ly(p.v)}`).join(' ')}"/>`);
-    for (const p of ok) {
-      e.push(`<circle cx="${lx(p.k)}" cy="${ly(p.v)}" r="3.5" fill="${s.color}"><title>${s.label} K=${p.k}: ${p.v} ms</title></circle>`);
-      e.push(`<text x="${lx(p.k) + 6}" y="${ly(p.v) - 5}" fill="${s.color}" font-size="10">${p.v < 10 ? p.v.toFixed(1) : Math.round(p.v)}</text>`);
-    }
-    const y = T + 10 + i * 20;
-    e.push(`<rect x="${W - R + 15}" y="${y - 9}" width="12" height="12" fill="${s.color}"/><text x="${W - R + 32}" y="${y + 1}">${s.label}${ok.length ? '' : ' (failed: no data)'}</text>`);
-  });
-  e.push('</svg>');
-  return e.join('\n') + '\n';
-}

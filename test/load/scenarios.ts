@@ -1,51 +1,68 @@
-// The service-only checks of `make bench`, each on a fresh service: re-attach under load (every
-// client drops mid-stream and re-attaches; each must end with the full text), a start storm (many
+// The service-only checks of `make bench`, each on a fresh service: re-attach under load at every K
+// (every client drops mid-stream and re-attaches; each must end with the full text), a start storm (many
 // simultaneous starts per chat: exactly one run), and overload (past MAX_ACTIVE_RUNS new runs get a
 // clear 503 while the admitted ones finish intact).
+import os from 'node:os';
 import type { GenJob, GenResult } from './gen.ts';
 import type { Row, withService as WithService } from './bench.ts';
 import type { StormResult } from './storm.ts';
 import type { SimUrls } from './targets.ts';
 
-export interface ChecksContext {
+interface Context {
   sim: SimUrls;
   dbUrl: string | null;
-  D: number;
-  RATE: number;
   STARTS: number;
-  rows: Row[];
-  log(msg: string): void;
   withService: typeof WithService;
   generate(job: GenJob): Promise<GenResult>;
   serviceBody(provider: string, persist: boolean, deltas: number, rate: number): string;
 }
 
-const env = process.env;
+export interface ChecksContext extends Context {
+  log(msg: string): void;
+  D: number;
+  RATE: number;
+}
 
+const env = process.env;
+const r2 = (v: number) => Number(v.toFixed(2));
+
+/**
+ * Re-attach under load at one step of the sweep: every client drops after a third of its deltas and
+ * comes back 250 ms later on the attach endpoint; each must end with the full text, nothing lost or doubled.
+ */
+export async function reattachRow(c: Context & { step: { k: number; rate: number; deltas: number }; floor: Row | undefined }): Promise<Row> {
+  const { k, rate, deltas } = c.step;
+  const dropAfter = Math.floor(deltas / 3);
+  const job: GenJob = {
+    mode: 'streams', host: '127.0.0.1', port: 0, path: '/v1/chat-completions/stream', body: c.serviceBody('provider_c', true, deltas, rate),
+    kind: 'sse', k, deltas, rate, startsPerSec: c.STARTS, dropAfter, reattachDelayMs: 250,
+  };
+  let loadAvg1 = 0;
+  const re = await c.withService(c.sim, c.dbUrl, k * 2 + 1000, (svc) => {
+    loadAvg1 = Number(os.loadavg()[0]!.toFixed(2));
+    return c.generate({ ...job, port: svc.port });
+  });
+  const f = c.floor;
+  return {
+    target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'reattach',
+    ttfdP50Ms: re.ttfdMs.p50, ttfdP99Ms: re.ttfdMs.p99,
+    addedP50Ms: f?.latencyP50Ms != null && re.latencyMs.p50 !== null ? r2(re.latencyMs.p50 - f.latencyP50Ms) : null,
+    addedP99Ms: f?.latencyP99Ms != null && re.latencyMs.p99 !== null ? r2(re.latencyMs.p99 - f.latencyP99Ms) : null,
+    cpuUsPerDelta: null, rssKbPerStream: null, streams: re.streams, failed: re.failed, lost: re.lost, duplicated: re.duplicated,
+    latencyP50Ms: re.latencyMs.p50, latencyP99Ms: re.latencyMs.p99, deltas: re.deltas, seconds: re.seconds,
+    note: `every stream dropped after ${dropAfter} deltas and re-attached 250 ms later; ok = reassembled text (replay + live) equals done.text with all ${deltas} stamps; latency counts live deltas only`,
+    ...(Object.keys(re.reasons).length ? { reasons: re.reasons } : {}),
+    loadAvg1,
+  };
+}
+
+/** The start storm and overload checks (once per bench: they do not depend on K). */
 export async function runChecks(c: ChecksContext): Promise<Record<string, unknown>> {
   const checks: Record<string, unknown> = {};
-  const K = Number(env.BENCH_REATTACH_K ?? 1000);
   const stream = (port: number, k: number, extra: Partial<GenJob> = {}): GenJob => ({
     mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat-completions/stream', body: c.serviceBody('provider_c', true, c.D, c.RATE),
     kind: 'sse', k, deltas: c.D, rate: c.RATE, startsPerSec: c.STARTS, ...extra,
   });
-
-  // Re-attach: drop after a third of the deltas, come back 250 ms later on the attach endpoint.
-  const dropAfter = Math.floor(c.D / 3);
-  const re = await c.withService(c.sim, c.dbUrl, K * 2 + 1000, (svc) => c.generate(stream(svc.port, K, { dropAfter, reattachDelayMs: 250 })));
-  const prior = c.rows.find((r) => r.target === 'floor' && r.k === K);
-  c.rows.push({
-    target: 'service', provider: 'provider_c', persist: true, k: K, rate: c.RATE, scenario: 'reattach',
-    ttfdP50Ms: re.ttfdMs.p50, ttfdP99Ms: re.ttfdMs.p99,
-    addedP50Ms: prior?.latencyP50Ms != null && re.latencyMs.p50 !== null ? Number((re.latencyMs.p50 - prior.latencyP50Ms).toFixed(2)) : null,
-    addedP99Ms: prior?.latencyP99Ms != null && re.latencyMs.p99 !== null ? Number((re.latencyMs.p99 - prior.latencyP99Ms).toFixed(2)) : null,
-    cpuUsPerDelta: null, rssKbPerStream: null, streams: re.streams, failed: re.failed, lost: re.lost, duplicated: re.duplicated,
-    latencyP50Ms: re.latencyMs.p50, latencyP99Ms: re.latencyMs.p99, deltas: re.deltas, seconds: re.seconds,
-    note: `every stream dropped after ${dropAfter} deltas and re-attached 250 ms later; ok = reassembled text (replay + live) equals done.text with all ${c.D} stamps; latency counts live deltas only`,
-    ...(Object.keys(re.reasons).length ? { reasons: re.reasons } : {}),
-  });
-  checks.reattach = { k: K, ok: re.ok, failed: re.failed, lost: re.lost, duplicated: re.duplicated, reasons: re.reasons };
-  c.log(`reattach K=${K}: ok ${re.ok}, failed ${re.failed}, lost ${re.lost}, dup ${re.duplicated} ${JSON.stringify(re.reasons)}`);
 
   // Start storm: 20 chats × 50 simultaneous starts each.
   const chats = Number(env.BENCH_STORM_CHATS ?? 20);

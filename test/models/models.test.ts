@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createModelRegistry, ModelRegistry } from '../../src/models/registry.ts';
 import { createProviders } from '../../src/providers/index.ts';
 import { simEnv, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
-import { startSimulator, type SimHandle } from '../sim/server.ts';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 
 const HOUR = 60 * 60 * 1000;
 
@@ -157,6 +157,24 @@ describe('GET /v1/models with missing keys and a provider that never answers', (
     const p = (await t.call('GET', '/v1/models')).body.providers;
     assert.deepEqual(p.provider_a.models, PROVIDER_A_EXPECTED);
     assert.deepEqual(p.provider_c, { models: [], loadedAt: null, error: null });
+  });
+});
+
+describe('GET /v1/models with the simulator serving unkeyed providers (SIMULATE=auto)', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ env: { SIMULATE: 'auto', AGENT_PROVIDER_API_KEY: '', PROVIDER_B_API_KEY: '' } });
+  });
+  after(() => t.close());
+
+  it('lists provider_d without AGENT_PROVIDER_API_KEY only as simulated, and says so', async () => {
+    await waitFor(async () => (await t.call('GET', '/v1/models')).body.providers.provider_d?.loadedAt !== null, 10_000, 'provider_d');
+    const p = (await t.call('GET', '/v1/models')).body.providers;
+    assert.deepEqual(p.provider_d.models, ['sim-d-agent', 'sim-d-small']);
+    assert.equal(p.provider_d.simulated, true, 'marked: the spec lists provider_d only with its key');
+    assert.equal(p.provider_b.simulated, true);
+    assert.equal('simulated' in p.provider_a, false, 'a keyed provider carries no mark');
+    assert.equal('simulated' in p.provider_c, false);
   });
 });
 

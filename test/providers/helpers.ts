@@ -1,11 +1,11 @@
 // Shared setup for the adapter tests: one simulator, the adapters pointed at it, and a collector
-// that drains a round into its text and round_end.
-import { startSimulator } from '../sim/server.ts';
+// that drains a round into its text and its end.
+import { startSimulator } from '../../src/sim/server.ts';
 import { createProviders } from '../../src/providers/index.ts';
-import type { CompletionRequest, ProviderAdapter, ProviderEvent, ProviderName, ProviderSession, ToolResultInput } from '../../src/providers/types.ts';
+import type { CompletionRequest, ProviderAdapter, ProviderName, ProviderSession, RoundEnd, ToolResultInput } from '../../src/providers/types.ts';
 
 export type Sim = Awaited<ReturnType<typeof startSimulator>>;
-export type RoundEnd = Extract<ProviderEvent, { type: 'round_end' }>;
+export type { RoundEnd };
 
 export async function setup(extra: { AGENT_PROVIDER_MODEL?: string } = {}): Promise<{
   sim: Sim;
@@ -49,15 +49,13 @@ export interface Collected {
 export async function collect(session: ProviderSession, results: ToolResultInput[] | null = null): Promise<Collected> {
   let text = '';
   let deltas = 0;
-  let end: RoundEnd | null = null;
-  for await (const ev of session.round(results)) {
-    if (end) throw new Error('event after round_end');
-    if (ev.type === 'text') {
-      text += ev.text;
-      deltas++;
-    } else end = ev;
-  }
-  if (!end) throw new Error('round ended without round_end');
+  let ended = false;
+  const end = await session.round(results, (t) => {
+    if (ended) throw new Error('text after the round ended');
+    text += t;
+    deltas++;
+  });
+  ended = true;
   return { text, deltas, end };
 }
 
@@ -65,7 +63,7 @@ export async function collect(session: ProviderSession, results: ToolResultInput
 export async function failure(session: ProviderSession, onText?: (n: number) => void): Promise<Error> {
   let n = 0;
   try {
-    for await (const ev of session.round(null)) if (ev.type === 'text') onText?.(++n);
+    await session.round(null, () => onText?.(++n));
   } catch (err) {
     return err as Error;
   }

@@ -1,8 +1,7 @@
-// ProviderSession.round with a text callback: every provider hands its text over synchronously, in
-// order, and yields only round_end, streamed and whole.
+// ProviderSession.round: every provider hands its text to the callback synchronously, in order, before
+// the round resolves with its end, streamed and whole.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { ProviderEvent } from '../../src/providers/types.ts';
 import { request, setup, type Sim } from './helpers.ts';
 
 let sim: Sim;
@@ -16,12 +15,18 @@ after(() => sim.close());
 
 for (const name of ['provider_a', 'provider_b', 'provider_c', 'provider_d'] as const) {
   for (const stream of [true, false]) {
-    test(`${name} (${stream ? 'streamed' : 'whole'}): text to the callback, only round_end yielded`, async () => {
+    test(`${name} (${stream ? 'streamed' : 'whole'}): text to the callback, then the round's end`, async () => {
       const session = get(name).startSession(request({ reply: 'one two three', deltas: 3 }, { stream }));
       const texts: string[] = [];
-      const yielded: ProviderEvent['type'][] = [];
-      for await (const ev of session.round(null, (t) => texts.push(t))) yielded.push(ev.type);
-      assert.deepEqual(yielded, ['round_end']);
+      let textAfterEnd = false;
+      let resolved = false;
+      const end = await session.round(null, (t) => {
+        if (resolved) textAfterEnd = true;
+        texts.push(t);
+      });
+      resolved = true;
+      assert.deepEqual(end.toolCalls, []);
+      assert.equal(textAfterEnd, false);
       assert.equal(texts.join(''), 'one two three');
       assert.equal(texts.length, stream ? 3 : 1);
     });

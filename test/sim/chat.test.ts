@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { startSimulator, type SimHandle } from './server.ts';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 
 const SIM = (o: object): string => `SIM ${JSON.stringify(o)}`;
 let sim: SimHandle;

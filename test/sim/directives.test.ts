@@ -1,8 +1,8 @@
 // The directive parser and the delta splitter, without HTTP.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseDirective } from './directives.ts';
-import { plan, splitDeltas } from './script.ts';
+import { parseDirective } from '../../src/sim/directives.ts';
+import { plan, splitDeltas } from '../../src/sim/script.ts';
 
 test('a SIM line is found among other lines and removed from the rest', () => {
   const p = parseDirective('Please answer.\nSIM {"reply":"hi","deltas":2}\nThanks');

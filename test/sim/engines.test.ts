@@ -1,7 +1,7 @@
 // engine_a, engine_b and the pages over plain HTTP, plus the request log and the control endpoint.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startSimulator, type SimHandle } from './server.ts';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 
 let sim: SimHandle;
 before(async () => {

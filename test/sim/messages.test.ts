@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
-import { startSimulator, type SimHandle } from './server.ts';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 
 const SIM = (o: object): string => `SIM ${JSON.stringify(o)}`;
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../src/db/types.ts';
 import {
@@ -6,11 +7,12 @@ import {
   deleteChat,
   getChat,
   getChatDetail,
+  continueChat,
   listChats,
-  recordProviderUse,
   setChatTitleIfEmpty,
   updateChat,
 } from '../../src/store/chats.ts';
+import { getLlmCall } from '../../src/store/llm-calls.ts';
 import { listMessages } from '../../src/store/messages.ts';
 import { setStarred } from '../../src/store/stars.ts';
 import { testDatabases } from '../helpers/db.ts';
@@ -88,8 +90,9 @@ for (const target of await testDatabases()) {
       assert.equal(new Set(detail.messages.map((m) => m.createdAt)).size, 1);
       assert.match(detail.messages[0]!.createdAt, ISO_MS);
       assert.deepEqual(await listMessages(db.pool, chat.id), detail.messages);
-      const { messages: _, ...summary } = detail;
+      const { messages: _, lastRun, ...summary } = detail;
       assert.deepEqual(summary, chat);
+      assert.equal(lastRun, null, 'a chat without calls has no last run');
     });
 
     it('writes nothing when one initial message is invalid', async () => {
@@ -123,7 +126,7 @@ for (const target of await testDatabases()) {
       assert.equal(await getChat(db.pool, 'nope'), null);
       assert.equal(await getChatDetail(db.pool, 'nope'), null);
       assert.equal(await updateChat(db.pool, 'nope', { title: 'x' }), null);
-      assert.equal(await recordProviderUse(db.pool, 'nope', 'provider_a', 'm'), null);
+      assert.equal(await continueChat(db.pool, { chatId: 'nope', provider: 'provider_a', model: 'm', messages: [], call: null }), false);
       assert.equal(await setChatTitleIfEmpty(db.pool, 'nope', 'x'), null);
       assert.equal(await deleteChat(db.pool, 'nope'), false);
     });
@@ -161,19 +164,45 @@ for (const target of await testDatabases()) {
       for (let i = 1; i < all.length; i++) assert.ok(all[i - 1]!.updatedAt >= all[i]!.updatedAt);
     });
 
-    it('records provider use: initiated once, lastUsed every time', async () => {
+    it('continues a chat in one statement: provider use (initiated once, lastUsed every time), new input, the call', async () => {
       const chat = await createChat(db.pool, { enabledTools: [] });
       await tick();
-      const first = await recordProviderUse(db.pool, chat.id, 'provider_b', 'claude-x');
-      assert.equal(first?.initiatedProvider, 'provider_b');
-      assert.equal(first?.initiatedModel, 'claude-x');
-      assert.equal(first?.lastUsedModel, 'claude-x');
+      const call = { id: randomUUID(), instanceId: 'host:1' };
+      assert.equal(await continueChat(db.pool, { chatId: chat.id, provider: 'provider_b', model: 'claude-x', messages: [{ role: 'user', content: 'q1' }], call }), true);
+      const first = await getChat(db.pool, chat.id);
+      assert.deepEqual([first?.initiatedProvider, first?.initiatedModel, first?.lastUsedModel], ['provider_b', 'claude-x', 'claude-x']);
       assert.ok(first!.updatedAt > chat.updatedAt);
-      const second = await recordProviderUse(db.pool, chat.id, 'provider_c', 'c-1');
+      const started = await getLlmCall(db.pool, call.id);
+      assert.deepEqual([started?.status, started?.chatId, started?.provider, started?.model], ['running', chat.id, 'provider_b', 'claude-x']);
+      // No new input and no call (an unstored call): only the provider use.
+      assert.equal(await continueChat(db.pool, { chatId: chat.id, provider: 'provider_c', model: 'c-1', messages: [], call: null }), true);
+      const second = await getChat(db.pool, chat.id);
       assert.deepEqual(
         [second?.initiatedProvider, second?.initiatedModel, second?.lastUsedProvider, second?.lastUsedModel],
         ['provider_b', 'claude-x', 'provider_c', 'c-1'],
       );
+      assert.deepEqual((await listMessages(db.pool, chat.id)).map((m) => m.content), ['q1']);
+    });
+
+    it('continues no unknown chat and writes nothing for it', async () => {
+      const call = { id: randomUUID(), instanceId: null };
+      const missing = randomUUID();
+      assert.equal(await continueChat(db.pool, { chatId: missing, provider: 'provider_c', model: 'c', messages: [{ role: 'user', content: 'q' }], call }), false);
+      assert.equal(await getLlmCall(db.pool, call.id), null);
+      assert.deepEqual(await listMessages(db.pool, missing), []);
+    });
+
+    it('creates a chat with its input and its running call in one statement', async () => {
+      const call = { id: randomUUID(), instanceId: 'host:2' };
+      const chat = await createChat(db.pool, { provider: 'provider_c', model: 'c-2', enabledTools: [], messages: [{ role: 'user', content: 'hi' }], call });
+      const started = await getLlmCall(db.pool, call.id);
+      assert.deepEqual([started?.status, started?.chatId, started?.provider, started?.model], ['running', chat.id, 'provider_c', 'c-2']);
+      assert.deepEqual((await listMessages(db.pool, chat.id)).map((m) => m.content), ['hi']);
+      await assert.rejects(createChat(db.pool, { enabledTools: [], call: { id: randomUUID(), instanceId: null } }), /needs provider and model/);
+      // A clashing call id fails the whole statement: no chat without its call.
+      const again = randomUUID();
+      await assert.rejects(createChat(db.pool, { id: again, provider: 'provider_c', model: 'c-2', enabledTools: [], call }));
+      assert.equal(await getChat(db.pool, again), null);
     });
 
     it('sets a suggested title only while the title is empty, atomically', async () => {

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { migrate, readMigrations } from '../../src/db/migrate.ts';
-import { openDatabase, withTransaction } from '../../src/db/pool.ts';
+import { openDatabase } from '../../src/db/pool.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, getChatDetail } from '../../src/store/chats.ts';
 import { listMessages } from '../../src/store/messages.ts';
@@ -67,25 +67,6 @@ for (const target of await testDatabases()) {
       await rm(dir, { recursive: true });
     });
 
-    it('commits or rolls back withTransaction', async () => {
-      await db.pool.query('CREATE TABLE tx_probe (v int)');
-      assert.equal(
-        await withTransaction(db.pool, async (c) => {
-          await c.query('INSERT INTO tx_probe VALUES (1)');
-          return 'ok';
-        }),
-        'ok',
-      );
-      await assert.rejects(
-        withTransaction(db.pool, async (c) => {
-          await c.query('INSERT INTO tx_probe VALUES (2)');
-          throw new Error('abort');
-        }),
-        /abort/,
-      );
-      assert.deepEqual((await db.pool.query('SELECT v FROM tx_probe')).rows, [{ v: 1 }]);
-    });
-
     it('keeps concurrent parameterised queries apart, large parameters included', async () => {
       // Regression guard for the embedded server's message multiplexing (see src/db/embedded.ts).
       const big = 'x'.repeat(2_000_000);
@@ -110,6 +91,9 @@ describe('embedded database', () => {
     try {
       const first = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
       assert.equal(first.kind, 'embedded');
+      // The instance serving us runs with the small buffer cache (src/db/embedded.ts, START_SETTINGS).
+      const { rows: settings } = await first.pool.query('SHOW shared_buffers');
+      assert.equal(settings[0].shared_buffers, '16MB');
       const chat = await createChat(first.pool, { title: 'kept', enabledTools: ['a'], messages: [{ role: 'user', content: 'hello' }] });
       const before = await getChatDetail(first.pool, chat.id);
       await first.close();
@@ -151,6 +135,26 @@ describe('embedded database', () => {
       await reopened.close();
     } finally {
       await cleanup();
+    }
+  });
+});
+
+describe('embedded database initdb', () => {
+  it('names the data directory when initdb cannot create it', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'initdb-test-'));
+    try {
+      // No template cluster here: initdb runs (in its child process) and fails on a file where its
+      // `global` directory should go; the error names the directory and carries initdb's own words.
+      await mkdir(path.join(dataDir, 'pg'));
+      await writeFile(path.join(dataDir, 'pg', 'global'), 'not a directory');
+      await assert.rejects(openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir }), (err: Error) => {
+        assert.match(err.message, /cannot open the embedded database in .*initdb failed: .*ErrnoError/s);
+        assert.ok(err.message.includes(path.join(dataDir, 'pg')));
+        return true;
+      });
+      assert.ok(!(await readdir(dataDir)).includes('pg.lock'));
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -9,6 +9,7 @@ import {
   getLlmCall,
   INTERRUPTED_ERROR,
   markInterruptedLlmCalls,
+  recordLlmCallFailure,
   startLlmCall,
 } from '../../src/store/llm-calls.ts';
 import { listMessages } from '../../src/store/messages.ts';
@@ -130,6 +131,48 @@ for (const target of await testDatabases()) {
       assert.deepEqual([call?.status, call?.error, call?.latencyMs], ['failed', 'upstream 500', 42]);
       assert.ok(call?.finishedAt);
       assert.equal(await failLlmCall(db.pool, { callId: 'nope', error: 'x', latencyMs: 1 }), false);
+    });
+
+    it('a failure never overwrites an ended call; a late failure is dated back to when it happened', async () => {
+      const done = await startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm' });
+      await finishLlmCall(db.pool, { callId: done, usage, latencyMs: 1 });
+      assert.equal(await failLlmCall(db.pool, { callId: done, error: 'late', latencyMs: 1 }), false);
+      assert.deepEqual([(await getLlmCall(db.pool, done))?.status, (await getLlmCall(db.pool, done))?.error], ['succeeded', null]);
+
+      const late = await startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm' });
+      assert.equal(await failLlmCall(db.pool, { callId: late, error: 'db was down', latencyMs: 5, sinceFailureMs: 60_000 }), true);
+      const { rows } = await db.pool.query(`SELECT now() - finished_at AS ago FROM llm_calls WHERE id = $1`, [late]);
+      assert.ok(rows[0].ago.minutes === 1 || rows[0].ago.seconds >= 59, `finished about a minute ago (${JSON.stringify(rows[0].ago)})`);
+    });
+
+    it('recordLlmCallFailure writes at once when the database answers, and never rejects', async () => {
+      const id = await startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm' });
+      assert.equal(await recordLlmCallFailure(db.pool, { callId: id, error: 'boom', latencyMs: 3 }), 'written');
+      assert.equal((await getLlmCall(db.pool, id))?.error, 'boom');
+      // An error of the statement itself (2^40 overflows the integer column) is permanent: not queued, not thrown.
+      const other = await startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm' });
+      assert.equal(await recordLlmCallFailure(db.pool, { callId: other, error: 'x', latencyMs: 2 ** 40 }), 'failed');
+      assert.equal((await getLlmCall(db.pool, other))?.status, 'running');
+      await failLlmCall(db.pool, { callId: other, error: 'x', latencyMs: 1 });
+    });
+
+    it('ends a stopped call with its partial answer marked stopped', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
+      const callId = await startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_c', model: 'm' });
+      const message = await finishLlmCallWithMessage(db.pool, { callId, chatId: chat.id, assistant: { content: 'half an ans' }, usage: null, latencyMs: 9, stopped: true });
+      assert.deepEqual([message?.content, message?.metadata], ['half an ans', { stopped: true }]);
+      const call = await getLlmCall(db.pool, callId);
+      assert.deepEqual([call?.status, call?.error, call?.messageId, call?.latencyMs], ['stopped', null, message!.id, 9]);
+      assert.ok(call?.finishedAt);
+    });
+
+    it('stores no message for a call stopped before any text, and leaves the chat untouched', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
+      const callId = await startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_c', model: 'm' });
+      assert.equal(await finishLlmCallWithMessage(db.pool, { callId, chatId: chat.id, assistant: { content: '' }, usage: null, latencyMs: 1, stopped: true }), null);
+      assert.deepEqual((await listMessages(db.pool, chat.id)).map((m) => m.content), ['q']);
+      assert.deepEqual([(await getLlmCall(db.pool, callId))?.status, (await getLlmCall(db.pool, callId))?.messageId], ['stopped', null]);
+      assert.equal((await getChat(db.pool, chat.id))!.updatedAt, chat.updatedAt);
     });
 
     it('keeps calls when their chat is deleted', async () => {

@@ -1,4 +1,4 @@
-// engine_a and engine_b clients against the offline simulator (test/sim/server.ts).
+// engine_a and engine_b clients against the offline simulator (src/sim/server.ts).
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { engineAAnswer, engineASearch } from '../../src/engines/engine-a.ts';
 import { engineBSearch } from '../../src/engines/engine-b.ts';
 import { EngineError } from '../../src/engines/errors.ts';
-import { startSimulator, type SimHandle } from '../sim/server.ts';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 
 let sim: SimHandle;
 before(async () => {

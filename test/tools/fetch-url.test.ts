@@ -17,7 +17,7 @@ import { createFetchUrlTool, fetchUrlTool } from '../../src/tools/fetch-url.ts';
 import { classifyAddress, defaultAddressCheck, systemResolver } from '../../src/tools/net-guard.ts';
 import { closeTools } from '../../src/tools/registry.ts';
 import { ToolError, type ToolContext } from '../../src/tools/types.ts';
-import { startSimulator, type SimHandle } from '../sim/server.ts';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 
 let sim: SimHandle;
 let fixture: Server;

@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { webSearchTool } from '../../src/tools/web-search.ts';
 import { ToolError, type ToolContext } from '../../src/tools/types.ts';
-import { startSimulator, type SimHandle } from '../sim/server.ts';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 
 let sim: SimHandle;
 before(async () => {

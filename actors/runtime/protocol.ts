@@ -1,0 +1,73 @@
+// The runtime's vocabulary: how runs end, and the messages between the supervisor (main thread) and an
+// actor host (a worker thread, or inline). Everything that crosses a thread is plain data (structured
+// clone). Nothing here knows HTTP: the HTTP layer maps outcomes to statuses in one table.
+
+/** Why a run did not produce its value. */
+export type RunOutcome =
+  /** A run is already active for the key and the caller asked to be refused. */
+  | 'busy'
+  /** What the run needs (a chat, a search) does not exist (or went while it ran). */
+  | 'not_found'
+  /** The request cannot run as given (e.g. its provider is not configured). */
+  | 'invalid'
+  /** A service the run needs is not configured here (e.g. the search engine). */
+  | 'unavailable'
+  /** The process is at its limit of active runs. */
+  | 'capacity'
+  | 'shutting_down'
+  | 'provider_timeout'
+  | 'provider_rate_limited'
+  | 'provider_error'
+  /** Ended early by the runtime (shutdown, the only client of an unpersisted stream left). */
+  | 'cancelled'
+  /** Ended early because a user asked to stop it. */
+  | 'stopped'
+  | 'internal';
+
+export interface RunFailure {
+  ok: false;
+  outcome: RunOutcome;
+  message: string;
+}
+
+/** What a run hands back to a caller waiting for it. */
+export type RunResult<V = unknown> = { ok: true; value: V } | RunFailure;
+
+/**
+ * One map from run kind to its request and value types, e.g.
+ * `{ chat: { request: ChatRunRequest; value: ChatRunValue } }`. The runtime is generic over it.
+ */
+export type RunTypeMap = Record<string, { request: unknown; value: unknown }>;
+export type KindOf<T extends RunTypeMap> = keyof T & string;
+
+/**
+ * Why a run is asked to end early. `stop` is a user's decision (the run ends with what it has, e.g. a
+ * chat's partial answer); `shutdown` and `disconnect` are the runtime's (nobody can use the result).
+ */
+export type CancelWhy = 'stop' | 'shutdown' | 'disconnect';
+
+/** Failures the runtime cannot hand to anyone are logged through this (pino in the service). */
+export type RuntimeLog = (level: 'warn' | 'error', message: string, err?: unknown) => void;
+
+export type ToHost =
+  | { t: 'start'; runId: string; kind: string; request: unknown }
+  | { t: 'attach'; runId: string; subId: number }
+  | { t: 'cancel'; runId: string; why: CancelWhy; message: string }
+  /** The supervisor has seen the run's end: the host may forget the actor. */
+  | { t: 'release'; runId: string };
+
+/** One outbound item; a batch carries a host's items of one event-loop turn, in order. */
+export type OutItem =
+  | { t: 'frames'; runId: string; data: string; events: number }
+  | { t: 'replay'; runId: string; subId: number; data: string; ended: boolean }
+  /** The replay for `subId` could not be built: that subscriber ends with an error frame. */
+  | { t: 'replay_failed'; runId: string; subId: number; message: string }
+  | { t: 'end'; runId: string; result: RunResult }
+  | { t: 'gone'; runId: string; subId: number }
+  /** A failure inside a host, logged by the supervisor (a worker has no logger of its own). */
+  | { t: 'log'; level: 'warn' | 'error'; message: string; error: string | null };
+
+export interface Batch {
+  t: 'batch';
+  items: OutItem[];
+}

@@ -1,0 +1,307 @@
+// The supervisor, on the main thread: the in-process RunRegistry. It keeps the one-run-per-key rule
+// for every kind, places runs on actor hosts, and fans each run's pre-encoded frames out to its
+// subscribers. Starting is synchronous, so two starts for one key can never both pass. A host that
+// dies takes only its own runs down; they end with an `error` event.
+import { randomUUID } from 'node:crypto';
+import { sseFrame } from './frame.ts';
+import type { Batch, CancelWhy, KindOf, RunOutcome, RunResult, RunTypeMap, RuntimeLog, ToHost } from './protocol.ts';
+import type { RunHandle, RunInfo, RunRegistry, Started, StartOptions } from './registry.ts';
+import type { Subscriber } from './subscriber.ts';
+
+export interface HostPort {
+  send(msg: ToHost): void;
+  terminate(): Promise<void>;
+  /** Settles when the host can run actors (a worker has loaded its code and resources). */
+  ready: Promise<void>;
+}
+
+/** Makes host number `index`; it reports batches and its own death through the callbacks. */
+export type HostFactory = (index: number, onBatch: (batch: Batch) => void, onExit: (error: Error) => void) => HostPort;
+
+interface HostSlot {
+  index: number;
+  port: HostPort;
+  runs: Set<Entry>;
+}
+
+interface Entry extends RunInfo {
+  readonly subscribers: Set<Subscriber>;
+  readonly result: Promise<RunResult>;
+  resolve(result: RunResult): void;
+  host: HostSlot;
+  ended: boolean;
+  cancelWhenAlone: boolean;
+}
+
+export interface SupervisorStats {
+  runsStarted: number;
+  eventsSent: number;
+  slowClientsDropped: number;
+}
+
+export interface SupervisorOptions {
+  hosts: number;
+  factory: HostFactory;
+  maxActiveRuns: number;
+  log: RuntimeLog;
+  onEnd?: (run: RunInfo, result: RunResult) => void;
+}
+
+export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
+  private readonly byKey = new Map<string, Map<string, Entry>>();
+  private readonly runs = new Map<string, Entry>();
+  private readonly pending = new Map<number, { entry: Entry; sub: Subscriber }>();
+  private readonly hosts: HostSlot[] = [];
+  private readonly opts: SupervisorOptions;
+  private nextSubId = 1;
+  private closing = false;
+  readonly stats: SupervisorStats = { runsStarted: 0, eventsSent: 0, slowClientsDropped: 0 };
+
+  constructor(opts: SupervisorOptions) {
+    this.opts = opts;
+    for (let i = 0; i < Math.max(1, opts.hosts); i++) this.hosts.push(this.spawn(i));
+  }
+
+  /** Every host is ready: until then the first runs would wait for a worker's boot. */
+  ready(): Promise<void> {
+    return Promise.all(this.hosts.map((h) => h.port.ready)).then(() => undefined);
+  }
+
+  get activeCount(): number {
+    return this.runs.size;
+  }
+
+  /** Synchronous: decided before the caller's next await, so a burst of starts for a key starts one run. */
+  start<K extends KindOf<T>>(opts: StartOptions<T, K>): Started<K, T[K]['value']> {
+    const { kind, key } = opts;
+    if (this.closing) return { ok: false, outcome: 'shutting_down', message: 'server is shutting down' };
+    const running = key === null ? undefined : this.keyed(kind).get(key);
+    if (running) {
+      if (opts.ifRunning === 'reject') return { ok: false, outcome: 'busy', message: `a ${kind} run is already active for ${key}` };
+      if (opts.subscriber) this.attachEntry(running, opts.subscriber);
+      return { ok: true, handle: this.handle<K, T[K]['value']>(running, true) };
+    }
+    if (this.runs.size >= this.opts.maxActiveRuns) {
+      return { ok: false, outcome: 'capacity', message: `server is at capacity (${this.opts.maxActiveRuns} active runs); retry shortly` };
+    }
+    let slot = this.hosts[0]!;
+    for (const h of this.hosts) if (h.runs.size < slot.runs.size) slot = h;
+    let resolve!: (r: RunResult) => void;
+    const result = new Promise<RunResult>((r) => (resolve = r));
+    const entry: Entry = {
+      runId: randomUUID(),
+      kind,
+      key,
+      label: opts.label ?? '',
+      startedAt: Date.now(),
+      subscribers: new Set(),
+      result,
+      resolve,
+      host: slot,
+      ended: false,
+      cancelWhenAlone: opts.cancelWhenAlone === true,
+    };
+    this.runs.set(entry.runId, entry);
+    if (key !== null) this.keyed(kind).set(key, entry);
+    slot.runs.add(entry);
+    if (opts.subscriber) this.addSubscriber(entry, opts.subscriber);
+    this.stats.runsStarted++;
+    slot.port.send({ t: 'start', runId: entry.runId, kind, request: opts.request });
+    return { ok: true, handle: this.handle<K, T[K]['value']>(entry, false) };
+  }
+
+  async attach(kind: KindOf<T>, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {
+    return this.attachNow(kind, key, subscriber);
+  }
+
+  async stop(kind: KindOf<T>, key: string): Promise<boolean> {
+    return this.stopNow(kind, key);
+  }
+
+  // The same operations, synchronous and by key, for a cluster registry serving other instances.
+
+  attachNow(kind: string, key: string, subscriber: Subscriber): boolean | 'not_found' {
+    const entry = this.keyed(kind).get(key);
+    return entry ? this.attachEntry(entry, subscriber) : 'not_found';
+  }
+
+  stopNow(kind: string, key: string, message = 'stopped by request'): boolean {
+    const entry = this.keyed(kind).get(key);
+    if (!entry) return false;
+    this.cancel(entry, 'stop', message);
+    return true;
+  }
+
+  /** The outcome of the key's run here, when it ends; null when none runs here. */
+  resultOf(kind: string, key: string): Promise<RunResult> | null {
+    return this.keyed(kind).get(key)?.result ?? null;
+  }
+
+  async list(_scope: 'process' | 'cluster'): Promise<RunInfo<KindOf<T>>[]> {
+    return this.listNow();
+  }
+
+  async find(kind: KindOf<T>, key: string): Promise<RunInfo<KindOf<T>> | null> {
+    return this.findNow(kind, key);
+  }
+
+  /** The keyed runs of this process, synchronously (the cluster registry builds on it). */
+  listNow(): RunInfo<KindOf<T>>[] {
+    const out: RunInfo<KindOf<T>>[] = [];
+    for (const entry of this.runs.values()) if (entry.key !== null) out.push(info<KindOf<T>>(entry));
+    return out;
+  }
+
+  findNow(kind: string, key: string): RunInfo<KindOf<T>> | null {
+    const entry = this.keyed(kind).get(key);
+    return entry ? info<KindOf<T>>(entry) : null;
+  }
+
+  /** Cancels every run, waits for their terminal events (bounded), then stops the hosts. */
+  async shutdown(graceMs = 5000): Promise<void> {
+    this.closing = true;
+    const results = [...this.runs.values()].map((e) => {
+      this.cancel(e, 'shutdown', 'server is shutting down');
+      return e.result;
+    });
+    await Promise.race([Promise.all(results), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    // A run still going after the grace (a loaded host, storage that hangs) still owes its clients a
+    // terminal event and an answer; its LlmCall is left to the heartbeat sweeper or the next start.
+    this.endRuns([...this.runs.values()], 'run cancelled: server is shutting down (the run did not stop in time)', 'cancelled');
+    await Promise.all(this.hosts.map((h) => h.port.terminate()));
+  }
+
+  private keyed(kind: string): Map<string, Entry> {
+    let map = this.byKey.get(kind);
+    if (!map) this.byKey.set(kind, (map = new Map()));
+    return map;
+  }
+
+  private handle<K extends string, V>(entry: Entry, joined: boolean): RunHandle<K, V> {
+    // The host ran the kind's own run function, whose context is typed by the kind's value.
+    return { ...info<K>(entry), joined, result: entry.result as Promise<RunResult<V>> };
+  }
+
+  private attachEntry(entry: Entry, sub: Subscriber): boolean {
+    let closed = false;
+    sub.onClose(() => (closed = true));
+    if (closed) return false;
+    const subId = this.nextSubId++;
+    this.pending.set(subId, { entry, sub });
+    sub.onClose(() => this.pending.delete(subId));
+    entry.host.port.send({ t: 'attach', runId: entry.runId, subId });
+    return true;
+  }
+
+  private cancel(entry: Entry, why: CancelWhy, message: string): void {
+    if (!entry.ended) entry.host.port.send({ t: 'cancel', runId: entry.runId, why, message });
+  }
+
+  private spawn(index: number): HostSlot {
+    const slot: HostSlot = { index, port: null as unknown as HostPort, runs: new Set() };
+    slot.port = this.opts.factory(
+      index,
+      (batch) => this.onBatch(batch),
+      (error) => this.onHostExit(slot, error),
+    );
+    return slot;
+  }
+
+  private addSubscriber(entry: Entry, sub: Subscriber): void {
+    entry.subscribers.add(sub);
+    sub.onClose(() => {
+      entry.subscribers.delete(sub);
+      if (sub.dropped) this.stats.slowClientsDropped++;
+      if (entry.cancelWhenAlone && entry.subscribers.size === 0) this.cancel(entry, 'disconnect', 'the client disconnected');
+    });
+  }
+
+  private onBatch(batch: Batch): void {
+    for (const item of batch.items) {
+      switch (item.t) {
+        case 'frames': {
+          const entry = this.runs.get(item.runId);
+          if (!entry) break;
+          for (const sub of entry.subscribers) sub.write(item.data);
+          this.stats.eventsSent += item.events * entry.subscribers.size;
+          break;
+        }
+        case 'replay': {
+          const p = this.pending.get(item.subId);
+          if (!p) break;
+          this.pending.delete(item.subId);
+          p.sub.write(item.data);
+          if (item.ended) p.sub.end();
+          else this.addSubscriber(p.entry, p.sub);
+          break;
+        }
+        case 'replay_failed': {
+          const p = this.pending.get(item.subId);
+          this.pending.delete(item.subId);
+          p?.sub.write(sseFrame('error', { type: 'error', message: item.message }));
+          p?.sub.end();
+          break;
+        }
+        case 'gone': {
+          const p = this.pending.get(item.subId);
+          this.pending.delete(item.subId);
+          p?.sub.end();
+          break;
+        }
+        case 'end': {
+          const entry = this.runs.get(item.runId);
+          if (!entry) break;
+          this.finish(entry, item.result);
+          entry.host.port.send({ t: 'release', runId: entry.runId });
+          break;
+        }
+        case 'log':
+          this.opts.log(item.level, item.message, item.error ?? undefined);
+          break;
+      }
+    }
+  }
+
+  private finish(entry: Entry, result: RunResult): void {
+    entry.ended = true;
+    for (const sub of entry.subscribers) sub.end();
+    entry.subscribers.clear();
+    entry.host.runs.delete(entry);
+    this.runs.delete(entry.runId);
+    if (entry.key !== null) {
+      const map = this.keyed(entry.kind);
+      if (map.get(entry.key) === entry) map.delete(entry.key);
+    }
+    entry.resolve(result);
+    try {
+      this.opts.onEnd?.(info(entry), result);
+    } catch (err) {
+      this.opts.log('error', 'run end hook failed', err);
+    }
+  }
+
+  private onHostExit(slot: HostSlot, error: Error): void {
+    this.opts.log('error', `actor host ${slot.index} exited`, error);
+    this.endRuns([...slot.runs], `run host failed: ${error.message}`, 'internal');
+    if (!this.closing) this.hosts[this.hosts.indexOf(slot)] = this.spawn(slot.index);
+  }
+
+  /** Ends runs whose host cannot end them: an `error` event to every subscriber, then the result. */
+  private endRuns(entries: Entry[], message: string, outcome: RunOutcome): void {
+    const frame = sseFrame('error', { type: 'error', message });
+    for (const entry of entries) {
+      for (const sub of entry.subscribers) sub.write(frame);
+      for (const [subId, p] of this.pending) {
+        if (p.entry !== entry) continue;
+        this.pending.delete(subId);
+        p.sub.write(frame);
+        p.sub.end();
+      }
+      this.finish(entry, { ok: false, outcome, message });
+    }
+  }
+}
+
+function info<K extends string>(entry: RunInfo): RunInfo<K> {
+  return { runId: entry.runId, kind: entry.kind as K, key: entry.key, label: entry.label, startedAt: entry.startedAt };
+}

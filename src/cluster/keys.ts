@@ -1,0 +1,34 @@
+// Every Redis key and channel of cluster mode, under one prefix (REDIS_KEY_PREFIX), so several
+// services or test runs can share one Redis without seeing each other.
+export type RunKind = 'chat' | 'search';
+
+export interface ClusterKeys {
+  /** The lease of one run key: its value is the owning instance's id. */
+  lease(kind: RunKind, key: string): string;
+  /** The set of `kind:key` runs an instance owns; expires with the instance. */
+  runs(instanceId: string): string;
+  /** An instance's liveness key. */
+  alive(instanceId: string): string;
+  /** Every instance id that has announced itself (dead ones are dropped lazily). */
+  readonly instances: string;
+  /** The pub/sub channel an instance listens on (control messages and frames for its subscribers). */
+  inbox(instanceId: string): string;
+  /** Every key of this prefix (tests clean up with it). */
+  readonly pattern: string;
+}
+
+export function clusterKeys(prefix: string): ClusterKeys {
+  return {
+    lease: (kind, key) => `${prefix}lease:${kind}:${key}`,
+    runs: (id) => `${prefix}runs:${id}`,
+    alive: (id) => `${prefix}alive:${id}`,
+    instances: `${prefix}instances`,
+    inbox: (id) => `${prefix}inbox:${id}`,
+    pattern: `${prefix}*`,
+  };
+}
+
+/** `chat:<id>` / `search:<id>`: a run's name in the instance run sets. */
+export function runMember(kind: RunKind, key: string): string {
+  return `${kind}:${key}`;
+}

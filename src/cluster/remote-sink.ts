@@ -1,0 +1,53 @@
+// The owner's side of a subscriber on another instance: a Subscriber whose frames are published to
+// that instance's inbox, numbered so the receiver can tell a gap (a publish lost while Redis was
+// down) from a quiet stream. Exists only while the remote client listens: a run that nobody follows
+// from elsewhere does no Redis work per frame.
+import type { Bus } from './bus.ts';
+import type { Subscriber } from './port.ts';
+
+export class RemoteSink implements Subscriber {
+  private readonly bus: Bus;
+  readonly to: string;
+  readonly sub: number;
+  private seq = 0;
+  private closed = false;
+  dropped = false;
+  private hooks: Array<() => void> = [];
+
+  constructor(bus: Bus, to: string, sub: number) {
+    this.bus = bus;
+    this.to = to;
+    this.sub = sub;
+  }
+
+  write(chunk: string): void {
+    if (this.closed) return;
+    this.bus.send(this.to, { t: 'frames', sub: this.sub, seq: this.seq++ }, chunk).catch(this.lost);
+  }
+
+  end(): void {
+    if (this.closed) return;
+    this.bus.send(this.to, { t: 'end', sub: this.sub, seq: this.seq }).catch(() => {});
+    this.close();
+  }
+
+  onClose(fn: () => void): void {
+    if (this.closed) fn();
+    else this.hooks.push(fn);
+  }
+
+  /** The remote client left (detach), or its instance can no longer be reached. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const hooks = this.hooks;
+    this.hooks = [];
+    for (const h of hooks) h();
+  }
+
+  /** A frame could not be published: the receiver will see the gap; stop sending. */
+  private lost = (): void => {
+    this.dropped = true;
+    this.close();
+  };
+}

@@ -1,0 +1,70 @@
+// This instance's heartbeat and the sweeper of dead instances' LlmCalls, on one timer: every
+// INSTANCE_HEARTBEAT_MS it beats its row, then fails the running calls of any instance silent for
+// DEAD_AFTER_BEATS intervals (store/instances.ts). The sweeper only runs once this instance has
+// itself beaten without a miss for that long: after a database outage every instance's beat is
+// stale, and a sweep before the live ones had their chance to beat again would fail live calls.
+import type { Logger } from 'pino';
+import type { ControlDb } from './db/control-pool.ts';
+import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } from './store/instances.ts';
+
+/** An instance silent for this many intervals is dead (9 s with the default 3 s; the next sweep finds it, so a killed instance's calls fail within about 12 s, inside the cluster's 15 s promise). */
+export const DEAD_AFTER_BEATS = 3;
+
+export interface Heartbeat {
+  /** Stops beating and removes this instance's row (its calls are already settled by then). */
+  stop(): Promise<void>;
+}
+
+export interface HeartbeatOptions {
+  db: ControlDb;
+  instanceId: string;
+  intervalMs: number;
+  log: Logger;
+}
+
+/** Registers the instance (rejects when the database does not answer) and starts the timer. */
+export async function startHeartbeat({ db, instanceId, intervalMs, log }: HeartbeatOptions): Promise<Heartbeat> {
+  const deadAfterMs = DEAD_AFTER_BEATS * intervalMs;
+  await registerInstance(db, instanceId);
+  let healthySince: number | null = performance.now();
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  let current: Promise<void> = Promise.resolve();
+
+  const tick = async () => {
+    try {
+      await beatInstance(db, instanceId);
+      if (healthySince === null) {
+        healthySince = performance.now();
+        log.info({ instanceId }, 'heartbeat restored');
+      }
+      if (performance.now() - healthySince < deadAfterMs) return;
+      for (const swept of await sweepDeadInstances(db, { selfId: instanceId, deadAfterMs })) {
+        log.warn(swept, 'marked the running LlmCalls of a stopped instance as failed');
+      }
+    } catch (err) {
+      if (healthySince !== null) log.warn({ err, instanceId }, 'heartbeat failed: the database does not answer');
+      healthySince = null;
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      current = tick().finally(schedule);
+    }, intervalMs);
+    // The heartbeat never keeps a stopping process alive.
+    timer.unref();
+  };
+  schedule();
+
+  return {
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await current;
+      await removeInstance(db, instanceId).catch((err: Error) =>
+        log.warn({ err, instanceId }, 'could not remove this instance’s heartbeat row; peers will see it stop'),
+      );
+    },
+  };
+}

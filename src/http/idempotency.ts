@@ -1,0 +1,39 @@
+// The Idempotency-Key request header: its validation, and the fingerprint of the request it came
+// with (the endpoint and the canonical JSON body), so a reused key can be told from a retry.
+import { createHash } from 'node:crypto';
+import { HttpError } from './errors.ts';
+import type { Req } from './reply.ts';
+
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+/** On answers to a keyed request that started nothing new (attached, waited or replayed). */
+export const REPLAYED_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'idempotent-replayed': 'true' });
+export const KEY_REUSED = 'Idempotency-Key was used with a different request';
+
+// 1–255 printable ASCII characters (space allowed inside; HTTP strips it at the ends anyway).
+const VALID_KEY = /^[\x20-\x7e]{1,255}$/;
+
+/** The request's Idempotency-Key, null when absent; 400 naming the header when malformed. */
+export function idempotencyKeyOf(req: Req): string | null {
+  const key = req.headers[IDEMPOTENCY_KEY_HEADER];
+  if (key === undefined) return null;
+  if (!VALID_KEY.test(key) || key.trim() === '') {
+    throw new HttpError(400, 'invalid Idempotency-Key header: must be 1–255 printable ASCII characters');
+  }
+  return key;
+}
+
+/**
+ * The request's fingerprint: sha256 of the endpoint and the body as canonical JSON (object keys
+ * sorted), so the same request re-serialised in another key order is still the same request.
+ */
+export function requestHash(endpoint: string, body: unknown): string {
+  return createHash('sha256').update(endpoint).update('\n').update(canonicalJson(body)).digest('hex');
+}
+
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+}

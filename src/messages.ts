@@ -1,0 +1,7 @@
+// The spec's exact messages, defined once for the HTTP layer and the runs alike (runs must not import
+// the HTTP layer), so a reader can grep from contract to code.
+export const CHAT_NOT_FOUND = 'chat not found';
+export const SEARCH_NOT_FOUND = 'search not found';
+export const ACTIVE_CHAT_STREAM_NOT_FOUND = 'active chat stream not found';
+export const ACTIVE_SEARCH_STREAM_NOT_FOUND = 'active search stream not found';
+export const ACTIVE_CHAT_STREAM_EXISTS = 'an active chat stream already exists for this chat';

@@ -1,0 +1,227 @@
+// What the OpenAPI document says about each route, keyed by the router's `METHOD /path`. Request
+// bodies are the very zod schemas the routes validate with (src/schemas.ts). A route that is not
+// here is missing from GET /v1/openapi.json, and test/api/openapi.test.ts fails: adding a route
+// means adding its entry here.
+import { z } from 'zod';
+import {
+  appendMessageSchema,
+  completionSchema,
+  createChatSchema,
+  createSearchSchema,
+  patchChatSchema,
+  providerSchema,
+  searchChatSchema,
+  searchRunSchema,
+  starSchema,
+  streamCompletionSchema,
+  suggestTitleSchema,
+} from '../schemas.ts';
+import {
+  chatDetail,
+  chatStream,
+  chatSummary,
+  message,
+  named,
+  providerModels,
+  searchDetail,
+  searchStream,
+  searchSummary,
+  usage,
+  workspaceItem,
+  type SseStream,
+} from './resources.ts';
+
+export interface OperationDoc {
+  /** Groups operations in viewers. */
+  tag: 'web' | 'system' | 'models' | 'chats' | 'completions' | 'searches';
+  summary: string;
+  description?: string;
+  /** The zod schema the route validates its JSON body with. */
+  body?: z.ZodType;
+  query?: Record<string, { description: string; schema: z.ZodType }>;
+  /** Request headers besides Authorization and Content-Type. */
+  headers?: Record<string, { description: string; schema: z.ZodType }>;
+  /** The 200 answer: a JSON body, an SSE stream, or another content type. */
+  ok: { json: z.ZodType } | { sse: SseStream; description: string } | { content: string; description: string };
+  /** Error statuses besides those every route of its kind has (see document.ts), each with when it happens. */
+  errors?: Record<number, string>;
+}
+
+const SERVICE_TOOL = 'names of service tools (GET /v1/chat-tools)';
+
+const requests = {
+  CreateChatRequest: named('CreateChatRequest', createChatSchema),
+  PatchChatRequest: named('PatchChatRequest', patchChatSchema),
+  StarRequest: named('StarRequest', starSchema),
+  SuggestTitleRequest: named('SuggestTitleRequest', suggestTitleSchema),
+  AppendMessageRequest: named('AppendMessageRequest', appendMessageSchema),
+  CompletionRequest: named('CompletionRequest', completionSchema),
+  StreamCompletionRequest: named('StreamCompletionRequest', streamCompletionSchema),
+  CreateSearchRequest: named('CreateSearchRequest', createSearchSchema),
+  SearchRunRequest: named('SearchRunRequest', searchRunSchema),
+  SearchChatRequest: named('SearchChatRequest', searchChatSchema),
+};
+
+const chatResponse = z.object({ chat: chatSummary });
+const searchResponse = z.object({ search: searchSummary });
+const deleted = z.object({ deleted: z.literal(true) });
+const PROVIDER_FAILURES = {
+  409: 'a persisted run is already active for this chat',
+  429: 'the provider rate-limited the call',
+  502: 'the provider failed',
+  503: 'the process is at capacity or shutting down (with Retry-After), or the run was cancelled by shutdown',
+  504: 'the provider timed out',
+};
+
+export const operations: Record<string, OperationDoc> = {
+  'GET /': { tag: 'web', summary: 'The bundled web client (HTML)', ok: { content: 'text/html', description: 'the page' } },
+  'GET /assets/:version/:name': {
+    tag: 'web',
+    summary: "The web client's scripts and styles (immutable when `version` is the current one)",
+    ok: { content: '*/*', description: 'the file, with its own content type' },
+  },
+  'GET /health': { tag: 'system', summary: 'Liveness: answers while the process serves HTTP (also HEAD)', ok: { json: z.object({ ok: z.literal(true) }) } },
+  'GET /ready': {
+    tag: 'system',
+    summary: 'Readiness: the database answers',
+    ok: { json: z.object({ ready: z.literal(true) }) },
+    errors: { 503: 'the database does not answer' },
+  },
+  'GET /v1/openapi.json': {
+    tag: 'system',
+    summary: 'This document (OpenAPI 3.1)',
+    ok: { content: 'application/json', description: 'the OpenAPI document' },
+  },
+  'GET /metrics': { tag: 'system', summary: 'Prometheus metrics', ok: { content: 'text/plain', description: 'Prometheus text format' } },
+  'GET /v1/auth/session': {
+    tag: 'system',
+    summary: 'Whether the API runs in token mode',
+    ok: { json: z.object({ authenticated: z.literal(true), mode: z.enum(['open', 'token']) }) },
+  },
+  'GET /v1/active-runs': {
+    tag: 'system',
+    summary: 'Chats and searches with a run on this process (or, with scope=cluster, on any instance)',
+    query: {
+      scope: {
+        description: '`process` (the default, the spec\'s meaning) or `cluster`: every live instance\'s runs (with REDIS_URL)',
+        schema: z.enum(['process', 'cluster']),
+      },
+    },
+    errors: { 400: 'scope is neither `process` nor `cluster`' },
+    ok: { json: z.object({ chats: z.array(z.string()), searches: z.array(z.string()) }) },
+  },
+  'GET /v1/chat-tools': {
+    tag: 'system',
+    summary: 'Service tools that provider_a and provider_c can use',
+    ok: { json: z.object({ tools: z.array(z.object({ name: z.string(), description: z.string() })) }) },
+  },
+  'GET /v1/workspace-items': {
+    tag: 'system',
+    summary: 'Up to 100 chats and 100 searches, newest updatedAt first',
+    ok: { json: z.object({ items: z.array(workspaceItem) }) },
+  },
+  'GET /v1/models': {
+    tag: 'models',
+    summary: "Each provider's model list, as last loaded",
+    ok: { json: z.object({ providers: z.partialRecord(providerSchema, providerModels) }) },
+  },
+
+  'GET /v1/chats': { tag: 'chats', summary: 'List chats', ok: { json: z.object({ chats: z.array(chatSummary) }) } },
+  'POST /v1/chats': {
+    tag: 'chats',
+    summary: 'Create a chat',
+    description: `\`enabledTools\`: ${SERVICE_TOOL}; omitted = all. \`provider\` and \`model\` go together.`,
+    body: requests.CreateChatRequest,
+    ok: { json: chatResponse },
+  },
+  'GET /v1/chats/:chatId': { tag: 'chats', summary: 'A chat with its messages', ok: { json: z.object({ chat: chatDetail }) } },
+  'PATCH /v1/chats/:chatId': { tag: 'chats', summary: "Change a chat's title, prompt or tools", body: requests.PatchChatRequest, ok: { json: chatResponse } },
+  'PATCH /v1/chats/:chatId/star': {
+    tag: 'chats',
+    summary: 'Star or unstar a chat (updatedAt unchanged)',
+    body: requests.StarRequest,
+    ok: { json: chatResponse },
+  },
+  'DELETE /v1/chats/:chatId': { tag: 'chats', summary: 'Delete a chat', ok: { json: deleted } },
+  'POST /v1/chats/:chatId/messages': {
+    tag: 'chats',
+    summary: 'Append a message (attachments go to metadata.attachments)',
+    body: requests.AppendMessageRequest,
+    ok: { json: z.object({ message }) },
+  },
+  'POST /v1/chats/title/suggest': {
+    tag: 'chats',
+    summary: 'Give an untitled chat a short title from TITLE_MODEL',
+    body: requests.SuggestTitleRequest,
+    ok: { json: chatResponse },
+    errors: { 404: 'chat not found', 502: 'title generation failed', 503: 'provider_a is not configured', 504: 'title generation timed out' },
+  },
+
+  'POST /v1/chat-completions': {
+    tag: 'completions',
+    summary: 'A whole completion',
+    body: requests.CompletionRequest,
+    ok: {
+      json: z.object({
+        chatId: z.string().nullable(),
+        provider: providerSchema,
+        model: z.string(),
+        message: z.object({ role: z.literal('assistant'), content: z.string() }),
+        usage: usage.nullable(),
+        raw: z.record(z.string(), z.unknown()),
+      }),
+    },
+    errors: { 404: 'chat not found (chatId given)', ...PROVIDER_FAILURES },
+  },
+  'POST /v1/chat-completions/stream': {
+    tag: 'completions',
+    summary: 'A streamed completion',
+    description: 'Failures after the stream has opened arrive as its terminal `error` event.',
+    body: requests.StreamCompletionRequest,
+    ok: { sse: chatStream, description: 'exactly one `meta`, `tool_call`*, `delta`*, then `done` or `error`' },
+    errors: { 404: 'chat not found (chatId given)', 409: PROVIDER_FAILURES[409], 503: PROVIDER_FAILURES[503] },
+  },
+  'POST /v1/chats/:chatId/stream/attach': {
+    tag: 'completions',
+    summary: "Re-attach to a chat's active stream: its buffered events, then live ones",
+    ok: { sse: chatStream, description: 'the same events as the stream: replayed, then live, until `done` or `error`' },
+    errors: { 404: 'active chat stream not found' },
+  },
+
+  'GET /v1/searches': { tag: 'searches', summary: 'List searches', ok: { json: z.object({ searches: z.array(searchSummary) }) } },
+  'POST /v1/searches': {
+    tag: 'searches',
+    summary: 'Create a search, or reuse the latest one with the same query',
+    body: requests.CreateSearchRequest,
+    ok: { json: z.object({ search: searchSummary, reused: z.boolean(), cacheHit: z.boolean() }) },
+  },
+  'GET /v1/searches/:searchId': { tag: 'searches', summary: 'A search with its results and answer', ok: { json: z.object({ search: searchDetail }) } },
+  'DELETE /v1/searches/:searchId': { tag: 'searches', summary: 'Delete a search', ok: { json: deleted } },
+  'PATCH /v1/searches/:searchId/star': { tag: 'searches', summary: 'Star or unstar a search', body: requests.StarRequest, ok: { json: searchResponse } },
+  'POST /v1/searches/:searchId/run': {
+    tag: 'searches',
+    summary: 'Run the search and its answer, whole (joins a running one)',
+    body: requests.SearchRunRequest,
+    ok: { json: z.object({ search: searchDetail }) },
+    errors: { 502: 'both the search and the answer failed', 503: 'engine_a is not configured, or the process is at capacity' },
+  },
+  'POST /v1/searches/:searchId/run/stream': {
+    tag: 'searches',
+    summary: 'Run the search and its answer, streamed (attaches to a running one)',
+    body: requests.SearchRunRequest,
+    ok: { sse: searchStream, description: '`search_results` or `search_error`, `answer` or `answer_error`, then `done` or `error`' },
+    errors: { 503: 'engine_a is not configured, or the process is at capacity' },
+  },
+  'POST /v1/searches/:searchId/run/stream/attach': {
+    tag: 'searches',
+    summary: "Re-attach to a search's active stream",
+    ok: { sse: searchStream, description: 'replayed, then live, until `done` or `error`' },
+    errors: { 404: 'active search stream not found' },
+  },
+  'POST /v1/searches/:searchId/chat': {
+    tag: 'searches',
+    summary: "A chat seeded with the search's query, answer, citations and top results",
+    body: requests.SearchChatRequest,
+    ok: { json: chatResponse },
+  },
+};

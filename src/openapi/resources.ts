@@ -1,0 +1,242 @@
+// The spec's resources, response bodies and SSE event payloads as zod schemas, for the OpenAPI
+// document only (request bodies are validated by src/schemas.ts and documented from there). Each
+// one `satisfies` the TypeScript type the code returns, so a field added to a type and not here
+// fails the typecheck instead of leaving the document behind.
+import { z } from 'zod';
+import { providerSchema, roleSchema } from '../schemas.ts';
+import type { ProviderModels } from '../models/registry.ts';
+import type {
+  AnswerCitation,
+  Attachment,
+  ChatDetail,
+  ChatSummary,
+  LastRun,
+  Message,
+  SearchDetail,
+  SearchResultItem,
+  SearchSummary,
+  WorkspaceItem,
+} from '../types.ts';
+
+/** The document's named schemas: each is emitted once under components.schemas and referenced by `$ref`. */
+export const components = new Map<string, z.ZodType>();
+
+/** Names `schema` as the component `id` (with a description), and returns it. */
+export function named<S extends z.ZodType>(id: string, schema: S, description?: string): S {
+  const s = description === undefined ? schema : schema.meta({ description });
+  if (components.has(id)) throw new Error(`OpenAPI component ${id} is named twice`);
+  components.set(id, s);
+  return s;
+}
+
+const timestamp = z.string().meta({ format: 'date-time', description: 'ISO 8601, UTC, with milliseconds' });
+const nullableString = z.string().nullable();
+
+export const errorBody = named(
+  'Error',
+  z.object({ message: z.string().meta({ description: 'what is wrong, for a person to read' }) }),
+  'Every error answer (4xx, 5xx) has this shape.',
+);
+
+export const attachment = named(
+  'StoredAttachment',
+  z.discriminatedUnion('kind', [
+    z.object({
+      kind: z.literal('image'),
+      id: z.string(),
+      filename: z.string(),
+      mimeType: z.enum(['image/png', 'image/jpeg']),
+      sizeBytes: z.number().int(),
+      dataUrl: z.string().meta({ description: 'a base64 data URL' }),
+    }),
+    z.object({
+      kind: z.literal('text'),
+      id: z.string(),
+      filename: z.string(),
+      mimeType: z.string(),
+      sizeBytes: z.number().int(),
+      text: z.string(),
+      truncated: z.boolean(),
+    }),
+  ]),
+  'An attachment as stored in `metadata.attachments`.',
+) satisfies z.ZodType<Attachment>;
+
+export const message = named(
+  'Message',
+  z.object({
+    id: z.string(),
+    createdAt: timestamp,
+    role: roleSchema,
+    content: z.string(),
+    name: nullableString,
+    metadata: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .meta({ description: '`attachments` on user messages with attachments; `kind: "tool_call"` on tool-call log messages' }),
+  }),
+) satisfies z.ZodType<Message>;
+
+const chatFields = {
+  id: z.string(),
+  title: nullableString,
+  createdAt: timestamp,
+  updatedAt: timestamp,
+  starred: z.boolean(),
+  starredAt: timestamp.nullable(),
+  initiatedProvider: providerSchema.nullable(),
+  initiatedModel: nullableString,
+  lastUsedProvider: providerSchema.nullable(),
+  lastUsedModel: nullableString,
+  additionalSystemPrompt: nullableString,
+  enabledTools: z.array(z.string()),
+};
+export const chatSummary = named('ChatSummary', z.object(chatFields)) satisfies z.ZodType<ChatSummary>;
+export const lastRun = named(
+  'LastRun',
+  z.object({
+    callId: z.string(),
+    provider: providerSchema,
+    model: z.string(),
+    status: z.enum(['running', 'succeeded', 'failed', 'stopped']),
+    error: nullableString.meta({ description: 'why it failed; for a run cut by a crash or restart, says the service stopped or restarted' }),
+    startedAt: timestamp,
+    finishedAt: timestamp.nullable(),
+    latencyMs: z.number().int().nullable(),
+    usage: z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), totalTokens: z.number().int() }).nullable(),
+  }),
+  "The chat's newest completion run (title suggestions are not counted).",
+) satisfies z.ZodType<LastRun>;
+export const chatDetail = named(
+  'ChatDetail',
+  z.object({ ...chatFields, messages: z.array(message), lastRun: lastRun.nullable() }),
+) satisfies z.ZodType<ChatDetail>;
+
+const searchFields = {
+  id: z.string(),
+  title: nullableString,
+  query: nullableString,
+  createdAt: timestamp,
+  updatedAt: timestamp,
+  starred: z.boolean(),
+  starredAt: timestamp.nullable(),
+};
+export const searchSummary = named('SearchSummary', z.object(searchFields)) satisfies z.ZodType<SearchSummary>;
+
+export const searchResultItem = named(
+  'SearchResultItem',
+  z.object({
+    url: z.string(),
+    title: nullableString,
+    snippet: nullableString,
+    summary: nullableString,
+    publishedDate: nullableString,
+    author: nullableString,
+    score: z.number().nullable(),
+    favicon: nullableString,
+    image: nullableString,
+  }),
+) satisfies z.ZodType<SearchResultItem>;
+
+export const answerCitation = named(
+  'AnswerCitation',
+  z.object({ url: z.string(), title: nullableString, author: nullableString, publishedDate: nullableString, text: nullableString }),
+) satisfies z.ZodType<AnswerCitation>;
+
+export const searchDetail = named(
+  'SearchDetail',
+  z.object({
+    ...searchFields,
+    title: z.string(),
+    query: z.string(),
+    requestId: z.string(),
+    latencyMs: z.number().int(),
+    error: nullableString,
+    answerText: nullableString,
+    answerRequestId: nullableString,
+    answerCitations: z.array(answerCitation),
+    answerError: nullableString,
+    results: z.array(searchResultItem),
+  }),
+) satisfies z.ZodType<SearchDetail>;
+
+export const workspaceItem = named(
+  'WorkspaceItem',
+  z.discriminatedUnion('type', [z.object({ type: z.literal('chat'), ...chatFields }), z.object({ type: z.literal('search'), ...searchFields })]),
+) satisfies z.ZodType<WorkspaceItem>;
+
+export const usage = named('Usage', z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), totalTokens: z.number().int() }));
+
+export const providerModels = named(
+  'ProviderModels',
+  z.object({
+    models: z.array(z.string()),
+    loadedAt: timestamp.nullable(),
+    error: nullableString,
+    simulated: z
+      .literal(true)
+      .optional()
+      .meta({ description: 'served by the offline simulator (no key set); only then is provider_d listed without AGENT_PROVIDER_API_KEY' }),
+  }),
+) satisfies z.ZodType<ProviderModels>;
+
+/** An SSE stream: its event names, and one schema for its messages, `{event: <name>, data: <payload>}` each. */
+export interface SseStream {
+  events: string[];
+  message: z.ZodType;
+}
+
+function sseStream(id: string, events: Record<string, z.ZodType>): SseStream {
+  const variants = Object.entries(events).map(([name, data]) => z.object({ event: z.literal(name), data }));
+  const message = named(id, z.union(variants), 'One SSE message: its `event:` name and its `data:` JSON.');
+  return { events: Object.keys(events), message };
+}
+
+// Chat stream events (spec "Chat stream events"; actors/chat-run.ts, actors/chat-tools.ts).
+export const chatStream = sseStream('ChatStreamMessage', {
+  meta: named(
+    'MetaEvent',
+    z.object({ type: z.literal('meta'), chatId: nullableString, callId: nullableString, provider: providerSchema, model: z.string() }),
+    'first event of every chat stream; the ids are null when `persist` is false',
+  ),
+  tool_call: named(
+    'ToolCallEvent',
+    z.object({
+      toolCallId: z.string(),
+      name: z.string(),
+      status: z.enum(['initiated', 'completed', 'failed']),
+      summary: z.string(),
+      args: z.record(z.string(), z.unknown()),
+      startedAt: timestamp,
+      completedAt: timestamp.optional(),
+      durationMs: z.number().int().optional(),
+      resultPreview: z.string().optional(),
+      error: z.string().optional(),
+    }),
+    'a service tool starting (`initiated`) or ending (`completed`, `failed`); upsert by `toolCallId`',
+  ),
+  delta: named('DeltaEvent', z.object({ type: z.literal('delta'), text: z.string() }), 'the next piece of the answer'),
+  done: named(
+    'DoneEvent',
+    z.object({
+      type: z.literal('done'),
+      text: z.string().meta({ description: 'the whole answer: the deltas concatenated' }),
+      usage: usage.optional(),
+    }),
+    'terminal: the run succeeded',
+  ),
+  error: named('ErrorEvent', z.object({ type: z.literal('error'), message: z.string() }), 'terminal: the run failed'),
+});
+
+// Search stream events (spec "Search stream events"; actors/search-run.ts).
+export const searchStream = sseStream('SearchStreamMessage', {
+  search_results: named('SearchResultsEvent', z.object({ requestId: nullableString, results: z.array(searchResultItem) })),
+  search_error: named('SearchErrorEvent', z.object({ error: z.string() })),
+  answer: named(
+    'AnswerEvent',
+    z.object({ answerText: nullableString, answerRequestId: nullableString, answerCitations: z.array(answerCitation) }),
+  ),
+  answer_error: named('AnswerErrorEvent', z.object({ error: z.string() })),
+  done: named('SearchDoneEvent', z.object({ search: searchDetail }), 'terminal: the search and its answer are stored'),
+  error: named('SearchFailedEvent', z.object({ message: z.string() }), 'terminal: the run failed'),
+});

@@ -1,0 +1,44 @@
+// The one scaffold every provider session shares: build the round's body, make the whole or the
+// streamed call, and map whatever it throws (an abort included) to a ProviderError. An adapter only
+// writes what differs per provider: the body, how a whole response and how a stream's frames read.
+import { isAbortError, ProviderAbortError, toProviderError } from './errors.ts';
+import type { SseFrames } from './sse.ts';
+import { streamBody } from './sse.ts';
+import type { CompletionRequest, ProviderName, ProviderSession, RoundEnd, TextSink, ToolResultInput } from './types.ts';
+
+/** The per-provider half of a session. `Body` is the provider's request body of one round. */
+export interface RoundCalls<Body> {
+  body(toolResults: ToolResultInput[] | null): Body;
+  whole(body: Body, onText: TextSink): Promise<RoundEnd>;
+  streamed(body: Body, onText: TextSink): Promise<RoundEnd>;
+}
+
+export function createSession<Body>(name: ProviderName, req: CompletionRequest, calls: RoundCalls<Body>): ProviderSession {
+  const { signal } = req;
+  return {
+    async round(toolResults, onText) {
+      try {
+        const body = calls.body(toolResults);
+        return await (req.stream ? calls.streamed(body, onText) : calls.whole(body, onText));
+      } catch (err) {
+        // An abort that lands as the body ends can surface as a cut stream: the signal decides.
+        if (signal.aborted && !isAbortError(err)) throw new ProviderAbortError(name, { cause: signal.reason ?? err });
+        throw toProviderError(name, err, signal);
+      }
+    },
+  };
+}
+
+/**
+ * Reads a streamed body: one await per socket read, then every frame it completed handed to `onFrame`
+ * synchronously, in order. An in-stream error frame is thrown after the frames before it; an abort
+ * that lands as the body ends is thrown too, so a cut stream is never mistaken for a complete one.
+ */
+export async function eachFrame<F>(response: Response, sse: SseFrames, signal: AbortSignal, onFrame: (frame: F) => void): Promise<void> {
+  for await (const bytes of streamBody(response)) {
+    const frames = sse.feed(bytes) as F[];
+    for (let i = 0; i < frames.length; i++) onFrame(frames[i]!);
+    if (sse.failure !== undefined) throw sse.failure;
+  }
+  if (signal.aborted) throw signal.reason;
+}

@@ -1,0 +1,165 @@
+// The registry of active runs as the routes see it: this process's supervisor, and with REDIS_URL
+// set the cluster too, so a run key (a chat, a search) is held by one run across every instance.
+// A start first looks here (synchronously), then takes the key's lease in Redis (two instances:
+// Redis picks one), and only then starts the run here. Attach, wait and stop go to the run wherever
+// it lives. Without a cluster every call is the supervisor's own.
+import type { RunSupervisor, RunTypes } from '../actors/runs.ts';
+import type { KindOf, RunResult } from '../actors/runtime/protocol.ts';
+import type { RunHandle, RunInfo, RunRegistry, Started, StartOptions, StartRefusal } from '../actors/runtime/registry.ts';
+import type { Subscriber } from '../actors/runtime/subscriber.ts';
+import { OwnerUnreachableError, type Cluster } from './cluster/cluster.ts';
+import type { LocalRunPort } from './cluster/port.ts';
+import { RedisUnavailableError } from './cluster/redis.ts';
+import { HttpError } from './http/errors.ts';
+
+type Kind = KindOf<RunTypes>;
+
+export type ActiveRunsScope = 'process' | 'cluster';
+
+/** Cluster failures as HTTP answers: Redis down → 503 naming it; an owner that does not answer → 503. */
+function clusterHttpError(err: unknown): unknown {
+  if (err instanceof RedisUnavailableError) return new HttpError(503, `${err.message}; retry when Redis is back`, { 'retry-after': '2' });
+  if (err instanceof OwnerUnreachableError) return new HttpError(503, err.message, { 'retry-after': '2' });
+  return err;
+}
+
+function guarded<T>(p: Promise<T>): Promise<T> {
+  return p.catch((err: unknown) => {
+    throw clusterHttpError(err);
+  });
+}
+
+const busy = (kind: string, key: string): StartRefusal => ({ ok: false, outcome: 'busy', message: `a ${kind} run is already active for ${key}` });
+
+/** What is known of a run on another instance. */
+const remoteInfo = <K extends Kind>(kind: K, key: string): RunInfo<K> => ({ runId: '', kind, key, label: '', startedAt: 0 });
+
+export class Runs implements RunRegistry<RunTypes> {
+  readonly supervisor: RunSupervisor;
+  private cluster: Cluster | null = null;
+  /** Keys whose lease this instance is taking: other starts, attaches and joins wait for the outcome. */
+  private readonly starting = new Map<string, Promise<void>>();
+
+  constructor(supervisor: RunSupervisor) {
+    this.supervisor = supervisor;
+  }
+
+  /** Cluster mode: from now on run keys are held cluster-wide. */
+  useCluster(cluster: Cluster): void {
+    this.cluster = cluster;
+  }
+
+  get clustered(): boolean {
+    return this.cluster !== null;
+  }
+
+  /** What the cluster serves other instances from: the supervisor's operations by key. */
+  readonly localPort: LocalRunPort = {
+    attach: (kind, key, sub) => this.supervisor.attachNow(kind, key, sub) === true,
+    outcome: (kind, key) => this.supervisor.resultOf(kind, key),
+    stop: (kind, key, reason) => this.supervisor.stopNow(kind, key, reason),
+  };
+
+  start<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> | Promise<Started<K, RunTypes[K]['value']>> {
+    if (!this.cluster || opts.key === null) return this.supervisor.start(opts);
+    return this.startClustered(this.cluster, opts, opts.key);
+  }
+
+  private async startClustered<K extends Kind>(cluster: Cluster, opts: StartOptions<RunTypes, K>, key: string): Promise<Started<K, RunTypes[K]['value']>> {
+    const { kind } = opts;
+    const member = `${kind}:${key}`;
+    // A lost race means another run holds the key now: join it (it may end at once, then start ours).
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await this.starting.get(member);
+      if (this.supervisor.findNow(kind, key)) return this.supervisor.start(opts);
+      const owner = await this.remoteOwner(kind, key);
+      if (owner) {
+        if (opts.ifRunning === 'reject') return busy(kind, key);
+        const joined = await this.joinRemote(opts, key, owner);
+        if (joined) return { ok: true, handle: joined };
+        continue;
+      }
+      if (this.starting.has(member)) continue;
+      let settle!: () => void;
+      this.starting.set(member, new Promise<void>((r) => (settle = r)));
+      try {
+        const holder = await guarded(cluster.claim(kind, key));
+        if (holder !== null) {
+          if (opts.ifRunning === 'reject') return busy(kind, key);
+          continue;
+        }
+        const started = this.supervisor.start(opts);
+        if (!started.ok) cluster.release(kind, key);
+        return started;
+      } finally {
+        this.starting.delete(member);
+        settle();
+      }
+    }
+    return busy(kind, key);
+  }
+
+  /** Follows a run on `owner`; null when it ended before it could be joined. */
+  private async joinRemote<K extends Kind>(opts: StartOptions<RunTypes, K>, key: string, owner: string): Promise<RunHandle<K, RunTypes[K]['value']> | null> {
+    const cluster = this.cluster!;
+    const { kind, subscriber } = opts;
+    if (subscriber && !(await guarded(cluster.follow(kind, key, owner, () => subscriber)))) return null;
+    let result: Promise<RunResult<RunTypes[K]['value']>> | null = null;
+    if (!subscriber) {
+      const outcome = await guarded(cluster.wait(kind, key, owner));
+      if (!outcome) return null;
+      // The owner sent its run's RunResult, as its kind's run function made it.
+      result = Promise.resolve(outcome as RunResult<RunTypes[K]['value']>);
+    }
+    const waitRemote = () => guarded(cluster.wait(kind, key, owner)).then((r) => (r as RunResult<RunTypes[K]['value']> | null) ?? { ok: false as const, outcome: 'not_found' as const, message: 'the run ended elsewhere' });
+    return {
+      ...remoteInfo(kind, key),
+      joined: true,
+      // A streaming joiner rarely needs the value: ask the owner only when someone reads it.
+      get result() {
+        return (result ??= waitRemote());
+      },
+    };
+  }
+
+  /** A run ended (the supervisor's onEnd): its key is free cluster-wide. */
+  ended(run: RunInfo): void {
+    if (run.key !== null) this.cluster?.release(run.kind as Kind, run.key);
+  }
+
+  async attach(kind: Kind, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {
+    await this.starting.get(`${kind}:${key}`);
+    const here = this.supervisor.attachNow(kind, key, subscriber);
+    if (here !== 'not_found') return here;
+    const owner = await this.remoteOwner(kind, key);
+    if (!owner) return 'not_found';
+    return (await guarded(this.cluster!.follow(kind, key, owner, () => subscriber))) ? true : 'not_found';
+  }
+
+  async stop(kind: Kind, key: string): Promise<boolean> {
+    if (this.supervisor.stopNow(kind, key)) return true;
+    const owner = await this.remoteOwner(kind, key);
+    if (!owner) return false;
+    return guarded(this.cluster!.stop(kind, key, owner, 'stopped by request'));
+  }
+
+  async find(kind: Kind, key: string): Promise<RunInfo<Kind> | null> {
+    const here = this.supervisor.findNow(kind, key);
+    if (here) return here;
+    return (await this.remoteOwner(kind, key)) ? remoteInfo(kind, key) : null;
+  }
+
+  /** `process`: this process's runs; `cluster`: every live instance's. */
+  async list(scope: ActiveRunsScope): Promise<RunInfo<Kind>[]> {
+    if (scope === 'process' || !this.cluster) return this.supervisor.listNow();
+    const { chats, searches } = await guarded(this.cluster.list());
+    return [...chats.map((k) => remoteInfo('chat', k)), ...searches.map((k) => remoteInfo('search', k))];
+  }
+
+  /** The instance holding the key's lease when it is another one. */
+  private async remoteOwner(kind: Kind, key: string): Promise<string | null> {
+    if (!this.cluster) return null;
+    const owner = await guarded(this.cluster.owner(kind, key));
+    return owner && owner !== this.cluster.instanceId ? owner : null;
+  }
+}

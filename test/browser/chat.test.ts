@@ -1,0 +1,127 @@
+// The web client's chat view in real Chromium against a real server and the simulator: a streamed
+// answer appears piece by piece, a reload mid-stream re-attaches and ends with the stored text, and
+// a tool call's card goes from running to done, attachments reach the provider.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { browserSkipReason, launchBrowser, recordedTexts, recordTexts, watchPage } from '../helpers/browser.ts';
+import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
+
+const skip = browserSkipReason();
+const ANSWER = '.msg.assistant .body';
+
+describe('web client: chat', { skip: skip ?? false }, () => {
+  let server: TestServer;
+  let browser: Browser;
+  let page: Page;
+  let watch: { errors: string[] };
+
+  before(async () => {
+    [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+    page = await browser.newPage();
+    watch = watchPage(page);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  /** Opens a new chat on provider_c and sends `text` (and `files`); returns once the message is sent. */
+  async function send(text: string, files: Array<{ name: string; mimeType: string; buffer: Buffer }> = []): Promise<void> {
+    await page.goto(`${server.url}/#new-chat`);
+    await page.locator('#model option[value="provider_c:sim-c-large"]').waitFor({ state: 'attached' });
+    await page.selectOption('#model', 'provider_c:sim-c-large');
+    await page.fill('textarea[name=text]', text);
+    if (files.length > 0) await page.setInputFiles('input[name=files]', files);
+    await page.keyboard.press('Enter');
+  }
+
+  const idle = () => page.waitForFunction(() => document.querySelector('.msg.assistant') && !document.querySelector('[aria-busy]'));
+  const chatIdOf = () => decodeURIComponent(new URL(page.url()).hash.replace('#chat/', ''));
+  async function storedMessage(chatId: string): Promise<{ content: string; metadata: Record<string, unknown> | null }> {
+    const { body } = await server.call('GET', `/v1/chats/${chatId}`);
+    const answers = body.chat.messages.filter((m: { role: string }) => m.role === 'assistant');
+    assert.equal(answers.length, 1);
+    return answers[0];
+  }
+  const storedAnswer = async (chatId: string) => (await storedMessage(chatId)).content;
+
+  it('shows a streamed answer token by token, then the stored text', async () => {
+    const reply = 'Tide pools hold anemones, crabs, sea stars, snails and small fish between the tides, ' +
+      'and at low water they are easy to see from the rocks.';
+    await page.goto(`${server.url}/`);
+    await recordTexts(page, ANSWER);
+    // provider_c has tools, so its first second of text may be held back while the round could still
+    // turn into tool calls: the stream runs well past that.
+    await send(sim({ reply, deltas: 30, rate: 10 }));
+    await idle();
+    const texts = (await recordedTexts(page)).filter((t) => t.length > 0);
+    assert.equal(texts.at(-1), reply);
+    const partial = texts.filter((t) => t !== reply);
+    assert.ok(partial.length >= 4, `expected several intermediate states, saw ${JSON.stringify(partial)}`);
+    for (let i = 1; i < partial.length; i++) assert.ok(partial[i]!.startsWith(partial[i - 1]!), 'each state extends the previous one');
+    for (const t of partial) assert.ok(reply.startsWith(t), `intermediate state ${JSON.stringify(t)} is a prefix of the answer`);
+    assert.equal(await storedAnswer(chatIdOf()), reply);
+    assert.match(page.url(), /#chat\//);
+    assert.equal(await page.isVisible('.stop'), false, 'no stop button once the run is over');
+    assert.equal(await page.isEnabled('button[name=send]'), true);
+    assert.deepEqual(watch.errors, []);
+  });
+
+  it('re-attaches after a reload mid-stream and ends with the full stored text', async () => {
+    await send(sim({ deltas: 40, rate: 8 }, 'count slowly'));
+    await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
+    const chatId = chatIdOf();
+    const before = (await page.textContent(ANSWER))!;
+    await page.reload();
+    // Live again: the answer is streaming after the reload, and starts with what was shown before it.
+    await page.waitForSelector('.msg.assistant[aria-busy=true]');
+    const replayed = (await page.textContent(ANSWER))!;
+    assert.ok(replayed.startsWith(before), `after the reload ${JSON.stringify(replayed)} continues ${JSON.stringify(before)}`);
+    await idle();
+    const stored = await storedAnswer(chatId);
+    assert.ok(stored.length > replayed.length);
+    assert.equal(await page.textContent(ANSWER), stored);
+    assert.deepEqual(watch.errors, []);
+  });
+
+  it('shows a tool call as a card that goes from running to done', async () => {
+    await page.goto(`${server.url}/`);
+    await recordTexts(page, '.tool .tool-status');
+    // The engine answers the tool's search after a pause, so the running state is there to see.
+    const query = `tide pools SIM ${JSON.stringify({ searchDelayMs: 1500 })}`;
+    await send(sim({ tools: [{ name: 'web_search', args: { query } }], reply: 'Found them.' }, 'look it up'));
+    await idle();
+    const states = (await recordedTexts(page)).filter((t) => t.length > 0);
+    assert.equal(states[0], 'running');
+    assert.match(states.at(-1)!, /^done · \d+ ms$/);
+    assert.equal(await page.locator('.tool').count(), 1, 'one card per toolCallId');
+    assert.equal(await page.getAttribute('.tool', 'data-status'), 'completed');
+    assert.equal(await page.textContent('.tool .tool-name'), 'web_search');
+    assert.equal(await page.textContent(ANSWER), 'Found them.');
+    assert.deepEqual(watch.errors, []);
+  });
+
+  it('sends an image and a text file as attachments, forwarded to the provider and stored', async () => {
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+    await send(sim({ echoInput: true }, 'what is in these?'), [
+      { name: 'dot.png', mimeType: 'image/png', buffer: png },
+      { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('PERIWINKLE notes') },
+    ]);
+    await idle();
+    // The simulator answers with what the provider received: the text, the image, the text file.
+    const echoed = JSON.parse((await page.textContent(ANSWER))!);
+    assert.deepEqual(echoed.parts.filter((p: string) => p === 'image_url'), ['image_url']);
+    assert.equal(echoed.attachments[0].mediaType, 'image/png');
+    assert.ok(echoed.parts.filter((p: string) => p === 'text').length >= 2, JSON.stringify(echoed));
+    const { body } = await server.call('GET', `/v1/chats/${chatIdOf()}`);
+    const user = body.chat.messages.find((m: { role: string }) => m.role === 'user');
+    const attachments = user.metadata.attachments;
+    assert.deepEqual(attachments.map((a: { kind: string; filename: string }) => [a.kind, a.filename]), [['image', 'dot.png'], ['text', 'notes.txt']]);
+    assert.equal(attachments[1].text, 'PERIWINKLE notes');
+    // Shown from the stored message: the image as a picture, the text file by name.
+    assert.equal(await page.getAttribute('.msg.user .attachments img', 'alt'), 'dot.png');
+    assert.match((await page.textContent('.msg.user .attachments'))!, /notes\.txt/);
+    assert.deepEqual(watch.errors, []);
+  });
+});

@@ -1,0 +1,132 @@
+// Three instances of the real entry point sharing one Postgres, one Redis and one simulator behave
+// as one service: one chat stream per chat under a start storm spread over every instance, attach
+// on any instance at random moments equals the stored answer, a search started on two instances
+// asks the engine once, ?scope=cluster lists every instance's runs, SIGTERM frees an instance's
+// runs at once, and one whose Redis cannot be reached refuses to start. (SIGKILL: kill.test.ts;
+// Redis restarted mid-run: redis-restart.test.ts; each file has its own time budget.)
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
+import { clusterRedis, clusterRuns, openStream, rebuilt, slow, startCluster, startInstance, storedAnswer, type Instance, type TestCluster } from '../helpers/cluster.ts';
+import { freePort, type TestRedis } from '../helpers/redis.ts';
+import { simEnv, waitFor } from '../helpers/server.ts';
+
+describe('cluster mode: three instances on one Postgres and one Redis', async () => {
+  const redis = await clusterRedis();
+  if (typeof redis === 'string') {
+    console.log(`# ${redis}`);
+    it('needs Postgres and Redis', { skip: redis }, () => {});
+    return;
+  }
+  const r: TestRedis = redis;
+  const prefix = r.prefix();
+  let simh: SimHandle;
+  let c: TestCluster;
+  let a: Instance, b: Instance, cc: Instance;
+  before(async () => {
+    simh = await startSimulator();
+    c = await startCluster({ n: 3, redisUrl: r.url, prefix, sim: simh });
+    [a, b, cc] = c.instances as [Instance, Instance, Instance];
+  });
+  after(async () => {
+    await c?.close();
+    await simh?.close();
+    await r.clean(prefix);
+    await r.close();
+  });
+
+  it('a start storm on one chat over three instances runs exactly once; the others get 409', async () => {
+    const chat = (await a.call('POST', '/v1/chats', {})).body.chat;
+    const body = JSON.stringify(slow(5, 50, { chatId: chat.id }));
+    const results = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        fetch(`${c.instances[i % 3]!.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (res) => ({ status: res.status, text: await res.text() })),
+      ),
+    );
+    assert.equal(results.filter((x) => x.status === 200).length, 1, results.map((x) => x.status).join(','));
+    const conflicts = results.filter((x) => x.status === 409);
+    assert.equal(conflicts.length, 23);
+    assert.deepEqual(JSON.parse(conflicts[0]!.text), { message: 'an active chat stream already exists for this chat' });
+    const db = new pg.Client({ connectionString: c.databaseUrl });
+    await db.connect();
+    try {
+      const calls = await db.query('SELECT count(*)::int AS n FROM llm_calls WHERE chat_id = $1', [chat.id]);
+      assert.equal(calls.rows[0].n, 1, 'one provider call');
+    } finally {
+      await db.end();
+    }
+  });
+
+  it('attach on any instance at random moments replays then follows: equal to the stored answer', async () => {
+    const origin = await openStream(a, '/v1/chat-completions/stream', slow(40, 60));
+    const chatId = origin.meta.data.chatId as string;
+    assert.deepEqual((await b.call('GET', '/v1/active-runs')).body.chats, [], 'the spec’s meaning: this process only');
+    assert.ok((await clusterRuns(b)).chats.includes(chatId), '?scope=cluster lists the run on another instance');
+    const attaches = Array.from({ length: 9 }, (_, i) =>
+      new Promise((res) => setTimeout(res, i * 60 + Math.floor(Math.random() * 50))).then(() => c.instances[i % 3]!.stream(`/v1/chats/${chatId}/stream/attach`)),
+    );
+    // A client that drops mid-stream and re-attaches elsewhere gets everything too.
+    const dropped = await b.stream(`/v1/chats/${chatId}/stream/attach`, undefined, { stopAfter: (_e, all) => all.length >= 3 });
+    assert.equal(dropped.status, 200);
+    const [own, ...others] = await Promise.all([origin.events, ...attaches]);
+    const stored = await storedAnswer(a, chatId);
+    assert.ok(stored);
+    assert.equal(rebuilt(own!), stored);
+    let remote = 0;
+    others.forEach((x, i) => {
+      if (x.status === 404) return; // the run had already ended: allowed
+      if (i % 3 !== 0) remote++;
+      const names = x.events.map((e) => e.event);
+      assert.equal(names[0], 'meta', 'replay starts with meta');
+      assert.equal(names.filter((n) => n === 'done' || n === 'error').length, 1, 'one terminal event');
+      assert.equal(names.at(-1), 'done');
+      assert.equal(rebuilt(x.events), stored, `attach ${i} on ${c.instances[i % 3]!.id}: nothing lost or doubled`);
+      assert.equal(x.events.at(-1)!.data.text, stored);
+    });
+    assert.ok(remote >= 3, `most remote attaches happen while the run is active (${remote})`);
+    const gone = await cc.call('POST', `/v1/chats/${chatId}/stream/attach`);
+    assert.deepEqual([gone.status, gone.body.message], [404, 'active chat stream not found']);
+  });
+
+  it('a search started on two instances joins one run: one engine call, the same outcome everywhere', async () => {
+    const q = `cluster join ${Date.now()} SIM ${JSON.stringify({ searchDelayMs: 600 })}`;
+    const s = (await a.call('POST', '/v1/searches', { query: q })).body.search;
+    const path = `/v1/searches/${s.id}/run/stream`;
+    const first = a.stream(path, {});
+    await waitFor(async () => (await clusterRuns(b)).searches.includes(s.id), 5000, 'the search run to be listed');
+    const [one, two, whole, attached] = await Promise.all([first, b.stream(path, {}), cc.call('POST', `/v1/searches/${s.id}/run`, {}), cc.stream(`${path}/attach`)]);
+    for (const x of [one, two, attached]) assert.deepEqual(x.events.map((e) => e.event), ['answer', 'search_results', 'done']);
+    assert.deepEqual(two.events.at(-1)!.data, one.events.at(-1)!.data);
+    assert.deepEqual(attached.events.at(-1)!.data, one.events.at(-1)!.data);
+    assert.equal(whole.status, 200);
+    assert.deepEqual(whole.body.search, one.events.at(-1)!.data.search);
+    const engine = (what: string) => simh.requests.filter((x) => x.upstream === 'engine_a' && x.path.endsWith(what) && x.body?.query === q).length;
+    assert.equal(engine('/search'), 1, 'the engine is asked once');
+    assert.equal(engine('/answer'), 1);
+  });
+
+  it('an instance whose Redis cannot be reached refuses to start, naming REDIS_URL', async () => {
+    const port = await freePort();
+    await assert.rejects(
+      startInstance('lonely', { PORT: '0', DATABASE_URL: c.databaseUrl, REDIS_URL: `redis://127.0.0.1:${port}`, ...simEnv(simh) }),
+      (err: { code: number; out: string }) => {
+        assert.equal(err.code, 1);
+        assert.match(err.out, /REDIS_URL/);
+        assert.match(err.out, new RegExp(`cannot reach redis://127\\.0\\.0\\.1:${port}`));
+        return true;
+      },
+    );
+  });
+
+  it('an instance stopped with SIGTERM ends its runs and frees their keys at once', async () => {
+    const run = await openStream(b, '/v1/chat-completions/stream', slow(400, 10));
+    const chatId = run.meta.data.chatId as string;
+    await b.kill('SIGTERM');
+    const ended = await run.events;
+    assert.equal(ended.at(-1)?.event, 'error', 'its run ends as today');
+    assert.ok(!(await clusterRuns(a)).chats.includes(chatId), 'no longer listed');
+    const again = await a.stream('/v1/chat-completions/stream', slow(3, 0, { chatId }));
+    assert.equal(again.status, 200, 'its chat takes a new stream at once, no lease to wait out');
+  });
+});

@@ -1,0 +1,77 @@
+// An instance killed with SIGKILL mid-run (two instances of the real entry point on one Postgres and
+// one Redis, the default lease TTL): within 15 s its run leaves ?scope=cluster and its chat takes
+// a new stream on the survivor, a follower on the survivor is told the run's instance stopped, and
+// the heartbeat sweeper (issue 16's, not a second mechanism) marks its LlmCall failed.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
+import { clusterRedis, clusterRuns, openStream, slow, startCluster, type Instance, type TestCluster } from '../helpers/cluster.ts';
+import type { TestRedis } from '../helpers/redis.ts';
+import { waitFor } from '../helpers/server.ts';
+
+describe('cluster mode: an instance killed with SIGKILL', async () => {
+  const redis = await clusterRedis();
+  if (typeof redis === 'string') {
+    console.log(`# ${redis}`);
+    it('needs Postgres and Redis', { skip: redis }, () => {});
+    return;
+  }
+  const r: TestRedis = redis;
+  const prefix = r.prefix();
+  let simh: SimHandle;
+  let c: TestCluster;
+  before(async () => {
+    simh = await startSimulator();
+    c = await startCluster({ n: 2, redisUrl: r.url, prefix, sim: simh });
+  });
+  after(async () => {
+    await c?.close();
+    await simh?.close();
+    await r.clean(prefix);
+    await r.close();
+  });
+
+  it('an instance killed with SIGKILL frees its runs within 15 s; followers elsewhere get an error; its LlmCall reads failed', async (t) => {
+    const [a, victim] = c.instances as [Instance, Instance];
+    const run = await openStream(victim, '/v1/chat-completions/stream', slow(400, 10));
+    const chatId = run.meta.data.chatId as string;
+    const callId = run.meta.data.callId as string;
+    // A follower on another instance, attached (its replay arrived) before the kill.
+    const follower = await openStream(a, `/v1/chats/${chatId}/stream/attach`, {});
+    await waitFor(async () => (await clusterRuns(a)).chats.includes(chatId), 5000, 'the run to be listed');
+    await victim.kill('SIGKILL');
+    const killedAt = Date.now();
+    let freedAfter = -1;
+    while (Date.now() - killedAt < 20_000) {
+      const listed = (await clusterRuns(a)).chats.includes(chatId);
+      if (!listed) {
+        const again = await a.stream('/v1/chat-completions/stream', slow(3, 0, { chatId }));
+        if (again.status === 200) {
+          freedAfter = Date.now() - killedAt;
+          assert.equal(again.events.at(-1)?.event, 'done');
+          break;
+        }
+        assert.equal(again.status, 409, JSON.stringify(again.body));
+      }
+      await new Promise((res) => setTimeout(res, 250));
+    }
+    assert.ok(freedAfter >= 0 && freedAfter <= 15_000, `freed within 15 s (after ${freedAfter} ms)`);
+    t.diagnostic(`SIGKILL: chat free for a new stream after ${freedAfter} ms`);
+    const f = await follower.events;
+    assert.equal(f.at(-1)?.event, 'error', 'the follower is told the run’s instance stopped');
+    assert.match(f.at(-1)!.data.message, /stopped/);
+    // The heartbeat sweeper (dead after 3 missed beats, swept at a peer's next beat once that peer
+    // has beaten cleanly as long) fails its LlmCall; with the default 3 s beat that is 9–12 s after
+    // the last beat. A loaded machine delays beats, so the wait is generous.
+    const db = new pg.Client({ connectionString: c.databaseUrl });
+    await db.connect();
+    try {
+      await waitFor(async () => (await db.query('SELECT status FROM llm_calls WHERE id = $1', [callId])).rows[0]?.status === 'failed', 60_000, 'the LlmCall to be marked failed');
+      t.diagnostic(`SIGKILL: LlmCall failed after ${Date.now() - killedAt} ms`);
+    } finally {
+      await db.end();
+    }
+  });
+
+});

@@ -1,0 +1,276 @@
+// The cluster's Redis parts against a real Redis: leases (one winner out of simultaneous takers on
+// separate connections, renew and release only by the holder, expiry), instance liveness and the
+// cluster-wide run list, pub/sub between two instances (replay then live, numbered, a remote
+// waiter's outcome, stop), and the faults: Redis unreachable at start, lost and back mid-way.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { Cluster, OwnerUnreachableError } from '../../src/cluster/cluster.ts';
+import { clusterKeys } from '../../src/cluster/keys.ts';
+import { Leases } from '../../src/cluster/leases.ts';
+import type { LocalRunPort, Subscriber } from '../../src/cluster/port.ts';
+import { connectRedis, RedisUnavailableError } from '../../src/cluster/redis.ts';
+import { freePort, redisServerInstalled, startRedisServer, testRedis, type TestRedis } from '../helpers/redis.ts';
+
+const silent = pino({ level: 'silent' });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until `check` holds (bounded by the test's timeout, not by a clock assertion). */
+async function waitUntil(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await sleep(20);
+}
+
+/** A sink that keeps what it got. */
+function memorySink(): Subscriber & { text: string; ended: boolean; close(): void } {
+  const hooks: Array<() => void> = [];
+  const sink = {
+    text: '',
+    ended: false,
+    dropped: false,
+    write(c: string) {
+      sink.text += c;
+    },
+    end() {
+      sink.ended = true;
+      sink.close();
+    },
+    onClose(fn: () => void) {
+      hooks.push(fn);
+    },
+    close() {
+      for (const h of hooks.splice(0)) h();
+    },
+  };
+  return sink;
+}
+
+/** A stand-in for this process's runs: one run per key with a replay buffer and live subscribers. */
+function fakeRuns() {
+  const runs = new Map<string, { buffer: string; subs: Set<Subscriber>; outcome: Promise<unknown>; resolve(v: unknown): void; stopped?: string }>();
+  const port: LocalRunPort = {
+    attach(kind, key, sub) {
+      const r = runs.get(`${kind}:${key}`);
+      if (!r) return false;
+      sub.write(r.buffer);
+      r.subs.add(sub);
+      sub.onClose(() => r.subs.delete(sub));
+      return true;
+    },
+    outcome: (kind, key) => runs.get(`${kind}:${key}`)?.outcome ?? null,
+    stop(kind, key, reason) {
+      const r = runs.get(`${kind}:${key}`);
+      if (!r) return false;
+      r.stopped = reason;
+      return true;
+    },
+  };
+  return {
+    port,
+    runs,
+    start(key: string) {
+      let resolve!: (v: unknown) => void;
+      const outcome = new Promise((r) => (resolve = r));
+      runs.set(`chat:${key}`, { buffer: '', subs: new Set(), outcome, resolve });
+    },
+    emit(key: string, frame: string) {
+      const r = runs.get(`chat:${key}`)!;
+      r.buffer += frame;
+      for (const s of r.subs) s.write(frame);
+    },
+    end(key: string, value: unknown) {
+      const r = runs.get(`chat:${key}`)!;
+      runs.delete(`chat:${key}`);
+      for (const s of r.subs) s.end();
+      r.resolve(value);
+    },
+  };
+}
+
+describe('cluster Redis parts', async () => {
+  const redis = await testRedis();
+  if (typeof redis === 'string') {
+    it('needs Redis', { skip: redis }, () => {});
+    console.log(`# ${redis}`);
+    return;
+  }
+  const r: TestRedis = redis;
+  const prefixes: string[] = [];
+  const clients: Redis[] = [];
+  const prefix = () => {
+    const p = r.prefix();
+    prefixes.push(p);
+    return p;
+  };
+  const client = async () => {
+    const c = await connectRedis(r.url, 'test');
+    clients.push(c);
+    return c;
+  };
+  after(async () => {
+    for (const c of clients) c.disconnect();
+    for (const p of prefixes) await r.clean(p);
+    await r.close();
+  });
+
+  it('gives a run key to exactly one of many simultaneous takers on separate connections', async () => {
+    const keys = clusterKeys(prefix());
+    const conns = await Promise.all([client(), client(), client(), client()]);
+    for (let round = 0; round < 20; round++) {
+      const leases = conns.map((c, i) => new Leases(c, keys, `i${i}`, 5000));
+      const answers = await Promise.all(leases.map((l) => l.acquire('chat', `race-${round}`)));
+      const winners = answers.filter((a) => a === null);
+      assert.equal(winners.length, 1, `round ${round}: one winner`);
+      const winner = `i${answers.indexOf(null)}`;
+      for (const a of answers) if (a !== null) assert.equal(a, winner, 'losers are told who holds it');
+      assert.equal(await leases[0]!.owner('chat', `race-${round}`), winner);
+    }
+  });
+
+  it('renews and releases only the holder’s lease, and an unrenewed lease expires', async () => {
+    const keys = clusterKeys(prefix());
+    const c = await client();
+    const a = new Leases(c, keys, 'a', 60_000);
+    const b = new Leases(c, keys, 'b', 60_000);
+    const lease = keys.lease('search', 's1');
+    assert.equal(await a.acquire('search', 's1'), null);
+    assert.equal(await b.renew('search', 's1'), false, 'another instance cannot extend it');
+    assert.equal(await b.release('search', 's1'), false, 'nor drop it');
+    assert.equal(await a.owner('search', 's1'), 'a');
+    await c.pexpire(lease, 5000);
+    assert.equal(await a.renew('search', 's1'), true);
+    assert.ok((await c.pttl(lease)) > 30_000, 'renewing sets the full TTL again');
+    await c.pexpire(lease, 20);
+    await waitUntil(async () => (await a.owner('search', 's1')) === null);
+    assert.equal(await a.renew('search', 's1'), false, 'an expired lease is not renewed');
+    assert.equal(await b.acquire('search', 's1'), null, 'and then another instance can take it');
+    assert.equal(await b.release('search', 's1'), true);
+    assert.equal(await a.owner('search', 's1'), null);
+  });
+
+  it('lists live instances’ runs; a silent instance’s runs disappear after one TTL; leave is immediate', async () => {
+    const keys = clusterKeys(prefix());
+    const c = await client();
+    const a = new Leases(c, keys, 'a', 60_000);
+    const b = new Leases(c, keys, 'b', 300);
+    assert.equal(await a.claimInstance(0), true);
+    assert.equal(await b.claimInstance(0), true);
+    assert.equal(await a.claimInstance(0), false, 'a second live instance with the same id is refused');
+    await a.acquire('chat', 'c1');
+    await b.acquire('chat', 'c2');
+    await b.acquire('search', 's2');
+    const listed = await a.clusterRuns();
+    assert.deepEqual(listed.chats.sort(), ['c1', 'c2']);
+    // b goes silent (as if killed): its liveness, run set and leases expire after its TTL.
+    await waitUntil(async () => (await a.clusterRuns()).chats.length === 1);
+    assert.deepEqual(await a.clusterRuns(), { chats: ['c1'], searches: [] });
+    assert.equal(await a.owner('chat', 'c2'), null, 'the silent instance’s lease expired');
+    assert.deepEqual(await a.beat([{ kind: 'chat', key: 'c1' }]), []);
+    await a.leave([{ kind: 'chat', key: 'c1' }]);
+    assert.equal(await b.owner('chat', 'c1'), null, 'released at once');
+    assert.deepEqual(await b.clusterRuns(), { chats: [], searches: [] });
+  });
+
+  it('takes a lease back at the next beat when Redis lost it, and reports one another instance took', async () => {
+    const keys = clusterKeys(prefix());
+    const c = await client();
+    const a = new Leases(c, keys, 'a', 5000);
+    const b = new Leases(c, keys, 'b', 5000);
+    await a.acquire('chat', 'x');
+    await a.acquire('chat', 'y');
+    await c.del(keys.lease('chat', 'x'), keys.lease('chat', 'y'));
+    await b.acquire('chat', 'y');
+    const lost = await a.beat([{ kind: 'chat', key: 'x' }, { kind: 'chat', key: 'y' }]);
+    assert.deepEqual(lost, [{ kind: 'chat', key: 'y' }]);
+    assert.equal(await a.owner('chat', 'x'), 'a');
+    assert.equal(await a.owner('chat', 'y'), 'b');
+  });
+
+  it('follows a run on another instance: replay, then live frames in order, then the end; waits, stops, 404s', async () => {
+    const p = prefix();
+    const ownerRuns = fakeRuns();
+    const owner = await Cluster.join({ url: r.url, prefix: p, instanceId: 'owner', leaseTtlMs: 3000, local: ownerRuns.port, log: silent });
+    const other = await Cluster.join({ url: r.url, prefix: p, instanceId: 'other', leaseTtlMs: 3000, local: fakeRuns().port, log: silent });
+    try {
+      ownerRuns.start('c1');
+      assert.equal(await owner.claim('chat', 'c1'), null);
+      assert.equal(await other.claim('chat', 'c1'), 'owner', 'held cluster-wide');
+      assert.equal(await other.owner('chat', 'c1'), 'owner');
+      ownerRuns.emit('c1', 'A');
+      ownerRuns.emit('c1', 'B');
+      const sink = memorySink();
+      assert.equal(await other.follow('chat', 'c1', 'owner', () => sink), true);
+      for (let i = 0; i < 200; i++) ownerRuns.emit('c1', `${i},`);
+      const waited = other.wait('chat', 'c1', 'owner');
+      assert.equal(await other.stop('chat', 'c1', 'owner', 'stopped by a test'), true);
+      assert.equal(ownerRuns.runs.get('chat:c1')!.stopped, 'stopped by a test');
+      ownerRuns.end('c1', { ok: true, value: { text: 'done' } });
+      owner.release('chat', 'c1');
+      assert.deepEqual(await waited, { ok: true, value: { text: 'done' } });
+      while (!sink.ended) await sleep(10);
+      assert.equal(sink.text, 'AB' + Array.from({ length: 200 }, (_, i) => `${i},`).join(''), 'replay then live: nothing lost, nothing doubled');
+      assert.equal(await other.follow('chat', 'c1', 'owner', () => memorySink()), false, 'an ended run is gone');
+      assert.equal(await other.wait('chat', 'c1', 'owner'), null);
+      assert.equal(await other.stop('chat', 'c1', 'owner', 'x'), false);
+    } finally {
+      await owner.close();
+      await other.close();
+    }
+  });
+
+  it('stops feeding a follower that left, and answers an unknown owner with OwnerUnreachableError', async () => {
+    const p = prefix();
+    const ownerRuns = fakeRuns();
+    const owner = await Cluster.join({ url: r.url, prefix: p, instanceId: 'o', leaseTtlMs: 3000, local: ownerRuns.port, log: silent });
+    const other = await Cluster.join({ url: r.url, prefix: p, instanceId: 'f', leaseTtlMs: 3000, local: fakeRuns().port, log: silent, ownerReplyTimeoutMs: 300 });
+    try {
+      ownerRuns.start('c');
+      const sink = memorySink();
+      assert.equal(await other.follow('chat', 'c', 'o', () => sink), true);
+      assert.equal(ownerRuns.runs.get('chat:c')!.subs.size, 1);
+      sink.close();
+      for (let i = 0; i < 100 && ownerRuns.runs.get('chat:c')!.subs.size > 0; i++) await sleep(10);
+      assert.equal(ownerRuns.runs.get('chat:c')!.subs.size, 0, 'the owner forgot the remote subscriber');
+      await assert.rejects(other.follow('chat', 'c', 'nobody', () => memorySink()), OwnerUnreachableError);
+    } finally {
+      await owner.close();
+      await other.close();
+    }
+  });
+
+  it('refuses to start when Redis cannot be reached, naming REDIS_URL', async () => {
+    const port = await freePort();
+    await assert.rejects(connectRedis(`redis://127.0.0.1:${port}`, 'x', { connectTimeoutMs: 1000, commandTimeoutMs: 500 }), (err: Error) => {
+      assert.ok(err instanceof RedisUnavailableError);
+      assert.match(err.message, /REDIS_URL/);
+      assert.match(err.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
+      return true;
+    });
+  });
+
+  it('fails commands at once while Redis is down and works again when it is back', { skip: redisServerInstalled() ? false : 'no redis-server installed' }, async () => {
+    const server = await startRedisServer();
+    const c = await connectRedis(server.url, 'fault', { connectTimeoutMs: 2000, commandTimeoutMs: 1000 });
+    try {
+      const leases = new Leases(c, clusterKeys('f:'), 'a', 5000);
+      assert.equal(await leases.acquire('chat', 'k'), null);
+      await server.stop();
+      const t0 = Date.now();
+      await assert.rejects(leases.acquire('chat', 'k2'), RedisUnavailableError);
+      assert.ok(Date.now() - t0 < 5000, 'bounded: no offline queue, a deadline per command');
+      await server.start();
+      let back = false;
+      for (let i = 0; i < 100 && !back; i++) {
+        back = await leases.acquire('chat', 'k3').then(
+          (o) => o === null,
+          () => false,
+        );
+        if (!back) await sleep(100);
+      }
+      assert.ok(back, 'reconnected by itself');
+    } finally {
+      c.disconnect();
+      await server.stop();
+    }
+  });
+});

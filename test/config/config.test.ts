@@ -1,0 +1,50 @@
+// Configuration errors a newcomer meets: one clear message per numeric variable, whatever the bad
+// value, and provider_c refused without its base URL (the SDK's default address is not provider_c).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+function configError(env: Record<string, string>): string {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err.message;
+  }
+  assert.fail(`accepted ${JSON.stringify(env)}`);
+}
+
+describe('numeric variables', () => {
+  it('give one message per variable for every kind of bad value', () => {
+    for (const bad of ['-1', '0', '1.5', 'ten', '1e3', ' ']) {
+      assert.equal(
+        configError({ CHAT_MAX_TOOL_ROUNDS: bad }),
+        `invalid configuration: CHAT_MAX_TOOL_ROUNDS: must be a whole number from 1 to 10000 (got ${bad})`,
+      );
+    }
+    assert.equal(configError({ CHAT_MAX_TOOL_ROUNDS: '10001' }), 'invalid configuration: CHAT_MAX_TOOL_ROUNDS: must be a whole number from 1 to 10000 (got 10001)');
+    assert.equal(configError({ PORT: '-1' }), 'invalid configuration: PORT: must be a whole number from 0 to 65535 (got -1)');
+    assert.equal(configError({ PORT: '70000' }), 'invalid configuration: PORT: must be a whole number from 0 to 65535 (got 70000)');
+    assert.equal(configError({ MAX_ACTIVE_RUNS: '0' }), 'invalid configuration: MAX_ACTIVE_RUNS: must be a whole number of at least 1 (got 0)');
+    assert.equal(configError({ SSE_HEARTBEAT_MS: '-5' }), 'invalid configuration: SSE_HEARTBEAT_MS: must be a whole number of at least 100 (got -5)');
+  });
+
+  it('name every bad variable at once, and accept good values and defaults', () => {
+    assert.match(configError({ PORT: 'x', CHAT_MAX_TOOL_ROUNDS: '0' }), /PORT: must be .*; CHAT_MAX_TOOL_ROUNDS: must be/);
+    const c = loadConfig({ CHAT_MAX_TOOL_ROUNDS: '1', PORT: '0' });
+    assert.equal(c.CHAT_MAX_TOOL_ROUNDS, 1);
+    assert.equal(c.PORT, 0);
+    assert.equal(loadConfig({}).CHAT_MAX_TOOL_ROUNDS, 100);
+  });
+});
+
+describe('PROVIDER_C_BASE_URL', () => {
+  it('is required with PROVIDER_C_API_KEY, naming the variable', () => {
+    assert.equal(
+      configError({ PROVIDER_C_API_KEY: 'k' }),
+      'invalid configuration: PROVIDER_C_BASE_URL is required when PROVIDER_C_API_KEY is set (provider_c has no default address)',
+    );
+    assert.equal(loadConfig({ PROVIDER_C_API_KEY: 'k', PROVIDER_C_BASE_URL: 'https://c.example/v1' }).PROVIDER_C_BASE_URL, 'https://c.example/v1');
+    assert.equal(loadConfig({}).PROVIDER_C_API_KEY, undefined, 'neither set: provider_c is simulated or off');
+  });
+});

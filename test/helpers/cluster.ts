@@ -1,0 +1,125 @@
+// A cluster for tests: N instances of the real entry point (src/main.ts, child processes on
+// loopback random ports) sharing one scratch Postgres database, one Redis (own key prefix) and
+// one simulator. Each child is stopped by its own pid; kill() sends any signal (SIGKILL too).
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import type { SimHandle } from '../../src/sim/server.ts';
+import { createScratchPostgres } from './db.ts';
+import { startService } from './process.ts';
+import { testRedis, type TestRedis } from './redis.ts';
+import { httpClient, readSse, sim, simEnv, type SseEvent, type TestServer } from './server.ts';
+
+export interface Instance extends Pick<TestServer, 'call' | 'stream'> {
+  id: string;
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  /** Sends `signal` and resolves once the process has exited. */
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+export interface TestCluster {
+  instances: Instance[];
+  databaseUrl: string;
+  /** Starts one more instance on the same database, Redis and prefix. */
+  add(id: string): Promise<Instance>;
+  close(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  n: number;
+  redisUrl: string;
+  prefix: string;
+  sim: SimHandle;
+  env?: Record<string, string>;
+}
+
+export async function startCluster(o: ClusterOptions): Promise<TestCluster> {
+  const scratch = await createScratchPostgres();
+  const instances: Instance[] = [];
+  const env = (id: string): Record<string, string> => ({
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    ACTOR_THREADS: '0',
+    PROVIDER_TIMEOUT_MS: '30000',
+    DATABASE_URL: scratch.url,
+    REDIS_URL: o.redisUrl,
+    REDIS_KEY_PREFIX: o.prefix,
+    INSTANCE_ID: id,
+    ...simEnv(o.sim),
+    ...o.env,
+  });
+  const add = async (id: string) => {
+    const inst = await startInstance(id, env(id));
+    instances.push(inst);
+    return inst;
+  };
+  try {
+    // The first one migrates the schema; the others then start together.
+    await add('i0');
+    await Promise.all(Array.from({ length: o.n - 1 }, (_, i) => add(`i${i + 1}`)));
+  } catch (err) {
+    for (const i of instances) await i.kill('SIGKILL');
+    await scratch.drop();
+    throw err;
+  }
+  return {
+    instances,
+    databaseUrl: scratch.url,
+    add,
+    async close() {
+      for (const i of instances) await i.kill('SIGTERM');
+      await scratch.drop();
+    },
+  };
+}
+
+/** One `node --import tsx src/main.ts` (test/helpers/process.ts); resolves once it logs its address. */
+export async function startInstance(id: string, env: Record<string, string>): Promise<Instance> {
+  const p = await startService(env);
+  const kill = async (signal: NodeJS.Signals) => {
+    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill(signal);
+    await p.exited;
+  };
+  return { id, url: p.url, child: p.child, output: p.output, kill, ...httpClient(p.url) };
+}
+
+// ---- clients' view of a run ----------------------------------------------------------------------
+
+/** The text a subscriber can rebuild: the replayed delta carries all earlier text, live ones follow. */
+export const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
+/** A chat stream request of `deltas` deltas at `rate` per second (0: as fast as possible). */
+export const slow = (deltas: number, rate: number, extra: Record<string, unknown> = {}) => ({
+  provider: 'provider_c',
+  model: 'm',
+  enabledTools: [],
+  messages: [{ role: 'user', content: sim({ deltas, rate }) }],
+  ...extra,
+});
+
+/** Opens a stream and resolves with its meta event once it arrived; `events` settles at the end. */
+export async function openStream(inst: Instance, path: string, body: unknown) {
+  const controller = new AbortController();
+  const res = await fetch(inst.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal });
+  assert.equal(res.status, 200, `${path} on ${inst.id}: ${res.status}`);
+  let first!: (e: SseEvent) => void;
+  const meta = new Promise<SseEvent>((r) => (first = r));
+  const events = readSse(res, controller, undefined, (ev) => {
+    if (ev.event === 'meta') first(ev);
+  }).catch(() => [] as SseEvent[]);
+  return { meta: await meta, events, abort: () => controller.abort() };
+}
+
+export async function storedAnswer(inst: Instance, chatId: string): Promise<string | undefined> {
+  const chat = (await inst.call('GET', `/v1/chats/${chatId}`)).body.chat;
+  return chat.messages.find((m: { role: string }) => m.role === 'assistant')?.content;
+}
+
+/** Redis for a file of cluster tests, or why the file is skipped: every instance shares one Postgres too. */
+export async function clusterRedis(): Promise<TestRedis | string> {
+  if (!process.env.TEST_DATABASE_URL) return 'cluster tests skipped: they need TEST_DATABASE_URL (a Postgres every instance shares)';
+  return testRedis();
+}
+
+export const clusterRuns = async (inst: Instance) => (await inst.call('GET', '/v1/active-runs?scope=cluster')).body;

@@ -1,0 +1,63 @@
+// nginx in front of a test server, configured by deploy/nginx.conf itself (the file the README
+// points to): only the upstream address and the listen address are swapped. Null when nginx is not
+// installed and cannot be (ensureNginx tries Debian's nginx-light, as `make bench` does).
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { start } from '../load/procs.ts';
+import { ensureNginx, freePort } from '../load/targets.ts';
+
+export const NGINX_CONF = path.resolve(import.meta.dirname, '../../deploy/nginx.conf');
+
+export interface Proxy {
+  port: number;
+  stop(): Promise<void>;
+}
+
+function swapped(servicePort: number, listenPort: number): string {
+  const conf = readFileSync(NGINX_CONF, 'utf8');
+  const out = conf
+    .replace(/server 127\.0\.0\.1:8080;/, `server 127.0.0.1:${servicePort};`)
+    .replace(/listen 8081;/, `listen 127.0.0.1:${listenPort};`);
+  if (!out.includes(`:${servicePort};`) || !out.includes(`:${listenPort};`)) {
+    throw new Error(`${NGINX_CONF} no longer has the two addresses this test swaps (server 127.0.0.1:8080; listen 8081;)`);
+  }
+  return out;
+}
+
+export async function startNginxProxy(servicePort: number): Promise<Proxy | null> {
+  const bin = ensureNginx();
+  if (!bin) return null;
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), 'nginx-proxy-'));
+  writeFileSync(path.join(dir, 'site.conf'), swapped(servicePort, port));
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']
+    .map((t) => `  ${t}_temp_path ${dir}/${t};`)
+    .join('\n');
+  writeFileSync(
+    path.join(dir, 'nginx.conf'),
+    `daemon off;\nmaster_process off;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log warn;\n` +
+      `events { worker_connections 1024; }\nhttp {\n  access_log off;\n${temp}\n  include ${dir}/site.conf;\n}\n`,
+  );
+  const { child } = await start('nginx', bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')]);
+  const end = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await (await fetch(`http://127.0.0.1:${port}/health`)).arrayBuffer();
+      break;
+    } catch (err) {
+      if (child.proc.exitCode !== null || Date.now() > end) {
+        await child.stop();
+        throw new Error(`nginx did not start: ${(err as Error).message}\n${child.lines.join('\n')}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return {
+    port,
+    async stop() {
+      await child.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

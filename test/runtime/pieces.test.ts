@@ -1,0 +1,56 @@
+// The runtime's small pieces on their own: the replay buffer's coalescing and the outbox's batching.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { EventBuffer } from '../../actors/runtime/event-buffer.ts';
+import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
+import { Outbox } from '../../actors/runtime/outbox.ts';
+import type { Batch } from '../../actors/runtime/protocol.ts';
+import { turn } from './fake.ts';
+
+test('the event buffer coalesces deltas into one and keeps only the latest state of a keyed event', () => {
+  const b = new EventBuffer();
+  b.push(sseFrame('meta', { n: 1 }));
+  b.upsert('t1', sseFrame('tool_call', { status: 'initiated' }));
+  for (const piece of ['a', 'b', 'c']) b.appendText(piece);
+  b.upsert('t1', sseFrame('tool_call', { status: 'completed' }));
+  b.appendText('d');
+  assert.equal(b.deltaText, 'abcd');
+  assert.equal(b.replay(), sseFrame('meta', { n: 1 }) + sseFrame('tool_call', { status: 'completed' }) + deltaFrame('abcd'));
+  b.end(sseFrame('done', { text: 'abcd' }));
+  assert.ok(b.replay().endsWith(sseFrame('done', { text: 'abcd' })));
+});
+
+test('the outbox sends one batch per event-loop turn, one item per run with its frames concatenated', async () => {
+  const batches: Batch[] = [];
+  const out = new Outbox((b) => batches.push(b));
+  out.frames('r1', 'a');
+  out.frames('r2', 'x');
+  out.frames('r1', 'b');
+  out.frames('r1', 'c');
+  assert.equal(batches.length, 0, 'nothing crosses before the turn ends');
+  await turn();
+  assert.equal(batches.length, 1);
+  assert.deepEqual(batches[0]!.items, [
+    { t: 'frames', runId: 'r1', data: 'abc', events: 3 },
+    { t: 'frames', runId: 'r2', data: 'x', events: 1 },
+  ]);
+  out.frames('r1', 'd');
+  await turn();
+  assert.equal(batches.length, 2);
+  assert.deepEqual(batches[1]!.items, [{ t: 'frames', runId: 'r1', data: 'd', events: 1 }]);
+});
+
+test('a replay closes the run\'s open item, so frames after it land after it, in order', async () => {
+  const batches: Batch[] = [];
+  const out = new Outbox((b) => batches.push(b));
+  out.frames('r1', 'a');
+  out.replay('r1', 7, 'REPLAY', false);
+  out.frames('r1', 'b');
+  out.end('r1', { ok: true, value: 1 });
+  await turn();
+  assert.deepEqual(
+    batches[0]!.items.map((i) => i.t),
+    ['frames', 'replay', 'frames', 'end'],
+  );
+  assert.deepEqual(batches[0]!.items[2], { t: 'frames', runId: 'r1', data: 'b', events: 1 });
+});

@@ -1,0 +1,160 @@
+// The supervisor and its actors on inline hosts the test controls: replay then live, ordering of
+// control messages, stop versus cancel, a host that dies, and the one-run-per-key rule under a burst.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { deltaFrame } from '../../actors/runtime/frame.ts';
+import { FakeSubscriber, gate, supervisor, turn } from './fake.ts';
+
+/** The text a subscriber's deltas add up to. */
+const text = (s: FakeSubscriber) =>
+  s
+    .events()
+    .filter(([e]) => e === 'delta')
+    .map(([, d]) => (d as { text: string }).text)
+    .join('');
+
+test('replay then live: a subscriber attaching at any step gets every delta exactly once, in order', async () => {
+  const parts = ['one ', 'two ', 'three ', 'four'];
+  for (let at = 0; at <= parts.length; at++) {
+    const { sup } = supervisor();
+    const gates = parts.map(() => gate());
+    const first = new FakeSubscriber();
+    const started = sup.start({ kind: 'echo', key: 'k', request: { parts, gates: gates.map((g) => g.wait) }, ifRunning: 'reject', subscriber: first });
+    assert.ok(started.ok);
+    const late = new FakeSubscriber();
+    for (let i = 0; i < at; i++) {
+      gates[i]!.open();
+      await turn();
+    }
+    assert.equal(await sup.attach('echo', 'k', late), true);
+    for (let i = at; i < parts.length; i++) gates[i]!.open();
+    const result = await started.handle.result;
+    await turn();
+    assert.deepEqual(result, { ok: true, value: { text: 'one two three four' } });
+    for (const s of [first, late]) {
+      assert.equal(text(s), 'one two three four', `attached after ${at} parts`);
+      assert.equal(s.events()[0]![0], 'meta');
+      assert.equal(s.events().at(-1)![0], 'done');
+      assert.ok(s.ended);
+    }
+  }
+});
+
+test('an attach after the run ended but before it was released gets the whole replay and is ended', async () => {
+  const { sup } = supervisor();
+  const started = sup.start({ kind: 'echo', key: 'k', request: { parts: ['a', 'b'] }, ifRunning: 'reject' });
+  assert.ok(started.ok);
+  const late = new FakeSubscriber();
+  // Same turn as the run's end: the supervisor has not seen the end yet.
+  await Promise.resolve();
+  await sup.attach('echo', 'k', late);
+  await started.handle.result;
+  await turn();
+  assert.ok(late.ended);
+  assert.equal(text(late), 'ab');
+  assert.equal(late.events().at(-1)![0], 'done');
+  assert.equal(await sup.attach('echo', 'k', new FakeSubscriber()), 'not_found');
+});
+
+test('control messages keep their order: an attach sent before a cancel sees the replay, then the end', async () => {
+  const { sup, hosts } = supervisor();
+  const started = sup.start({ kind: 'hold', key: 'h', request: { until: null }, ifRunning: 'reject' });
+  assert.ok(started.ok);
+  const sub = new FakeSubscriber();
+  await sup.attach('hold', 'h', sub);
+  await sup.stop('hold', 'h');
+  assert.deepEqual(
+    hosts.sent.map((m) => m.t),
+    ['start', 'attach', 'cancel'],
+  );
+  await started.handle.result;
+  await turn();
+  assert.deepEqual(
+    sub.events().map(([e]) => e),
+    ['meta', 'done'],
+  );
+});
+
+test('a stop reaches the run as a stop; a shutdown as a cancel', async () => {
+  const a = supervisor();
+  const stopped = a.sup.start({ kind: 'hold', key: 'h', request: { until: null }, ifRunning: 'reject' });
+  assert.ok(stopped.ok);
+  assert.equal(await a.sup.stop('hold', 'h'), true);
+  assert.deepEqual(await stopped.handle.result, { ok: true, value: { why: 'stop' } });
+  assert.equal(await a.sup.stop('hold', 'h'), false, 'nothing left to stop');
+
+  const b = supervisor();
+  const cancelled = b.sup.start({ kind: 'hold', key: 'h', request: { until: null }, ifRunning: 'reject' });
+  assert.ok(cancelled.ok);
+  await b.sup.shutdown(1000);
+  assert.deepEqual(await cancelled.handle.result, { ok: false, outcome: 'cancelled', message: 'shutdown' });
+  const late = b.sup.start({ kind: 'echo', key: null, request: { parts: [] }, ifRunning: 'reject' });
+  assert.equal(late.ok ? 'started' : late.outcome, 'shutting_down');
+});
+
+test('an unpersisted run is cancelled as a disconnect when its last subscriber leaves', async () => {
+  const { sup } = supervisor();
+  const sub = new FakeSubscriber();
+  const started = sup.start({ kind: 'hold', key: null, request: { until: null }, ifRunning: 'reject', subscriber: sub, cancelWhenAlone: true });
+  assert.ok(started.ok);
+  sub.close();
+  assert.deepEqual(await started.handle.result, { ok: false, outcome: 'cancelled', message: 'disconnect' });
+});
+
+test('a host that dies ends its runs with an error frame and a failure; a fresh host takes the next run', async () => {
+  const { sup, hosts, logs } = supervisor({ hosts: 1 });
+  const sub = new FakeSubscriber();
+  const started = sup.start({ kind: 'hold', key: 'h', request: { until: null }, ifRunning: 'reject', subscriber: sub });
+  assert.ok(started.ok);
+  hosts.kill[0]!(new Error('boom'));
+  const result = await started.handle.result;
+  assert.equal(result.ok ? 'ok' : result.outcome, 'internal');
+  assert.ok(sub.ended);
+  assert.deepEqual(sub.events().at(-1), ['error', { type: 'error', message: 'run host failed: boom' }]);
+  assert.ok(logs.some((l) => l.startsWith('error: actor host 0 exited')), 'the death is logged');
+  assert.equal(await sup.find('hold', 'h'), null, 'the key is free again');
+  const next = sup.start({ kind: 'echo', key: 'h2', request: { parts: ['fine'] }, ifRunning: 'reject' });
+  assert.ok(next.ok);
+  assert.deepEqual(await next.handle.result, { ok: true, value: { text: 'fine' } });
+});
+
+test('a burst of starts for one key: with reject exactly one runs and the rest are busy', async () => {
+  const { sup, hosts } = supervisor({ hosts: 2 });
+  const release = gate();
+  const outcomes = await Promise.all(
+    Array.from({ length: 50 }, () => Promise.resolve().then(() => sup.start({ kind: 'hold', key: 'c', request: { until: release.wait }, ifRunning: 'reject' }))),
+  );
+  assert.equal(outcomes.filter((o) => o.ok).length, 1);
+  assert.deepEqual(new Set(outcomes.filter((o) => !o.ok).map((o) => (o.ok ? '' : o.outcome))), new Set(['busy']));
+  assert.equal(hosts.sent.filter((m) => m.t === 'start').length, 1);
+  release.open();
+});
+
+test('a burst of starts for one key: with join every caller gets the one run\'s handle and its result', async () => {
+  const { sup, hosts } = supervisor({ hosts: 2 });
+  const g = gate();
+  const subs = Array.from({ length: 20 }, () => new FakeSubscriber());
+  const outcomes = subs.map((subscriber) => sup.start({ kind: 'echo', key: 's', request: { parts: ['x', 'y'], gates: [g.wait] }, ifRunning: 'join', subscriber }));
+  const handles = outcomes.map((o) => (o.ok ? o.handle : assert.fail('a join is never refused')));
+  assert.equal(new Set(handles.map((h) => h.runId)).size, 1);
+  assert.deepEqual(handles.map((h) => h.joined), [false, ...Array(19).fill(true)]);
+  assert.equal(hosts.sent.filter((m) => m.t === 'start').length, 1);
+  g.open();
+  const results = await Promise.all(handles.map((h) => h.result));
+  await turn();
+  for (const r of results) assert.deepEqual(r, { ok: true, value: { text: 'xy' } });
+  for (const s of subs) assert.equal(text(s), 'xy');
+});
+
+test('capacity refuses a start past the limit with its outcome', async () => {
+  const { sup } = supervisor({ maxActiveRuns: 1 });
+  const g = gate();
+  assert.ok(sup.start({ kind: 'hold', key: null, request: { until: g.wait }, ifRunning: 'reject' }).ok);
+  const second = sup.start({ kind: 'hold', key: null, request: { until: g.wait }, ifRunning: 'reject' });
+  assert.equal(second.ok ? 'started' : second.outcome, 'capacity');
+  g.open();
+});
+
+test('the per-delta frame is built by concatenation and is valid SSE JSON', () => {
+  assert.equal(deltaFrame('a"b\n'), 'event: delta\ndata: {"type":"delta","text":"a\\"b\\n"}\n\n');
+});

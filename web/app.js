@@ -1,0 +1,42 @@
+// The web client's entry: asks for the token when the server wants one, loads the model picker and
+// the workspace list, and routes `#chat/<id>`, `#search/<id>`, `#new-chat`, `#new-search` to views.
+import { api, onTokenNeeded } from './api.js';
+import { chatView } from './chat.js';
+import { loadModels } from './models.js';
+import { searchView } from './search.js';
+import { markCurrent, refreshSidebar } from './sidebar.js';
+
+const main = document.getElementById('main');
+const dialog = document.getElementById('token-dialog');
+let view = null;
+
+onTokenNeeded((reason) => {
+  const form = dialog.querySelector('form');
+  form.reset();
+  if (reason) dialog.querySelector('.reason').textContent = reason;
+  dialog.showModal();
+  return new Promise((resolve) => {
+    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok' ? form.elements.token.value.trim() || null : null), { once: true });
+  });
+});
+
+const showError = (err) => main.replaceChildren(Object.assign(document.createElement('p'), { className: 'status error', role: 'alert', textContent: err.message }));
+const changed = () => refreshSidebar().catch(() => {});
+
+
+function route() {
+  view?.close();
+  const [kind, id] = location.hash.slice(1).split('/').map(decodeURIComponent);
+  const ctx = { onChanged: changed };
+  view = kind === 'search' || kind === 'new-search' ? searchView(main, id || null, ctx) : chatView(main, kind === 'chat' ? id : null, ctx);
+  markCurrent();
+}
+
+try {
+  await api.get('/v1/auth/session');
+  await Promise.all([loadModels(), refreshSidebar()]);
+  addEventListener('hashchange', route);
+  route();
+} catch (err) {
+  showError(err);
+}
