@@ -2,14 +2,15 @@
 // registers a persisted run synchronously, before the first await, so a second start for the same
 // chat gets 409 however close together the two requests arrive.
 import { randomUUID } from 'node:crypto';
-import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
-import type { RunEntry } from '../../actors/supervisor.ts';
+import type { ChatRunRequest } from '../../actors/chat-run.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
 import { HttpError, notFound, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
+import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
-import { openSse } from '../http/sse.ts';
+import { createSse } from '../http/sse.ts';
+import { ACTIVE_CHAT_STREAM_EXISTS } from '../messages.ts';
 import { providerKeyVariable } from '../providers/index.ts';
 import type { ProviderName } from '../providers/types.ts';
 import { completionSchema, streamCompletionSchema, type CompletionBody } from '../schemas.ts';
@@ -40,34 +41,34 @@ function runRequest(body: CompletionBody, fields: RunFields, storeCall: boolean)
 }
 
 export function completionRoutes(app: AppContext): Route[] {
-  const { supervisor, pool } = app;
+  const { runs, pool } = app;
 
   /**
-   * Registers the run under `key` synchronously (409 on a second run for the chat), then checks that
-   * `existing` names a stored chat; a 404 drops the registration.
+   * The stored settings of an existing chat (404 when it does not exist); none for a new one. `meta`
+   * goes out before the run's first write, so a chat not stored yet may still be held by the run that
+   * creates it: that is the 409 a second start for the chat gets, not a 404.
    */
-  async function reserveChat(key: string | null, existing: string | null): Promise<{ entry: RunEntry; stored?: ChatRunRequest['stored'] }> {
-    const entry = supervisor.reserve('chat', key);
-    try {
-      if (!existing) return { entry };
-      const chat = await getChat(pool, existing);
-      if (!chat) throw notFound(CHAT_NOT_FOUND);
-      return { entry, stored: { additionalSystemPrompt: chat.additionalSystemPrompt, enabledTools: chat.enabledTools } };
-    } catch (err) {
-      supervisor.abandon(entry);
-      throw err;
-    }
+  async function storedSettings(chatId: string | null): Promise<ChatRunRequest['stored']> {
+    if (!chatId) return undefined;
+    const chat = await getChat(pool, chatId);
+    if (!chat) throw (await runs.find('chat', chatId)) ? outcomeError({ outcome: 'busy', message: ACTIVE_CHAT_STREAM_EXISTS }) : notFound(CHAT_NOT_FOUND);
+    return { additionalSystemPrompt: chat.additionalSystemPrompt, enabledTools: chat.enabledTools };
   }
+
+  const refused = (outcome: Parameters<typeof outcomeError>[0]) =>
+    outcome.outcome === 'busy' ? outcomeError(outcome, ACTIVE_CHAT_STREAM_EXISTS) : outcomeError(outcome);
 
   async function complete(req: Req, reply: Reply) {
     const body = await readJson(req, completionSchema);
     requireProvider(app, body.provider);
     const chatId = body.chatId ?? null;
-    const { entry, stored } = await reserveChat(chatId, chatId);
-    supervisor.launch(entry, runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored }, true), undefined, body.provider);
-    const result = await entry.result;
-    if (!result.ok) throw new HttpError(result.status, result.message);
-    const v = result.value as ChatRunValue;
+    const stored = await storedSettings(chatId);
+    const request = runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored }, true);
+    const started = await runs.start({ kind: 'chat', key: chatId, request, ifRunning: 'reject', label: body.provider });
+    if (!started.ok) throw refused(started);
+    const result = await started.handle.result;
+    if (!result.ok) throw outcomeError(result);
+    const v = result.value;
     reply.json(200, {
       chatId: v.chatId,
       provider: v.provider,
@@ -84,22 +85,29 @@ export function completionRoutes(app: AppContext): Route[] {
     const persist = body.persist;
     const existing = body.chatId ?? null;
     const chatId = persist ? (existing ?? randomUUID()) : null;
-    const { entry, stored } = await reserveChat(chatId, existing);
-    const sink = openSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
-    supervisor.launch(
-      entry,
-      runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, stored }, persist),
-      sink,
-      body.provider,
+    const stored = await storedSettings(existing);
+    const request = runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, stored }, persist);
+    // Refusals are decided before the stream opens, so they answer with a status, not an event.
+    const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+    const started = await runs.start({
+      kind: 'chat',
+      key: chatId,
+      request,
+      ifRunning: 'reject',
+      label: body.provider,
+      subscriber: sink,
       // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.
-      { cancelWhenAlone: !persist },
-    );
+      cancelWhenAlone: !persist,
+    });
+    if (!started.ok) throw refused(started);
+    sink.open();
   }
 
   async function attach(req: Req, reply: Reply) {
-    const entry = supervisor.find('chat', req.params.chatId!);
-    if (!entry) throw notFound(ACTIVE_CHAT_STREAM_NOT_FOUND);
-    supervisor.attach(entry, openSse(reply, app.config.SSE_MAX_QUEUED_BYTES));
+    const chatId = req.params.chatId!;
+    const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+    if ((await runs.attach('chat', chatId, sink)) === 'not_found') throw notFound(ACTIVE_CHAT_STREAM_NOT_FOUND);
+    sink.open();
   }
 
   return [

@@ -43,6 +43,16 @@ for (const threads of [0, 2]) {
       assert.equal(calls.rows[0].n, 1);
     });
 
+    it('a second start right after meta gets 409, even before the new chat is stored', async () => {
+      // meta goes out before the run's first write; the chat is held by its run from the start.
+      for (let i = 0; i < 10; i++) {
+        const first = await t.stream('/v1/chat-completions/stream', slow(20, 100), { stopAfter: (e) => e.event === 'meta' });
+        const chatId = first.events[0]!.data.chatId;
+        const second = await t.stream('/v1/chat-completions/stream', { ...slow(2, 0), chatId });
+        assert.deepEqual([second.status, second.body?.message], [409, 'an active chat stream already exists for this chat']);
+      }
+    });
+
     it('a client that disconnects leaves the run going; it is listed as active, then stored', async () => {
       const first = await t.stream('/v1/chat-completions/stream', slow(30, 60), { stopAfter: (e) => e.event === 'delta' });
       const chatId = first.events[0]!.data.chatId;
