@@ -1,6 +1,7 @@
 // The web client's chat view in real Chromium against a real server and the simulator: a streamed
 // answer appears piece by piece, a reload mid-stream re-attaches and ends with the stored text, and
-// a tool call's card goes from running to done, attachments reach the provider.
+// a tool call's card goes from running to done, attachments reach the provider, and Stop keeps the
+// partial answer.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
@@ -122,6 +123,29 @@ describe('web client: chat', { skip: skip ?? false }, () => {
     // Shown from the stored message: the image as a picture, the text file by name.
     assert.equal(await page.getAttribute('.msg.user .attachments img', 'alt'), 'dot.png');
     assert.match((await page.textContent('.msg.user .attachments'))!, /notes\.txt/);
+    assert.deepEqual(watch.errors, []);
+  });
+
+  it('stop keeps the partial answer, stored and shown as stopped', async () => {
+    const reply = Array.from({ length: 80 }, (_, i) => `word${i + 1}`).join(' ');
+    await send(sim({ reply, deltas: 80, rate: 10 }, 'count to eighty'));
+    await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
+    const chatId = chatIdOf();
+    await page.click('.stop');
+    await page.waitForSelector('.msg.assistant .note');
+    await idle();
+    const stored = await storedMessage(chatId);
+    assert.equal(stored.metadata?.stopped, true);
+    assert.ok(stored.content.length > 10, 'the text shown before Stop is kept');
+    // 80 deltas at 10/s: stopped after a second or two, far from the whole answer.
+    assert.ok(reply.startsWith(stored.content) && stored.content.length < reply.length, `a prefix: ${JSON.stringify(stored.content)}`);
+    assert.equal(await page.textContent(ANSWER), stored.content);
+    assert.equal(await page.textContent('.msg.assistant .note'), 'stopped');
+    assert.equal(await page.isVisible('.stop'), false);
+    const { body } = await server.call('GET', '/v1/active-runs');
+    assert.equal(body.chats.includes(chatId), false, 'nothing left running');
+    const last = (await server.call('GET', `/v1/chats/${chatId}`)).body.chat.lastRun;
+    assert.equal(last.status, 'stopped');
     assert.deepEqual(watch.errors, []);
   });
 });
