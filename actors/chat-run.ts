@@ -43,6 +43,8 @@ export interface ChatRunValue {
   text: string;
   usage: Usage | null;
   raw: unknown;
+  /** A user stopped the run: `text` is the partial answer. */
+  stopped: boolean;
 }
 
 export const toolLimitMessage = (rounds: number) =>
@@ -114,6 +116,29 @@ async function prepare(req: ChatRunRequest, deps: RunDeps): Promise<void> {
   if (!found) throw new RunError(CHAT_NOT_FOUND, 'not_found');
 }
 
+/**
+ * Stores the answer and ends the run with `done`. The answer is exactly what was streamed: the
+ * deltas, concatenated. A stopped run stores that partial text (nothing when empty) with
+ * `metadata.stopped`, its LlmCall ends `stopped`, and `done` says `stopped: true`.
+ */
+async function finishAnswer(
+  ctx: RunContext<ChatRunValue>,
+  req: ChatRunRequest,
+  deps: RunDeps,
+  o: { chatId: string | null; usage: Usage | null; raw: unknown; started: number; stopped: boolean },
+): Promise<void> {
+  const { callId } = req;
+  const text = ctx.deltaText;
+  const latencyMs = Math.round(performance.now() - o.started);
+  const { usage } = o;
+  if (callId) await finishLlmCallWithMessage(deps.pool, { callId, chatId: o.chatId, assistant: { content: text }, usage, latencyMs, stopped: o.stopped });
+  const done: Record<string, unknown> = { type: 'done', text };
+  if (usage) done.usage = usage;
+  if (o.stopped) done.stopped = true;
+  const value: ChatRunValue = { chatId: o.chatId, callId, provider: req.provider, model: req.model, text, usage, raw: o.raw, stopped: o.stopped };
+  ctx.finish('done', done, { ok: true, value });
+}
+
 export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest, deps: RunDeps): Promise<void> {
   const started = performance.now();
   const { pool, config } = deps;
@@ -171,16 +196,18 @@ export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest
     }
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('run cancelled');
     await prepared;
-
-    // The answer is exactly what was streamed: the deltas, concatenated.
-    const text = ctx.deltaText;
-    const latencyMs = Math.round(performance.now() - started);
-    if (callId) await finishLlmCallWithMessage(pool, { callId, chatId, assistant: { content: text }, usage, latencyMs });
-    const done: Record<string, unknown> = { type: 'done', text };
-    if (usage) done.usage = usage;
-    const value: ChatRunValue = { chatId, callId, provider: req.provider, model: req.model, text, usage, raw };
-    ctx.finish('done', done, { ok: true, value });
+    await finishAnswer(ctx, req, deps, { chatId, usage, raw, started, stopped: false });
   } catch (caught) {
+    // A user's stop ends the run with what it has, not with an error (unless storage failed first).
+    if (ctx.stopRequested && !storageFailed.signal.aborted && !ctx.finished) {
+      try {
+        await prepared;
+        await finishAnswer(ctx, req, deps, { chatId, usage, raw: null, started, stopped: true });
+        return;
+      } catch (err) {
+        caught = err;
+      }
+    }
     // A storage failure is the cause even when it surfaces as the provider call's abort.
     const err = storageFailed.signal.aborted ? storageFailed.signal.reason : caught;
     const failure = failureOf(err, ctx.signal);

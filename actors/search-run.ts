@@ -5,7 +5,7 @@ import { engineAAnswer, engineASearch, type EngineAEndpoint } from '../src/engin
 import type { RunDeps } from '../src/run-deps.ts';
 import { saveSearchRun } from '../src/store/searches.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
-import { SEARCH_NOT_FOUND } from '../src/messages.ts';
+import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
 import type { RunContext } from './runtime/actor.ts';
 
 export interface SearchRunRequest {
@@ -90,12 +90,18 @@ export async function searchRun(ctx: RunContext<SearchRunValue>, req: SearchRunR
       },
     );
 
-  const [s, a] = await Promise.all([search, answer]);
-  if (signal.aborted) {
+  let [s, a] = await Promise.all([search, answer]);
+  // A user's stop keeps what had arrived; the part cut short is stored as stopped.
+  const stopped = signal.aborted && ctx.stopRequested;
+  if (signal.aborted && !stopped) {
     // Only a cancel (server shutdown) or a stop aborts a run; a client disconnect never does. Nothing is stored.
     const message = `search run cancelled: ${messageOf(signal.reason ?? 'aborted')}`;
-    ctx.finish('error', { message }, { ok: false, outcome: ctx.stopRequested ? 'stopped' : 'cancelled', message });
+    ctx.finish('error', { message }, { ok: false, outcome: 'cancelled', message });
     return;
+  }
+  if (stopped) {
+    if (!s.ok) s = { ok: false, error: SEARCH_RUN_STOPPED };
+    if (!a.ok) a = { ok: false, error: SEARCH_RUN_STOPPED };
   }
   const latencyMs = Math.round(performance.now() - started);
 
@@ -122,6 +128,10 @@ export async function searchRun(ctx: RunContext<SearchRunValue>, req: SearchRunR
     // Deleted while the run was going.
     const message = SEARCH_NOT_FOUND;
     ctx.finish('error', { message }, { ok: false, outcome: 'not_found', message });
+    return;
+  }
+  if (stopped) {
+    ctx.finish('error', { message: SEARCH_RUN_STOPPED }, { ok: false, outcome: 'stopped', message: SEARCH_RUN_STOPPED });
     return;
   }
   if (!s.ok && !a.ok) {

@@ -154,6 +154,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     simulated: upstreams.simulated,
     models,
     readiness,
+    metrics,
   };
   // Loads in the background: the server does not wait for any provider's list.
   models.start();

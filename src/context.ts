@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { RunSupervisor } from '../actors/runs.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import type { Metrics } from './metrics.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { Readiness } from './readiness.ts';
 import type { Runs } from './runs.ts';
@@ -29,4 +30,5 @@ export interface AppContext {
   models: ModelRegistry;
   /** GET /ready's checks (the database; cluster mode adds its own). */
   readiness: Readiness;
+  metrics: Metrics;
 }

@@ -7,6 +7,12 @@ import { openSseStreams } from './http/sse.ts';
 export interface Metrics {
   registry: client.Registry;
   observeRun(kind: string, provider: string, ok: boolean, seconds: number): void;
+  /** Stops a user asked for that reached a run (`kind`: chat or search). */
+  runsStopped: client.Counter<'kind'>;
+  /** Keyed completion requests answered without starting a run (`mode`: stream or whole). */
+  idempotentReplays: client.Counter<'mode'>;
+  /** Starts refused with 409 because the chat already had an active run. */
+  startConflicts: client.Counter<'kind'>;
 }
 
 export function createMetrics(supervisor: RunSupervisor): Metrics {
@@ -56,8 +62,24 @@ export function createMetrics(supervisor: RunSupervisor): Metrics {
     labelNames: ['kind', 'provider'],
     registers: [registry],
   });
+  const runsStopped = new client.Counter({ name: 'css_runs_stopped_total', help: 'Runs stopped by a user', labelNames: ['kind'], registers: [registry] });
+  const idempotentReplays = new client.Counter({
+    name: 'css_idempotent_replays_total',
+    help: 'Requests with a known Idempotency-Key that attached to, waited for or replayed a run instead of starting one',
+    labelNames: ['mode'],
+    registers: [registry],
+  });
+  const startConflicts = new client.Counter({
+    name: 'css_start_conflicts_total',
+    help: 'Starts refused with 409: an active stream already exists for the chat',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
   return {
     registry,
+    runsStopped,
+    idempotentReplays,
+    startConflicts,
     observeRun(kind, provider, ok, seconds) {
       runDuration.observe({ kind, provider, outcome: ok ? 'ok' : 'error' }, seconds);
       if (!ok) runErrors.inc({ kind, provider });

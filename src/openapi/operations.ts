@@ -65,6 +65,7 @@ const requests = {
 const chatResponse = z.object({ chat: chatSummary });
 const searchResponse = z.object({ search: searchSummary });
 const deleted = z.object({ deleted: z.literal(true) });
+const stopped = z.object({ stopped: z.literal(true) });
 const PROVIDER_FAILURES = {
   409: 'a persisted run is already active for this chat',
   429: 'the provider rate-limited the call',
@@ -187,6 +188,12 @@ export const operations: Record<string, OperationDoc> = {
     ok: { sse: chatStream, description: 'the same events as the stream: replayed, then live, until `done` or `error`' },
     errors: { 404: 'active chat stream not found' },
   },
+  'POST /v1/chats/:chatId/stream/stop': {
+    tag: 'completions',
+    summary: "Stop a chat's active run: its stream ends with `done` carrying the partial text and `stopped: true`",
+    ok: { json: stopped },
+    errors: { 404: 'active chat stream not found' },
+  },
 
   'GET /v1/searches': { tag: 'searches', summary: 'List searches', ok: { json: z.object({ searches: z.array(searchSummary) }) } },
   'POST /v1/searches': {
@@ -216,6 +223,12 @@ export const operations: Record<string, OperationDoc> = {
     tag: 'searches',
     summary: "Re-attach to a search's active stream",
     ok: { sse: searchStream, description: 'replayed, then live, until `done` or `error`' },
+    errors: { 404: 'active search stream not found' },
+  },
+  'POST /v1/searches/:searchId/run/stop': {
+    tag: 'searches',
+    summary: "Stop a search's active run: its stream ends with `error` `search run stopped`; what arrived is stored",
+    ok: { json: stopped },
     errors: { 404: 'active search stream not found' },
   },
   'POST /v1/searches/:searchId/chat': {

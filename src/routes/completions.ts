@@ -51,12 +51,15 @@ export function completionRoutes(app: AppContext): Route[] {
   async function storedSettings(chatId: string | null): Promise<ChatRunRequest['stored']> {
     if (!chatId) return undefined;
     const chat = await getChat(pool, chatId);
-    if (!chat) throw (await runs.find('chat', chatId)) ? outcomeError({ outcome: 'busy', message: ACTIVE_CHAT_STREAM_EXISTS }) : notFound(CHAT_NOT_FOUND);
+    if (!chat) throw (await runs.find('chat', chatId)) ? refused({ outcome: 'busy', message: ACTIVE_CHAT_STREAM_EXISTS }) : notFound(CHAT_NOT_FOUND);
     return { additionalSystemPrompt: chat.additionalSystemPrompt, enabledTools: chat.enabledTools };
   }
 
-  const refused = (outcome: Parameters<typeof outcomeError>[0]) =>
-    outcome.outcome === 'busy' ? outcomeError(outcome, ACTIVE_CHAT_STREAM_EXISTS) : outcomeError(outcome);
+  const refused = (outcome: Parameters<typeof outcomeError>[0]) => {
+    if (outcome.outcome !== 'busy') return outcomeError(outcome);
+    app.metrics.startConflicts.inc({ kind: 'chat' });
+    return outcomeError(outcome, ACTIVE_CHAT_STREAM_EXISTS);
+  };
 
   async function complete(req: Req, reply: Reply) {
     const body = await readJson(req, completionSchema);
@@ -110,9 +113,16 @@ export function completionRoutes(app: AppContext): Route[] {
     sink.open();
   }
 
+  async function stop(req: Req, reply: Reply) {
+    if (!(await runs.stop('chat', req.params.chatId!))) throw notFound(ACTIVE_CHAT_STREAM_NOT_FOUND);
+    app.metrics.runsStopped.inc({ kind: 'chat' });
+    reply.json(200, { stopped: true });
+  }
+
   return [
     { method: 'POST', path: '/v1/chat-completions', bodyLimit: MESSAGE_BODY_LIMIT, handler: complete },
     { method: 'POST', path: '/v1/chat-completions/stream', bodyLimit: MESSAGE_BODY_LIMIT, handler: stream },
     { method: 'POST', path: '/v1/chats/:chatId/stream/attach', handler: attach },
+    { method: 'POST', path: '/v1/chats/:chatId/stream/stop', handler: stop },
   ];
 }

@@ -68,6 +68,12 @@ export function searchRunRoutes(app: AppContext): Route[] {
     sink.open();
   }
 
+  async function stop(req: Req, reply: Reply) {
+    if (!(await runs.stop('search', req.params.searchId!))) throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
+    app.metrics.runsStopped.inc({ kind: 'search' });
+    reply.json(200, { stopped: true });
+  }
+
   async function toChat(req: Req, reply: Reply) {
     const body = await readJson(req, searchChatSchema);
     const search = await getSearchDetail(pool, req.params.searchId!);
@@ -84,6 +90,7 @@ export function searchRunRoutes(app: AppContext): Route[] {
     { method: 'POST', path: '/v1/searches/:searchId/run', handler: runWhole },
     { method: 'POST', path: '/v1/searches/:searchId/run/stream', handler: runStream },
     { method: 'POST', path: '/v1/searches/:searchId/run/stream/attach', handler: attach },
+    { method: 'POST', path: '/v1/searches/:searchId/run/stop', handler: stop },
     { method: 'POST', path: '/v1/searches/:searchId/chat', handler: toChat },
   ];
 }

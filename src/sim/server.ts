@@ -32,6 +32,8 @@ export interface SimRequestLog {
   headers: Record<string, string | string[] | undefined>;
   body: any;
   retryCount: string | undefined;
+  /** The client closed the connection before the answer was complete (e.g. a stopped stream). */
+  closedEarly: boolean;
 }
 
 export interface SimHandle {
@@ -132,7 +134,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: SimState
     throw e;
   }
   const m = match(path);
-  requests.push({
+  const entry: SimRequestLog = {
     method: req.method ?? 'GET',
     path,
     query: search,
@@ -140,6 +142,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: SimState
     headers: req.headers,
     body: body instanceof ParseFailure ? body.raw : body,
     retryCount: retryCount(req),
+    closedEarly: false,
+  };
+  requests.push(entry);
+  res.once('close', () => {
+    if (!res.writableFinished) entry.closedEarly = true;
   });
   if (requests.length > LOG_MAX) requests.splice(0, requests.length - LOG_MAX / 2);
 
