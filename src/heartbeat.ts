@@ -5,10 +5,14 @@
 // stale, and a sweep before the live ones had their chance to beat again would fail live calls.
 import type { Logger } from 'pino';
 import type { ControlDb } from './db/control-pool.ts';
+import { purgeExpiredIdempotencyKeys } from './store/idempotency.ts';
 import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } from './store/instances.ts';
 
 /** An instance silent for this many intervals is dead (9 s with the default 3 s; the next sweep finds it, so a killed instance's calls fail within about 12 s, inside the cluster's 15 s promise). */
 export const DEAD_AFTER_BEATS = 3;
+
+/** About every 5 minutes at the default 3 s beat. */
+const PURGE_EVERY_BEATS = 100;
 
 export interface Heartbeat {
   /** Stops beating and removes this instance's row (its calls are already settled by then). */
@@ -31,9 +35,12 @@ export async function startHeartbeat({ db, instanceId, intervalMs, log }: Heartb
   let timer: NodeJS.Timeout | null = null;
   let current: Promise<void> = Promise.resolve();
 
+  let beats = 0;
   const tick = async () => {
     try {
       await beatInstance(db, instanceId);
+      // Expired Idempotency-Key rows are dead weight; a small batch now and then keeps the table small.
+      if (++beats % PURGE_EVERY_BEATS === 0) await purgeExpiredIdempotencyKeys(db);
       if (healthySince === null) {
         healthySince = performance.now();
         log.info({ instanceId }, 'heartbeat restored');

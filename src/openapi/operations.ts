@@ -74,6 +74,17 @@ const PROVIDER_FAILURES = {
   504: 'the provider timed out',
 };
 
+/** Idempotent starts of a completion (ARCHITECTURE.md, "Run control: idempotent start"). */
+const IDEMPOTENCY_KEY = {
+  'Idempotency-Key': {
+    description:
+      'Optional, 1–255 printable ASCII characters, kept 24 h. A retry with the same key and body attaches to the run (or waits for it) '
+      + 'while it is active and replays its outcome once it has ended, without calling the provider; such answers carry `Idempotent-Replayed: true`.',
+    schema: z.string().min(1).max(255),
+  },
+};
+const KEY_REUSED_ERROR = { 422: 'Idempotency-Key was used with a different request' };
+
 export const operations: Record<string, OperationDoc> = {
   'GET /': { tag: 'web', summary: 'The bundled web client (HTML)', ok: { content: 'text/html', description: 'the page' } },
   'GET /assets/:version/:name': {
@@ -172,7 +183,8 @@ export const operations: Record<string, OperationDoc> = {
         raw: z.record(z.string(), z.unknown()),
       }),
     },
-    errors: { 404: 'chat not found (chatId given)', ...PROVIDER_FAILURES },
+    headers: IDEMPOTENCY_KEY,
+    errors: { 404: 'chat not found (chatId given)', ...KEY_REUSED_ERROR, ...PROVIDER_FAILURES },
   },
   'POST /v1/chat-completions/stream': {
     tag: 'completions',
@@ -180,7 +192,8 @@ export const operations: Record<string, OperationDoc> = {
     description: 'Failures after the stream has opened arrive as its terminal `error` event.',
     body: requests.StreamCompletionRequest,
     ok: { sse: chatStream, description: 'exactly one `meta`, `tool_call`*, `delta`*, then `done` or `error`' },
-    errors: { 404: 'chat not found (chatId given)', 409: PROVIDER_FAILURES[409], 503: PROVIDER_FAILURES[503] },
+    headers: IDEMPOTENCY_KEY,
+    errors: { 404: 'chat not found (chatId given)', 409: PROVIDER_FAILURES[409], ...KEY_REUSED_ERROR, 503: PROVIDER_FAILURES[503] },
   },
   'POST /v1/chats/:chatId/stream/attach': {
     tag: 'completions',

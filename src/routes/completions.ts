@@ -5,17 +5,19 @@ import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest } from '../../actors/chat-run.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
-import { HttpError, notFound, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
+import { badRequest, HttpError, notFound, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
-import { createSse } from '../http/sse.ts';
+import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
+import { createSse, type SseSink } from '../http/sse.ts';
 import { ACTIVE_CHAT_STREAM_EXISTS } from '../messages.ts';
 import { providerKeyVariable } from '../providers/index.ts';
 import type { ProviderName } from '../providers/types.ts';
 import { completionSchema, streamCompletionSchema, type CompletionBody } from '../schemas.ts';
 import { getChat } from '../store/chats.ts';
 import { MESSAGE_BODY_LIMIT } from './chats.ts';
+import { claimKey, keyedRequest, recordOutcome, replayStream, replayWhole, releaseKey, wholeOutcome, type KeyedRequest } from './idempotent-start.ts';
 
 function requireProvider(app: AppContext, provider: ProviderName): void {
   if (!app.providers.has(provider)) {
@@ -25,11 +27,11 @@ function requireProvider(app: AppContext, provider: ProviderName): void {
 
 type RunFields = Pick<ChatRunRequest, 'mode' | 'chatId' | 'createChat' | 'storeChat' | 'stored'>;
 
-/** The run's request; `storeCall` gives it an LlmCall id now, so `meta` needs no database. */
-function runRequest(body: CompletionBody, fields: RunFields, storeCall: boolean): ChatRunRequest {
+/** The run's request; its LlmCall id is chosen now (null: no LlmCall), so `meta` needs no database. */
+function runRequest(body: CompletionBody, fields: RunFields, callId: string | null): ChatRunRequest {
   return {
     ...fields,
-    callId: storeCall ? randomUUID() : null,
+    callId,
     provider: body.provider,
     model: body.model,
     messages: body.messages,
@@ -39,6 +41,9 @@ function runRequest(body: CompletionBody, fields: RunFields, storeCall: boolean)
     maxTokens: body.maxTokens,
   };
 }
+
+/** Completion starts read the Idempotency-Key header. */
+const KEYED_HEADERS = [IDEMPOTENCY_KEY_HEADER] as const;
 
 export function completionRoutes(app: AppContext): Route[] {
   const { runs, pool } = app;
@@ -62,48 +67,60 @@ export function completionRoutes(app: AppContext): Route[] {
   };
 
   async function complete(req: Req, reply: Reply) {
+    const key = idempotencyKeyOf(req);
     const body = await readJson(req, completionSchema);
     requireProvider(app, body.provider);
     const chatId = body.chatId ?? null;
     const stored = await storedSettings(chatId);
-    const request = runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored }, true);
-    const started = await runs.start({ kind: 'chat', key: chatId, request, ifRunning: 'reject', label: body.provider });
-    if (!started.ok) throw refused(started);
+    const callId = randomUUID();
+    const keyed = key ? keyedRequest(key, 'whole', 'POST /v1/chat-completions', body, { chatId, callId }) : null;
+    if (keyed) {
+      const claim = await claimKey(app, keyed);
+      if (!claim.start) return replayWhole(app, claim.record, reply);
+    }
+    const request = runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored }, callId);
+    const started = await startRun(keyed, request, body.provider);
     const result = await started.handle.result;
     if (!result.ok) throw outcomeError(result);
-    const v = result.value;
-    reply.json(200, {
-      chatId: v.chatId,
-      provider: v.provider,
-      model: v.model,
-      message: { role: 'assistant', content: v.text },
-      usage: v.usage,
-      raw: v.raw ?? {},
-    });
+    const out = wholeOutcome(result);
+    reply.json(out.status, out.body);
   }
 
   async function stream(req: Req, reply: Reply) {
+    const key = idempotencyKeyOf(req);
     const body = await readJson(req, streamCompletionSchema);
     requireProvider(app, body.provider);
     const persist = body.persist;
+    if (key && !persist) throw badRequest('Idempotency-Key needs a persisted stream: a stream with persist: false cannot be replayed');
     const existing = body.chatId ?? null;
     const chatId = persist ? (existing ?? randomUUID()) : null;
     const stored = await storedSettings(existing);
-    const request = runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, stored }, persist);
+    const callId = persist ? randomUUID() : null;
+    const keyed = key ? keyedRequest(key, 'stream', 'POST /v1/chat-completions/stream', body, { chatId, callId: callId! }) : null;
+    if (keyed) {
+      const claim = await claimKey(app, keyed);
+      if (!claim.start) return replayStream(app, claim.record, reply);
+    }
+    const request = runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, stored }, callId);
     // Refusals are decided before the stream opens, so they answer with a status, not an event.
     const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
-    const started = await runs.start({
-      kind: 'chat',
-      key: chatId,
-      request,
-      ifRunning: 'reject',
-      label: body.provider,
-      subscriber: sink,
-      // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.
-      cancelWhenAlone: !persist,
-    });
-    if (!started.ok) throw refused(started);
+    // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.
+    await startRun(keyed, request, body.provider, sink, !persist);
     sink.open();
+  }
+
+  /** Starts the run (a refusal frees the request's key); a keyed run records its outcome on the key. */
+  async function startRun(keyed: KeyedRequest | null, request: ChatRunRequest, provider: string, subscriber?: SseSink, cancelWhenAlone = false) {
+    const started = await runs.start({ kind: 'chat', key: request.chatId, request, ifRunning: 'reject', label: provider, subscriber, cancelWhenAlone });
+    if (!started.ok) {
+      if (keyed) await releaseKey(app, keyed);
+      throw refused(started);
+    }
+    if (keyed) {
+      const meta = { type: 'meta' as const, chatId: request.storeChat ? request.chatId : null, callId: request.callId, provider: request.provider, model: request.model };
+      recordOutcome(app, keyed, started.handle.result, meta);
+    }
+    return started;
   }
 
   async function attach(req: Req, reply: Reply) {
@@ -120,8 +137,8 @@ export function completionRoutes(app: AppContext): Route[] {
   }
 
   return [
-    { method: 'POST', path: '/v1/chat-completions', bodyLimit: MESSAGE_BODY_LIMIT, handler: complete },
-    { method: 'POST', path: '/v1/chat-completions/stream', bodyLimit: MESSAGE_BODY_LIMIT, handler: stream },
+    { method: 'POST', path: '/v1/chat-completions', bodyLimit: MESSAGE_BODY_LIMIT, handler: complete, headers: KEYED_HEADERS },
+    { method: 'POST', path: '/v1/chat-completions/stream', bodyLimit: MESSAGE_BODY_LIMIT, handler: stream, headers: KEYED_HEADERS },
     { method: 'POST', path: '/v1/chats/:chatId/stream/attach', handler: attach },
     { method: 'POST', path: '/v1/chats/:chatId/stream/stop', handler: stop },
   ];

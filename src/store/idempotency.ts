@@ -1,7 +1,7 @@
 // Idempotency-Key records of completion requests: which request a key was first used with (a hash),
 // the run it started, and how that run ended. Kept 24 hours; an expired row counts as absent and is
 // taken over by the next request with its key, or purged in small batches.
-import type { Queryable } from '../db/types.ts';
+import type { Queryable, QueryRunner } from '../db/types.ts';
 import type { RunStatus } from '../types.ts';
 import { toJson } from './rows.ts';
 
@@ -109,7 +109,7 @@ export async function releaseIdempotencyKey(db: Queryable, key: string, callId: 
 }
 
 /** Deletes up to `limit` expired rows, oldest first (an index range scan). Returns how many. */
-export async function purgeExpiredIdempotencyKeys(db: Queryable, limit = 1000): Promise<number> {
+export async function purgeExpiredIdempotencyKeys(db: QueryRunner, limit = 1000): Promise<number> {
   const { rowCount } = await db.query(
     `DELETE FROM idempotency_keys
       WHERE key IN (SELECT key FROM idempotency_keys WHERE ${EXPIRED} ORDER BY created_at LIMIT $1)`,

@@ -1,12 +1,12 @@
 // The remote tools inside a real completion: the model (simulator) asks for shell_exec and
 // coding_exec, the service runs them over SSH on a real SSH server, stores the tool messages and
-// hands the output back to the model.
+// hands the output back to the model; a stop while a command runs kills it.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
+import { readSse, sim, startTestServer, type SseEvent, type TestServer } from '../helpers/server.ts';
 import { startSshServer, type TestSshServer } from '../helpers/ssh-server.ts';
 
 describe('remote tools in the chat tool loop', () => {
@@ -72,5 +72,33 @@ describe('remote tools in the chat tool loop', () => {
     const followUp = [...t.sim.requests].reverse().find((x) => x.upstream === 'provider_c' && x.method === 'POST')!;
     const toolMessages = followUp.body.messages.filter((m: { role: string }) => m.role === 'tool');
     assert.equal(toolMessages.length, 2, 'both outputs went back to the model');
+  });
+
+  it('a stop while shell_exec runs kills the remote command and stores the tool call as failed', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${t.url}/v1/chat-completions/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ provider: 'provider_c', model: 'm', messages: [{ role: 'user', content: sim({ tools: [{ name: 'shell_exec', args: { command: 'sleep 60; echo never' } }] }) }] }),
+      signal: controller.signal,
+    });
+    let chatId = '';
+    const execsBefore = ssh.execs.length;
+    const events: SseEvent[] = await readSse(res, controller, undefined, async (ev) => {
+      if (ev.event === 'meta') chatId = ev.data.chatId;
+      if (ev.event === 'tool_call' && ev.data.status === 'initiated') {
+        // The command is running on the SSH server before we stop.
+        while (ssh.execs.length === execsBefore) await new Promise((r) => setTimeout(r, 20));
+        assert.equal((await t.call('POST', `/v1/chats/${chatId}/stream/stop`)).status, 200);
+      }
+    });
+    const terminal = events.filter((e) => e.event === 'tool_call').at(-1)!.data;
+    assert.equal(terminal.status, 'failed');
+    assert.deepEqual([events.at(-1)!.event, events.at(-1)!.data.stopped], ['done', true]);
+    await ssh.execs.at(-1)!.exited; // the remote process is gone, long before its 60 s
+    const chat = (await t.call('GET', `/v1/chats/${chatId}`)).body.chat;
+    const tool = chat.messages.find((m: { role: string }) => m.role === 'tool');
+    assert.equal(tool.metadata.status, 'failed');
+    assert.equal(chat.lastRun.status, 'stopped');
   });
 });

@@ -89,6 +89,26 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
     assert.deepEqual([gone.status, gone.body.message], [404, 'active chat stream not found']);
   });
 
+  it('a run started on one instance is stopped by a request to another; attached streams end too', async () => {
+    const origin = await openStream(a, '/v1/chat-completions/stream', slow(60, 20));
+    const chatId = origin.meta.data.chatId as string;
+    const follower = cc.stream(`/v1/chats/${chatId}/stream/attach`);
+    await new Promise((r) => setTimeout(r, 500));
+    const stop = await b.call('POST', `/v1/chats/${chatId}/stream/stop`);
+    assert.deepEqual([stop.status, stop.body], [200, { stopped: true }]);
+    const events = await origin.events;
+    const done = events.at(-1)!;
+    assert.deepEqual([done.event, done.data.stopped], ['done', true]);
+    assert.equal(done.data.text, rebuilt(events));
+    const followed = (await follower).events.at(-1)!;
+    assert.deepEqual([followed.event, followed.data.text], ['done', done.data.text], 'the attached stream on a third instance ends the same');
+    assert.equal(await storedAnswer(b, chatId), done.data.text);
+    assert.equal((await b.call('GET', `/v1/chats/${chatId}`)).body.chat.lastRun.status, 'stopped');
+    await waitFor(async () => !(await clusterRuns(b)).chats.includes(chatId), 5_000, 'the key to be free');
+    const again = await b.call('POST', `/v1/chats/${chatId}/stream/stop`);
+    assert.deepEqual([again.status, again.body], [404, { message: 'active chat stream not found' }]);
+  });
+
   it('a search started on two instances joins one run: one engine call, the same outcome everywhere', async () => {
     const q = `cluster join ${Date.now()} SIM ${JSON.stringify({ searchDelayMs: 600 })}`;
     const s = (await a.call('POST', '/v1/searches', { query: q })).body.search;
