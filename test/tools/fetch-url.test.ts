@@ -22,6 +22,7 @@ import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 let sim: SimHandle;
 let fixture: Server;
 let fixtureUrl: string;
+let hangClosed: Promise<void> | undefined;
 
 before(async () => {
   sim = await startSimulator();
@@ -38,6 +39,11 @@ before(async () => {
     if (req.url === '/latin1') {
       res.writeHead(200, { 'content-type': 'text/plain; charset=windows-1252' });
       return res.end(Buffer.from([0x43, 0x61, 0x66, 0xe9])); // "Café"
+    }
+    // Never answers: a stop (the run's signal) must cut the fetch, not the tool's timeout.
+    if (req.url === '/hang') {
+      hangClosed = new Promise((r) => req.socket.once('close', () => r()));
+      return;
     }
     if (req.url === '/untyped') return res.end('<!DOCTYPE html><html><body><p>sniffed html</p><script>x()</script></body></html>');
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
@@ -227,4 +233,16 @@ test('address classification', () => {
     ['2002:a9fe:a9fe::1', 'link-local (cloud metadata service) (IPv4 169.254.169.254 inside an IPv6 address)'],
   ];
   for (const [ip, want] of cases) assert.equal(classifyAddress(ip), want, ip);
+});
+
+describe('fetch_url and a stopped run', () => {
+  test("the run's signal aborts a fetch in flight: the tool fails at once and the connection is closed", async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    const running = fetchUrlTool.run({ url: `${fixtureUrl}/hang` }, ctx(true, controller.signal));
+    setTimeout(() => controller.abort(new Error('stopped by request')), 200);
+    await assert.rejects(running, toolError(/cancelled/));
+    assert.ok(Date.now() - started < 5_000, 'cut by the stop, not by a timeout');
+    await hangClosed;
+  });
 });
