@@ -7,9 +7,8 @@ import type { Queryable } from '../db/types.ts';
 import { writeRetries, type WriteRetryQueue } from '../db/write-retry.ts';
 import type { ProviderName, Usage } from '../providers/types.ts';
 import type { Message } from '../types.ts';
-import { cleanText, isIssuedId, MESSAGE_COLUMNS, toJson, toLlmCall, toMessage, type LlmCall, type LlmCallRow, type MessageRow } from './rows.ts';
+import { cleanText, MESSAGE_COLUMNS, toJson, toMessage, type MessageRow } from './rows.ts';
 
-export type { LlmCall, LlmCallStatus } from './rows.ts';
 
 /** What a call cut by a crash or restart reads as its error (chat.lastRun shows it). */
 export const INTERRUPTED_ERROR = 'interrupted: the service instance stopped or restarted during the call';
@@ -23,8 +22,6 @@ export interface FinishLlmCall {
   assistant: { content: string; metadata?: Record<string, unknown> | null };
   usage: TokenUsage | null;
   latencyMs: number;
-  requestId?: string | null;
-  toolRounds?: number | null;
   /**
    * The user stopped the run: the call ends `stopped`, the partial answer is stored with
    * `metadata.stopped` true, and an empty one is not stored at all.
@@ -82,7 +79,7 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
   const { rows } = await db.query<MessageRow & { call_found: number }>(
     `WITH chat AS (
             UPDATE chats SET updated_at = now()
-             WHERE id = $2 AND $13::boolean AND EXISTS (SELECT 1 FROM llm_calls WHERE id = $1)
+             WHERE id = $2 AND $11::boolean AND EXISTS (SELECT 1 FROM llm_calls WHERE id = $1)
              RETURNING id
           ),
           msg AS (
@@ -92,9 +89,9 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
           ),
           call AS (
             UPDATE llm_calls
-               SET status = $12::text, finished_at = now(), error = NULL,
+               SET status = $10::text, finished_at = now(), error = NULL,
                    latency_ms = $6::int, input_tokens = $7::int, output_tokens = $8::int, total_tokens = $9::int,
-                   request_id = $10::text, tool_rounds = $11::int, message_id = (SELECT id FROM msg)
+                   message_id = (SELECT id FROM msg)
              WHERE id = $1
              RETURNING id
           )
@@ -110,8 +107,6 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
       input.usage?.inputTokens ?? null,
       input.usage?.outputTokens ?? null,
       input.usage?.totalTokens ?? null,
-      input.requestId ?? null,
-      input.toolRounds ?? null,
       stopped ? 'stopped' : 'succeeded',
       store,
     ],
@@ -125,13 +120,12 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
 /** Marks a call succeeded that stores no message (no chat is kept for it). False when the call is unknown. */
 export async function finishLlmCall(
   db: Queryable,
-  input: { callId: string; usage: TokenUsage | null; latencyMs: number; requestId?: string | null; toolRounds?: number | null },
+  input: { callId: string; usage: TokenUsage | null; latencyMs: number },
 ): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE llm_calls
         SET status = 'succeeded', finished_at = now(), error = NULL, latency_ms = $2::int,
-            input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int,
-            request_id = $6::text, tool_rounds = $7::int
+            input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int
       WHERE id = $1`,
     [
       input.callId,
@@ -139,8 +133,6 @@ export async function finishLlmCall(
       input.usage?.inputTokens ?? null,
       input.usage?.outputTokens ?? null,
       input.usage?.totalTokens ?? null,
-      input.requestId ?? null,
-      input.toolRounds ?? null,
     ],
   );
   return rowCount === 1;
@@ -204,10 +196,4 @@ export async function markInterruptedLlmCalls(
     [INTERRUPTED_ERROR, opts.instanceId, opts.staleAfterMs ?? 24 * 3600 * 1000],
   );
   return rowCount ?? 0;
-}
-
-export async function getLlmCall(db: Queryable, id: string): Promise<LlmCall | null> {
-  if (!isIssuedId(id)) return null;
-  const { rows } = await db.query<LlmCallRow>('SELECT * FROM llm_calls WHERE id = $1', [id]);
-  return rows[0] ? toLlmCall(rows[0]) : null;
 }

@@ -63,13 +63,3 @@ export async function appendMessages(
   );
   return rows.length ? rows.map(toMessage) : null;
 }
-
-/** The transcript in order; empty for an unknown chat. */
-export async function listMessages(db: Queryable, chatId: string): Promise<Message[]> {
-  if (!isIssuedId(chatId)) return [];
-  const { rows } = await db.query<MessageRow>(
-    `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = $1 ORDER BY seq`,
-    [chatId],
-  );
-  return rows.map(toMessage);
-}

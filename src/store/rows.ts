@@ -24,7 +24,7 @@ export function iso(value: Date | string): string {
   return (value instanceof Date ? value : new Date(value)).toISOString();
 }
 
-function isoOrNull(value: Date | string | null): string | null {
+export function isoOrNull(value: Date | string | null): string | null {
   return value === null ? null : iso(value);
 }
 
@@ -189,29 +189,7 @@ export function toSearchDetail(row: SearchDetailRow): SearchDetail {
   };
 }
 
-// ---- LlmCall (the spec leaves its fields open; this is ours) ------------------------------------
-
-export type LlmCallStatus = RunStatus;
-
-export interface LlmCall {
-  id: string;
-  chatId: string | null;
-  provider: ProviderName;
-  model: string;
-  status: LlmCallStatus;
-  startedAt: string;
-  finishedAt: string | null;
-  latencyMs: number | null;
-  inputTokens: number | null;
-  outputTokens: number | null;
-  totalTokens: number | null;
-  error: string | null;
-  requestId: string | null;
-  toolRounds: number | null;
-  /** The assistant message stored with the call's success. */
-  messageId: string | null;
-}
-
+/** A row of llm_calls. */
 export interface LlmCallRow {
   id: string;
   chat_id: string | null;
@@ -225,29 +203,7 @@ export interface LlmCallRow {
   output_tokens: number | null;
   total_tokens: number | null;
   error: string | null;
-  request_id: string | null;
-  tool_rounds: number | null;
   message_id: string | null;
-}
-
-export function toLlmCall(row: LlmCallRow): LlmCall {
-  return {
-    id: row.id,
-    chatId: row.chat_id,
-    provider: row.provider as ProviderName,
-    model: row.model,
-    status: row.status as LlmCallStatus,
-    startedAt: iso(row.started_at),
-    finishedAt: isoOrNull(row.finished_at),
-    latencyMs: row.latency_ms,
-    inputTokens: row.input_tokens,
-    outputTokens: row.output_tokens,
-    totalTokens: row.total_tokens,
-    error: row.error,
-    requestId: row.request_id,
-    toolRounds: row.tool_rounds,
-    messageId: row.message_id,
-  };
 }
 
 // ---- the last run of a chat -------------------------------------------------------------------

@@ -58,8 +58,3 @@ export async function starSearch(db: Queryable, id: string, starred: boolean): P
   const row = await star<SearchSummaryRow>(db, 'search', id, starred);
   return row ? toSearchSummary(row) : null;
 }
-
-/** Idempotent. False when the item does not exist. */
-export async function setStarred(db: Queryable, type: ItemType, id: string, starred: boolean): Promise<boolean> {
-  return (await star(db, type, id, starred)) !== undefined;
-}

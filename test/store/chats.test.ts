@@ -12,10 +12,8 @@ import {
   setChatTitleIfEmpty,
   updateChat,
 } from '../../src/store/chats.ts';
-import { getLlmCall } from '../../src/store/llm-calls.ts';
-import { listMessages } from '../../src/store/messages.ts';
-import { setStarred } from '../../src/store/stars.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { getLlmCall, listMessages, setStarred } from '../helpers/store.ts';
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const tick = () => new Promise((r) => setTimeout(r, 5));

@@ -9,8 +9,8 @@ import { migrate, readMigrations } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/pool.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, getChatDetail } from '../../src/store/chats.ts';
-import { listMessages } from '../../src/store/messages.ts';
 import { createScratchPostgres, freshEmbeddedDataDir, testDatabases } from '../helpers/db.ts';
+import { listMessages } from '../helpers/store.ts';
 
 async function tempDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'migrations-'));

@@ -4,9 +4,10 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { Database } from '../../src/db/types.ts';
-import { getLlmCall, INTERRUPTED_ERROR, markInterruptedLlmCalls, startLlmCall, finishLlmCall } from '../../src/store/llm-calls.ts';
+import { INTERRUPTED_ERROR, markInterruptedLlmCalls, startLlmCall, finishLlmCall } from '../../src/store/llm-calls.ts';
 import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } from '../../src/store/instances.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { getLlmCall } from '../helpers/store.ts';
 
 const DEAD_AFTER = 15_000;
 

@@ -6,14 +6,13 @@ import {
   failLlmCall,
   finishLlmCall,
   finishLlmCallWithMessage,
-  getLlmCall,
   INTERRUPTED_ERROR,
   markInterruptedLlmCalls,
   recordLlmCallFailure,
   startLlmCall,
 } from '../../src/store/llm-calls.ts';
-import { listMessages } from '../../src/store/messages.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { getLlmCall, listMessages } from '../helpers/store.ts';
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
@@ -56,8 +55,6 @@ for (const target of await testDatabases()) {
         assistant: { content: 'answer', metadata: { finish: 'stop' } },
         usage,
         latencyMs: 1234.4,
-        requestId: 'req-1',
-        toolRounds: 2,
       });
       assert.ok(message);
       assert.deepEqual({ ...message, id: '', createdAt: '' }, {
@@ -71,8 +68,8 @@ for (const target of await testDatabases()) {
       assert.deepEqual((await listMessages(db.pool, chat.id)).map((m) => m.content), ['q', 'answer']);
       const call = await getLlmCall(db.pool, callId);
       assert.deepEqual(
-        [call?.status, call?.inputTokens, call?.outputTokens, call?.totalTokens, call?.latencyMs, call?.requestId, call?.toolRounds, call?.messageId, call?.error],
-        ['succeeded', 10, 5, 15, 1234, 'req-1', 2, message.id, null],
+        [call?.status, call?.inputTokens, call?.outputTokens, call?.totalTokens, call?.latencyMs, call?.messageId, call?.error],
+        ['succeeded', 10, 5, 15, 1234, message.id, null],
       );
       assert.ok(call?.finishedAt);
       assert.ok((await getChat(db.pool, chat.id))!.updatedAt > chat.updatedAt);

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, getChat, getChatDetail } from '../../src/store/chats.ts';
-import { appendMessages, listMessages, type NewMessage } from '../../src/store/messages.ts';
+import { appendMessages, type NewMessage } from '../../src/store/messages.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { listMessages } from '../helpers/store.ts';
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 

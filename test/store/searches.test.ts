@@ -13,9 +13,9 @@ import {
   saveSearchRun,
   type SearchRun,
 } from '../../src/store/searches.ts';
-import { setStarred } from '../../src/store/stars.ts';
 import type { SearchResultItem } from '../../src/types.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { setStarred } from '../helpers/store.ts';
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 

@@ -3,8 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, getChat, getChatDetail, listChats } from '../../src/store/chats.ts';
 import { createSearch, getSearch, getSearchDetail, listSearches } from '../../src/store/searches.ts';
-import { setStarred, starChat, starSearch } from '../../src/store/stars.ts';
+import { starChat, starSearch } from '../../src/store/stars.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { setStarred } from '../helpers/store.ts';
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 

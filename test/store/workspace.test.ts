@@ -3,9 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, updateChat } from '../../src/store/chats.ts';
 import { createSearch, saveSearchRun } from '../../src/store/searches.ts';
-import { setStarred } from '../../src/store/stars.ts';
 import { listWorkspaceItems } from '../../src/store/workspace.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { setStarred } from '../helpers/store.ts';
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 

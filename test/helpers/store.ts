@@ -1,0 +1,60 @@
+// Reads and writes that only tests need: the service itself never lists a transcript without its
+// chat, reads one LlmCall, or stars without returning the item. Kept here so src/ holds no dead code.
+import type { Queryable } from '../../src/db/types.ts';
+import type { ProviderName } from '../../src/providers/types.ts';
+import { isIssuedId, iso, isoOrNull, MESSAGE_COLUMNS, toMessage, type ItemType, type LlmCallRow, type MessageRow } from '../../src/store/rows.ts';
+import { starChat, starSearch } from '../../src/store/stars.ts';
+import type { Message, RunStatus } from '../../src/types.ts';
+
+/** One LlmCall as stored (the spec leaves its fields open). */
+export interface LlmCall {
+  id: string;
+  chatId: string | null;
+  provider: ProviderName;
+  model: string;
+  status: RunStatus;
+  startedAt: string;
+  finishedAt: string | null;
+  latencyMs: number | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  totalTokens: number | null;
+  error: string | null;
+  /** The assistant message stored with the call's success. */
+  messageId: string | null;
+}
+
+export async function getLlmCall(db: Queryable, id: string): Promise<LlmCall | null> {
+  if (!isIssuedId(id)) return null;
+  const { rows } = await db.query<LlmCallRow>('SELECT * FROM llm_calls WHERE id = $1', [id]);
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    id: row.id,
+    chatId: row.chat_id,
+    provider: row.provider as ProviderName,
+    model: row.model,
+    status: row.status as RunStatus,
+    startedAt: iso(row.started_at),
+    finishedAt: isoOrNull(row.finished_at),
+    latencyMs: row.latency_ms,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    totalTokens: row.total_tokens,
+    error: row.error,
+    messageId: row.message_id,
+  };
+}
+
+/** The transcript in order; empty for an unknown chat. */
+export async function listMessages(db: Queryable, chatId: string): Promise<Message[]> {
+  if (!isIssuedId(chatId)) return [];
+  const { rows } = await db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = $1 ORDER BY seq`, [chatId]);
+  return rows.map(toMessage);
+}
+
+/** Idempotent. False when the item does not exist. */
+export async function setStarred(db: Queryable, type: ItemType, id: string, starred: boolean): Promise<boolean> {
+  const item = type === 'chat' ? await starChat(db, id, starred) : await starSearch(db, id, starred);
+  return item !== null;
+}
