@@ -1,34 +1,22 @@
 // The chat run actor's work: store the new input, call the provider round after round, run the
 // service's tools between rounds, store the answer with its LlmCall in one transaction, and end
 // with exactly one `done` or `error`.
-import { newInputMessages, toProviderMessages, toStoredMessage } from '../src/chat/transcript.ts';
+import { toProviderMessages } from '../src/chat/transcript.ts';
 import { resolveToolNames } from '../src/chat/tools.ts';
-import { ProviderError, type ProviderName, type ToolResultInput, type Usage } from '../src/providers/types.ts';
+import type { ProviderName, ToolResultInput, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
-import { normalizePrompt, type InputMessage } from '../src/schemas.ts';
-import { continueChat, createChat, getChatDetail } from '../src/store/chats.ts';
-import { finishLlmCallWithMessage, recordLlmCallFailure, startLlmCall } from '../src/store/llm-calls.ts';
-import { CHAT_NOT_FOUND } from '../src/messages.ts';
-import { RunCancelled, type RunContext } from './runtime/actor.ts';
-import type { RunFailure, RunOutcome } from './runtime/protocol.ts';
+import { normalizePrompt } from '../src/schemas.ts';
+import type { RunContext } from './runtime/actor.ts';
 import { runToolCalls } from './chat-tools.ts';
+import { failureOf, RunError } from './run-failure.ts';
+import { failCall, prepareChat, storeAnswer, type ChatStorageRequest } from './run-storage.ts';
 import { TextGate } from './text-gate.ts';
 
-export interface ChatRunRequest {
+export interface ChatRunRequest extends ChatStorageRequest {
   /** `stream` uses the provider's streaming call; `whole` its whole-response call (for `raw`). */
   mode: 'stream' | 'whole';
-  chatId: string | null;
-  /** Create the chat `chatId` (a persisted stream without a chatId). */
-  createChat: boolean;
-  /** Store input, tool and assistant messages in the chat. */
-  storeChat: boolean;
-  /** The LlmCall's id, chosen up front so `meta` can go out before storage; null stores no LlmCall. */
-  callId: string | null;
   /** The chat's stored settings, as the route read them (existing chats only). */
   stored?: { additionalSystemPrompt: string | null; enabledTools: string[] };
-  provider: ProviderName;
-  model: string;
-  messages: InputMessage[];
   additionalSystemPrompt?: string | null;
   enabledTools?: string[];
   temperature?: number;
@@ -50,16 +38,6 @@ export interface ChatRunValue {
 export const toolLimitMessage = (rounds: number) =>
   `Stopped after ${rounds} tool rounds: the tool-call limit for one completion was reached. Ask again to continue.`;
 
-/** A failure the run detects itself, with its outcome. */
-class RunError extends Error {
-  constructor(
-    message: string,
-    readonly outcome: RunOutcome,
-  ) {
-    super(message);
-  }
-}
-
 function addUsage(total: Usage | null, u: Usage | null): Usage | null {
   if (!u) return total;
   if (!total) return { ...u };
@@ -67,53 +45,6 @@ function addUsage(total: Usage | null, u: Usage | null): Usage | null {
   total.outputTokens += u.outputTokens;
   total.totalTokens += u.totalTokens;
   return total;
-}
-
-/** The run's failure as a domain outcome; timeouts were marked where they were detected. */
-function failureOf(err: unknown, signal: AbortSignal): RunFailure {
-  if (signal.aborted) {
-    const reason: unknown = signal.reason;
-    const why = reason instanceof RunCancelled ? reason.why : 'shutdown';
-    return { ok: false, outcome: why === 'stop' ? 'stopped' : 'cancelled', message: `run cancelled: ${reason instanceof Error ? reason.message : 'aborted'}` };
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  if (err instanceof RunError) return { ok: false, outcome: err.outcome, message };
-  if (err instanceof ProviderError) {
-    const outcome = err.status === 429 ? 'provider_rate_limited' : err.timedOut ? 'provider_timeout' : 'provider_error';
-    return { ok: false, outcome, message };
-  }
-  return { ok: false, outcome: 'internal', message };
-}
-
-/**
- * The run's storage before its answer, in one statement: the chat (created with its input, or its
- * new input appended and its provider use recorded) with the running LlmCall. It runs beside the
- * first provider round, off the path to the first delta; tools and the final store wait for it.
- */
-async function prepare(req: ChatRunRequest, deps: RunDeps): Promise<void> {
-  const { pool } = deps;
-  const call = req.callId ? { id: req.callId, instanceId: deps.config.instanceId } : null;
-  if (!req.storeChat || !req.chatId) {
-    if (call) await startLlmCall(pool, { id: call.id, chatId: null, provider: req.provider, model: req.model, instanceId: call.instanceId });
-    return;
-  }
-  if (req.createChat) {
-    await createChat(pool, {
-      id: req.chatId,
-      provider: req.provider,
-      model: req.model,
-      enabledTools: deps.tools.map((t) => t.name),
-      messages: req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage),
-      ...(call ? { call } : {}),
-    });
-    return;
-  }
-  const chatId = req.chatId;
-  const chat = await getChatDetail(pool, chatId);
-  if (!chat) throw new RunError(CHAT_NOT_FOUND, 'not_found');
-  const fresh = newInputMessages(chat.messages, req.messages);
-  const found = await continueChat(pool, { chatId, provider: req.provider, model: req.model, messages: fresh.map(toStoredMessage), call });
-  if (!found) throw new RunError(CHAT_NOT_FOUND, 'not_found');
 }
 
 /**
@@ -129,9 +60,8 @@ async function finishAnswer(
 ): Promise<void> {
   const { callId } = req;
   const text = ctx.deltaText;
-  const latencyMs = Math.round(performance.now() - o.started);
   const { usage } = o;
-  if (callId) await finishLlmCallWithMessage(deps.pool, { callId, chatId: o.chatId, assistant: { content: text }, usage, latencyMs, stopped: o.stopped });
+  if (callId) await storeAnswer(deps, { callId, chatId: o.chatId, text, usage, started: o.started, stopped: o.stopped });
   const done: Record<string, unknown> = { type: 'done', text };
   if (usage) done.usage = usage;
   if (o.stopped) done.stopped = true;
@@ -148,7 +78,7 @@ export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest
   // Storage failing aborts the provider call too; the run's own signal covers cancellation.
   const storageFailed = new AbortController();
   const signal = AbortSignal.any([ctx.signal, storageFailed.signal]);
-  const prepared = prepare(req, deps).catch((err: unknown) => {
+  const prepared = prepareChat(req, deps).catch((err: unknown) => {
     storageFailed.abort(err);
     throw err;
   });
@@ -216,7 +146,7 @@ export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest
     // may have landed (its reply lost with the connection), so the failure is recorded anyway (a
     // no-op for an unknown call); during a database outage it is retried once the database is back.
     await prepared.catch(() => {});
-    if (callId) await recordLlmCallFailure(pool, { callId, error: message, latencyMs: Math.round(performance.now() - started) });
+    if (callId) await failCall(deps, { callId, error: message, started });
     ctx.finish('error', { type: 'error', message }, failure);
   }
 }

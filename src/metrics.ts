@@ -26,6 +26,7 @@ export function createMetrics(supervisor: RunSupervisor): Metrics {
       const keyed = supervisor.listNow();
       this.set({ kind: 'chat_persisted' }, keyed.filter((r) => r.kind === 'chat').length);
       this.set({ kind: 'search' }, keyed.filter((r) => r.kind === 'search').length);
+      this.set({ kind: 'title' }, keyed.filter((r) => r.kind === 'title').length);
       this.set({ kind: 'all' }, supervisor.activeCount);
     },
     labelNames: ['kind'],

@@ -166,7 +166,13 @@ export const operations: Record<string, OperationDoc> = {
     summary: 'Give an untitled chat a short title from TITLE_MODEL',
     body: requests.SuggestTitleRequest,
     ok: { json: chatResponse },
-    errors: { 404: 'chat not found', 502: 'title generation failed', 503: 'provider_a is not configured', 504: 'title generation timed out' },
+    errors: {
+      404: 'chat not found',
+      429: 'provider_a rate-limited the title call',
+      502: 'title generation failed',
+      503: 'provider_a is not configured, or the service is at its run limit or shutting down',
+      504: 'title generation timed out',
+    },
   },
 
   'POST /v1/chat-completions': {

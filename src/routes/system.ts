@@ -12,11 +12,15 @@ function activeRunsScope(scope: string | null): ActiveRunsScope {
   throw badRequest('scope must be `process` or `cluster`');
 }
 
-/** The spec's shape of GET /v1/active-runs. */
+/** The spec's shape of GET /v1/active-runs: chat streams and search runs (title runs are not listed). */
 export function activeRuns(runs: RunInfo[]): { chats: string[]; searches: string[] } {
   const chats: string[] = [];
   const searches: string[] = [];
-  for (const r of runs) if (r.key !== null) (r.kind === 'chat' ? chats : searches).push(r.key);
+  for (const r of runs) {
+    if (r.key === null) continue;
+    if (r.kind === 'chat') chats.push(r.key);
+    else if (r.kind === 'search') searches.push(r.key);
+  }
   return { chats, searches };
 }
 

@@ -1,7 +1,7 @@
 // POST /v1/chats/title/suggest through the real server, provider_a simulator and database.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { cleanTitle, TITLE_INSTRUCTION } from '../../src/routes/titles.ts';
+import { cleanTitle, TITLE_INSTRUCTION } from '../../src/chat/title.ts';
 import { apiDatabases, sim, startTestServer, type TestServer } from '../helpers/server.ts';
 
 for (const db of apiDatabases()) {
@@ -65,6 +65,26 @@ for (const db of apiDatabases()) {
       assert.equal(r.status, 200);
       assert.equal(r.body.chat.title, 'Typed by the user');
       assert.equal((await getChat(chat.id)).title, 'Typed by the user');
+    });
+
+    it('two suggestions at once share one model call and one LlmCall', async () => {
+      const chat = await newChat();
+      const before = responsesCalls().length;
+      const content = sim({ reply: 'Shared Title', firstByteDelayMs: 300 });
+      const [a, b] = await Promise.all([suggest(chat.id, content), suggest(chat.id, content)]);
+      assert.deepEqual([a.status, b.status], [200, 200]);
+      assert.deepEqual([a.body.chat.title, b.body.chat.title], ['Shared Title', 'Shared Title']);
+      assert.equal(responsesCalls().length, before + 1);
+      assert.deepEqual(await llmCalls(chat.id), [{ model: 'sim-a-nano', status: 'succeeded', error: null }]);
+    });
+
+    it('a title run is not listed as an active chat or search run', async () => {
+      const chat = await newChat();
+      const pending = suggest(chat.id, sim({ reply: 'Slow Title', firstByteDelayMs: 600 }));
+      await new Promise((r) => setTimeout(r, 200));
+      const active = await t.call('GET', '/v1/active-runs');
+      assert.deepEqual(active.body, { chats: [], searches: [] });
+      assert.equal((await pending).body.chat.title, 'Slow Title');
     });
 
     it('a failed generation answers 502 with the reason and leaves the chat untouched', async () => {

@@ -1,0 +1,30 @@
+// How a model run's failure becomes a domain outcome, shared by the chat run and title generation.
+import { ProviderError } from '../src/providers/types.ts';
+import { RunCancelled } from './runtime/actor.ts';
+import type { RunFailure, RunOutcome } from './runtime/protocol.ts';
+
+/** A failure the run detects itself, with its outcome. */
+export class RunError extends Error {
+  constructor(
+    message: string,
+    readonly outcome: RunOutcome,
+  ) {
+    super(message);
+  }
+}
+
+/** The run's failure as a domain outcome; timeouts were marked where they were detected. */
+export function failureOf(err: unknown, signal: AbortSignal): RunFailure {
+  if (signal.aborted) {
+    const reason: unknown = signal.reason;
+    const why = reason instanceof RunCancelled ? reason.why : 'shutdown';
+    return { ok: false, outcome: why === 'stop' ? 'stopped' : 'cancelled', message: `run cancelled: ${reason instanceof Error ? reason.message : 'aborted'}` };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof RunError) return { ok: false, outcome: err.outcome, message };
+  if (err instanceof ProviderError) {
+    const outcome = err.status === 429 ? 'provider_rate_limited' : err.timedOut ? 'provider_timeout' : 'provider_error';
+    return { ok: false, outcome, message };
+  }
+  return { ok: false, outcome: 'internal', message };
+}

@@ -1,0 +1,83 @@
+// A model run's storage, in one place for the chat run and title generation: the input and the
+// running LlmCall before the answer (one statement), then the answer or the failure. The search run
+// stores through saveSearchRun alone: it has no LlmCall.
+import { newInputMessages, toStoredMessage } from '../src/chat/transcript.ts';
+import { CHAT_NOT_FOUND } from '../src/messages.ts';
+import type { ProviderName, Usage } from '../src/providers/types.ts';
+import type { RunDeps } from '../src/run-deps.ts';
+import type { InputMessage } from '../src/schemas.ts';
+import { continueChat, createChat, getChatDetail } from '../src/store/chats.ts';
+import { finishLlmCall, finishLlmCallWithMessage, recordLlmCallFailure, startLlmCall } from '../src/store/llm-calls.ts';
+import { RunError } from './run-failure.ts';
+
+/** What a chat run stores before its answer. */
+export interface ChatStorageRequest {
+  chatId: string | null;
+  /** Create the chat `chatId` (a persisted stream without a chatId). */
+  createChat: boolean;
+  /** Store input, tool and assistant messages in the chat. */
+  storeChat: boolean;
+  /** The LlmCall's id, chosen up front; null stores no LlmCall. */
+  callId: string | null;
+  provider: ProviderName;
+  model: string;
+  messages: InputMessage[];
+}
+
+const sinceMs = (started: number) => Math.round(performance.now() - started);
+
+/**
+ * The chat run's storage before its answer, in one statement: the chat (created with its input, or
+ * its new input appended and its provider use recorded) with the running LlmCall.
+ */
+export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promise<void> {
+  const { pool } = deps;
+  const call = req.callId ? { id: req.callId, instanceId: deps.config.instanceId } : null;
+  if (!req.storeChat || !req.chatId) {
+    if (call) await startLlmCall(pool, { id: call.id, chatId: null, provider: req.provider, model: req.model, instanceId: call.instanceId });
+    return;
+  }
+  if (req.createChat) {
+    await createChat(pool, {
+      id: req.chatId,
+      provider: req.provider,
+      model: req.model,
+      enabledTools: deps.tools.map((t) => t.name),
+      messages: req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage),
+      ...(call ? { call } : {}),
+    });
+    return;
+  }
+  const chatId = req.chatId;
+  const chat = await getChatDetail(pool, chatId);
+  if (!chat) throw new RunError(CHAT_NOT_FOUND, 'not_found');
+  const fresh = newInputMessages(chat.messages, req.messages);
+  const found = await continueChat(pool, { chatId, provider: req.provider, model: req.model, messages: fresh.map(toStoredMessage), call });
+  if (!found) throw new RunError(CHAT_NOT_FOUND, 'not_found');
+}
+
+/** The answer stored in the chat with its LlmCall ended, atomically (`stopped`: the partial answer). */
+export async function storeAnswer(
+  deps: RunDeps,
+  o: { callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean },
+): Promise<void> {
+  await finishLlmCallWithMessage(deps.pool, { callId: o.callId, chatId: o.chatId, assistant: { content: o.text }, usage: o.usage, latencyMs: sinceMs(o.started), stopped: o.stopped });
+}
+
+/** A running LlmCall for a model call that stores no message (title generation). */
+export function startCall(deps: RunDeps, o: { chatId: string; provider: ProviderName; model: string; purpose: 'title' }): Promise<string> {
+  return startLlmCall(deps.pool, { ...o, instanceId: deps.config.instanceId });
+}
+
+/** Ends such a call succeeded; false when it is unknown. */
+export function finishCall(deps: RunDeps, o: { callId: string; usage: Usage | null; started: number }): Promise<boolean> {
+  return finishLlmCall(deps.pool, { callId: o.callId, usage: o.usage, latencyMs: sinceMs(o.started) });
+}
+
+/**
+ * Marks the call failed. Never rejects: during a database outage the write is retried once the
+ * database is back (recordLlmCallFailure), so the run can end now.
+ */
+export async function failCall(deps: RunDeps, o: { callId: string; error: string; started: number }): Promise<void> {
+  await recordLlmCallFailure(deps.pool, { callId: o.callId, error: o.error, latencyMs: sinceMs(o.started) });
+}
