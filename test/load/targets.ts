@@ -9,6 +9,8 @@ import { sleep, start, type Child } from './procs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 export const OUT = path.join(ROOT, 'bench/out');
+/** The tree whose service is measured: another checkout for an A/B run against the same harness. */
+const SERVICE_ROOT = process.env.BENCH_SERVICE_ROOT ? path.resolve(process.env.BENCH_SERVICE_ROOT) : ROOT;
 
 export interface SimUrls {
   provider_a: string;
@@ -194,9 +196,9 @@ export async function startService(o: ServiceOptions): Promise<{ child: Child; p
   };
   if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
   else env.DATA_DIR = o.dataDir ?? path.join(OUT, 'data');
-  const { child } = await start('service', process.execPath, [...(o.nodeFlags ?? []), '--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+  const { child } = await start('service', process.execPath, [...(o.nodeFlags ?? []), '--import', 'tsx', path.join(SERVICE_ROOT, 'src/main.ts')], {
     env: { ...env, ...o.env, ACTOR_THREADS: process.env.ACTOR_THREADS },
-    cwd: ROOT,
+    cwd: SERVICE_ROOT,
   });
   // Under tsx a start compiles every module (~2 s idle; past 60 s at load 45 on 2 cores), and a fresh
   // embedded DATA_DIR runs initdb first.
