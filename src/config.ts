@@ -48,6 +48,8 @@ const schema = z.object({
   PORT: int(0, 65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: optionalText,
+  /** Named statements for the run path (src/db/prepared.ts); false behind a pooler that cannot keep them. */
+  DATABASE_PREPARED_STATEMENTS: bool.default(true),
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ADMIN_TOKEN: optionalText,

@@ -3,6 +3,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import type { Config } from './config.ts';
+import { usePreparedStatements } from './db/prepared.ts';
 import { remotePool } from './db/remote-pool.ts';
 import { createProviders } from './providers/index.ts';
 import type { ProviderAdapter, ProviderName } from './providers/types.ts';
@@ -34,6 +35,7 @@ export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {
   let pool: pg.Pool;
   if (input.databaseUrl) {
     pool = new pg.Pool({ connectionString: input.databaseUrl, max: input.poolMax });
+    if (input.config.DATABASE_PREPARED_STATEMENTS) usePreparedStatements(pool);
     pool.on('error', () => undefined);
   } else if (input.dbPort) {
     pool = remotePool(input.dbPort);

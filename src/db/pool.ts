@@ -3,6 +3,7 @@
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { migrate, DEFAULT_MIGRATIONS_DIR } from './migrate.ts';
+import { usePreparedStatements } from './prepared.ts';
 import type { Database } from './types.ts';
 
 export type { Database, Queryable } from './types.ts';
@@ -20,7 +21,7 @@ export interface OpenDatabaseOptions {
 export const DEFAULT_POOL_MAX = 20;
 
 export async function openDatabase(
-  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>,
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'> & Partial<Pick<Config, 'DATABASE_PREPARED_STATEMENTS'>>,
   options: OpenDatabaseOptions = {},
 ): Promise<Database> {
   const url = config.DATABASE_URL;
@@ -31,6 +32,7 @@ export async function openDatabase(
     // No connectionTimeoutMillis on the pool: under load it would also time out callers queued for a
     // free client, which is back-pressure, not a fault.
     pool = new pg.Pool({ connectionString: url, max: options.poolMax ?? DEFAULT_POOL_MAX });
+    if (config.DATABASE_PREPARED_STATEMENTS !== false) usePreparedStatements(pool);
   } else {
     // Loaded lazily so a DATABASE_URL deployment never loads PGlite.
     const { startEmbedded, EMBEDDED_POOL_MAX } = await import('./embedded.ts');

@@ -1,6 +1,7 @@
 // Chats. Every function is one statement (one round trip); writes that touch several rows use
 // data-modifying CTEs, which Postgres runs atomically, instead of BEGIN/COMMIT round trips.
 import { randomUUID } from 'node:crypto';
+import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import type { ProviderName } from '../providers/types.ts';
 import type { ChatDetail, ChatSummary } from '../types.ts';
@@ -76,21 +77,23 @@ export async function createChat(db: Queryable, input: NewChat): Promise<ChatSum
   }
   // Referenced by no one, these CTEs still run; the FK checks happen at statement end, after the chat row exists.
   const { rows } = await db.query<ChatRow>(
-    `WITH c AS (
+    prepared(db, `WITH c AS (
        INSERT INTO chats (id, title, initiated_provider, initiated_model, last_used_provider, last_used_model,
                           additional_system_prompt, enabled_tools)
        VALUES ($1, $2, $3::text, $4::text, $3::text, $4::text, $5, $6::text[])
        RETURNING *
      )${more}
-     SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`,
+     SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`),
     params,
   );
   return toChatSummary(rows[0]!);
 }
 
+const GET_CHAT = `${SUMMARY} FROM chats c ${starJoin('chat', 'c')} WHERE c.id = $1`;
+
 export async function getChat(db: Queryable, id: string): Promise<ChatSummary | null> {
   if (!isIssuedId(id)) return null;
-  const { rows } = await db.query<ChatRow>(`${SUMMARY} FROM chats c ${starJoin('chat', 'c')} WHERE c.id = $1`, [id]);
+  const { rows } = await db.query<ChatRow>(prepared(db, GET_CHAT), [id]);
   return rows[0] ? toChatSummary(rows[0]) : null;
 }
 
@@ -98,13 +101,13 @@ export async function getChat(db: Queryable, id: string): Promise<ChatSummary | 
 export async function getChatDetail(db: Queryable, id: string): Promise<ChatDetail | null> {
   if (!isIssuedId(id)) return null;
   const { rows } = await db.query<ChatRow & { messages: MessageRow[]; last_run: LastRunRow | null }>(
-    `${SUMMARY},
+    prepared(db, `${SUMMARY},
             COALESCE((SELECT json_agg(m ORDER BY m.seq)
                         FROM (SELECT seq, ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = c.id) m), '[]'::json)
               AS messages,
             ${lastRunSql('c')}
        FROM chats c ${starJoin('chat', 'c')}
-      WHERE c.id = $1`,
+      WHERE c.id = $1`),
     [id],
   );
   const row = rows[0];
@@ -178,7 +181,7 @@ export async function continueChat(
     more += `, call AS (${insertCallSql('chat', '$2::text', '$3::text', `$${params.length - 1}`, `$${params.length}`)})`;
   }
   const { rows } = await db.query<{ n: number }>(
-    `WITH chat AS (
+    prepared(db, `WITH chat AS (
        UPDATE chats
           SET last_used_provider = $2::text,
               last_used_model = $3::text,
@@ -188,7 +191,7 @@ export async function continueChat(
         WHERE id = $1
         RETURNING id
      )${more}
-     SELECT count(*)::int AS n FROM chat`,
+     SELECT count(*)::int AS n FROM chat`),
     params,
   );
   return rows[0]!.n > 0;

@@ -3,6 +3,7 @@
 // Calls left running by a dead process are failed at its restart (markInterruptedLlmCalls) or by any
 // live instance's heartbeat sweeper (instances.ts).
 import { randomUUID } from 'node:crypto';
+import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import { writeRetries, type WriteRetryQueue } from '../db/write-retry.ts';
 import type { ProviderName, Usage } from '../providers/types.ts';
@@ -53,7 +54,7 @@ export async function startLlmCall(
   },
 ): Promise<string> {
   const id = input.id ?? randomUUID();
-  await db.query('INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, purpose) VALUES ($1, $2, $3, $4, $5, $6)', [
+  await db.query(prepared(db, 'INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, purpose) VALUES ($1, $2, $3, $4, $5, $6)'), [
     id,
     input.chatId,
     input.provider,
@@ -77,7 +78,7 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
   const metadata = stopped ? { ...input.assistant.metadata, stopped: true } : input.assistant.metadata;
   const store = !stopped || input.assistant.content !== '';
   const { rows } = await db.query<MessageRow & { call_found: number }>(
-    `WITH chat AS (
+    prepared(db, `WITH chat AS (
             UPDATE chats SET updated_at = now()
              WHERE id = $2 AND $11::boolean AND EXISTS (SELECT 1 FROM llm_calls WHERE id = $1)
              RETURNING id
@@ -96,7 +97,7 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
              RETURNING id
           )
      SELECT msg.*, (SELECT count(*) FROM call)::int AS call_found
-       FROM (SELECT 1) AS one LEFT JOIN msg ON true`,
+       FROM (SELECT 1) AS one LEFT JOIN msg ON true`),
     [
       input.callId,
       input.chatId,
@@ -123,10 +124,10 @@ export async function finishLlmCall(
   input: { callId: string; usage: TokenUsage | null; latencyMs: number },
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE llm_calls
+    prepared(db, `UPDATE llm_calls
         SET status = 'succeeded', finished_at = now(), error = NULL, latency_ms = $2::int,
             input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int
-      WHERE id = $1`,
+      WHERE id = $1`),
     [
       input.callId,
       Math.round(input.latencyMs),
@@ -148,10 +149,10 @@ export async function failLlmCall(
   input: { callId: string; error: string; latencyMs: number; sinceFailureMs?: number },
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE llm_calls
+    prepared(db, `UPDATE llm_calls
         SET status = 'failed', finished_at = now() - make_interval(secs => $4::double precision / 1000),
             error = $2, latency_ms = $3::int
-      WHERE id = $1 AND status = 'running'`,
+      WHERE id = $1 AND status = 'running'`),
     [input.callId, cleanText(input.error), Math.round(input.latencyMs), input.sinceFailureMs ?? 0],
   );
   return rowCount === 1;

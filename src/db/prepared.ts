@@ -1,0 +1,36 @@
+// Named (server-side prepared) statements for the statements every run makes. Postgres then parses
+// and plans each once per connection instead of once per call: measured with a persisted start's
+// two statements (createChat with its LlmCall, finishLlmCallWithMessage), Postgres's own CPU fell
+// from ~900 to ~450 µs per start and the service's from ~170 to ~160 (test/load/pg-named.ts). On
+// this 2-core machine Postgres shares the cores with the service, so that is time every stream waits.
+//
+// Only pools marked here use them: a real Postgres, where each connection is its own session. The
+// embedded database is one PGlite session shared by every pool client, where one client's prepared
+// name would collide with another's, and DATABASE_PREPARED_STATEMENTS=false turns them off for a
+// transaction-mode pooler that cannot keep them (PgBouncer before 1.21, or without
+// max_prepared_statements).
+import type pg from 'pg';
+import type { Queryable } from './types.ts';
+
+const usesNames = new WeakSet<object>();
+/** One name per statement text, shared by every pool of the thread; the texts are a fixed few. */
+const statements = new Map<string, { name: string; text: string }>();
+
+/** Marks `pool` as one whose connections keep named statements. */
+export function usePreparedStatements(pool: pg.Pool): void {
+  usesNames.add(pool);
+}
+
+/**
+ * `text` as a named statement when `db` is a marked pool, else as it is (a pool client inside a
+ * transaction, the embedded database). pg copies the config, so the cached object is never changed.
+ */
+export function prepared(db: Queryable, text: string): string | { name: string; text: string } {
+  if (!usesNames.has(db)) return text;
+  let statement = statements.get(text);
+  if (statement === undefined) {
+    statement = { name: `css_${statements.size}`, text };
+    statements.set(text, statement);
+  }
+  return statement;
+}

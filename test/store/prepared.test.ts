@@ -1,0 +1,72 @@
+// Named statements (src/db/prepared.ts): a marked Postgres pool prepares the run path's statements
+// once per connection; the embedded database and DATABASE_PREPARED_STATEMENTS=false never name them.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { openDatabase } from '../../src/db/pool.ts';
+import { prepared, usePreparedStatements } from '../../src/db/prepared.ts';
+import type { Database } from '../../src/db/types.ts';
+import { createChat, getChat } from '../../src/store/chats.ts';
+import { testDatabases } from '../helpers/db.ts';
+
+const preparedStatements = async (pool: pg.Pool) =>
+  (await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'css\\_%'")).rows.map((r) => r.statement);
+
+for (const target of await testDatabases()) {
+  describe(`named statements (${target.name})`, () => {
+    let db: Database;
+    before(async () => {
+      db = await target.open();
+    });
+    after(() => db.close());
+
+    if (target.name === 'embedded') {
+      it('are not used: one PGlite session serves every pool client', async () => {
+        assert.equal(prepared(db.pool, 'SELECT 1'), 'SELECT 1');
+        const chat = await createChat(db.pool, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
+        assert.equal((await getChat(db.pool, chat.id))?.id, chat.id);
+        assert.deepEqual(await preparedStatements(db.pool), []);
+      });
+      return;
+    }
+
+    it('the service pool names them (DATABASE_PREPARED_STATEMENTS defaults to true)', () => {
+      const statement = prepared(db.pool, 'SELECT 1 AS one');
+      assert.equal(typeof statement, 'object');
+      assert.match((statement as { name: string }).name, /^css_\d+$/);
+      assert.equal(prepared(db.pool, 'SELECT 1 AS one'), statement, 'one name per text');
+    });
+
+    it('a marked pool prepares each statement once on its connection and reuses it', async () => {
+      // One connection, so the check reads the same session the statements ran on.
+      const connectionString = (db.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+      const marked = new pg.Pool({ connectionString, max: 1 });
+      const plain = new pg.Pool({ connectionString, max: 1 });
+      usePreparedStatements(marked);
+      try {
+        const chat = await createChat(marked, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
+        for (let i = 0; i < 3; i++) assert.equal((await getChat(marked, chat.id))?.id, chat.id);
+        const named = await preparedStatements(marked);
+        assert.equal(named.filter((s) => s.includes('INSERT INTO chats')).length, 1);
+        assert.equal(named.filter((s) => s.includes('WHERE c.id = $1')).length, 1);
+        assert.equal((await getChat(plain, chat.id))?.id, chat.id);
+        assert.deepEqual(await preparedStatements(plain), []);
+      } finally {
+        await Promise.all([marked.end(), plain.end()]);
+      }
+    });
+
+    it('DATABASE_PREPARED_STATEMENTS=false leaves every statement unnamed', async () => {
+      const connectionString = (db.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+      const off = await openDatabase({ DATABASE_URL: connectionString, DATA_DIR: '', DATABASE_PREPARED_STATEMENTS: false }, { poolMax: 1 });
+      try {
+        assert.equal(prepared(off.pool, 'SELECT 1 AS one'), 'SELECT 1 AS one');
+        assert.equal(await getChat(off.pool, randomUUID()), null);
+        assert.deepEqual(await preparedStatements(off.pool), []);
+      } finally {
+        await off.close();
+      }
+    });
+  });
+}
