@@ -22,6 +22,7 @@ import { listenExclusive, uws, type us_listen_socket } from './http/uws.ts';
 import { createLogger } from './log.ts';
 import { createMetrics } from './metrics.ts';
 import { createModelRegistry } from './models/registry.ts';
+import { openFilesLimit, openFilesWarning } from './open-files.ts';
 import { createProviders } from './providers/index.ts';
 import { Readiness } from './readiness.ts';
 import { chatRoutes } from './routes/chats.ts';
@@ -71,6 +72,8 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     log.warn('remote tools accept any SSH host key: set CHAT_CODING_SSH_HOST_KEY_SHA256 to pin it');
   }
   if (upstreams.simulated.length > 0) log.warn({ simulated: upstreams.simulated }, 'served by the offline simulator (no key set)');
+  const filesWarning = openFilesWarning(openFilesLimit(), config.MAX_ACTIVE_RUNS);
+  if (filesWarning) log.warn(filesWarning);
 
   const poolMax = 20;
   const db = await openDatabase(config, { poolMax, onIdleError: (err) => log.warn({ err }, 'idle database connection failed') });
