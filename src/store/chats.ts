@@ -205,21 +205,15 @@ export async function setChatTitleIfEmpty(db: Queryable, chatId: string, title: 
   if (!isIssuedId(chatId)) return null;
   const clean = trimToNull(title);
   if (clean === null) return getChat(db, chatId);
-  // When the UPDATE matches nothing, the second branch reads the row as it is.
-  const { rows } = await db.query<ChatRow>(
-    `WITH u AS (
-       UPDATE chats SET title = $2, updated_at = now()
-        WHERE id = $1 AND COALESCE(btrim(title), '') = ''
-        RETURNING *
-     ), c AS (
-       SELECT * FROM u
-       UNION ALL
-       SELECT * FROM chats WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM u)
-     )
-     ${SUMMARY} FROM c ${starJoin('chat', 'c')}`,
+  const updated = await oneChat(
+    db,
+    `UPDATE chats SET title = $2, updated_at = now() WHERE id = $1 AND COALESCE(btrim(title), '') = '' RETURNING *`,
     [chatId, cleanText(clean)],
   );
-  return rows[0] ? toChatSummary(rows[0]) : null;
+  // Not updated: the chat has a title, or another call set one while this statement waited for its
+  // row lock. Reading it in the same statement would use the snapshot from before that call committed
+  // (READ COMMITTED takes one per statement) and hand back the old, empty title; a new statement sees it.
+  return updated ?? getChat(db, chatId);
 }
 
 /** Runs a data-modifying statement yielding chat rows and returns the first as a summary with its star. */

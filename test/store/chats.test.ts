@@ -204,12 +204,15 @@ for (const target of await testDatabases()) {
     });
 
     it('sets a suggested title only while the title is empty, atomically', async () => {
-      const chat = await createChat(db.pool, { enabledTools: [] });
-      const results = await Promise.all(['One', 'Two', 'Three'].map((t) => setChatTitleIfEmpty(db.pool, chat.id, t)));
-      const winner = (await getChat(db.pool, chat.id))!.title;
-      assert.ok(['One', 'Two', 'Three'].includes(winner!));
-      // The losers get the chat back with the winner's title, never their own.
-      for (const r of results) assert.equal(r?.title, winner);
+      // Repeated: a loser that waited for the winner's row lock is the case that once read a stale title.
+      for (let round = 0; round < 20; round++) {
+        const chat = await createChat(db.pool, { enabledTools: [] });
+        const results = await Promise.all(['One', 'Two', 'Three'].map((t) => setChatTitleIfEmpty(db.pool, chat.id, t)));
+        const winner = (await getChat(db.pool, chat.id))!.title;
+        assert.ok(['One', 'Two', 'Three'].includes(winner!));
+        // The losers get the chat back with the winner's title, never their own nor the old empty one.
+        for (const r of results) assert.equal(r?.title, winner);
+      }
       const titled = await createChat(db.pool, { title: 'Mine', enabledTools: [] });
       const kept = await setChatTitleIfEmpty(db.pool, titled.id, 'Suggested');
       assert.deepEqual(kept, titled);
