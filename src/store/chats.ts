@@ -51,6 +51,35 @@ export interface ChatPatch {
 /** SELECT list + star join reading a chat-shaped relation aliased `c`. */
 const SUMMARY = `SELECT ${chatColumns('c')}, star.created_at AS starred_at`;
 
+/**
+ * The texts of a run-start statement, which varies only by which optional CTEs it has (the input
+ * messages, the running call): each built once, so a call costs no string building and a named
+ * statement's lookup (prepared.ts) hashes a string V8 has already hashed.
+ */
+function variants(build: (withMessages: boolean, withCall: boolean) => string): (withMessages: boolean, withCall: boolean) => string {
+  const texts: string[] = [];
+  return (withMessages, withCall) => (texts[(withMessages ? 1 : 0) + (withCall ? 2 : 0)] ??= build(withMessages, withCall));
+}
+
+/** `, ins AS (…), call AS (…)`: a run's input messages and running call, from parameter `$next` on. */
+function inputCtes(chat: string, provider: string, model: string, next: number, withMessages: boolean, withCall: boolean): string {
+  let more = '';
+  if (withMessages) more += `, ins AS (${insertMessagesSql(chat, `$${next++}`)})`;
+  if (withCall) more += `, call AS (${insertCallSql(chat, provider, model, `$${next}`, `$${next + 1}`)})`;
+  return more;
+}
+
+// Referenced by no one, the input CTEs still run; the FK checks happen at statement end, after the chat row exists.
+const createChatSql = variants(
+  (withMessages, withCall) => `WITH c AS (
+       INSERT INTO chats (id, title, initiated_provider, initiated_model, last_used_provider, last_used_model,
+                          additional_system_prompt, enabled_tools)
+       VALUES ($1, $2, $3::text, $4::text, $3::text, $4::text, $5, $6::text[])
+       RETURNING *
+     )${inputCtes('c', '$3::text', '$4::text', 7, withMessages, withCall)}
+     SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`,
+);
+
 /** Creates a chat and its initial messages atomically. A new chat is never starred. */
 export async function createChat(db: Queryable, input: NewChat): Promise<ChatSummary> {
   const provider = input.provider ?? null;
@@ -65,27 +94,12 @@ export async function createChat(db: Queryable, input: NewChat): Promise<ChatSum
     trimToNull(input.additionalSystemPrompt),
     input.enabledTools,
   ];
-  let more = '';
-  if (messages.length) {
-    params.push(messagesParam(messages));
-    more += `, ins AS (${insertMessagesSql('c', `$${params.length}`)})`;
-  }
+  if (messages.length) params.push(messagesParam(messages));
   if (input.call) {
     if (provider === null) throw new TypeError('a chat created with a call needs provider and model');
     params.push(input.call.id, input.call.instanceId);
-    more += `, call AS (${insertCallSql('c', '$3::text', '$4::text', `$${params.length - 1}`, `$${params.length}`)})`;
   }
-  // Referenced by no one, these CTEs still run; the FK checks happen at statement end, after the chat row exists.
-  const { rows } = await db.query<ChatRow>(
-    prepared(db, `WITH c AS (
-       INSERT INTO chats (id, title, initiated_provider, initiated_model, last_used_provider, last_used_model,
-                          additional_system_prompt, enabled_tools)
-       VALUES ($1, $2, $3::text, $4::text, $3::text, $4::text, $5, $6::text[])
-       RETURNING *
-     )${more}
-     SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`),
-    params,
-  );
+  const { rows } = await db.query<ChatRow>(prepared(db, createChatSql(messages.length > 0, Boolean(input.call))), params);
   return toChatSummary(rows[0]!);
 }
 
@@ -97,19 +111,18 @@ export async function getChat(db: Queryable, id: string): Promise<ChatSummary | 
   return rows[0] ? toChatSummary(rows[0]) : null;
 }
 
-/** The chat with its transcript and its last run, read in one statement (one snapshot, one round trip). */
-export async function getChatDetail(db: Queryable, id: string): Promise<ChatDetail | null> {
-  if (!isIssuedId(id)) return null;
-  const { rows } = await db.query<ChatRow & { messages: MessageRow[]; last_run: LastRunRow | null }>(
-    prepared(db, `${SUMMARY},
+const GET_CHAT_DETAIL = `${SUMMARY},
             COALESCE((SELECT json_agg(m ORDER BY m.seq)
                         FROM (SELECT seq, ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = c.id) m), '[]'::json)
               AS messages,
             ${lastRunSql('c')}
        FROM chats c ${starJoin('chat', 'c')}
-      WHERE c.id = $1`),
-    [id],
-  );
+      WHERE c.id = $1`;
+
+/** The chat with its transcript and its last run, read in one statement (one snapshot, one round trip). */
+export async function getChatDetail(db: Queryable, id: string): Promise<ChatDetail | null> {
+  if (!isIssuedId(id)) return null;
+  const { rows } = await db.query<ChatRow & { messages: MessageRow[]; last_run: LastRunRow | null }>(prepared(db, GET_CHAT_DETAIL), [id]);
   const row = rows[0];
   return row ? { ...toChatSummary(row), messages: row.messages.map(toMessage), lastRun: toLastRun(row.last_run) } : null;
 }
@@ -159,6 +172,20 @@ export async function deleteChat(db: Queryable, id: string): Promise<boolean> {
   return rows[0]!.n > 0;
 }
 
+const continueChatSql = variants(
+  (withMessages, withCall) => `WITH chat AS (
+       UPDATE chats
+          SET last_used_provider = $2::text,
+              last_used_model = $3::text,
+              initiated_model = CASE WHEN initiated_provider IS NULL THEN $3::text ELSE initiated_model END,
+              initiated_provider = COALESCE(initiated_provider, $2::text),
+              updated_at = now()
+        WHERE id = $1
+        RETURNING id
+     )${inputCtes('chat', '$2::text', '$3::text', 4, withMessages, withCall)}
+     SELECT count(*)::int AS n FROM chat`,
+);
+
 /**
  * A run's start on an existing chat, in one statement: its new input appended, the provider use
  * recorded (lastUsed* always, initiated* only while unset: the spec's "first call, successful or
@@ -171,29 +198,9 @@ export async function continueChat(
 ): Promise<boolean> {
   if (!isIssuedId(input.chatId)) return false;
   const params: unknown[] = [input.chatId, input.provider, input.model];
-  let more = '';
-  if (input.messages.length) {
-    params.push(messagesParam(input.messages));
-    more += `, ins AS (${insertMessagesSql('chat', `$${params.length}`)})`;
-  }
-  if (input.call) {
-    params.push(input.call.id, input.call.instanceId);
-    more += `, call AS (${insertCallSql('chat', '$2::text', '$3::text', `$${params.length - 1}`, `$${params.length}`)})`;
-  }
-  const { rows } = await db.query<{ n: number }>(
-    prepared(db, `WITH chat AS (
-       UPDATE chats
-          SET last_used_provider = $2::text,
-              last_used_model = $3::text,
-              initiated_model = CASE WHEN initiated_provider IS NULL THEN $3::text ELSE initiated_model END,
-              initiated_provider = COALESCE(initiated_provider, $2::text),
-              updated_at = now()
-        WHERE id = $1
-        RETURNING id
-     )${more}
-     SELECT count(*)::int AS n FROM chat`),
-    params,
-  );
+  if (input.messages.length) params.push(messagesParam(input.messages));
+  if (input.call) params.push(input.call.id, input.call.instanceId);
+  const { rows } = await db.query<{ n: number }>(prepared(db, continueChatSql(input.messages.length > 0, Boolean(input.call))), params);
   return rows[0]!.n > 0;
 }
 

@@ -65,20 +65,7 @@ export async function startLlmCall(
   return id;
 }
 
-/**
- * Stores the assistant message (bumping the chat's updatedAt) and marks the call succeeded (or
- * stopped) with usage and latency, atomically: one statement is one transaction, and it costs one round trip
- * where BEGIN/INSERT/UPDATE/COMMIT would cost four. If any part fails, nothing is written and the
- * call stays running.
- * Returns the stored message, or null when there is no chat to store it in (chatId null, or the chat
- * was deleted during the call); the call is marked succeeded either way.
- */
-export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCall): Promise<Message | null> {
-  const stopped = input.stopped === true;
-  const metadata = stopped ? { ...input.assistant.metadata, stopped: true } : input.assistant.metadata;
-  const store = !stopped || input.assistant.content !== '';
-  const { rows } = await db.query<MessageRow & { call_found: number }>(
-    prepared(db, `WITH chat AS (
+const FINISH_WITH_MESSAGE = `WITH chat AS (
             UPDATE chats SET updated_at = now()
              WHERE id = $2 AND $11::boolean AND EXISTS (SELECT 1 FROM llm_calls WHERE id = $1)
              RETURNING id
@@ -97,7 +84,22 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
              RETURNING id
           )
      SELECT msg.*, (SELECT count(*) FROM call)::int AS call_found
-       FROM (SELECT 1) AS one LEFT JOIN msg ON true`),
+       FROM (SELECT 1) AS one LEFT JOIN msg ON true`;
+
+/**
+ * Stores the assistant message (bumping the chat's updatedAt) and marks the call succeeded (or
+ * stopped) with usage and latency, atomically: one statement is one transaction, and it costs one round trip
+ * where BEGIN/INSERT/UPDATE/COMMIT would cost four. If any part fails, nothing is written and the
+ * call stays running.
+ * Returns the stored message, or null when there is no chat to store it in (chatId null, or the chat
+ * was deleted during the call); the call is marked succeeded either way.
+ */
+export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCall): Promise<Message | null> {
+  const stopped = input.stopped === true;
+  const metadata = stopped ? { ...input.assistant.metadata, stopped: true } : input.assistant.metadata;
+  const store = !stopped || input.assistant.content !== '';
+  const { rows } = await db.query<MessageRow & { call_found: number }>(
+    prepared(db, FINISH_WITH_MESSAGE),
     [
       input.callId,
       input.chatId,
