@@ -8,7 +8,6 @@ import type { KindOf, RunResult } from '../actors/runtime/protocol.ts';
 import type { RunHandle, RunInfo, RunRegistry, Started, StartOptions, StartRefusal } from '../actors/runtime/registry.ts';
 import type { Subscriber } from '../actors/runtime/subscriber.ts';
 import { OwnerUnreachableError, type Cluster } from './cluster/cluster.ts';
-import type { RunKind } from './cluster/keys.ts';
 import type { LocalRunPort } from './cluster/port.ts';
 import { RedisUnavailableError } from './cluster/redis.ts';
 import { HttpError } from './http/errors.ts';
@@ -31,12 +30,6 @@ function guarded<T>(p: Promise<T>): Promise<T> {
 }
 
 const busy = (kind: string, key: string): StartRefusal => ({ ok: false, outcome: 'busy', message: `a ${kind} run is already active for ${key}` });
-
-/**
- * The kinds whose keys are held cluster-wide. A title run stays on its instance: two suggestions for
- * one chat on two instances cost two model calls, and the title is still stored once (atomically).
- */
-const clusterKind = (kind: Kind): RunKind | null => (kind === 'title' ? null : kind);
 
 /** What is known of a run on another instance. */
 const remoteInfo = <K extends Kind>(kind: K, key: string): RunInfo<K> => ({ runId: '', kind, key, label: '', startedAt: 0 });
@@ -68,12 +61,12 @@ export class Runs implements RunRegistry<RunTypes> {
   };
 
   start<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> | Promise<Started<K, RunTypes[K]['value']>> {
-    const kind = clusterKind(opts.kind);
-    if (!this.cluster || opts.key === null || !kind) return this.supervisor.start(opts);
-    return this.startClustered(this.cluster, opts, kind, opts.key);
+    if (!this.cluster || opts.key === null) return this.supervisor.start(opts);
+    return this.startClustered(this.cluster, opts, opts.key);
   }
 
-  private async startClustered<K extends Kind>(cluster: Cluster, opts: StartOptions<RunTypes, K>, kind: RunKind, key: string): Promise<Started<K, RunTypes[K]['value']>> {
+  private async startClustered<K extends Kind>(cluster: Cluster, opts: StartOptions<RunTypes, K>, key: string): Promise<Started<K, RunTypes[K]['value']>> {
+    const { kind } = opts;
     const member = `${kind}:${key}`;
     // A lost race means another run holds the key now: join it (it may end at once, then start ours).
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -82,7 +75,7 @@ export class Runs implements RunRegistry<RunTypes> {
       const owner = await this.remoteOwner(kind, key);
       if (owner) {
         if (opts.ifRunning === 'reject') return busy(kind, key);
-        const joined = await this.joinRemote(opts, kind, key, owner);
+        const joined = await this.joinRemote(opts, key, owner);
         if (joined) return { ok: true, handle: joined };
         continue;
       }
@@ -107,9 +100,9 @@ export class Runs implements RunRegistry<RunTypes> {
   }
 
   /** Follows a run on `owner`; null when it ended before it could be joined. */
-  private async joinRemote<K extends Kind>(opts: StartOptions<RunTypes, K>, kind: RunKind, key: string, owner: string): Promise<RunHandle<K, RunTypes[K]['value']> | null> {
+  private async joinRemote<K extends Kind>(opts: StartOptions<RunTypes, K>, key: string, owner: string): Promise<RunHandle<K, RunTypes[K]['value']> | null> {
     const cluster = this.cluster!;
-    const { subscriber } = opts;
+    const { kind, subscriber } = opts;
     if (subscriber && !(await guarded(cluster.follow(kind, key, owner, () => subscriber)))) return null;
     let result: Promise<RunResult<RunTypes[K]['value']>> | null = null;
     if (!subscriber) {
@@ -120,7 +113,7 @@ export class Runs implements RunRegistry<RunTypes> {
     }
     const waitRemote = () => guarded(cluster.wait(kind, key, owner)).then((r) => (r as RunResult<RunTypes[K]['value']> | null) ?? { ok: false as const, outcome: 'not_found' as const, message: 'the run ended elsewhere' });
     return {
-      ...remoteInfo(opts.kind, key),
+      ...remoteInfo(kind, key),
       joined: true,
       // A streaming joiner rarely needs the value: ask the owner only when someone reads it.
       get result() {
@@ -131,32 +124,29 @@ export class Runs implements RunRegistry<RunTypes> {
 
   /** A run ended (the supervisor's onEnd): its key is free cluster-wide. */
   ended(run: RunInfo): void {
-    const kind = clusterKind(run.kind as Kind);
-    if (run.key !== null && kind) this.cluster?.release(kind, run.key);
+    if (run.key !== null) this.cluster?.release(run.kind as Kind, run.key);
   }
 
   async attach(kind: Kind, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {
     await this.starting.get(`${kind}:${key}`);
     const here = this.supervisor.attachNow(kind, key, subscriber);
     if (here !== 'not_found') return here;
-    const held = clusterKind(kind);
-    const owner = await this.remoteOwner(held, key);
-    if (!owner || !held) return 'not_found';
-    return (await guarded(this.cluster!.follow(held, key, owner, () => subscriber))) ? true : 'not_found';
+    const owner = await this.remoteOwner(kind, key);
+    if (!owner) return 'not_found';
+    return (await guarded(this.cluster!.follow(kind, key, owner, () => subscriber))) ? true : 'not_found';
   }
 
   async stop(kind: Kind, key: string): Promise<boolean> {
     if (this.supervisor.stopNow(kind, key)) return true;
-    const held = clusterKind(kind);
-    const owner = await this.remoteOwner(held, key);
-    if (!owner || !held) return false;
-    return guarded(this.cluster!.stop(held, key, owner, 'stopped by request'));
+    const owner = await this.remoteOwner(kind, key);
+    if (!owner) return false;
+    return guarded(this.cluster!.stop(kind, key, owner, 'stopped by request'));
   }
 
   async find(kind: Kind, key: string): Promise<RunInfo<Kind> | null> {
     const here = this.supervisor.findNow(kind, key);
     if (here) return here;
-    return (await this.remoteOwner(clusterKind(kind), key)) ? remoteInfo(kind, key) : null;
+    return (await this.remoteOwner(kind, key)) ? remoteInfo(kind, key) : null;
   }
 
   /** `process`: this process's runs; `cluster`: every live instance's. */
@@ -167,8 +157,8 @@ export class Runs implements RunRegistry<RunTypes> {
   }
 
   /** The instance holding the key's lease when it is another one. */
-  private async remoteOwner(kind: RunKind | null, key: string): Promise<string | null> {
-    if (!this.cluster || !kind) return null;
+  private async remoteOwner(kind: Kind, key: string): Promise<string | null> {
+    if (!this.cluster) return null;
     const owner = await guarded(this.cluster.owner(kind, key));
     return owner && owner !== this.cluster.instanceId ? owner : null;
   }

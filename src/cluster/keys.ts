@@ -1,6 +1,9 @@
 // Every Redis key and channel of cluster mode, under one prefix (REDIS_KEY_PREFIX), so several
 // services or test runs can share one Redis without seeing each other.
-export type RunKind = 'chat' | 'search';
+import type { RunKind } from '../../actors/runs.ts';
+
+/** Every run kind (chat, search, title) is held cluster-wide the same way. */
+export type { RunKind };
 
 export interface ClusterKeys {
   /** The lease of one run key: its value is the owning instance's id. */
@@ -28,7 +31,7 @@ export function clusterKeys(prefix: string): ClusterKeys {
   };
 }
 
-/** `chat:<id>` / `search:<id>`: a run's name in the instance run sets. */
+/** `chat:<id>`, `search:<id>`, `title:<chatId>`: a run's name in the instance run sets. */
 export function runMember(kind: RunKind, key: string): string {
   return `${kind}:${key}`;
 }

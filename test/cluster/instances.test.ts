@@ -1,7 +1,7 @@
 // Three instances of the real entry point sharing one Postgres, one Redis and one simulator behave
 // as one service: one chat stream per chat under a start storm spread over every instance, attach
 // on any instance at random moments equals the stored answer, a search started on two instances
-// asks the engine once, ?scope=cluster lists every instance's runs, SIGTERM frees an instance's
+// asks the engine once, a title suggested on two instances asks the model once, ?scope=cluster lists every instance's runs, SIGTERM frees an instance's
 // runs at once, and one whose Redis cannot be reached refuses to start. (SIGKILL: kill.test.ts;
 // Redis restarted mid-run: redis-restart.test.ts; each file has its own time budget.)
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import pg from 'pg';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { clusterRedis, clusterRuns, openStream, rebuilt, slow, startCluster, startInstance, storedAnswer, type Instance, type TestCluster } from '../helpers/cluster.ts';
 import { freePort, type TestRedis } from '../helpers/redis.ts';
-import { simEnv, waitFor } from '../helpers/server.ts';
+import { sim, simEnv, waitFor } from '../helpers/server.ts';
 
 describe('cluster mode: three instances on one Postgres and one Redis', async () => {
   const redis = await clusterRedis();
@@ -124,6 +124,16 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
     const engine = (what: string) => simh.requests.filter((x) => x.upstream === 'engine_a' && x.path.endsWith(what) && x.body?.query === q).length;
     assert.equal(engine('/search'), 1, 'the engine is asked once');
     assert.equal(engine('/answer'), 1);
+  });
+
+  it('a title suggested on two instances at once is one model call; both get the stored title', async () => {
+    const chat = (await a.call('POST', '/v1/chats', {})).body.chat;
+    const content = sim({ reply: 'Shared Cluster Title', firstByteDelayMs: 600 }, `title ${chat.id}`);
+    const calls = () => simh.requests.filter((x) => x.upstream === 'provider_a' && x.path.endsWith('/responses') && JSON.stringify(x.body?.input).includes(chat.id)).length;
+    const [one, two] = await Promise.all([a, b].map((i) => i.call('POST', '/v1/chats/title/suggest', { chatId: chat.id, content })));
+    assert.deepEqual([one!.status, two!.status], [200, 200], JSON.stringify([one!.body, two!.body]));
+    assert.deepEqual([one!.body.chat.title, two!.body.chat.title], ['Shared Cluster Title', 'Shared Cluster Title']);
+    assert.equal(calls(), 1, 'provider_a is asked once');
   });
 
   it('an instance whose Redis cannot be reached refuses to start, naming REDIS_URL', async () => {
