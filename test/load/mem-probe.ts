@@ -3,18 +3,17 @@
 // /metrics, each per stream over the idle process; with MEM_SNAPSHOT=1 a heap snapshot (SIGUSR2) is
 // written to bench/out/ and summarised by constructor.
 //   node --import tsx test/load/mem-probe.ts   (MEM_K=2000, MEM_THREADS=0)
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { createBenchDb, OUT, startService, startSimulator } from './targets.ts';
-import { sleep } from './procs.ts';
+import { rssKb, sleep } from './procs.ts';
 
 const K = Number(process.env.MEM_K ?? 2000);
 const threads = process.env.MEM_THREADS ?? '0';
 const snapshot = process.env.MEM_SNAPSHOT === '1';
 process.env.ACTOR_THREADS = threads;
 
-const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 async function metrics(port: number): Promise<Record<string, number>> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const out: Record<string, number> = {};

@@ -1,36 +1,27 @@
 // Client and Postgres CPU of a persisted start's two statements (createChat with its LlmCall, then
 // finishLlmCallWithMessage), unnamed vs named (src/db/prepared.ts), alternating twice. Postgres CPU
-// is summed over every postgres process on the machine, so run it on a quiet one:
+// is the whole server's (the postmaster and its children), so run it on a quiet machine:
 //   node --import tsx test/load/pg-named.ts   (N=3000 starts per round, 20 at a time)
 import { randomUUID } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { migrate } from '../../src/db/migrate.ts';
 import { usePreparedStatements } from '../../src/db/prepared.ts';
 import { createChat } from '../../src/store/chats.ts';
 import { finishLlmCallWithMessage } from '../../src/store/llm-calls.ts';
+import { cpuMicros } from './procs.ts';
+import { createBenchDb } from './targets.ts';
 
-const ticks = () => {
-  let t = 0;
-  for (const p of readdirSync('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${p}/comm`, 'utf8').trim();
-      if (!cmd.startsWith('postgres') && !cmd.startsWith('postmaster')) continue;
-      const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      t += Number(f[11]) + Number(f[12]);
-    } catch {}
-  }
-  return t * 10_000; // µs (100 Hz)
-};
-
-const admin = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
-const dbName = `pgnamed_${process.pid}`;
-await admin.query(`CREATE DATABASE ${dbName}`);
-const pool = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:5432/${dbName}`, max: 10 });
+const bench = await createBenchDb();
+if (!bench.url) throw new Error('pg-named measures a real Postgres (BENCH_DATABASE_URL or 127.0.0.1:5432)');
+const pool = new pg.Pool({ connectionString: bench.url, max: 10 });
 await migrate(pool);
+// The postmaster (the parent of this session's backend) and its children: the whole server's CPU.
+const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+const postmaster = Number(readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+const ticks = () => cpuMicros(postmaster);
 const N = Number(process.env.N ?? 3000);
-const namedPool = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:5432/${dbName}`, max: 10 });
+const namedPool = new pg.Pool({ connectionString: bench.url, max: 10 });
 usePreparedStatements(namedPool);
 const wrap = (named: boolean) => (named ? namedPool : pool);
 for (const named of [false, true, false, true]) {
@@ -53,5 +44,4 @@ for (const named of [false, true, false, true]) {
 }
 await pool.end();
 await namedPool.end();
-await admin.query(`DROP DATABASE ${dbName}`);
-await admin.end();
+await bench.drop();

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { openFilesLimit as readOpenFilesLimit } from '../../src/open-files.ts';
 
 export interface Child {
   name: string;
@@ -140,10 +141,9 @@ export function rssSampler(pid: number, everyMs = 200): { stop(): number } {
   };
 }
 
-/** The soft limit on open files of this process (children inherit it). */
+/** The soft limit on open files of this process (children inherit it); unknown counts as no limit. */
 export function openFilesLimit(): number {
-  const m = /Max open files\s+(\d+|unlimited)/.exec(readFileSync('/proc/self/limits', 'utf8'));
-  return !m || m[1] === 'unlimited' ? Infinity : Number(m[1]);
+  return readOpenFilesLimit() ?? Infinity;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { cleanTitle, TITLE_INSTRUCTION } from '../../src/chat/title.ts';
-import { apiDatabases, sim, startTestServer, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
 
 for (const db of apiDatabases()) {
   describe(`title suggestion (${db})`, () => {
@@ -81,7 +81,9 @@ for (const db of apiDatabases()) {
     it('a title run is not listed as an active chat or search run', async () => {
       const chat = await newChat();
       const pending = suggest(chat.id, sim({ reply: 'Slow Title', firstByteDelayMs: 600 }));
-      await new Promise((r) => setTimeout(r, 200));
+      // It is a run while it goes (the gauge counts it), so the empty list below is a real exclusion.
+      const titleRuns = async () => Number(/css_active_runs\{kind="title"\} (\d+)/.exec((await t.call('GET', '/metrics')).body as string)?.[1]);
+      await waitFor(async () => (await titleRuns()) === 1, 5000, 'the title run to be active');
       const active = await t.call('GET', '/v1/active-runs');
       assert.deepEqual(active.body, { chats: [], searches: [] });
       assert.equal((await pending).body.chat.title, 'Slow Title');
