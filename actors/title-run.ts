@@ -16,7 +16,6 @@ export interface TitleRunRequest {
   chatId: string;
   /** The conversation's first user message, which the title names. */
   content: string;
-  model: string;
 }
 
 export interface TitleRunValue {
@@ -27,22 +26,23 @@ export interface TitleRunValue {
 export async function titleRun(ctx: RunContext<TitleRunValue>, req: TitleRunRequest, deps: RunDeps): Promise<void> {
   const started = performance.now();
   const timeout = AbortSignal.timeout(TITLE_TIMEOUT_MS);
+  const model = deps.config.TITLE_MODEL;
   let callId: string | null = null;
   try {
     const adapter = deps.providers.get('provider_a');
     if (!adapter) throw new RunError('provider_a is not configured', 'unavailable');
-    callId = await startCall(deps, { chatId: req.chatId, provider: 'provider_a', model: req.model, purpose: 'title' });
+    callId = await startCall(deps, { chatId: req.chatId, provider: 'provider_a', model, purpose: 'title' });
     let title: string;
     let usage: Usage | null;
     try {
-      const out = await generateTitle(adapter, req.model, req.content, AbortSignal.any([ctx.signal, timeout]));
+      const out = await generateTitle(adapter, model, req.content, AbortSignal.any([ctx.signal, timeout]));
       title = cleanTitle(out.text);
       usage = out.usage;
     } catch (err) {
       if (!timeout.aborted || ctx.signal.aborted) throw err;
       throw new RunError(`timed out after ${TITLE_TIMEOUT_MS} ms`, 'provider_timeout');
     }
-    if (!title) throw new RunError(`${req.model} returned no usable title`, 'provider_error');
+    if (!title) throw new RunError(`${model} returned no usable title`, 'provider_error');
     try {
       await finishCall(deps, { callId, usage, started });
     } catch (err) {

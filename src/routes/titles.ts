@@ -11,7 +11,7 @@ import { suggestTitleSchema } from '../schemas.ts';
 import { getChat } from '../store/chats.ts';
 
 export function titleRoutes(app: AppContext): Route[] {
-  const { pool, config, runs } = app;
+  const { pool, runs } = app;
   return [
     {
       method: 'POST',
@@ -24,7 +24,7 @@ export function titleRoutes(app: AppContext): Route[] {
         if (!body.content.trim()) throw badRequest('content must not be blank: the title is made from it');
         if (!app.providers.has('provider_a')) throw new HttpError(503, `title suggestion needs provider_a: set ${providerKeyVariable('provider_a')}`);
 
-        const request = { chatId: chat.id, content: body.content, model: config.TITLE_MODEL };
+        const request = { chatId: chat.id, content: body.content };
         const started = await runs.start({ kind: 'title', key: chat.id, request, ifRunning: 'join', label: 'provider_a' });
         if (!started.ok) throw outcomeError(started);
         const result = await started.handle.result;

@@ -10,6 +10,9 @@ import type { Database } from '../../src/db/types.ts';
 import { createChat, getChat } from '../../src/store/chats.ts';
 import { testDatabases } from '../helpers/db.ts';
 
+/** The test database's URL, to open more pools on it. */
+const urlOf = (db: Database) => (db.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+
 const preparedStatements = async (pool: pg.Pool) =>
   (await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'css\\_%'")).rows.map((r) => r.statement);
 
@@ -40,7 +43,7 @@ for (const target of await testDatabases()) {
 
     it('a marked pool prepares each statement once on its connection and reuses it', async () => {
       // One connection, so the check reads the same session the statements ran on.
-      const connectionString = (db.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+      const connectionString = urlOf(db);
       const marked = new pg.Pool({ connectionString, max: 1 });
       const plain = new pg.Pool({ connectionString, max: 1 });
       usePreparedStatements(marked);
@@ -58,7 +61,7 @@ for (const target of await testDatabases()) {
     });
 
     it('DATABASE_PREPARED_STATEMENTS=false leaves every statement unnamed', async () => {
-      const connectionString = (db.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+      const connectionString = urlOf(db);
       const off = await openDatabase({ DATABASE_URL: connectionString, DATA_DIR: '', DATABASE_PREPARED_STATEMENTS: false }, { poolMax: 1 });
       try {
         assert.equal(prepared(off.pool, 'SELECT 1 AS one'), 'SELECT 1 AS one');

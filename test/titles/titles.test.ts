@@ -101,6 +101,15 @@ for (const db of apiDatabases()) {
       assert.equal(call.error, r.body.message);
     });
 
+    it('a rate-limited title call answers 429 and marks its LlmCall failed', async () => {
+      const chat = await newChat();
+      const r = await suggest(chat.id, sim({ status: 429 }));
+      assert.equal(r.status, 429, JSON.stringify(r.body));
+      assert.match(r.body.message, /^title generation failed: /);
+      assert.equal((await getChat(chat.id)).title, null);
+      assert.deepEqual(await llmCalls(chat.id), [{ model: 'sim-a-nano', status: 'failed', error: r.body.message }]);
+    });
+
     it('a reply with nothing usable is a failure too', async () => {
       const chat = await newChat();
       const r = await suggest(chat.id, sim({ reply: '  "…"  ' }));
