@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { readSse, sim, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { readSse, sim, startStorm, stopAfterFirstDelta, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
 
 /** The text a subscriber can rebuild: the replayed delta carries all earlier text, live ones follow. */
 const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
@@ -26,17 +26,12 @@ for (const threads of [0, 2]) {
 
     it('a start storm on one chat runs exactly once; the others get 409', async () => {
       const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
-      const body = JSON.stringify({ ...slow(5, 50), chatId: chat.id });
-      const results = await Promise.all(
-        Array.from({ length: 25 }, () =>
-          fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (r) => ({ status: r.status, text: await r.text() })),
-        ),
-      );
-      const ok = results.filter((r) => r.status === 200);
-      const conflicts = results.filter((r) => r.status === 409);
-      assert.equal(ok.length, 1);
-      assert.equal(conflicts.length, 24);
-      assert.deepEqual(JSON.parse(conflicts[0]!.text), { message: 'an active chat stream already exists for this chat' });
+      const { won, refused, statuses } = await startStorm(25, () => t.url, { ...slow(200, 20), chatId: chat.id });
+      assert.equal(won.length, 1, statuses);
+      assert.deepEqual(refused, Array(24).fill({ message: 'an active chat stream already exists for this chat' }));
+      const { events, stopStatus } = await stopAfterFirstDelta(won[0]!, () => t.call('POST', `/v1/chats/${chat.id}/stream/stop`));
+      assert.equal(stopStatus, 200);
+      assert.deepEqual([events.at(-1)?.event, events.at(-1)?.data.stopped], ['done', true]);
       const detail = (await t.call('GET', `/v1/chats/${chat.id}`)).body.chat;
       assert.equal(detail.messages.filter((m: any) => m.role === 'assistant').length, 1);
       const calls = await t.server.ctx.pool.query('SELECT count(*)::int AS n FROM llm_calls WHERE chat_id = $1', [chat.id]);

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { clusterRedis, clusterRuns, openStream, rebuilt, slow, startCluster, startInstance, storedAnswer, type Instance, type TestCluster } from '../helpers/cluster.ts';
 import { freePort, type TestRedis } from '../helpers/redis.ts';
-import { sim, simEnv, waitFor } from '../helpers/server.ts';
+import { sim, simEnv, startStorm, stopAfterFirstDelta, waitFor } from '../helpers/server.ts';
 
 describe('cluster mode: three instances on one Postgres and one Redis', async () => {
   const redis = await clusterRedis();
@@ -38,16 +38,12 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
 
   it('a start storm on one chat over three instances runs exactly once; the others get 409', async () => {
     const chat = (await a.call('POST', '/v1/chats', {})).body.chat;
-    const body = JSON.stringify(slow(5, 50, { chatId: chat.id }));
-    const results = await Promise.all(
-      Array.from({ length: 24 }, (_, i) =>
-        fetch(`${c.instances[i % 3]!.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (res) => ({ status: res.status, text: await res.text() })),
-      ),
-    );
-    assert.equal(results.filter((x) => x.status === 200).length, 1, results.map((x) => x.status).join(','));
-    const conflicts = results.filter((x) => x.status === 409);
-    assert.equal(conflicts.length, 23);
-    assert.deepEqual(JSON.parse(conflicts[0]!.text), { message: 'an active chat stream already exists for this chat' });
+    const { won, refused, statuses } = await startStorm(24, (i) => c.instances[i % 3]!.url, slow(200, 20, { chatId: chat.id }));
+    assert.equal(won.length, 1, statuses);
+    assert.deepEqual(refused, Array(23).fill({ message: 'an active chat stream already exists for this chat' }));
+    const { events, stopStatus } = await stopAfterFirstDelta(won[0]!, () => b.call('POST', `/v1/chats/${chat.id}/stream/stop`));
+    assert.equal(stopStatus, 200);
+    assert.deepEqual([events.at(-1)?.event, events.at(-1)?.data.stopped], ['done', true]);
     const db = new pg.Client({ connectionString: c.databaseUrl });
     await db.connect();
     try {

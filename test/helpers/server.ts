@@ -208,3 +208,31 @@ export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs
   }
   throw new Error(`timed out waiting for ${what}`);
 }
+
+/**
+ * Sends `n` identical stream starts at once (`urlOf(i)` picks each one's server). `won`: the 200s,
+ * unread; `refused`: the parsed bodies of the 409s. Callers give the run a life far longer than the
+ * storm and stop it afterwards: a request the machine delays past a short run's end would rightly
+ * start a second run.
+ */
+export async function startStorm(n: number, urlOf: (i: number) => string, body: unknown) {
+  const json = JSON.stringify(body);
+  const responses = await Promise.all(
+    Array.from({ length: n }, (_, i) => fetch(`${urlOf(i)}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: json })),
+  );
+  const refused = await Promise.all(responses.filter((r) => r.status === 409).map((r) => r.json()));
+  return { won: responses.filter((r) => r.status === 200), refused, statuses: responses.map((r) => r.status).join(',') };
+}
+
+/**
+ * Reads a run's stream to its end and asks `stop` to stop it once its first delta has arrived. Stopping
+ * any earlier would race the provider: a run stopped before its first delta has no text, and by the
+ * contract stores no assistant message.
+ */
+export async function stopAfterFirstDelta(res: Response, stop: () => Promise<HttpResult>) {
+  let stopped: HttpResult | undefined;
+  const events = await readSse(res, new AbortController(), undefined, async (ev) => {
+    if (ev.event === 'delta' && !stopped) stopped = await stop();
+  });
+  return { events, stopStatus: stopped?.status };
+}
