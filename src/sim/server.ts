@@ -1,6 +1,7 @@
 // The offline provider simulator: one node:http server whose path prefixes stand in for the four
 // providers, the two search engines and a small web site. See README.md for the scripting language.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createSecureServer } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { handleChat } from './chat-completions.ts';
 import { handleEngineA, handleEngineB } from './engines.ts';
@@ -67,26 +68,34 @@ function match(path: string): { upstream: Upstream; sub: string } | null {
   return null;
 }
 
-function urlsFor(host: string, port: number): SimUrls {
+function urlsFor(host: string, port: number, scheme = 'http'): SimUrls {
   const h = host.includes(':') ? `[${host}]` : host;
-  const base = `http://${h}:${port}`;
+  const base = `${scheme}://${h}:${port}`;
   const urls = {} as SimUrls;
   // UPSTREAMS order, so the printed line reads provider_a … pages.
   for (const u of UPSTREAMS) urls[u] = base + PREFIXES.find((p) => p.upstream === u)!.base;
   return urls;
 }
 
-export async function startSimulator(opts: { port?: number; host?: string } = {}): Promise<SimHandle> {
+/**
+ * `tls`: serve https, HTTP/2 where the client offers it (ALPN) and HTTP/1.1 otherwise, as real providers
+ * do; the bench measures the service's HTTP/2 transport against it. Plain http otherwise.
+ */
+export async function startSimulator(opts: { port?: number; host?: string; tls?: { key: string; cert: string } } = {}): Promise<SimHandle> {
   const host = opts.host ?? '127.0.0.1';
   const state = new SimState();
   const requests: SimRequestLog[] = [];
 
-  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res, state, requests).catch((err: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { error: `simulator bug: ${String(err)}` });
       else res.destroy();
     });
-  });
+  };
+  // node:http2's compatibility request and response stand in for node:http's in every handler.
+  const server = opts.tls
+    ? createSecureServer({ ...opts.tls, allowHTTP1: true, settings: { maxConcurrentStreams: 1000 } }, onRequest as never)
+    : createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, onRequest);
 
   // closeAllConnections() misses sockets a scripted disconnect already half-closed; track them all
   // so close() never waits for one.
@@ -107,7 +116,7 @@ export async function startSimulator(opts: { port?: number; host?: string } = {}
 
   return {
     port,
-    urls: urlsFor(host, port),
+    urls: urlsFor(host, port, opts.tls ? 'https' : 'http'),
     requests,
     clearRequests: () => {
       requests.length = 0;
@@ -115,7 +124,7 @@ export async function startSimulator(opts: { port?: number; host?: string } = {}
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeAllConnections();
+        if ('closeAllConnections' in server) server.closeAllConnections();
         for (const s of sockets) s.destroy();
       }),
   };
@@ -154,7 +163,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: SimState
   if (!m) {
     if (path === '/' && req.method === 'GET') {
       const addr = req.socket.localAddress ?? '127.0.0.1';
-      return sendJson(res, 200, urlsFor(addr.replace(/^::ffff:/, ''), req.socket.localPort ?? 0));
+      return sendJson(res, 200, urlsFor(addr.replace(/^::ffff:/, ''), req.socket.localPort ?? 0, 'encrypted' in req.socket ? 'https' : 'http'));
     }
     return sendJson(res, 404, { error: `no simulated upstream at ${path}` });
   }
