@@ -89,6 +89,8 @@ const schema = z.object({
   TITLE_MODEL: z.string().min(1).default('gpt-4.1-nano'),
   /** Per-attempt timeout handed to the provider SDKs. */
   PROVIDER_TIMEOUT_MS: int(1000).default(600_000),
+  /** HTTP/2 toward https provider origins that offer it (src/providers/h2-fetch.ts); false: HTTP/1.1 only. */
+  PROVIDER_HTTP2: bool.default(true),
 
   ENGINE_A_API_KEY: optionalText,
   ENGINE_A_BASE_URL: url.optional(),

@@ -3,6 +3,7 @@
 // SDK classes are checked with instanceof; the body fields differ, so those are read by duck typing.
 import * as A from '@anthropic-ai/sdk';
 import * as O from 'openai';
+import { H2_TIMEOUT_CODES } from './h2-fetch.ts';
 import { ProviderError, type ProviderName } from './types.ts';
 
 /**
@@ -23,12 +24,12 @@ export function isAbortError(err: unknown): boolean {
 
 type Loose = Record<string, unknown> | null | undefined;
 
-/** undici's own timeouts (http-fetch.ts sets them from PROVIDER_TIMEOUT_MS): a timeout, not a cut stream. */
-const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+/** The transports' own timeouts (http-fetch.ts sets them from PROVIDER_TIMEOUT_MS): a timeout, not a cut stream. */
+const TRANSPORT_TIMEOUTS = new Set<string>(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', ...H2_TIMEOUT_CODES]);
 
 /** Thrown while reading a body (the error itself), or while waiting for headers (the SDK's connection error's cause). */
-function undiciTimeout(e: Loose): boolean {
-  return UNDICI_TIMEOUTS.has(String(e?.code)) || UNDICI_TIMEOUTS.has(String((e?.cause as Loose)?.code));
+function transportTimeout(e: Loose): boolean {
+  return TRANSPORT_TIMEOUTS.has(String(e?.code)) || TRANSPORT_TIMEOUTS.has(String((e?.cause as Loose)?.code));
 }
 
 function str(v: unknown): string | undefined {
@@ -62,7 +63,7 @@ export function toProviderError(provider: ProviderName, err: unknown, signal?: A
     return new ProviderAbortError(provider, { cause: signal?.reason ?? err });
   }
   const e = (typeof err === 'object' ? err : { message: String(err) }) as Loose;
-  if (err instanceof O.APIConnectionTimeoutError || err instanceof A.APIConnectionTimeoutError || undiciTimeout(e)) {
+  if (err instanceof O.APIConnectionTimeoutError || err instanceof A.APIConnectionTimeoutError || transportTimeout(e)) {
     return new ProviderError(`${provider} request timed out`, undefined, { cause: err, timedOut: true });
   }
   if (err instanceof O.APIConnectionError || err instanceof A.APIConnectionError) {

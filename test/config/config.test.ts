@@ -48,3 +48,11 @@ describe('PROVIDER_C_BASE_URL', () => {
     assert.equal(loadConfig({}).PROVIDER_C_API_KEY, undefined, 'neither set: provider_c is simulated or off');
   });
 });
+
+describe('PROVIDER_HTTP2', () => {
+  it('is on unless set false, and a value that is not a boolean names the variable', () => {
+    assert.equal(loadConfig({}).PROVIDER_HTTP2, true);
+    assert.equal(loadConfig({ PROVIDER_HTTP2: 'false' }).PROVIDER_HTTP2, false);
+    assert.match(configError({ PROVIDER_HTTP2: 'maybe' }), /^invalid configuration: PROVIDER_HTTP2: /);
+  });
+});

@@ -1,5 +1,8 @@
 // Shared setup for the adapter tests: one simulator, the adapters pointed at it, and a collector
 // that drains a round into its text and its end.
+import OpenAI from 'openai';
+import { createChatCompletionsAdapter } from '../../src/providers/chat-completions.ts';
+import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { startSimulator } from '../../src/sim/server.ts';
 import { createProviders } from '../../src/providers/index.ts';
 import type { CompletionRequest, ProviderAdapter, ProviderName, ProviderSession, RoundEnd, ToolResultInput } from '../../src/providers/types.ts';
@@ -79,3 +82,13 @@ export const TOOLS = [
 ];
 
 export const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
+/**
+ * The provider_c adapter on the official SDK over the service's provider fetch, toward an https
+ * front that presents `ca`. No SDK retries: what reaches the test is what the transport did.
+ */
+export function httpsAdapter(base: string, ca: string, o: { timeoutMs?: number; http2?: boolean } = {}): ProviderAdapter {
+  const fetch = createProviderFetch({ timeoutMs: o.timeoutMs ?? 10_000, ca, http2: o.http2 ?? true });
+  const client = new OpenAI({ apiKey: 'k', baseURL: base, maxRetries: 0, timeout: 30_000, fetch });
+  return createChatCompletionsAdapter({ name: 'provider_c', client, sendTools: true });
+}
