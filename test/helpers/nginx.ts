@@ -4,7 +4,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { start } from '../load/procs.ts';
+import { start, type Child } from '../load/procs.ts';
 import { ensureNginx, freePort } from '../load/targets.ts';
 
 export const NGINX_CONF = path.resolve(import.meta.dirname, '../../deploy/nginx.conf');
@@ -26,38 +26,52 @@ function swapped(servicePort: number, listenPort: number): string {
 }
 
 export async function startNginxProxy(servicePort: number): Promise<Proxy | null> {
+  const port = await freePort();
+  const nginx = await startNginx(port, (dir) => {
+    writeFileSync(path.join(dir, 'site.conf'), swapped(servicePort, port));
+    return `access_log off;\n  include ${dir}/site.conf;`;
+  }, '/health');
+  return nginx && { port, stop: nginx.stop };
+}
+
+export interface Nginx {
+  /** Its own directory: configuration, temp paths, logs, and whatever `http` put there. */
+  dir: string;
+  child: Child;
+  stop(): Promise<void>;
+}
+
+/**
+ * A throwaway nginx (one process, not a daemon) whose http block is `http(dir)`, the rest of its
+ * configuration being the temp paths and logs in `dir`. Ready once `port` answers anything (a plain
+ * request to a TLS port gets a 400). Null when nginx is not installed and cannot be.
+ */
+export async function startNginx(port: number, http: (dir: string) => string, readyPath = '/'): Promise<Nginx | null> {
   const bin = ensureNginx();
   if (!bin) return null;
-  const port = await freePort();
-  const dir = mkdtempSync(path.join(tmpdir(), 'nginx-proxy-'));
-  writeFileSync(path.join(dir, 'site.conf'), swapped(servicePort, port));
-  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']
-    .map((t) => `  ${t}_temp_path ${dir}/${t};`)
-    .join('\n');
+  const dir = mkdtempSync(path.join(tmpdir(), 'nginx-test-'));
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};`).join('\n');
   writeFileSync(
     path.join(dir, 'nginx.conf'),
     `daemon off;\nmaster_process off;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log warn;\n` +
-      `events { worker_connections 1024; }\nhttp {\n  access_log off;\n${temp}\n  include ${dir}/site.conf;\n}\n`,
+      `events { worker_connections 1024; }\nhttp {\n${temp}\n  ${http(dir)}\n}\n`,
   );
   const { child } = await start('nginx', bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')]);
+  const stop = async () => {
+    await child.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
   const end = Date.now() + 10_000;
   for (;;) {
     try {
-      await (await fetch(`http://127.0.0.1:${port}/health`)).arrayBuffer();
-      break;
+      await (await fetch(`http://127.0.0.1:${port}${readyPath}`)).arrayBuffer();
+      return { dir, child, stop };
     } catch (err) {
       if (child.proc.exitCode !== null || Date.now() > end) {
-        await child.stop();
+        await stop();
         throw new Error(`nginx did not start: ${(err as Error).message}\n${child.lines.join('\n')}`);
       }
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  return {
-    port,
-    async stop() {
-      await child.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
