@@ -5,11 +5,14 @@
 //
 // Knobs (env): BENCH_SWEEP=100:20:120,1000:20:120,5000:4:40,10000:2:40 (K:rate:deltas)  BENCH_STARTS_PER_SEC=1000
 //   BENCH_TARGETS=floor,nginx,peer,service  BENCH_CASES=provider_c:true,...  BENCH_BIG_K_CASES  BENCH_HUGE_K_CASES
-//   BENCH_PEER_MAX_K=5000  BENCH_EXTRAS=provider_b,web_search,embedded (BENCH_EXTRAS_K=1000, BENCH_EMBEDDED_K=100)
+//   BENCH_PEER_MAX_K=5000  BENCH_EXTRAS=provider_b,web_search,embedded,tls (BENCH_EXTRAS_K=1000, BENCH_EMBEDDED_K=100,
+//   BENCH_TLS_K=1000,5000)
 //   BENCH_BURST=1000 (start-burst K; 0 = off)  BENCH_CHECKS=0  BENCH_REATTACH=0
 //   BENCH_CLUSTER=0 BENCH_CLUSTER_K=1000 BENCH_REDIS_URL (the cluster rows: test/load/cluster.ts)
+//   BENCH_QUIET_LOAD=1 BENCH_QUIET_WAIT_S=120 (wait before each run for the 1-minute load average to fall below it)
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=1200 (runs left after this are skipped, with a note)
+//   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -17,10 +20,10 @@ import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
 import { costChart, latencyChart } from './charts.ts';
 import { markdown } from './report.ts';
-import { childByName, cpuMicros, openFilesLimit, rssKb, rssSampler, sleep, start, stopAll, type Child } from './procs.ts';
+import { childByName, cpuMicros, openFilesLimit, rssKb, rssSampler, sleep, start, stopAll, waitForQuiet, type Child } from './procs.ts';
 import { runClusterChecks } from './cluster.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
-import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startService, startSimulator, type SimUrls } from './targets.ts';
+import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
 
 export interface Row {
   target: 'service' | 'floor' | 'nginx' | 'peer';
@@ -75,6 +78,7 @@ const KS = SWEEP.map((s) => s.k);
 const STARTS = Number(env.BENCH_STARTS_PER_SEC ?? 1000);
 const TARGETS = new Set((env.BENCH_TARGETS ?? 'floor,nginx,peer,service').split(','));
 const PROFILE = env.BENCH_PROFILE === '1';
+const SERVICE_FLAGS = (env.BENCH_SERVICE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const CASES = new Set((env.BENCH_CASES ?? 'provider_c:true,provider_c:false,provider_a:true,provider_a:false').split(','));
 const CHECKS = env.BENCH_CHECKS !== '0';
 // The service saturates well below K=5,000 × 20/s, so each of its runs there takes minutes' worth of
@@ -85,7 +89,9 @@ const HUGE_K = 10000;
 const HUGE_K_CASES = new Set((env.BENCH_HUGE_K_CASES ?? 'provider_c:true').split(','));
 // The peer resets connections from K=5,000 on (ECONNRESET) and each failed stream waits out its deadline.
 const PEER_MAX_K = Number(env.BENCH_PEER_MAX_K ?? 5000);
-const EXTRAS = new Set((env.BENCH_EXTRAS ?? 'provider_b,web_search,embedded').split(',').filter(Boolean));
+const EXTRAS = new Set((env.BENCH_EXTRAS ?? 'provider_b,web_search,embedded,tls').split(',').filter(Boolean));
+/** The `tls` rows' K: the provider over https, HTTP/1.1 against HTTP/2 (src/providers/h2-fetch.ts). */
+const TLS_KS = new Set((env.BENCH_TLS_K ?? '1000,5000').split(',').map(Number));
 const EXTRAS_K = Number(env.BENCH_EXTRAS_K ?? 1000);
 const EMBEDDED_K = Number(env.BENCH_EMBEDDED_K ?? 100);
 const BURST_K = Number(env.BENCH_BURST ?? 1000);
@@ -146,7 +152,7 @@ async function measure(pid: number | null, simPid: number, job: GenJob): Promise
   const warm = await generate({ ...job, k: Math.min(job.k, 200), deltas: 20, rate: 100 });
   if (warm.failed > 0) log(`  warm-up: ${warm.failed} failed ${JSON.stringify(warm.reasons)}`);
   await sleep(500);
-  const loadAvg1 = Number(os.loadavg()[0]!.toFixed(2));
+  const loadAvg1 = await waitForQuiet();
   const idle = pid ? rssKb(pid) : 0;
   const cpu0 = pid ? cpuMicros(pid) : 0;
   const sim0 = cpuMicros(simPid);
@@ -260,10 +266,25 @@ async function main(): Promise<void> {
     }
     return floor;
   };
-  const serviceRun = (base: Base, body: string, step: Step, floor: Row | undefined, note?: string, dataDir?: string) =>
-    run(base, () =>
-      withService(sim.urls, dataDir ? null : db.url, maxRuns, async (svc) => toRow(base, await measure(svc.pid, sim.child.pid, svcJob(svc.port, body, step)), floor, note), dataDir),
+  // The `tls` rows' simulator: https, HTTP/2 or HTTP/1.1 by ALPN; the service trusts its certificate.
+  const secureSim = TARGETS.has('service') && EXTRAS.has('tls') && (BURST_K > 0 || SWEEP.some((s) => TLS_KS.has(s.k))) ? await startSecureSimulator() : null;
+  type RunOptions = { note?: string; dataDir?: string; via?: typeof secureSim };
+  const serviceRun = (base: Base, body: string, step: Step, floor: Row | undefined, o: RunOptions = {}) => {
+    const upstream = o.via ?? { child: sim.child, urls: sim.urls, env: {} };
+    return run(base, () =>
+      withService(upstream.urls, o.dataDir ? null : db.url, maxRuns, async (svc) =>
+        toRow(base, await measure(svc.pid, upstream.child.pid, svcJob(svc.port, body, step)), floor, o.note), o.dataDir, upstream.env),
     );
+  };
+  /** The `tls` pair: the same persisted run with the provider over https, on HTTP/1.1 and then on HTTP/2. */
+  const tlsRuns = async (base: Base, body: string, step: Step, floor: Row | undefined) => {
+    for (const http2 of secureSim ? [false, true] : []) {
+      await serviceRun({ ...base, variant: http2 ? 'tls-h2' : 'tls-h1' }, body, step, floor, {
+        via: { ...secureSim!, env: { ...secureSim!.env, PROVIDER_HTTP2: String(http2) } },
+        note: `the provider over https (the simulator with TLS), ${http2 ? 'HTTP/2: up to 100 streams per connection (PROVIDER_HTTP2, the default)' : 'HTTP/1.1: a connection per stream (PROVIDER_HTTP2=false)'}; added is over the cleartext floor`,
+      });
+    }
+  };
   try {
     if (BURST_K > 0) {
       // The start burst first: K streams of one delta each, started at STARTS/s: what a start costs. It is
@@ -273,6 +294,7 @@ async function main(): Promise<void> {
       for (const persist of TARGETS.has('service') ? [true, false] : []) {
         await serviceRun({ target: 'service', provider: 'provider_c', persist, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', persist, 1, 1), step, floor);
       }
+      await tlsRuns({ target: 'service', provider: 'provider_c', persist: true, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', true, 1, 1), step, floor);
     }
     for (const step of SWEEP) {
       const { k, rate, deltas } = step;
@@ -284,19 +306,22 @@ async function main(): Promise<void> {
           const extra = provider === 'provider_b' && persist && k === EXTRAS_K && EXTRAS.has('provider_b');
           if (!cases.has(`${provider}:${persist}`) && !extra) continue;
           const note = provider === 'provider_c' ? undefined : `${provider === 'provider_a' ? 'Responses' : 'Messages'} upstream; added is over the Chat Completions floor`;
-          await serviceRun({ target: 'service', provider, persist, k, rate, scenario: 'stream' }, serviceBody(provider, persist, deltas, rate), step, floor, note);
+          await serviceRun({ target: 'service', provider, persist, k, rate, scenario: 'stream' }, serviceBody(provider, persist, deltas, rate), step, floor, { note });
         }
       }
       if (k === EXTRAS_K && EXTRAS.has('web_search')) {
-        await serviceRun({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'web_search' }, webSearchBody(deltas, rate), step, floor,
-          'one web_search round per stream (engine_a on the simulator), then the stamped answer; with a tool enabled the service holds each round\'s text up to 512 characters or 1 s to see whether it calls tools, so latency includes that hold');
+        await serviceRun({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'web_search' }, webSearchBody(deltas, rate), step, floor, {
+          note: 'one web_search round per stream (engine_a on the simulator), then the stamped answer; with a tool enabled the service holds each round\'s text up to 512 characters or 1 s to see whether it calls tools, so latency includes that hold',
+        });
       }
       if (k === EMBEDDED_K && EXTRAS.has('embedded')) {
         rmSync(embeddedDir, { recursive: true, force: true });
-        await serviceRun({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'embedded' }, serviceBody('provider_c', true, deltas, rate), step, floor,
-          'the embedded PGlite database (no DATABASE_URL: what `make run` users get), fresh DATA_DIR', embeddedDir);
+        await serviceRun({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'embedded' }, serviceBody('provider_c', true, deltas, rate), step, floor, {
+          note: 'the embedded PGlite database (no DATABASE_URL: what `make run` users get), fresh DATA_DIR', dataDir: embeddedDir,
+        });
         rmSync(embeddedDir, { recursive: true, force: true });
       }
+      if (TLS_KS.has(k)) await tlsRuns({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream' }, serviceBody('provider_c', true, deltas, rate), step, floor);
       if (CHECKS && REATTACH && TARGETS.has('service')) {
         await run({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'reattach' }, () =>
           reattachRow({ sim: sim.urls, dbUrl: db.url, step, STARTS, floor, withService, generate, serviceBody }));
@@ -329,9 +354,9 @@ async function main(): Promise<void> {
 }
 
 /** A fresh service for one measured run (clean RSS baseline, no leftovers between runs). */
-export async function withService<T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>, dataDir?: string): Promise<T> {
-  const nodeFlags = PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(OUT, 'prof')}`] : [];
-  const { child, port } = await startService({ sim, databaseUrl: dbUrl, maxActiveRuns, nodeFlags, dataDir });
+export async function withService<T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>, dataDir?: string, env?: Record<string, string>): Promise<T> {
+  const nodeFlags = [...SERVICE_FLAGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(OUT, 'prof')}`] : [])];
+  const { child, port } = await startService({ sim, databaseUrl: dbUrl, maxActiveRuns, nodeFlags, dataDir, env });
   try {
     return await fn({ pid: child.pid, port, child });
   } finally {

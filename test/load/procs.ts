@@ -2,6 +2,7 @@
 // tracked here, and stopped by its own pid (never by name) when the bench ends or fails.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import { createInterface } from 'node:readline';
 import { openFilesLimit as readOpenFilesLimit } from '../../src/open-files.ts';
 
@@ -147,6 +148,17 @@ export function openFilesLimit(): number {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * BENCH_QUIET_LOAD: waits (at most BENCH_QUIET_WAIT_S, default 120) for the 1-minute load average to fall
+ * below it, so a run does not start in the wake of the previous one. Returns the load it starts at.
+ */
+export async function waitForQuiet(): Promise<number> {
+  const threshold = Number(process.env.BENCH_QUIET_LOAD ?? 0);
+  const end = Date.now() + Number(process.env.BENCH_QUIET_WAIT_S ?? 120) * 1000;
+  while (threshold > 0 && os.loadavg()[0]! >= threshold && Date.now() < end) await sleep(1000);
+  return Number(os.loadavg()[0]!.toFixed(2));
+}
 
 /** A running child by its name (e.g. to quote its log in a failure note). */
 export function childByName(name: string): Child | undefined {

@@ -36,7 +36,7 @@ export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Rec
     out.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
     for (const r of burst) {
       const cpu = r.target === 'floor' ? `(simulator ${fmt(r.simCpuUsPerDelta)})` : fmt(r.cpuUsPerStart);
-      out.push(`| ${r.target} | ${r.persist ?? '—'} | ${r.k} | ${cpu} | ${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | ${fmt(r.ttfdAddedP50Ms)} | ${fmt(r.ttfdAddedP99Ms)} | `
+      out.push(`| ${r.target}${r.variant ? ` (${r.variant})` : ''} | ${r.persist ?? '—'} | ${r.k} | ${cpu} | ${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | ${fmt(r.ttfdAddedP50Ms)} | ${fmt(r.ttfdAddedP99Ms)} | `
         + `${fmt(r.rssKbPerStream)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} |`);
     }
   }

@@ -2,9 +2,9 @@
 // (every client drops mid-stream and re-attaches; each must end with the full text), a start storm (many
 // simultaneous starts per chat: exactly one run), and overload (past MAX_ACTIVE_RUNS new runs get a
 // clear 503 while the admitted ones finish intact).
-import os from 'node:os';
 import type { GenJob, GenResult } from './gen.ts';
 import type { Row, withService as WithService } from './bench.ts';
+import { waitForQuiet } from './procs.ts';
 import type { StormResult } from './storm.ts';
 import type { SimUrls } from './targets.ts';
 
@@ -38,8 +38,8 @@ export async function reattachRow(c: Context & { step: { k: number; rate: number
     kind: 'sse', k, deltas, rate, startsPerSec: c.STARTS, dropAfter, reattachDelayMs: 250,
   };
   let loadAvg1 = 0;
-  const re = await c.withService(c.sim, c.dbUrl, k * 2 + 1000, (svc) => {
-    loadAvg1 = Number(os.loadavg()[0]!.toFixed(2));
+  const re = await c.withService(c.sim, c.dbUrl, k * 2 + 1000, async (svc) => {
+    loadAvg1 = await waitForQuiet();
     return c.generate({ ...job, port: svc.port });
   });
   const f = c.floor;

@@ -5,6 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import { selfSignedCertificate } from '../helpers/tls.ts';
 import { sleep, start, type Child } from './procs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -30,13 +31,24 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startSimulator(): Promise<{ child: Child; urls: SimUrls; port: number }> {
-  const { child, line } = await start('simulator', process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/sim/main.ts')], {
-    env: { SIM_PORT: '0', SIM_HOST: '127.0.0.1' },
+/** `tls`: PEM files; the simulator then serves https, HTTP/2 or HTTP/1.1 by ALPN, as real providers do. */
+export async function startSimulator(tls?: { certFile: string; keyFile: string }): Promise<{ child: Child; urls: SimUrls; port: number }> {
+  const tlsEnv: Record<string, string> = tls ? { SIM_TLS_CERT_FILE: tls.certFile, SIM_TLS_KEY_FILE: tls.keyFile } : {};
+  const { child, line } = await start(tls ? 'simulator-tls' : 'simulator', process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/sim/main.ts')], {
+    env: { SIM_PORT: '0', SIM_HOST: '127.0.0.1', ...tlsEnv },
     ready: (l) => l.startsWith('{'),
   });
   const urls = JSON.parse(line) as SimUrls;
   return { child, urls, port: Number(new URL(urls.provider_c).port) };
+}
+
+/** The simulator over https with a fresh self-signed certificate, and the environment that makes a service trust it. */
+export async function startSecureSimulator() {
+  const dir = path.join(OUT, 'tls');
+  mkdirSync(dir, { recursive: true });
+  const { certFile, keyFile } = selfSignedCertificate(dir);
+  const secure = await startSimulator({ certFile, keyFile });
+  return { child: secure.child, urls: secure.urls, env: { NODE_EXTRA_CA_CERTS: certFile } as Record<string, string> };
 }
 
 /** Debian's nginx; installed here when missing (the bench runs as root on these machines). */
