@@ -1,7 +1,8 @@
 // Where a stream's memory goes: N persisted streams held open (one delta a second), then the service's
 // RSS and, with ACTOR_THREADS=0 (every run on the main thread), its V8 heap and external memory from
-// /metrics, each per stream over the idle process; with MEM_SNAPSHOT=1 a heap snapshot (SIGUSR2) is
-// written to bench/out/ and summarised by constructor.
+// /metrics, each per stream over the idle process; with MEM_SNAPSHOT=1 heap snapshots (SIGUSR2) of the
+// idle and the loaded process are written to the service's cwd, for heap-summary.ts --base and
+// heap-retained.ts (writing the idle one grows the RSS: read RSS from a run without snapshots).
 //   node --import tsx test/load/mem-probe.ts   (MEM_K=2000, MEM_THREADS=0)
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
@@ -55,6 +56,10 @@ for (const r of open.splice(0)) r.destroy();
 await sleep(3000);
 const idleRss = rssKb(pid);
 const idle = await metrics(svc.port);
+if (snapshot) {
+  process.kill(pid, 'SIGUSR2');
+  await sleep(10000);
+}
 for (let i = 0; i < K; i++) {
   startOne(i);
   if (i % 200 === 199) await sleep(200);
