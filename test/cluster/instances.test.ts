@@ -89,7 +89,9 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
     const origin = await openStream(a, '/v1/chat-completions/stream', slow(60, 20));
     const chatId = origin.meta.data.chatId as string;
     const follower = cc.stream(`/v1/chats/${chatId}/stream/attach`);
-    await new Promise((r) => setTimeout(r, 500));
+    // Stopped after some text (a run stopped before its first delta stores no answer), and late enough for
+    // the follower to have attached.
+    await Promise.all([origin.firstDelta, new Promise((r) => setTimeout(r, 500))]);
     const stop = await b.call('POST', `/v1/chats/${chatId}/stream/stop`);
     assert.deepEqual([stop.status, stop.body], [200, { stopped: true }]);
     const events = await origin.events;

@@ -98,17 +98,24 @@ export const slow = (deltas: number, rate: number, extra: Record<string, unknown
   ...extra,
 });
 
-/** Opens a stream and resolves with its meta event once it arrived; `events` settles at the end. */
+/**
+ * Opens a stream and resolves with its meta event once it arrived; `firstDelta` settles at the first
+ * delta (or the end, if none comes), `events` at the end.
+ */
 export async function openStream(inst: Instance, path: string, body: unknown) {
   const controller = new AbortController();
   const res = await fetch(inst.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal });
   assert.equal(res.status, 200, `${path} on ${inst.id}: ${res.status}`);
   let first!: (e: SseEvent) => void;
+  let delta!: (e?: SseEvent) => void;
   const meta = new Promise<SseEvent>((r) => (first = r));
+  const firstDelta = new Promise<SseEvent | undefined>((r) => (delta = r));
   const events = readSse(res, controller, undefined, (ev) => {
     if (ev.event === 'meta') first(ev);
+    if (ev.event === 'delta') delta(ev);
   }).catch(() => [] as SseEvent[]);
-  return { meta: await meta, events, abort: () => controller.abort() };
+  void events.then(() => delta());
+  return { meta: await meta, firstDelta, events, abort: () => controller.abort() };
 }
 
 export async function storedAnswer(inst: Instance, chatId: string): Promise<string | undefined> {
