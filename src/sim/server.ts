@@ -35,6 +35,10 @@ export interface SimRequestLog {
   retryCount: string | undefined;
   /** The client closed the connection before the answer was complete (e.g. a stopped stream). */
   closedEarly: boolean;
+  /** '1.1', or '2.0' when the https mode negotiated HTTP/2 (an addition to the shared contract). */
+  httpVersion: string;
+  /** The client's port: requests that share it came over one connection. */
+  remotePort: number | undefined;
 }
 
 export interface SimHandle {
@@ -152,6 +156,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: SimState
     body: body instanceof ParseFailure ? body.raw : body,
     retryCount: retryCount(req),
     closedEarly: false,
+    httpVersion: req.httpVersion,
+    remotePort: req.socket.remotePort,
   };
   requests.push(entry);
   res.once('close', () => {
