@@ -132,6 +132,11 @@ export function createH2Transport(options: H2Options) {
         origin.http1Only = true;
         return null;
       }
+      // Aborted while the connection was being made: an abort listener added now would never fire.
+      if (req.signal?.aborted) {
+        release(entry);
+        throw abortError(req.signal);
+      }
       // Slots were handed out before the server said its limit; those past it look again.
       if (place >= limitOf(entry)) {
         release(entry);

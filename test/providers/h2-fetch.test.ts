@@ -8,6 +8,7 @@ import http2, { type Http2ServerRequest, type Http2ServerResponse, type ServerHt
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
+import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { startSimulator } from '../../src/sim/server.ts';
 import { selfSignedCertificate } from '../helpers/tls.ts';
 import { collect, failure, httpsAdapter, request, type Sim } from './helpers.ts';
@@ -164,6 +165,21 @@ test('an abort ends its stream, not the connection', () =>
     assert.equal(f.connections, 1);
     // Frames on one connection arrive in order: the reset came before the next stream's request.
     assert.equal(f.cutShort, 1, 'the server saw the aborted stream end early');
+  }));
+
+test('an abort while the connection is still being made sends nothing and keeps the connection', () =>
+  withFront(front('h2'), async (f) => {
+    const providerFetch = createProviderFetch({ timeoutMs: 10_000, ca: tls.cert, http2: true });
+    const ac = new AbortController();
+    // The fetch is waiting for TLS and the server's SETTINGS when the abort comes.
+    const body = JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: `Hi\nSIM ${JSON.stringify({ deltas: 40, rate: 10 })}` }] });
+    const pending = providerFetch(`${f.base}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: ac.signal });
+    ac.abort();
+    await assert.rejects(pending, { name: 'AbortError' });
+    const next = await collect(adapter(f.base).startSession(slow(2, 100)));
+    assert.equal(next.text, REPLY);
+    assert.deepEqual([f.versions.length, f.cutShort], [1, 0], 'the server saw only the next call');
+    assert.equal(f.connections, 1, 'the next call used the connection the aborted one had opened');
   }));
 
 test('a stream the server resets fails the round; a server that stops answering times out', () =>
