@@ -30,11 +30,11 @@ chromium:
 screenshots: install chromium
 	node $(NODE_FLAGS) test/browser/screenshots.ts
 
-# The load test (test/load/bench.ts; figures in bench/, raw files in bench/out/). K=5,000 streams
+# The load test (bench/load/bench.ts; figures in bench/, raw files in bench/out/). K=5,000 streams
 # need ~3 descriptors per stream across the processes: raise the soft open-files limit to the hard one.
 # It installs Debian's nginx-light (the relay baseline) when nginx is missing.
 bench: install
-	ulimit -n $$(ulimit -Hn) 2>/dev/null; node $(NODE_FLAGS) test/load/bench.ts
+	ulimit -n $$(ulimit -Hn) 2>/dev/null; node $(NODE_FLAGS) bench/load/bench.ts
 
 # The fuzzer at full size: 12,000 seeded requests (make test runs 2,500). FUZZ_REQUESTS and FUZZ_SEED
 # change the run; FUZZ_ONLY=<index,…> replays single requests of a failure report.

@@ -4,8 +4,11 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { start, type Child } from '../load/procs.ts';
-import { ensureNginx, freePort } from '../load/targets.ts';
+import { execFileSync } from 'node:child_process';
+import { freePort } from './ports.ts';
+import { start, type Child } from './procs.ts';
+
+export { freePort };
 
 export const NGINX_CONF = path.resolve(import.meta.dirname, '../../deploy/nginx.conf');
 
@@ -74,4 +77,33 @@ export async function startNginx(port: number, http: (dir: string) => string, re
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+}
+
+/** Debian's nginx; installed here when missing (the bench runs as root on these machines). */
+export function ensureNginx(): string | null {
+  const find = (): string | null => {
+    for (const p of ['/usr/sbin/nginx', '/usr/bin/nginx']) {
+      try {
+        execFileSync(p, ['-v'], { stdio: 'ignore' });
+        return p;
+      } catch {
+        // not there
+      }
+    }
+    return null;
+  };
+  const found = find();
+  if (found) return found;
+  console.error('[nginx] nginx is not installed: installing Debian\'s nginx-light (apt-get install -y nginx-light) for the relay baseline');
+  try {
+    execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'nginx-light'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  } catch {
+    try {
+      execFileSync('apt-get', ['update'], { stdio: 'ignore' });
+      execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'nginx-light'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    } catch (err) {
+      console.error(`[nginx] could not install nginx-light (${(err as Error).message}); the nginx rows will be null`);
+    }
+  }
+  return find();
 }

@@ -4,7 +4,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { freePort } from '../load/targets.ts';
+import { freePort } from './ports.ts';
 
 export { freePort };
 

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator } from '../../src/sim/server.ts';
-import { ensureNginx, freePort } from '../load/targets.ts';
+import { ensureNginx, freePort } from '../helpers/nginx.ts';
 import { startNginx, type Nginx } from '../helpers/nginx.ts';
 import { selfSignedCertificate } from '../helpers/tls.ts';
 import { collect, httpsAdapter, request, type Sim } from './helpers.ts';

@@ -1,7 +1,7 @@
 // The load generator, run as its own process so its CPU never counts against the process under
 // test and its event loop is not shared with the harness:
 //
-//   node --import tsx test/load/gen.ts '<job json>'      (one job; or one job per stdin line)
+//   node --import tsx bench/load/gen.ts '<job json>'      (one job; or one job per stdin line)
 //
 // It opens K streams (starts spread at `startsPerSec`, so a sweep measures streaming rather than
 // a connection storm; the storm has its own scenario), waits for every stream to be judged or the

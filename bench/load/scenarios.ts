@@ -4,7 +4,7 @@
 // clear 503 while the admitted ones finish intact).
 import type { GenJob, GenResult } from './gen.ts';
 import type { Row, withService as WithService } from './bench.ts';
-import { waitForQuiet } from './procs.ts';
+import { waitForQuiet } from '../../test/helpers/procs.ts';
 import type { StormResult } from './storm.ts';
 import type { SimUrls } from './targets.ts';
 

@@ -2,7 +2,7 @@
 // so per-stream objects stand out when divided by the number of open streams.
 // With --base, the sums of an earlier snapshot (the idle process) are taken off first, so only what
 // the open streams keep is left.
-//   node --import tsx test/load/heap-summary.ts <file.heapsnapshot> [--base <idle.heapsnapshot>] [--per 2000] [--top 40]
+//   node --import tsx bench/load/heap-summary.ts <file.heapsnapshot> [--base <idle.heapsnapshot>] [--per 2000] [--top 40]
 import { addTo, printSums, readSnapshot, type Sums } from './heap-snapshot.ts';
 
 const args = process.argv.slice(2);

@@ -1,12 +1,12 @@
 // Latency of GET /health while twenty 30 MB bodies are parsed and checked at once (issue 16's target:
 // p99 under 50 ms). The service runs as `make run` starts it, in its own process, so this process's
 // own work is not in the figure. Not part of `make test` (timing on a shared machine is noise there).
-//   node --import tsx test/load/big-bodies.ts        BIG_BODIES=20 (count)
+//   node --import tsx bench/load/big-bodies.ts        BIG_BODIES=20 (count)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { bigCompletionBody } from '../helpers/big-body.ts';
-import { startService } from '../helpers/process.ts';
+import { bigCompletionBody } from '../../test/helpers/big-body.ts';
+import { startService } from '../../test/helpers/process.ts';
 
 const COUNT = Number(process.env.BIG_BODIES ?? 20);
 

@@ -1,7 +1,7 @@
 // Client and Postgres CPU of a persisted start's two statements (createChat with its LlmCall, then
 // finishLlmCallWithMessage), unnamed vs named (src/db/prepared.ts), alternating twice. Postgres CPU
 // is the whole server's (the postmaster and its children), so run it on a quiet machine:
-//   node --import tsx test/load/pg-named.ts   (N=3000 starts per round, 20 at a time)
+//   node --import tsx bench/load/pg-named.ts   (N=3000 starts per round, 20 at a time)
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -9,7 +9,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { usePreparedStatements } from '../../src/db/prepared.ts';
 import { createChat } from '../../src/store/chats.ts';
 import { finishLlmCallWithMessage } from '../../src/store/llm-calls.ts';
-import { cpuMicros } from './procs.ts';
+import { cpuMicros } from '../../test/helpers/procs.ts';
 import { createBenchDb } from './targets.ts';
 
 const bench = await createBenchDb();

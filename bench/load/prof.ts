@@ -2,7 +2,7 @@
 // (one per thread), the busy share, the top functions by self time, and self time grouped by
 // package or project folder, so the cost of a stream can be read without a GUI.
 //
-//   node --import tsx test/load/prof.ts bench/out/prof/*.cpuprofile [--top 25]
+//   node --import tsx bench/load/prof.ts bench/out/prof/*.cpuprofile [--top 25]
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 

@@ -4,12 +4,12 @@
 // Real providers speak HTTP/2 over TLS (ALPN), so the modes are `h1` (cleartext, what the bench's
 // simulator serves), `h1tls` and `h2tls` (undici's `allowH2`).
 //
-//   node --import tsx test/load/h2-probe.ts [N=2000] [modes=h1,h1tls,h2tls,service-h1tls,service-h2tls] [rounds=2]
+//   node --import tsx bench/load/h2-probe.ts [N=2000] [modes=h1,h1tls,h2tls,service-h1tls,service-h2tls] [rounds=2]
 //
 // Each mode runs in a fresh client process against a fresh server process, so neither's heap carries
 // over; the modes alternate `rounds` times.
 //
-//   node --import tsx test/load/h2-probe.ts goaway
+//   node --import tsx bench/load/h2-probe.ts goaway
 //
 // Why the service's HTTP/2 transport (src/providers/h2-fetch.ts) is built on node:http2 rather than
 // undici's `allowH2`: ten streams share one connection and the server sends a graceful GOAWAY (NO_ERROR)
@@ -20,8 +20,8 @@ import { createServer as createH1 } from 'node:http';
 import { createSecureServer } from 'node:http2';
 import { createServer as createH1Tls } from 'node:https';
 import { fileURLToPath } from 'node:url';
-import { selfSignedCertificate } from '../helpers/tls.ts';
-import { rssKb as processRssKb, start } from './procs.ts';
+import { selfSignedCertificate } from '../../test/helpers/tls.ts';
+import { rssKb as processRssKb, start } from '../../test/helpers/procs.ts';
 
 type Mode = 'h1' | 'h1tls' | 'h2tls' | 'service-h1tls' | 'service-h2tls';
 type ServerMode = 'h1' | 'h1tls' | 'h2tls';

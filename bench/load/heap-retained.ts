@@ -2,7 +2,7 @@
 // the root; Cooper, Harvey and Kennedy's iterative algorithm), then the retained size of every class
 // with about one instance per open stream, per stream. With --under CLASS, the self sizes of all that
 // the instances of CLASS dominate, grouped by name: what a retained figure is made of.
-//   node --import tsx test/load/heap-retained.ts <file.heapsnapshot> [--per 2000] [--under object:Reply]
+//   node --import tsx bench/load/heap-retained.ts <file.heapsnapshot> [--per 2000] [--under object:Reply]
 import { addTo, printSums, readSnapshot, type Sums } from './heap-snapshot.ts';
 
 const args = process.argv.slice(2);

@@ -2,7 +2,7 @@
 // core: Node runs JS on one thread) and reads many concurrent Chat Completions streams of stamped
 // deltas with a raw-socket reader here, counting deltas by their `|"}` ending instead of parsing.
 //
-//   node --import tsx test/load/sim-ceiling.ts [--streams 1000] [--deltas 2000] [--rate 0] [--seconds 5]
+//   node --import tsx bench/load/sim-ceiling.ts [--streams 1000] [--deltas 2000] [--rate 0] [--seconds 5]
 //
 // --rate 0 (default): unlimited streams, i.e. the most deltas/s the simulator can produce.
 // --rate N: every stream at N deltas/s through the shared ticker; reports whether it keeps up and

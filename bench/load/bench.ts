@@ -8,7 +8,7 @@
 //   BENCH_PEER_MAX_K=5000  BENCH_EXTRAS=provider_b,web_search,embedded,tls (BENCH_EXTRAS_K=1000, BENCH_EMBEDDED_K=100,
 //   BENCH_TLS_K=1000,5000)
 //   BENCH_BURST=1000 (start-burst K; 0 = off)  BENCH_CHECKS=0  BENCH_REATTACH=0
-//   BENCH_CLUSTER=0 BENCH_CLUSTER_K=1000 BENCH_REDIS_URL (the cluster rows: test/load/cluster.ts)
+//   BENCH_CLUSTER=0 BENCH_CLUSTER_K=1000 BENCH_REDIS_URL (the cluster rows: bench/load/cluster.ts)
 //   BENCH_QUIET_LOAD=1 BENCH_QUIET_WAIT_S=120 (wait before each run for the 1-minute load average to fall below it)
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=1200 (runs left after this are skipped, with a note)
@@ -20,7 +20,7 @@ import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
 import { costChart, latencyChart } from './charts.ts';
 import { markdown } from './report.ts';
-import { childByName, cpuMicros, openFilesLimit, rssKb, rssSampler, sleep, start, stopAll, waitForQuiet, type Child } from './procs.ts';
+import { childByName, cpuMicros, openFilesLimit, rssKb, rssSampler, sleep, start, stopAll, waitForQuiet, type Child } from '../../test/helpers/procs.ts';
 import { runClusterChecks } from './cluster.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';

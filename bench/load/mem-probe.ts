@@ -3,12 +3,12 @@
 // /metrics, each per stream over the idle process; with MEM_SNAPSHOT=1 heap snapshots (SIGUSR2) of the
 // idle and the loaded process are written to the service's cwd, for heap-summary.ts --base and
 // heap-retained.ts (writing the idle one grows the RSS: read RSS from a run without snapshots).
-//   node --import tsx test/load/mem-probe.ts   (MEM_K=2000, MEM_THREADS=0)
+//   node --import tsx bench/load/mem-probe.ts   (MEM_K=2000, MEM_THREADS=0)
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { createBenchDb, OUT, startService, startSimulator } from './targets.ts';
-import { rssKb, sleep } from './procs.ts';
+import { rssKb, sleep } from '../../test/helpers/procs.ts';
 
 const K = Number(process.env.MEM_K ?? 2000);
 const threads = process.env.MEM_THREADS ?? '0';

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Row } from './bench.ts';
 import type { GenJob, GenResult } from './gen.ts';
-import { cpuMicros, rssKb, start, type Child } from './procs.ts';
+import { cpuMicros, rssKb, start, type Child } from '../../test/helpers/procs.ts';
 import { freePort, startNginx, startService, type SimUrls } from './targets.ts';
 
 export interface ClusterContext {
