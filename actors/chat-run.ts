@@ -1,42 +1,66 @@
-// The chat run actor's work: store the new input, call the provider round after round, run the
-// service's tools between rounds, store the answer with its LlmCall in one transaction, and end
-// with exactly one `done` or `error`.
-import { toProviderMessages } from '../src/chat/transcript.ts';
+// The chat run actor: store the new input, call the provider round after round, run the service's
+// tools between rounds, store the answer with its LlmCall in one transaction, and end with exactly
+// one `done` or `error`. One synchronous receive handles every message; I/O is in chat-io.ts.
+//
+//   idle ─start─▶ streaming ─round_end(no calls)────────────▶ [waiting: input stored?] ─▶ storing ─▶ ended
+//                   ▲  │ text, hold_expired                                                    ▲
+//                   │  └─round_end(calls)─▶ [waiting] ─▶ tools ─tool_done, tool_stored…─┐      │ stop: partial answer
+//                   └────────────────── all results ────────────────────────────────────┘      │
+//   any failure, cancel ─▶ failing (input settled ▶ interrupted text kept ▶ LlmCall failed) ─▶ ended
 import { resolveToolNames } from '../src/chat/tools.ts';
-import type { ProviderName, ToolResultInput, Usage } from '../src/providers/types.ts';
+import { toProviderMessages } from '../src/chat/transcript.ts';
+import type { ProviderName, ProviderSession, RoundEnd, ToolCallRequest, ToolResultInput, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { normalizePrompt } from '../src/schemas.ts';
-import type { RunContext } from './runtime/actor.ts';
-import { runToolCalls } from './chat-tools.ts';
-import { failureOf, RunError } from './run-failure.ts';
-import { failCall, prepareChat, storeAnswer, type ChatStorageRequest } from './run-storage.ts';
-import { TextGate } from './text-gate.ts';
+import type { ServiceTool } from '../src/tools/types.ts';
+import { executeChat } from './chat-io.ts';
+import type { ChatCommand, ChatMsg, ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
+import { closeSlot, openSlot, type ToolDone, type ToolSlot } from './chat-tools.ts';
+import { failureOf, interruptionOf, RunError } from './run-failure.ts';
+import type { Control, Io } from './runtime/actor.ts';
+import { defineRun } from './runtime/actor.ts';
+import type { RunFailure } from './runtime/protocol.ts';
+import type { ChatStorageRequest } from './run-storage.ts';
+import { TextGate, type HoldExpired } from './text-gate.ts';
 
-export interface ChatRunRequest extends ChatStorageRequest {
-  /** `stream` uses the provider's streaming call; `whole` its whole-response call (for `raw`). */
-  mode: 'stream' | 'whole';
-  /** The chat's stored settings, as the route read them (existing chats only). */
-  stored?: { additionalSystemPrompt: string | null; enabledTools: string[] };
-  additionalSystemPrompt?: string | null;
-  enabledTools?: string[];
-  temperature?: number;
-  maxTokens?: number;
-}
-
-export interface ChatRunValue {
-  chatId: string | null;
-  callId: string | null;
-  provider: ProviderName;
-  model: string;
-  text: string;
-  usage: Usage | null;
-  raw: unknown;
-  /** A user stopped the run: `text` is the partial answer. */
-  stopped: boolean;
-}
+export type { ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
 
 export const toolLimitMessage = (rounds: number) =>
   `Stopped after ${rounds} tool rounds: the tool-call limit for one completion was reached. Ask again to continue.`;
+
+/** What the run knows across its states. */
+interface ChatData {
+  readonly req: ChatRunRequest;
+  started: number;
+  /** The chat messages go to; null when nothing is stored. */
+  readonly chatId: string | null;
+  usage: Usage | null;
+  raw: unknown;
+  /** The input and running LlmCall: a storage failure is the run's cause even when it surfaces as an abort. */
+  prepared: 'pending' | 'ok' | 'failed';
+  storageError: unknown;
+  /** Aborts the provider call when storage fails; the run's own signal covers cancellation. */
+  readonly storageFailed: AbortController;
+  tools: ServiceTool[];
+  session: ProviderSession | null;
+  round: number;
+  calls: ToolSlot[];
+  toolsLeft: number;
+}
+
+/** What waits for the input to be stored: the tool messages follow it, and so does the answer. */
+type Then = { then: 'tools'; calls: ToolCallRequest[] } | { then: 'answer' } | { then: 'stopped' };
+
+export type ChatState =
+  | { s: 'idle'; run: ChatData }
+  | { s: 'streaming'; run: ChatData; gate: TextGate }
+  | ({ s: 'waiting'; run: ChatData } & Then)
+  | { s: 'tools'; run: ChatData }
+  | { s: 'storing'; run: ChatData; stopped: boolean }
+  | { s: 'failing'; run: ChatData; failure: RunFailure; step: 'settle' | 'interrupt' | 'record' }
+  | { s: 'ended'; run: ChatData };
+
+type ChatIo = Io<ChatMsg, ChatRunValue, ChatCommand, RunDeps>;
 
 function addUsage(total: Usage | null, u: Usage | null): Usage | null {
   if (!u) return total;
@@ -47,106 +71,233 @@ function addUsage(total: Usage | null, u: Usage | null): Usage | null {
   return total;
 }
 
-/**
- * Stores the answer and ends the run with `done`. The answer is exactly what was streamed: the
- * deltas, concatenated. A stopped run stores that partial text (nothing when empty) with
- * `metadata.stopped`, its LlmCall ends `stopped`, and `done` says `stopped: true`.
- */
-async function finishAnswer(
-  ctx: RunContext<ChatRunValue>,
-  req: ChatRunRequest,
-  deps: RunDeps,
-  o: { chatId: string | null; usage: Usage | null; raw: unknown; started: number; stopped: boolean },
-): Promise<void> {
-  const { callId } = req;
-  const text = ctx.deltaText;
-  const { usage } = o;
-  if (callId) await storeAnswer(deps, { callId, chatId: o.chatId, text, usage, started: o.started, stopped: o.stopped });
-  const done: Record<string, unknown> = { type: 'done', text };
-  if (usage) done.usage = usage;
-  if (o.stopped) done.stopped = true;
-  const value: ChatRunValue = { chatId: o.chatId, callId, provider: req.provider, model: req.model, text, usage, raw: o.raw, stopped: o.stopped };
-  ctx.finish('done', done, { ok: true, value });
+function initial(req: ChatRunRequest): ChatState {
+  const run: ChatData = {
+    req,
+    started: 0,
+    chatId: req.storeChat ? req.chatId : null,
+    usage: null,
+    raw: null,
+    prepared: 'pending',
+    storageError: null,
+    storageFailed: new AbortController(),
+    tools: [],
+    session: null,
+    round: 0,
+    calls: [],
+    toolsLeft: 0,
+  };
+  return { s: 'idle', run };
 }
 
-export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest, deps: RunDeps): Promise<void> {
-  const started = performance.now();
-  const { pool, config } = deps;
-  const { callId } = req;
-  const chatId = req.storeChat ? req.chatId : null;
-  let usage: Usage | null = null;
-  // Storage failing aborts the provider call too; the run's own signal covers cancellation.
-  const storageFailed = new AbortController();
-  const signal = AbortSignal.any([ctx.signal, storageFailed.signal]);
-  const prepared = prepareChat(req, deps).catch((err: unknown) => {
-    storageFailed.abort(err);
-    throw err;
+function start(run: ChatData, io: ChatIo): ChatState {
+  const { req } = run;
+  const { deps } = io;
+  run.started = performance.now();
+  io.perform({ c: 'prepare', req });
+  io.emit('meta', { type: 'meta', chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model });
+  const adapter = deps.providers.get(req.provider);
+  if (!adapter) return caught(run, new RunError(`${req.provider} is not configured`, 'invalid'), io);
+  const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : (req.stored?.additionalSystemPrompt ?? null);
+  const toolNames = resolveToolNames(req.provider, req.enabledTools ?? req.stored?.enabledTools, deps.tools);
+  run.tools = deps.tools.filter((t) => toolNames.includes(t.name));
+  run.session = adapter.startSession({
+    model: req.model,
+    messages: toProviderMessages(prompt, req.messages),
+    tools: run.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+    temperature: req.temperature,
+    maxTokens: req.maxTokens,
+    stream: req.mode === 'stream',
+    signal: AbortSignal.any([io.signal, run.storageFailed.signal]),
   });
-  prepared.catch(() => {}); // observed below; never an unhandled rejection
-  ctx.emit('meta', { type: 'meta', chatId, callId, provider: req.provider, model: req.model });
-  try {
-    const adapter = deps.providers.get(req.provider);
-    if (!adapter) throw new RunError(`${req.provider} is not configured`, 'invalid');
+  return nextRound(run, null, io);
+}
 
-    const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : (req.stored?.additionalSystemPrompt ?? null);
-    const toolNames = resolveToolNames(req.provider, req.enabledTools ?? req.stored?.enabledTools, deps.tools);
-    const tools = deps.tools.filter((t) => toolNames.includes(t.name));
-    const session = adapter.startSession({
-      model: req.model,
-      messages: toProviderMessages(prompt, req.messages),
-      tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
-      temperature: req.temperature,
-      maxTokens: req.maxTokens,
-      stream: req.mode === 'stream',
-      signal,
-    });
-    let raw: unknown = null;
-    let results: ToolResultInput[] | null = null;
-    for (let round = 1; ; round++) {
-      const gate = new TextGate(ctx, tools.length > 0);
-      // Text goes straight to the gate (no await per delta); the loop sees only the round's end.
-      const end = await session.round(results, gate.push);
-      usage = addUsage(usage, end.usage);
-      raw = end.raw;
-      const calls = end.toolCalls;
-      if (calls.length === 0) {
-        gate.release();
-        break;
-      }
-      // Text of a round that ends in tool calls is commentary: dropped unless already shown.
-      gate.discard();
-      // CHAT_MAX_TOOL_ROUNDS cycles have run and the model still asks for tools: stop here.
-      if (round > config.CHAT_MAX_TOOL_ROUNDS) {
-        ctx.emitDelta((ctx.deltaText ? '\n\n' : '') + toolLimitMessage(config.CHAT_MAX_TOOL_ROUNDS));
-        break;
-      }
-      // Tool messages follow the stored input.
-      await prepared;
-      results = await runToolCalls(ctx, calls, { tools, pool, chatId, config });
+function nextRound(run: ChatData, results: ToolResultInput[] | null, io: ChatIo): ChatState {
+  run.round++;
+  io.perform({ c: 'round', session: run.session!, round: run.round, results });
+  return { s: 'streaming', run, gate: new TextGate(io, run.tools.length > 0, run.round) };
+}
+
+function roundEnded(state: ChatState & { s: 'streaming' }, end: RoundEnd, io: ChatIo): ChatState {
+  const { run, gate } = state;
+  run.usage = addUsage(run.usage, end.usage);
+  run.raw = end.raw;
+  const calls = end.toolCalls;
+  if (calls.length === 0) {
+    gate.release();
+    return answered(run, io);
+  }
+  // Text of a round that ends in tool calls is commentary: dropped unless already shown.
+  gate.discard();
+  // CHAT_MAX_TOOL_ROUNDS cycles have run and the model still asks for tools: stop here.
+  const max = io.deps.config.CHAT_MAX_TOOL_ROUNDS;
+  if (run.round > max) {
+    io.emitDelta((io.deltaText ? '\n\n' : '') + toolLimitMessage(max));
+    return answered(run, io);
+  }
+  return whenStored(run, { then: 'tools', calls }, io);
+}
+
+/** The rounds are over: the answer is stored, unless the run was asked to end meanwhile. */
+function answered(run: ChatData, io: ChatIo): ChatState {
+  if (io.signal.aborted) return caught(run, io.signal.reason ?? new Error('run cancelled'), io);
+  return whenStored(run, { then: 'answer' }, io);
+}
+
+/** Goes on once the input is stored; a failed store fails the run. */
+function whenStored(run: ChatData, next: Then, io: ChatIo): ChatState {
+  if (run.prepared === 'pending') return { s: 'waiting', run, ...next };
+  if (run.prepared === 'failed') return next.then === 'stopped' ? fail(run, run.storageError, io) : caught(run, run.storageError, io);
+  if (next.then === 'tools') return startTools(run, next.calls, io);
+  return storeAnswer(run, next.then === 'stopped', io);
+}
+
+function startTools(run: ChatData, calls: ToolCallRequest[], io: ChatIo): ChatState {
+  run.calls = [];
+  run.toolsLeft = calls.length;
+  calls.forEach((call, index) => {
+    const { slot, command } = openSlot(call, run.tools, run.round, index);
+    run.calls.push(slot);
+    io.emitKeyed(slot.toolCallId, 'tool_call', { ...slot.base, status: 'initiated' });
+    io.perform(command);
+  });
+  return { s: 'tools', run };
+}
+
+/** A tool's terminal event, after its message is stored; the next round once every call has ended. */
+function toolEnded(state: ChatState, slot: ToolSlot, io: ChatIo): ChatState {
+  const { run } = state;
+  io.emitKeyed(slot.toolCallId, 'tool_call', slot.terminal);
+  run.toolsLeft--;
+  if (run.toolsLeft > 0 || state.s !== 'tools') return state;
+  return nextRound(run, run.calls.map((c) => c.result!), io);
+}
+
+/**
+ * Stores the answer and ends with `done`. The answer is exactly what was streamed: the deltas,
+ * concatenated. A stopped run stores that partial text (nothing when empty) with `metadata.stopped`,
+ * its LlmCall ends `stopped`, and `done` says `stopped: true`.
+ */
+function storeAnswer(run: ChatData, stopped: boolean, io: ChatIo): ChatState {
+  const { callId } = run.req;
+  if (!callId) return done(run, stopped, io);
+  io.perform({ c: 'store_answer', callId, chatId: run.chatId, text: io.deltaText, usage: run.usage, started: run.started, stopped });
+  return { s: 'storing', run, stopped };
+}
+
+function done(run: ChatData, stopped: boolean, io: ChatIo): ChatState {
+  const { req, usage } = run;
+  const text = io.deltaText;
+  const data: Record<string, unknown> = { type: 'done', text };
+  if (usage) data.usage = usage;
+  if (stopped) data.stopped = true;
+  const raw = stopped ? null : run.raw;
+  io.finish('done', data, { ok: true, value: { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, raw, stopped } });
+  return { s: 'ended', run };
+}
+
+/** A user's stop ends the run with what it has, not with an error (unless storage failed first). */
+function caught(run: ChatData, err: unknown, io: ChatIo): ChatState {
+  if (io.cancelled === 'stop' && run.prepared !== 'failed' && !io.finished) return whenStored(run, { then: 'stopped' }, io);
+  return fail(run, err, io);
+}
+
+function fail(run: ChatData, caughtErr: unknown, io: ChatIo): ChatState {
+  // A storage failure is the cause even when it surfaces as the provider call's abort.
+  const err = run.prepared === 'failed' ? run.storageError : caughtErr;
+  const failure = interruptionOf(io.signal) ?? failureOf(err, io.signal);
+  return failing(run, failure, 'settle', io);
+}
+
+/**
+ * The LlmCall's insert must settle before the call can be marked failed. Even a failed insert may
+ * have landed (its reply lost with the connection), so the failure is recorded anyway (a no-op for
+ * an unknown call). A shutdown or fencing cut keeps the streamed text first.
+ */
+function failing(run: ChatData, failure: RunFailure, step: 'settle' | 'interrupt' | 'record', io: ChatIo): ChatState {
+  if (step === 'settle') {
+    if (run.prepared === 'pending') return { s: 'failing', run, failure, step };
+    const text = io.deltaText;
+    if (run.prepared === 'ok' && run.chatId && text && interruptionOf(io.signal)) {
+      io.perform({ c: 'store_interrupted', chatId: run.chatId, text });
+      return { s: 'failing', run, failure, step: 'interrupt' };
     }
-    if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('run cancelled');
-    await prepared;
-    await finishAnswer(ctx, req, deps, { chatId, usage, raw, started, stopped: false });
-  } catch (caught) {
-    // A user's stop ends the run with what it has, not with an error (unless storage failed first).
-    if (ctx.stopRequested && !storageFailed.signal.aborted && !ctx.finished) {
-      try {
-        await prepared;
-        await finishAnswer(ctx, req, deps, { chatId, usage, raw: null, started, stopped: true });
-        return;
-      } catch (err) {
-        caught = err;
-      }
+    step = 'interrupt';
+  }
+  const { callId } = run.req;
+  if (step === 'interrupt' && callId) {
+    io.perform({ c: 'fail_call', callId, error: failure.message, started: run.started });
+    return { s: 'failing', run, failure, step: 'record' };
+  }
+  io.finish('error', { type: 'error', message: failure.message }, failure);
+  return { s: 'ended', run };
+}
+
+function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatState {
+  const { run } = state;
+  switch (msg.t) {
+    case 'start':
+      return state.s === 'idle' ? start(run, io) : state;
+    case 'stop':
+    case 'cancel':
+      // The runtime has aborted the run's signal: the provider call or the tools end, and their
+      // outcome brings the run to its end (a stopped answer, or the cancel's error).
+      return state;
+    case 'text':
+      if (state.s === 'streaming' && msg.round === run.round) state.gate.push(msg.text);
+      return state;
+    case 'hold_expired':
+      if (state.s === 'streaming' && msg.round === run.round) state.gate.expire();
+      return state;
+    case 'round_end':
+      return state.s === 'streaming' && msg.round === run.round ? roundEnded(state, msg.end, io) : state;
+    case 'round_failed':
+      if (state.s !== 'streaming' || msg.round !== run.round) return state;
+      state.gate.discard();
+      return caught(run, msg.error, io);
+    case 'prepared':
+      run.prepared = 'ok';
+      if (state.s === 'waiting') return whenStored(run, state, io);
+      return state.s === 'failing' && state.step === 'settle' ? failing(run, state.failure, 'settle', io) : state;
+    case 'prepare_failed':
+      run.prepared = 'failed';
+      run.storageError = msg.error;
+      run.storageFailed.abort(msg.error);
+      if (state.s === 'waiting') return whenStored(run, state, io);
+      return state.s === 'failing' && state.step === 'settle' ? failing(run, state.failure, 'settle', io) : state;
+    case 'tool_done': {
+      const slot = run.calls[msg.index];
+      if (msg.round !== run.round || !slot) return state;
+      const message = closeSlot(slot, msg);
+      if (!run.chatId) return toolEnded(state, slot, io);
+      io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId: run.chatId, message });
+      return state;
     }
-    // A storage failure is the cause even when it surfaces as the provider call's abort.
-    const err = storageFailed.signal.aborted ? storageFailed.signal.reason : caught;
-    const failure = failureOf(err, ctx.signal);
-    const { message } = failure;
-    // The LlmCall's insert must settle before the call can be marked failed. Even a failed insert
-    // may have landed (its reply lost with the connection), so the failure is recorded anyway (a
-    // no-op for an unknown call); during a database outage it is retried once the database is back.
-    await prepared.catch(() => {});
-    if (callId) await failCall(deps, { callId, error: message, started });
-    ctx.finish('error', { type: 'error', message }, failure);
+    case 'tool_stored': {
+      const slot = run.calls[msg.index];
+      return msg.round === run.round && slot ? toolEnded(state, slot, io) : state;
+    }
+    case 'tool_store_failed':
+      return state.s === 'tools' ? caught(run, msg.error, io) : state;
+    case 'answer_stored':
+      return state.s === 'storing' ? done(run, state.stopped, io) : state;
+    case 'answer_store_failed':
+      if (state.s !== 'storing') return state;
+      return state.stopped ? fail(run, msg.error, io) : caught(run, msg.error, io);
+    case 'interrupted_stored':
+      if (state.s !== 'failing' || state.step !== 'interrupt') return state;
+      if (msg.error) io.log('warn', `run ${io.runId}: the interrupted answer could not be stored`, msg.error);
+      return failing(run, state.failure, 'interrupt', io);
+    case 'call_failed':
+      return state.s === 'failing' ? failing(run, state.failure, 'record', io) : state;
   }
 }
+
+/** A throw inside receive ends the run as any failure does, unless it came while failing. */
+function crashed(state: ChatState, err: unknown, io: ChatIo): ChatState {
+  if (state.s === 'failing' || state.s === 'ended') throw err;
+  return caught(state.run, err, io);
+}
+
+export const chatRun = defineRun({ initial, receive, crashed, execute: executeChat });

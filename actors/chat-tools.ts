@@ -1,23 +1,37 @@
-// One round of service tool calls: `initiated` event, execution, the tool message stored, then the
-// terminal `completed`/`failed` event (in that order, per the spec). A tool that fails is a failed
-// tool call whose error goes back to the model; only a storage fault fails the run.
+// One round of service tool calls, as steps of the chat run's receive: the `initiated` event and the
+// tool started, then (as its outcome arrives) the tool message stored, then the terminal
+// `completed`/`failed` event (in that order, per the spec). A tool that fails is a failed tool call
+// whose error goes back to the model; only a storage fault fails the run.
 import { randomUUID } from 'node:crypto';
-import type pg from 'pg';
-import type { Config } from '../src/config.ts';
 import type { ToolCallRequest, ToolResultInput } from '../src/providers/types.ts';
-import { appendMessages } from '../src/store/messages.ts';
+import type { NewMessage } from '../src/store/messages.ts';
 import type { ServiceTool } from '../src/tools/types.ts';
-import type { RunContext } from './runtime/actor.ts';
 
 const PREVIEW_CHARS = 300;
 
-export interface ToolRoundDeps {
-  tools: ServiceTool[];
-  pool: pg.Pool;
-  /** The chat to store tool messages in; null when nothing is stored. */
-  chatId: string | null;
-  config: Config;
+/** One call of the current round, from its `initiated` event to its result. */
+export interface ToolSlot {
+  readonly call: ToolCallRequest;
+  readonly toolCallId: string;
+  readonly startedAt: Date;
+  readonly base: Record<string, unknown>;
+  terminal: Record<string, unknown> | null;
+  result: ToolResultInput | null;
 }
+
+/** The command that runs one tool (its arguments already parsed, or why they cannot be). */
+export interface ToolCommand {
+  c: 'tool';
+  round: number;
+  index: number;
+  tool: ServiceTool | null;
+  name: string;
+  args: Record<string, unknown>;
+  invalid: string | null;
+}
+
+/** A tool's outcome, as a message of the chat run. */
+export type ToolDone = { t: 'tool_done'; round: number; index: number; output: string; error?: string; preview?: string };
 
 function parseArgs(raw: string): Record<string, unknown> | Error {
   if (raw.trim() === '') return {};
@@ -33,10 +47,11 @@ function preview(text: string): string {
   return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
 }
 
-async function runOne(ctx: RunContext, call: ToolCallRequest, deps: ToolRoundDeps): Promise<ToolResultInput> {
+/** A call's slot and the command that runs it; the caller emits `initiated` and performs the command. */
+export function openSlot(call: ToolCallRequest, tools: ServiceTool[], round: number, index: number): { slot: ToolSlot; command: ToolCommand } {
   const toolCallId = randomUUID();
   const startedAt = new Date();
-  const tool = deps.tools.find((t) => t.name === call.name);
+  const tool = tools.find((t) => t.name === call.name) ?? null;
   const parsed = parseArgs(call.arguments);
   const args = parsed instanceof Error ? {} : parsed;
   let summary = `${call.name}`;
@@ -46,41 +61,38 @@ async function runOne(ctx: RunContext, call: ToolCallRequest, deps: ToolRoundDep
     // A summary is cosmetic; keep the tool name.
   }
   const base = { toolCallId, name: call.name, summary, args, startedAt: startedAt.toISOString() };
-  ctx.emitKeyed(toolCallId, 'tool_call', { ...base, status: 'initiated' });
-
-  let output: string;
-  let error: string | undefined;
-  let resultPreview: string | undefined;
-  try {
-    if (parsed instanceof Error) throw parsed;
-    if (!tool) throw new Error(`unknown tool ${call.name}`);
-    const outcome = await tool.run(args, { config: deps.config, signal: ctx.signal });
-    output = outcome.output;
-    resultPreview = outcome.preview ?? preview(outcome.output);
-  } catch (err) {
-    error = err instanceof Error ? err.message : String(err);
-    output = `Error: ${error}`;
-  }
-  const completedAt = new Date();
-  const terminal: Record<string, unknown> = {
-    ...base,
-    status: error === undefined ? 'completed' : 'failed',
-    completedAt: completedAt.toISOString(),
-    durationMs: completedAt.getTime() - startedAt.getTime(),
-  };
-  if (resultPreview !== undefined) terminal.resultPreview = resultPreview;
-  if (error !== undefined) terminal.error = error;
-
-  if (deps.chatId) {
-    await appendMessages(deps.pool, deps.chatId, [
-      { role: 'tool', content: output, name: call.name, metadata: { kind: 'tool_call', providerCallId: call.callId, ...terminal } },
-    ]);
-  }
-  ctx.emitKeyed(toolCallId, 'tool_call', terminal);
-  return { callId: call.callId, name: call.name, output };
+  const slot: ToolSlot = { call, toolCallId, startedAt, base, terminal: null, result: null };
+  const invalid = parsed instanceof Error ? parsed.message : null;
+  return { slot, command: { c: 'tool', round, index, tool, name: call.name, args, invalid } };
 }
 
-/** Runs a round's calls side by side; results keep the calls' order. */
-export function runToolCalls(ctx: RunContext, calls: ToolCallRequest[], deps: ToolRoundDeps): Promise<ToolResultInput[]> {
-  return Promise.all(calls.map((c) => runOne(ctx, c, deps)));
+/** Runs one tool: every failure is the call's outcome, never a rejection. */
+export async function runTool(cmd: ToolCommand, ctx: Parameters<ServiceTool['run']>[1]): Promise<ToolDone> {
+  const { round, index } = cmd;
+  try {
+    if (cmd.invalid !== null) throw new Error(cmd.invalid);
+    if (!cmd.tool) throw new Error(`unknown tool ${cmd.name}`);
+    const outcome = await cmd.tool.run(cmd.args, ctx);
+    return { t: 'tool_done', round, index, output: outcome.output, preview: outcome.preview ?? preview(outcome.output) };
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    return { t: 'tool_done', round, index, output: `Error: ${error}`, error };
+  }
+}
+
+/** The call's terminal event and result; the tool message to store when the chat is stored. */
+export function closeSlot(slot: ToolSlot, done: ToolDone): NewMessage {
+  const completedAt = new Date();
+  const terminal: Record<string, unknown> = {
+    ...slot.base,
+    status: done.error === undefined ? 'completed' : 'failed',
+    completedAt: completedAt.toISOString(),
+    durationMs: completedAt.getTime() - slot.startedAt.getTime(),
+  };
+  if (done.preview !== undefined) terminal.resultPreview = done.preview;
+  if (done.error !== undefined) terminal.error = done.error;
+  slot.terminal = terminal;
+  const { call } = slot;
+  slot.result = { callId: call.callId, name: call.name, output: done.output };
+  return { role: 'tool', content: done.output, name: call.name, metadata: { kind: 'tool_call', providerCallId: call.callId, ...terminal } };
 }

@@ -28,3 +28,14 @@ export function failureOf(err: unknown, signal: AbortSignal): RunFailure {
   }
   return { ok: false, outcome: 'internal', message };
 }
+
+/**
+ * A cancel for shutdown or fencing: the run keeps what it had and ends with the cancel's message
+ * verbatim (contract item 2). Null for a stop, a disconnect, or no cancel.
+ */
+export function interruptionOf(signal: AbortSignal): RunFailure | null {
+  const reason: unknown = signal.reason;
+  if (!signal.aborted || !(reason instanceof RunCancelled)) return null;
+  if (reason.why !== 'shutdown' && reason.why !== 'fenced') return null;
+  return { ok: false, outcome: 'cancelled', message: reason.message };
+}

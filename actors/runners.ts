@@ -1,4 +1,4 @@
-// The run functions by kind, shared by every actor host.
+// The run definitions by kind, shared by every actor host.
 import type { RunDeps } from '../src/run-deps.ts';
 import type { Runners } from './runtime/host.ts';
 import { chatRun } from './chat-run.ts';

@@ -1,12 +1,17 @@
-// The search run actor's work: engine_a's search and answer side by side (search runs always use
-// engine_a, whatever CHAT_WEB_SEARCH_ENGINE says), one event per outcome as soon as it is known,
-// then the run stored (replacing results and answer) and exactly one `done` or `error`.
+// The search run actor: engine_a's search and answer side by side (search runs always use engine_a,
+// whatever CHAT_WEB_SEARCH_ENGINE says), one event per outcome as soon as it is known, then the run
+// stored (replacing results and answer) and exactly one `done` or `error`.
+//
+//   idle ─start─▶ running ─search_done, answer_done (both)─▶ storing ─saved─▶ ended
+//                       (a disconnect ends it here, storing nothing)
 import { engineAAnswer, engineASearch, type EngineAEndpoint } from '../src/engines/engine-a.ts';
-import type { RunDeps } from '../src/run-deps.ts';
 import { saveSearchRun } from '../src/store/searches.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
+import type { RunDeps as Deps } from '../src/run-deps.ts';
 import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
-import type { RunContext } from './runtime/actor.ts';
+import { defineRun, type Control, type Io } from './runtime/actor.ts';
+import type { RunFailure } from './runtime/protocol.ts';
+import { interruptionOf } from './run-failure.ts';
 
 export interface SearchRunRequest {
   searchId: string;
@@ -43,102 +48,154 @@ function clip(text: string | null, max: number): string | null {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
-export async function searchRun(ctx: RunContext<SearchRunValue>, req: SearchRunRequest, deps: RunDeps): Promise<void> {
-  const started = performance.now();
-  const { signal } = ctx;
-  const { endpoint } = req;
+type Found = { requestId: string | null; results: SearchResultItem[] };
+type Answered = { answerText: string | null; answerRequestId: string | null; answerCitations: AnswerCitation[] };
 
-  const search: Promise<Outcome<{ requestId: string | null; results: SearchResultItem[] }>> = engineASearch(
-    {
-      ...endpoint,
-      query: req.query,
-      type: req.type,
-      numResults: req.numResults,
-      includeDomains: req.includeDomains,
-      excludeDomains: req.excludeDomains,
-      contents: { highlights: { maxCharacters: SNIPPET_CHARS }, summary: { query: req.query } },
-    },
-    { signal, timeoutMs: SEARCH_TIMEOUT_MS },
-  ).then(
-    (r) => {
-      const value = { requestId: r.requestId, results: r.results };
-      ctx.emitKeyed('search_results', 'search_results', value);
-      return { ok: true as const, value };
-    },
-    (err: unknown) => {
-      const error = messageOf(err);
-      ctx.emitKeyed('search_error', 'search_error', { error });
-      return { ok: false as const, error };
-    },
-  );
+export type SearchMsg =
+  | { t: 'search_done'; outcome: Outcome<Found> }
+  | { t: 'answer_done'; outcome: Outcome<Answered> }
+  | { t: 'saved'; detail: SearchDetail | null }
+  | { t: 'save_failed'; error: unknown };
 
-  const answer: Promise<Outcome<{ answerText: string | null; answerRequestId: string | null; answerCitations: AnswerCitation[] }>> =
-    engineAAnswer({ ...endpoint, query: req.query }, { signal, timeoutMs: ANSWER_TIMEOUT_MS }).then(
-      (r) => {
-        const value = {
-          answerText: r.answerText,
-          answerRequestId: r.answerRequestId,
-          answerCitations: r.citations.map((c) => ({ ...c, text: clip(c.text, CITATION_TEXT_CHARS) })),
-        };
-        ctx.emitKeyed('answer', 'answer', value);
-        return { ok: true as const, value };
-      },
-      (err: unknown) => {
-        const error = messageOf(err);
-        ctx.emitKeyed('answer_error', 'answer_error', { error });
-        return { ok: false as const, error };
-      },
-    );
+export type SearchCommand =
+  | { c: 'search'; req: SearchRunRequest }
+  | { c: 'answer'; req: SearchRunRequest }
+  | { c: 'save'; searchId: string; row: Parameters<typeof saveSearchRun>[2] };
 
-  let [s, a] = await Promise.all([search, answer]);
-  // A user's stop keeps what had arrived; the part cut short is stored as stopped.
-  const stopped = signal.aborted && ctx.stopRequested;
-  if (signal.aborted && !stopped) {
-    // Only a cancel (server shutdown) or a stop aborts a run; a client disconnect never does. Nothing is stored.
-    const message = `search run cancelled: ${messageOf(signal.reason ?? 'aborted')}`;
-    ctx.finish('error', { message }, { ok: false, outcome: 'cancelled', message });
-    return;
+interface SearchData {
+  readonly req: SearchRunRequest;
+  started: number;
+  search: Outcome<Found> | null;
+  answer: Outcome<Answered> | null;
+}
+
+export type SearchState =
+  | { s: 'idle'; run: SearchData }
+  | { s: 'running'; run: SearchData }
+  /** `stopped`: a user's stop; `interrupted`: a shutdown or fencing cut, which ends with its message. */
+  | { s: 'storing'; run: SearchData; stopped: boolean; interrupted: RunFailure | null }
+  | { s: 'ended'; run: SearchData };
+
+type SearchIo = Io<SearchMsg, SearchRunValue, SearchCommand, Deps>;
+
+async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, signal: AbortSignal): Promise<SearchMsg> {
+  switch (cmd.c) {
+    case 'search': {
+      const { req } = cmd;
+      const contents = { highlights: { maxCharacters: SNIPPET_CHARS }, summary: { query: req.query } };
+      const search = { ...req.endpoint, query: req.query, type: req.type, numResults: req.numResults, includeDomains: req.includeDomains, excludeDomains: req.excludeDomains, contents };
+      return engineASearch(search, { signal, timeoutMs: SEARCH_TIMEOUT_MS }).then(
+        (r): SearchMsg => ({ t: 'search_done', outcome: { ok: true, value: { requestId: r.requestId, results: r.results } } }),
+        (err: unknown): SearchMsg => ({ t: 'search_done', outcome: { ok: false, error: messageOf(err) } }),
+      );
+    }
+    case 'answer':
+      return engineAAnswer({ ...cmd.req.endpoint, query: cmd.req.query }, { signal, timeoutMs: ANSWER_TIMEOUT_MS }).then(
+        (r): SearchMsg => {
+          const answerCitations = r.citations.map((c) => ({ ...c, text: clip(c.text, CITATION_TEXT_CHARS) }));
+          return { t: 'answer_done', outcome: { ok: true, value: { answerText: r.answerText, answerRequestId: r.answerRequestId, answerCitations } } };
+        },
+        (err: unknown): SearchMsg => ({ t: 'answer_done', outcome: { ok: false, error: messageOf(err) } }),
+      );
+    case 'save':
+      return saveSearchRun(deps.pool, cmd.searchId, cmd.row).then(
+        (detail): SearchMsg => ({ t: 'saved', detail }),
+        (error: unknown): SearchMsg => ({ t: 'save_failed', error }),
+      );
   }
-  if (stopped) {
+}
+
+const initial = (req: SearchRunRequest): SearchState => ({ s: 'idle', run: { req, started: 0, search: null, answer: null } });
+
+function fail(run: SearchData, io: SearchIo, message: string, outcome: RunFailure['outcome']): SearchState {
+  io.finish('error', { message }, { ok: false, outcome, message });
+  return { s: 'ended', run };
+}
+
+/** Both outcomes are in: store them, or (a disconnect) end storing nothing. */
+function settle(run: SearchData, io: SearchIo): SearchState {
+  let s = run.search!;
+  let a = run.answer!;
+  const { signal } = io;
+  // A user's stop keeps what had arrived; the part cut short is stored as stopped. So does a
+  // shutdown or fencing cut, which then ends with its own message.
+  const stopped = signal.aborted && io.cancelled === 'stop';
+  const interrupted = interruptionOf(signal);
+  if (signal.aborted && !stopped && !interrupted) {
+    // Only a cancel or a stop aborts a run; a client disconnect never does. Nothing is stored.
+    return fail(run, io, `search run cancelled: ${messageOf(signal.reason ?? 'aborted')}`, 'cancelled');
+  }
+  if (stopped || interrupted) {
     if (!s.ok) s = { ok: false, error: SEARCH_RUN_STOPPED };
     if (!a.ok) a = { ok: false, error: SEARCH_RUN_STOPPED };
   }
-  const latencyMs = Math.round(performance.now() - started);
-
-  let detail: SearchDetail | null;
-  try {
-    detail = await saveSearchRun(deps.pool, req.searchId, {
-      query: req.query,
-      title: req.title ?? null,
-      requestId: s.ok ? s.value.requestId : null,
-      latencyMs,
-      error: s.ok ? null : s.error,
-      results: s.ok ? s.value.results : [],
-      answerText: a.ok ? a.value.answerText : null,
-      answerRequestId: a.ok ? a.value.answerRequestId : null,
-      answerCitations: a.ok ? a.value.answerCitations : [],
-      answerError: a.ok ? null : a.error,
-    });
-  } catch (err) {
-    const message = `search run could not be stored: ${messageOf(err)}`;
-    ctx.finish('error', { message }, { ok: false, outcome: 'internal', message });
-    return;
-  }
-  if (!detail) {
-    // Deleted while the run was going.
-    const message = SEARCH_NOT_FOUND;
-    ctx.finish('error', { message }, { ok: false, outcome: 'not_found', message });
-    return;
-  }
-  if (stopped) {
-    ctx.finish('error', { message: SEARCH_RUN_STOPPED }, { ok: false, outcome: 'stopped', message: SEARCH_RUN_STOPPED });
-    return;
-  }
-  if (!s.ok && !a.ok) {
-    const message = `search and answer both failed: ${s.error}; ${a.error}`;
-    ctx.finish('error', { message }, { ok: false, outcome: 'provider_error', message });
-    return;
-  }
-  const value: SearchRunValue = { search: detail };
-  ctx.finish('done', { search: detail }, { ok: true, value });
+  run.search = s;
+  run.answer = a;
+  const { req } = run;
+  const row = {
+    query: req.query,
+    title: req.title ?? null,
+    requestId: s.ok ? s.value.requestId : null,
+    latencyMs: Math.round(performance.now() - run.started),
+    error: s.ok ? null : s.error,
+    results: s.ok ? s.value.results : [],
+    answerText: a.ok ? a.value.answerText : null,
+    answerRequestId: a.ok ? a.value.answerRequestId : null,
+    answerCitations: a.ok ? a.value.answerCitations : [],
+    answerError: a.ok ? null : a.error,
+  };
+  io.perform({ c: 'save', searchId: req.searchId, row });
+  return { s: 'storing', run, stopped, interrupted };
 }
+
+function saved(state: SearchState & { s: 'storing' }, detail: SearchDetail | null, io: SearchIo): SearchState {
+  const { run } = state;
+  // Deleted while the run was going.
+  if (!detail) return fail(run, io, SEARCH_NOT_FOUND, 'not_found');
+  if (state.stopped) return fail(run, io, SEARCH_RUN_STOPPED, 'stopped');
+  if (state.interrupted) return fail(run, io, state.interrupted.message, 'cancelled');
+  const s = run.search!;
+  const a = run.answer!;
+  if (!s.ok && !a.ok) return fail(run, io, `search and answer both failed: ${s.error}; ${a.error}`, 'provider_error');
+  io.finish('done', { search: detail }, { ok: true, value: { search: detail } });
+  return { s: 'ended', run };
+}
+
+function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): SearchState {
+  const { run } = state;
+  switch (msg.t) {
+    case 'start':
+      if (state.s !== 'idle') return state;
+      run.started = performance.now();
+      io.perform({ c: 'search', req: run.req });
+      io.perform({ c: 'answer', req: run.req });
+      return { s: 'running', run };
+    case 'stop':
+    case 'cancel':
+      // The engines' calls see the aborted signal and come back as outcomes.
+      return state;
+    case 'search_done':
+      if (state.s !== 'running') return state;
+      if (msg.outcome.ok) io.emitKeyed('search_results', 'search_results', msg.outcome.value);
+      else io.emitKeyed('search_error', 'search_error', { error: msg.outcome.error });
+      run.search = msg.outcome;
+      return run.answer ? settle(run, io) : state;
+    case 'answer_done':
+      if (state.s !== 'running') return state;
+      if (msg.outcome.ok) io.emitKeyed('answer', 'answer', msg.outcome.value);
+      else io.emitKeyed('answer_error', 'answer_error', { error: msg.outcome.error });
+      run.answer = msg.outcome;
+      return run.search ? settle(run, io) : state;
+    case 'saved':
+      return state.s === 'storing' ? saved(state, msg.detail, io) : state;
+    case 'save_failed':
+      return state.s === 'storing' ? fail(run, io, `search run could not be stored: ${messageOf(msg.error)}`, 'internal') : state;
+  }
+}
+
+/** Nothing to record beyond the run's end: the runtime ends it with the error. */
+function crashed(_state: SearchState, err: unknown): SearchState {
+  throw err;
+}
+
+export const searchRun = defineRun({ initial, receive, crashed, execute: executeSearch });

@@ -2,14 +2,18 @@
 // reply cleaned, and the title stored only while the chat is still untitled (setChatTitleIfEmpty,
 // one atomic statement), so a title the user sets meanwhile is kept. A failure changes nothing in
 // the chat. Keyed by chatId with `join`: two suggestions at once share one model call.
+//
+//   idle ─start─▶ opening (LlmCall) ─▶ generating ─▶ closing (LlmCall succeeded) ─▶ titling ─▶ ended
+//   a failure anywhere ─▶ failing (LlmCall failed) ─▶ ended;  TITLE_TIMEOUT_MS is a timer message
 import { cleanTitle, generateTitle, TITLE_TIMEOUT_MS } from '../src/chat/title.ts';
 import { CHAT_NOT_FOUND } from '../src/messages.ts';
-import type { Usage } from '../src/providers/types.ts';
+import type { ProviderAdapter, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { setChatTitleIfEmpty } from '../src/store/chats.ts';
 import type { ChatSummary } from '../src/types.ts';
-import type { RunContext } from './runtime/actor.ts';
-import { failureOf, RunError } from './run-failure.ts';
+import { defineRun, messageOf, type Control, type Io } from './runtime/actor.ts';
+import type { RunFailure } from './runtime/protocol.ts';
+import { failureOf, interruptionOf, RunError } from './run-failure.ts';
 import { failCall, finishCall, startCall } from './run-storage.ts';
 
 export interface TitleRunRequest {
@@ -23,42 +27,141 @@ export interface TitleRunValue {
   chat: ChatSummary;
 }
 
-export async function titleRun(ctx: RunContext<TitleRunValue>, req: TitleRunRequest, deps: RunDeps): Promise<void> {
-  const started = performance.now();
-  const timeout = AbortSignal.timeout(TITLE_TIMEOUT_MS);
-  const model = deps.config.TITLE_MODEL;
-  let callId: string | null = null;
-  try {
-    const adapter = deps.providers.get('provider_a');
-    if (!adapter) throw new RunError('provider_a is not configured', 'unavailable');
-    callId = await startCall(deps, { chatId: req.chatId, provider: 'provider_a', model, purpose: 'title' });
-    let title: string;
-    let usage: Usage | null;
-    try {
-      const out = await generateTitle(adapter, model, req.content, AbortSignal.any([ctx.signal, timeout]));
-      title = cleanTitle(out.text);
-      usage = out.usage;
-    } catch (err) {
-      if (!timeout.aborted || ctx.signal.aborted) throw err;
-      throw new RunError(`timed out after ${TITLE_TIMEOUT_MS} ms`, 'provider_timeout');
-    }
-    if (!title) throw new RunError(`${model} returned no usable title`, 'provider_error');
-    try {
-      await finishCall(deps, { callId, usage, started });
-    } catch (err) {
-      // The answer cannot be kept, so the call failed: say so once the database is back.
-      throw new RunError(`title could not be stored: ${err instanceof Error ? err.message : String(err)}`, 'internal');
-    }
-    const chat = await setChatTitleIfEmpty(deps.pool, req.chatId, title);
-    if (!chat) {
-      ctx.finish('error', { message: CHAT_NOT_FOUND }, { ok: false, outcome: 'not_found', message: CHAT_NOT_FOUND });
-      return;
-    }
-    ctx.finish('done', { chat }, { ok: true, value: { chat } });
-  } catch (err) {
-    const failure = failureOf(err, ctx.signal);
-    failure.message = `title generation failed: ${failure.message}`;
-    if (callId) await failCall(deps, { callId, error: failure.message, started });
-    ctx.finish('error', { message: failure.message }, failure);
+export type TitleMsg =
+  | { t: 'call_started'; callId: string }
+  | { t: 'generated'; text: string; usage: Usage | null }
+  | { t: 'timeout' }
+  | { t: 'call_finished' }
+  | { t: 'titled'; chat: ChatSummary | null }
+  /** A step's I/O failed: the run fails with it. */
+  | { t: 'failed'; error: unknown }
+  | { t: 'call_failed' };
+
+export type TitleCommand =
+  | { c: 'start_call'; chatId: string; model: string }
+  | { c: 'generate'; adapter: ProviderAdapter; model: string; content: string; signal: AbortSignal }
+  | { c: 'finish_call'; callId: string; usage: Usage | null; started: number }
+  | { c: 'set_title'; chatId: string; title: string }
+  | { c: 'fail_call'; callId: string; error: string; started: number };
+
+interface TitleData {
+  readonly req: TitleRunRequest;
+  started: number;
+  model: string;
+  callId: string | null;
+  /** Aborts the model call at TITLE_TIMEOUT_MS after the start. */
+  readonly timeout: AbortController;
+  adapter: ProviderAdapter | null;
+}
+
+export type TitleState =
+  | { s: 'idle'; run: TitleData }
+  | { s: 'opening'; run: TitleData }
+  | { s: 'generating'; run: TitleData }
+  | { s: 'closing'; run: TitleData; title: string }
+  | { s: 'titling'; run: TitleData }
+  | { s: 'failing'; run: TitleData; failure: RunFailure }
+  | { s: 'ended'; run: TitleData };
+
+type TitleIo = Io<TitleMsg, TitleRunValue, TitleCommand, RunDeps>;
+
+const failed = (error: unknown): TitleMsg => ({ t: 'failed', error });
+
+async function executeTitle(cmd: TitleCommand, deps: RunDeps): Promise<TitleMsg> {
+  switch (cmd.c) {
+    case 'start_call':
+      return startCall(deps, { chatId: cmd.chatId, provider: 'provider_a', model: cmd.model, purpose: 'title' }).then((callId): TitleMsg => ({ t: 'call_started', callId }), failed);
+    case 'generate':
+      return generateTitle(cmd.adapter, cmd.model, cmd.content, cmd.signal).then((out): TitleMsg => ({ t: 'generated', text: out.text, usage: out.usage }), failed);
+    case 'finish_call':
+      return finishCall(deps, cmd).then(
+        (): TitleMsg => ({ t: 'call_finished' }),
+        // The answer cannot be kept, so the call failed: say so once the database is back.
+        (err: unknown) => failed(new RunError(`title could not be stored: ${messageOf(err)}`, 'internal')),
+      );
+    case 'set_title':
+      return setChatTitleIfEmpty(deps.pool, cmd.chatId, cmd.title).then((chat): TitleMsg => ({ t: 'titled', chat }), failed);
+    case 'fail_call':
+      return failCall(deps, cmd).then((): TitleMsg => ({ t: 'call_failed' }));
   }
 }
+
+function initial(req: TitleRunRequest): TitleState {
+  return { s: 'idle', run: { req, started: 0, model: '', callId: null, timeout: new AbortController(), adapter: null } };
+}
+
+function start(run: TitleData, io: TitleIo): TitleState {
+  run.started = performance.now();
+  run.model = io.deps.config.TITLE_MODEL;
+  io.after(TITLE_TIMEOUT_MS, { t: 'timeout' });
+  run.adapter = io.deps.providers.get('provider_a') ?? null;
+  if (!run.adapter) return fail(run, new RunError('provider_a is not configured', 'unavailable'), io);
+  io.perform({ c: 'start_call', chatId: run.req.chatId, model: run.model });
+  return { s: 'opening', run };
+}
+
+function fail(run: TitleData, err: unknown, io: TitleIo): TitleState {
+  // A shutdown or fencing cut ends the run with its own message, verbatim.
+  const cut = interruptionOf(io.signal);
+  const failure = cut ?? failureOf(err, io.signal);
+  if (!cut) failure.message = `title generation failed: ${failure.message}`;
+  if (!run.callId) return end(run, failure, io);
+  io.perform({ c: 'fail_call', callId: run.callId, error: failure.message, started: run.started });
+  return { s: 'failing', run, failure };
+}
+
+function end(run: TitleData, failure: RunFailure, io: TitleIo): TitleState {
+  io.finish('error', { message: failure.message }, failure);
+  return { s: 'ended', run };
+}
+
+function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): TitleState {
+  const { run } = state;
+  switch (msg.t) {
+    case 'start':
+      return state.s === 'idle' ? start(run, io) : state;
+    case 'stop':
+    case 'cancel':
+      // The model call sees the aborted signal; its failure ends the run.
+      return state;
+    case 'timeout':
+      run.timeout.abort(new Error(`timed out after ${TITLE_TIMEOUT_MS} ms`));
+      return state;
+    case 'call_started':
+      if (state.s !== 'opening') return state;
+      run.callId = msg.callId;
+      io.perform({ c: 'generate', adapter: run.adapter!, model: run.model, content: run.req.content, signal: AbortSignal.any([io.signal, run.timeout.signal]) });
+      return { s: 'generating', run };
+    case 'generated': {
+      if (state.s !== 'generating') return state;
+      const title = cleanTitle(msg.text);
+      if (!title) return fail(run, new RunError(`${run.model} returned no usable title`, 'provider_error'), io);
+      io.perform({ c: 'finish_call', callId: run.callId!, usage: msg.usage, started: run.started });
+      return { s: 'closing', run, title };
+    }
+    case 'call_finished':
+      if (state.s !== 'closing') return state;
+      io.perform({ c: 'set_title', chatId: run.req.chatId, title: state.title });
+      return { s: 'titling', run };
+    case 'titled':
+      if (state.s !== 'titling') return state;
+      if (!msg.chat) return end(run, { ok: false, outcome: 'not_found', message: CHAT_NOT_FOUND }, io);
+      io.finish('done', { chat: msg.chat }, { ok: true, value: { chat: msg.chat } });
+      return { s: 'ended', run };
+    case 'failed': {
+      if (state.s === 'failing' || state.s === 'ended') return state;
+      // The model call's failure after the timeout is the timeout, unless the run was cancelled.
+      const timedOut = state.s === 'generating' && run.timeout.signal.aborted && !io.signal.aborted;
+      return fail(run, timedOut ? new RunError(`timed out after ${TITLE_TIMEOUT_MS} ms`, 'provider_timeout') : msg.error, io);
+    }
+    case 'call_failed':
+      return state.s === 'failing' ? end(run, state.failure, io) : state;
+  }
+}
+
+function crashed(state: TitleState, err: unknown, io: TitleIo): TitleState {
+  if (state.s === 'failing' || state.s === 'ended') throw err;
+  return fail(state.run, err, io);
+}
+
+export const titleRun = defineRun({ initial, receive, crashed, execute: executeTitle });

@@ -1,17 +1,17 @@
-// A run actor: one active run. It owns the run's event buffer and the abort signal of its work, and
-// guarantees exactly one terminal event.
+// A run actor: one active run with a mailbox. Every input of the run (its start, provider text,
+// round ends, storage and tool outcomes, timers, attach, stop, cancel) is a plain message pushed on
+// one array and drained in the same turn by the run kind's synchronous `receive(state, msg, io)`.
+// A push while draining waits its turn behind the message being handled, so handlers never
+// interleave. `receive` never awaits: it starts I/O through `io.perform(command)`, and the outcome
+// comes back as a later message.
 //
-// There is no mailbox: each input is handled where it arrives, and ordering still holds because an
-// actor lives on one thread and every handler is synchronous. The host calls `receive` for control
-// messages (attach, cancel) one at a time, in the order the supervisor sent them; the run's own
-// inputs (provider text, round ends, tool results) resume its async function, which emits
-// synchronously, between two control messages, never during one. So an attach's replay is a snapshot
-// taken between two emits: every frame before it is in the replay, every frame after it goes out in a
-// later outbox item (the outbox closes the run's open item at a replay), and none is in both.
+// Replay then live is a property of mailbox order: an attach is handled between two messages, so its
+// replay holds every frame emitted before it and none emitted after it; the outbox closes the run's
+// open item at a replay, so the frames after it go out after it. No promise, timer or closure is
+// made per message: a message is the only allocation on the delta path.
 import { EventBuffer } from './event-buffer.ts';
 import { deltaFrame, sseFrame } from './frame.ts';
-import type { Outbox } from './outbox.ts';
-import type { CancelWhy, RunResult, ToHost } from './protocol.ts';
+import type { CancelWhy, RunResult } from './protocol.ts';
 
 /** The abort reason of a run asked to end early; `why` tells a user's stop from the runtime's cancel. */
 export class RunCancelled extends Error {
@@ -24,15 +24,45 @@ export class RunCancelled extends Error {
   }
 }
 
-/** What a run function sees of its actor. `V` is the run's value type. */
-export interface RunContext<V = unknown> {
+/** The messages every run kind receives from the runtime. */
+export type Control =
+  | { t: 'start' }
+  /** A user's stop: end with what the run has. */
+  | { t: 'stop'; message: string }
+  /** The runtime's cancel: nobody can use the result (`message` ends the run for shutdown and fencing). */
+  | { t: 'cancel'; why: Exclude<CancelWhy, 'stop'>; message: string };
+
+/** Messages the runtime handles itself, in mailbox order with the kind's. */
+type RuntimeMessage = { t: 'attach'; subId: number } | { t: 'fault'; error: unknown };
+
+/** Where an actor's frames and end go: the host's outbox, or a test's recorder. */
+export interface FrameSink {
+  frames(runId: string, data: string): void;
+  replay(runId: string, subId: number, data: string, ended: boolean): void;
+  replayFailed(runId: string, subId: number, message: string): void;
+  end(runId: string, result: RunResult): void;
+  log(level: 'warn' | 'error', message: string, err?: unknown): void;
+}
+
+export interface Timers {
+  set(ms: number, fn: () => void): unknown;
+  clear(handle: unknown): void;
+}
+
+const realTimers: Timers = {
+  set: (ms, fn) => setTimeout(fn, ms),
+  clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
+
+/** What `receive` may do: emit frames, end the run, start I/O and timers. All synchronous. */
+export interface Io<M, V, C, D> {
   readonly runId: string;
+  /** Read-only resources (config, tools, provider adapters); I/O with them goes through `perform`. */
+  readonly deps: D;
   /** Aborted (with a RunCancelled reason) when the run is asked to end early. */
   readonly signal: AbortSignal;
   /** Why the run was asked to end early, or null. */
   readonly cancelled: CancelWhy | null;
-  /** A user asked to stop: end with what the run has (the caller decides what that means). */
-  readonly stopRequested: boolean;
   emit(event: string, data: unknown): void;
   /** An event whose later states replace earlier ones on replay (tool calls, search events). */
   emitKeyed(key: string, event: string, data: unknown): void;
@@ -42,110 +72,192 @@ export interface RunContext<V = unknown> {
   /** The terminal event; the first call wins, later ones are ignored. */
   finish(event: 'done' | 'error', data: unknown, result: RunResult<V>): void;
   readonly finished: boolean;
+  /** Starts a command's I/O; its outcome comes back as the message its executor answers with. */
+  perform(command: C): void;
+  /** `msg` arrives after `ms` (unless the run ends first); the handle cancels it. */
+  after(ms: number, msg: M): unknown;
+  cancelTimer(handle: unknown): void;
   /** A failure the run handled but someone should see (e.g. a write that could not be recorded). */
   log(level: 'warn' | 'error', message: string, err?: unknown): void;
 }
 
-export type RunFunction<Req, V, D> = (ctx: RunContext<V>, request: Req, deps: D) => Promise<void>;
+/** The mailbox as I/O sees it: callbacks (provider text) only ever push messages. */
+export type Tell<M> = (msg: M) => void;
 
-type ControlMessage = Extract<ToHost, { t: 'attach' } | { t: 'cancel' }>;
+/**
+ * One run kind: its state and message unions (`S`, `M`), its commands (`C`), and how it behaves.
+ * `receive` is the only place the run's state changes and its frames are emitted.
+ */
+export interface Behavior<Req, V, D, S extends { s: string }, M extends { t: string }, C> {
+  initial(request: Req): S;
+  receive(state: S, msg: M | Control, io: Io<M, V, C, D>): S;
+  /** `receive` threw: the state in which the run goes on to record its failure and end. */
+  crashed(state: S, err: unknown, io: Io<M, V, C, D>): S;
+  /** Carries out a command; resolves with the message that reports its outcome, failures included. */
+  execute(command: C, deps: D, tell: Tell<M>, signal: AbortSignal): Promise<M>;
+}
 
-export class Actor implements RunContext<unknown> {
+/** What a host holds of an actor: it hands it the runtime's messages. */
+export interface ActorRef {
+  tell(msg: Control | { t: 'attach'; subId: number }): void;
+}
+
+/** A run kind as a host sees it: its types beyond request and value are the kind's own. */
+export interface RunDefinition<Req, V, D> {
+  spawn(runId: string, request: Req, deps: D, sink: FrameSink, timers?: Timers): ActorRef;
+}
+
+export function defineRun<Req, V, D, S extends { s: string }, M extends { t: string }, C>(behavior: Behavior<Req, V, D, S, M, C>): RunDefinition<Req, V, D> {
+  return { spawn: (runId, request, deps, sink, timers) => new Actor(runId, behavior, request, deps, sink, timers ?? realTimers) };
+}
+
+export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, C> implements Io<M, V, C, D>, ActorRef {
   readonly runId: string;
-  private readonly buffer = new EventBuffer();
-  private readonly controller = new AbortController();
-  private readonly outbox: Outbox;
+  readonly deps: D;
   finished = false;
   cancelled: CancelWhy | null = null;
+  private state: S;
+  private readonly mailbox: Array<M | Control | RuntimeMessage> = [];
+  private draining = false;
+  private readonly buffer = new EventBuffer();
+  private readonly controller = new AbortController();
+  private readonly timers = new Set<unknown>();
 
-  constructor(runId: string, outbox: Outbox) {
+  constructor(
+    runId: string,
+    private readonly behavior: Behavior<Req, V, D, S, M, C>,
+    request: Req,
+    deps: D,
+    private readonly sink: FrameSink,
+    private readonly clock: Timers,
+  ) {
     this.runId = runId;
-    this.outbox = outbox;
+    this.deps = deps;
+    this.state = behavior.initial(request);
   }
 
   get signal(): AbortSignal {
     return this.controller.signal;
   }
 
-  get stopRequested(): boolean {
-    return this.cancelled === 'stop';
-  }
-
   get deltaText(): string {
     return this.buffer.deltaText;
   }
 
-  /** A control message; a failure is logged and, for an attach, ends that subscriber with an error. */
-  receive(msg: ControlMessage): void {
+  /** The one way in: bound once per actor, so a provider callback can push without a closure per message. */
+  readonly tell = (msg: M | Control | RuntimeMessage): void => {
+    this.mailbox.push(msg);
+    if (!this.draining) this.drain();
+  };
+
+  private readonly fault = (error: unknown): void => this.tell({ t: 'fault', error });
+
+  private drain(): void {
+    this.draining = true;
+    const box = this.mailbox;
     try {
-      if (msg.t === 'attach') this.outbox.replay(this.runId, msg.subId, this.buffer.replay(), this.finished);
-      else this.cancel(msg.why, msg.message);
-    } catch (err) {
-      this.log('error', `run ${this.runId}: ${msg.t} failed`, err);
-      if (msg.t === 'attach') this.outbox.replayFailed(this.runId, msg.subId, `replay failed: ${messageOf(err)}`);
+      for (let i = 0; i < box.length; i++) this.handle(box[i]!);
+    } finally {
+      box.length = 0;
+      this.draining = false;
     }
   }
 
-  private cancel(why: CancelWhy, message: string): void {
-    if (this.finished || this.cancelled) return;
-    this.cancelled = why;
-    this.controller.abort(new RunCancelled(why, message));
+  private handle(msg: M | Control | RuntimeMessage): void {
+    if (msg.t === 'attach') return this.attach((msg as { subId: number }).subId);
+    if (this.finished) return;
+    if (msg.t === 'fault') return this.crash((msg as { error: unknown }).error);
+    if (msg.t === 'stop' || msg.t === 'cancel') {
+      // The first request to end early wins; the run's I/O sees it through the signal at once.
+      if (this.cancelled) return;
+      const c = msg as Extract<Control, { t: 'stop' | 'cancel' }>;
+      this.cancelled = c.t === 'stop' ? 'stop' : c.why;
+      this.controller.abort(new RunCancelled(this.cancelled, c.message));
+    }
+    try {
+      this.state = this.behavior.receive(this.state, msg as M | Control, this);
+    } catch (err) {
+      this.crash(err);
+    }
   }
 
-  /** Starts the run function; any escape from it becomes the terminal `error` event, and is logged. */
-  run<D>(fn: RunFunction<unknown, unknown, D>, request: unknown, deps: D): void {
-    let started: Promise<void>;
+  private attach(subId: number): void {
     try {
-      started = fn(this, request, deps);
+      this.sink.replay(this.runId, subId, this.buffer.replay(), this.finished);
+    } catch (err) {
+      this.log('error', `run ${this.runId}: attach failed`, err);
+      this.sink.replayFailed(this.runId, subId, `replay failed: ${messageOf(err)}`);
+    }
+  }
+
+  /** A throw inside `receive` (or an executor that rejected): logged, then the kind records its failure. */
+  private crash(err: unknown): void {
+    this.log('error', `run ${this.runId} threw`, err);
+    try {
+      this.state = this.behavior.crashed(this.state, err, this);
+    } catch (again) {
+      this.log('error', `run ${this.runId} could not record its failure`, again);
+      const message = messageOf(err);
+      this.finish('error', { type: 'error', message }, { ok: false, outcome: 'internal', message });
+    }
+  }
+
+  perform(command: C): void {
+    let started: Promise<M>;
+    try {
+      started = this.behavior.execute(command, this.deps, this.tell, this.controller.signal);
     } catch (err) {
       started = Promise.reject(err);
     }
-    started.then(
-      () => {
-        if (!this.finished) this.fail('run ended without a result');
-      },
-      (err: unknown) => {
-        this.log('error', `run ${this.runId} threw`, err);
-        this.fail(messageOf(err));
-      },
-    );
+    started.then(this.tell, this.fault);
+  }
+
+  after(ms: number, msg: M): unknown {
+    const handle = this.clock.set(ms, () => {
+      this.timers.delete(handle);
+      this.tell(msg);
+    });
+    this.timers.add(handle);
+    return handle;
+  }
+
+  cancelTimer(handle: unknown): void {
+    if (this.timers.delete(handle)) this.clock.clear(handle);
   }
 
   emit(event: string, data: unknown): void {
     if (this.finished) return;
     const frame = sseFrame(event, data);
     this.buffer.push(frame);
-    this.outbox.frames(this.runId, frame);
+    this.sink.frames(this.runId, frame);
   }
 
   emitKeyed(key: string, event: string, data: unknown): void {
     if (this.finished) return;
     const frame = sseFrame(event, data);
     this.buffer.upsert(key, frame);
-    this.outbox.frames(this.runId, frame);
+    this.sink.frames(this.runId, frame);
   }
 
   emitDelta(text: string): void {
     if (this.finished || text.length === 0) return;
     this.buffer.appendText(text);
-    this.outbox.frames(this.runId, deltaFrame(text));
+    this.sink.frames(this.runId, deltaFrame(text));
   }
 
-  finish(event: 'done' | 'error', data: unknown, result: RunResult): void {
+  finish(event: 'done' | 'error', data: unknown, result: RunResult<V>): void {
     if (this.finished) return;
     this.finished = true;
+    for (const h of this.timers) this.clock.clear(h);
+    this.timers.clear();
     const frame = sseFrame(event, data);
     this.buffer.end(frame);
-    this.outbox.frames(this.runId, frame);
-    this.outbox.end(this.runId, result);
+    this.sink.frames(this.runId, frame);
+    this.sink.end(this.runId, result);
   }
 
   log(level: 'warn' | 'error', message: string, err?: unknown): void {
-    this.outbox.log(level, message, err);
-  }
-
-  private fail(message: string): void {
-    this.finish('error', { type: 'error', message }, { ok: false, outcome: 'internal', message });
+    this.sink.log(level, message, err);
   }
 }
 

@@ -42,9 +42,11 @@ export type KindOf<T extends RunTypeMap> = keyof T & string;
 
 /**
  * Why a run is asked to end early. `stop` is a user's decision (the run ends with what it has, e.g. a
- * chat's partial answer); `shutdown` and `disconnect` are the runtime's (nobody can use the result).
+ * chat's partial answer); `shutdown`, `disconnect` and `fenced` (this instance lost the cluster) are
+ * the runtime's. After `shutdown` or `fenced` a run keeps what streamed so far and ends with the
+ * cancel's message as its `error`.
  */
-export type CancelWhy = 'stop' | 'shutdown' | 'disconnect';
+export type CancelWhy = 'stop' | 'shutdown' | 'disconnect' | 'fenced';
 
 /** Failures the runtime cannot hand to anyone are logged through this (pino in the service). */
 export type RuntimeLog = (level: 'warn' | 'error', message: string, err?: unknown) => void;

@@ -34,7 +34,6 @@ interface Entry extends RunInfo {
 }
 
 export interface SupervisorStats {
-  runsStarted: number;
   eventsSent: number;
   slowClientsDropped: number;
 }
@@ -55,7 +54,9 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
   private readonly opts: SupervisorOptions;
   private nextSubId = 1;
   private closing = false;
-  readonly stats: SupervisorStats = { runsStarted: 0, eventsSent: 0, slowClientsDropped: 0 };
+  readonly stats: SupervisorStats = { eventsSent: 0, slowClientsDropped: 0 };
+  /** Callers of whenIdle, settled when the last active run ends. */
+  private idleWaiters: Array<() => void> = [];
 
   constructor(opts: SupervisorOptions) {
     this.opts = opts;
@@ -105,7 +106,6 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
     if (key !== null) this.keyed(kind).set(key, entry);
     slot.runs.add(entry);
     if (opts.subscriber) this.addSubscriber(entry, opts.subscriber);
-    this.stats.runsStarted++;
     slot.port.send({ t: 'start', runId: entry.runId, kind, request: opts.request });
     return { ok: true, handle: this.handle<K, T[K]['value']>(entry, false) };
   }
@@ -130,6 +130,27 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
     if (!entry) return false;
     this.cancel(entry, 'stop', message);
     return true;
+  }
+
+  /** The runtime ends one run early (drain, fencing): false when no run is active for the key. */
+  cancelNow(kind: string, key: string, why: CancelWhy, message: string): boolean {
+    const entry = this.keyed(kind).get(key);
+    if (!entry) return false;
+    this.cancel(entry, why, message);
+    return true;
+  }
+
+  /** Asks every active run to end early; returns how many were asked. */
+  cancelAll(why: CancelWhy, message: string): number {
+    const entries = [...this.runs.values()];
+    for (const e of entries) this.cancel(e, why, message);
+    return entries.length;
+  }
+
+  /** Settles when no run is active (at once when none is). */
+  whenIdle(): Promise<void> {
+    if (this.runs.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** The outcome of the key's run here, when it ends; null when none runs here. */
@@ -160,11 +181,10 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
   /** Cancels every run, waits for their terminal events (bounded), then stops the hosts. */
   async shutdown(graceMs = 5000): Promise<void> {
     this.closing = true;
-    const results = [...this.runs.values()].map((e) => {
-      this.cancel(e, 'shutdown', 'server is shutting down');
-      return e.result;
-    });
-    await Promise.race([Promise.all(results), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    this.cancelAll('shutdown', 'run cancelled: server is shutting down');
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.whenIdle(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
     // A run still going after the grace (a loaded host, storage that hangs) still owes its clients a
     // terminal event and an answer; its LlmCall is left to the heartbeat sweeper or the next start.
     this.endRuns([...this.runs.values()], 'run cancelled: server is shutting down (the run did not stop in time)', 'cancelled');
@@ -273,6 +293,7 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
       if (map.get(entry.key) === entry) map.delete(entry.key);
     }
     entry.resolve(result);
+    if (this.runs.size === 0 && this.idleWaiters.length > 0) for (const settle of this.idleWaiters.splice(0)) settle();
     try {
       this.opts.onEnd?.(info(entry), result);
     } catch (err) {

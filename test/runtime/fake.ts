@@ -1,6 +1,6 @@
-// A fake world for the runtime's unit tests: subscribers that record what they get, run functions the
+// A fake world for the runtime's unit tests: subscribers that record what they get, run kinds the
 // test drives step by step, and a supervisor on inline hosts the test can kill.
-import type { RunContext } from '../../actors/runtime/actor.ts';
+import { defineRun } from '../../actors/runtime/actor.ts';
 import { createHost, type Runners } from '../../actors/runtime/host.ts';
 import type { Batch, ToHost } from '../../actors/runtime/protocol.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
@@ -47,24 +47,61 @@ export type TestRuns = {
   hold: { request: { until: Promise<void> | null }; value: { why: string | null } };
 };
 
-/** `echo` emits meta, then each part as a delta (awaiting its gate first), then done. */
-export const runners: Runners<TestRuns, null> = {
-  async echo(ctx: RunContext<{ text: string }>, req) {
-    ctx.emit('meta', { type: 'meta' });
-    for (let i = 0; i < req.parts.length; i++) {
-      await req.gates?.[i];
-      ctx.emitDelta(req.parts[i]!);
+type Echo = TestRuns['echo'];
+type EchoState = { s: 'idle' | 'running' | 'ended'; req: Echo['request']; next: number };
+type Go = { t: 'go'; i: number };
+
+/** `echo` emits meta, then each part as a delta (after its gate opens), then done. */
+const echo = defineRun<Echo['request'], Echo['value'], null, EchoState, Go, { c: 'wait'; i: number; gate: Promise<void> | undefined }>({
+  initial: (req) => ({ s: 'idle', req, next: 0 }),
+  receive(state, msg, io) {
+    if (msg.t === 'start') io.emit('meta', { type: 'meta' });
+    else if (msg.t === 'go') io.emitDelta(state.req.parts[msg.i]!);
+    else return state;
+    const i = msg.t === 'go' ? msg.i + 1 : 0;
+    if (i < state.req.parts.length) {
+      io.perform({ c: 'wait', i, gate: state.req.gates?.[i] });
+      return { ...state, s: 'running', next: i };
     }
-    ctx.finish('done', { type: 'done', text: ctx.deltaText }, { ok: true, value: { text: ctx.deltaText } });
+    io.finish('done', { type: 'done', text: io.deltaText }, { ok: true, value: { text: io.deltaText } });
+    return { ...state, s: 'ended' };
   },
-  async hold(ctx, req) {
-    ctx.emit('meta', { type: 'meta' });
-    await Promise.race([req.until, new Promise((r) => ctx.signal.addEventListener('abort', r))]);
-    const why = ctx.cancelled;
-    if (ctx.stopRequested) ctx.finish('done', { stopped: true }, { ok: true, value: { why } });
-    else ctx.finish('error', { message: 'cancelled' }, { ok: false, outcome: 'cancelled', message: String(why) });
+  crashed(_state, err) {
+    throw err;
   },
-};
+  async execute(cmd) {
+    await cmd.gate;
+    return { t: 'go', i: cmd.i };
+  },
+});
+
+type Hold = TestRuns['hold'];
+type HoldState = { s: 'holding' | 'ended'; until: Promise<void> | null };
+
+/** `hold` emits meta and waits for its promise or a stop or cancel, and says which it was. */
+const hold = defineRun<Hold['request'], Hold['value'], null, HoldState, { t: 'released' }, { c: 'until'; p: Promise<void> }>({
+  initial: (req) => ({ s: 'holding', until: req.until }),
+  receive(state, msg, io) {
+    if (msg.t === 'start') {
+      io.emit('meta', { type: 'meta' });
+      if (state.until) io.perform({ c: 'until', p: state.until });
+      return state;
+    }
+    const why = io.cancelled;
+    if (why === 'stop') io.finish('done', { stopped: true }, { ok: true, value: { why } });
+    else io.finish('error', { message: 'cancelled' }, { ok: false, outcome: 'cancelled', message: String(why) });
+    return { ...state, s: 'ended' };
+  },
+  crashed(_state, err) {
+    throw err;
+  },
+  async execute(cmd) {
+    await cmd.p;
+    return { t: 'released' };
+  },
+});
+
+export const runners: Runners<TestRuns, null> = { echo, hold };
 
 /** Inline hosts whose deaths the test controls; `sent` records every message to a host. */
 export function fakeHosts() {

@@ -1,0 +1,49 @@
+// The chat run's I/O: each command its receive starts, carried out here, and answered with the
+// message that reports its outcome (failures included: an executor never rejects by design). The
+// provider's text callback only pushes messages into the run's mailbox.
+import type { RunDeps } from '../src/run-deps.ts';
+import { appendMessages } from '../src/store/messages.ts';
+import type { Tell } from './runtime/actor.ts';
+import { runTool } from './chat-tools.ts';
+import type { ChatCommand, ChatMsg } from './chat-protocol.ts';
+import { failCall, prepareChat, storeAnswer } from './run-storage.ts';
+
+export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, signal: AbortSignal): Promise<ChatMsg> {
+  switch (cmd.c) {
+    case 'prepare':
+      return prepareChat(cmd.req, deps).then(
+        (): ChatMsg => ({ t: 'prepared' }),
+        (error: unknown): ChatMsg => ({ t: 'prepare_failed', error }),
+      );
+    case 'round': {
+      const { round } = cmd;
+      // One callback per round; each piece of text becomes one message, handled by receive.
+      return cmd.session.round(cmd.results, (text) => tell({ t: 'text', round, text })).then(
+        (end): ChatMsg => ({ t: 'round_end', round, end }),
+        (error: unknown): ChatMsg => ({ t: 'round_failed', round, error }),
+      );
+    }
+    case 'tool':
+      return runTool(cmd, { config: deps.config, signal });
+    case 'store_tool': {
+      const { round, index } = cmd;
+      return appendMessages(deps.pool, cmd.chatId, [cmd.message]).then(
+        (): ChatMsg => ({ t: 'tool_stored', round, index }),
+        (error: unknown): ChatMsg => ({ t: 'tool_store_failed', round, index, error }),
+      );
+    }
+    case 'store_answer':
+      return storeAnswer(deps, cmd).then(
+        (): ChatMsg => ({ t: 'answer_stored' }),
+        (error: unknown): ChatMsg => ({ t: 'answer_store_failed', error }),
+      );
+    case 'store_interrupted':
+      return appendMessages(deps.pool, cmd.chatId, [{ role: 'assistant', content: cmd.text, metadata: { interrupted: true } }]).then(
+        (): ChatMsg => ({ t: 'interrupted_stored', error: null }),
+        (error: unknown): ChatMsg => ({ t: 'interrupted_stored', error }),
+      );
+    case 'fail_call':
+      // Never rejects: during a database outage the write is retried once the database is back.
+      return failCall(deps, cmd).then((): ChatMsg => ({ t: 'call_failed' }));
+  }
+}

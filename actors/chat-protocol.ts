@@ -1,0 +1,57 @@
+// The chat run's protocol: its request and value, every message it receives besides the runtime's
+// own, and every command (I/O) its receive can start. The compiler holds receive and the executor to it.
+import type { ProviderName, ProviderSession, RoundEnd, ToolResultInput, Usage } from '../src/providers/types.ts';
+import type { NewMessage } from '../src/store/messages.ts';
+import type { ToolCommand, ToolDone } from './chat-tools.ts';
+import type { ChatStorageRequest } from './run-storage.ts';
+import type { HoldExpired } from './text-gate.ts';
+
+export interface ChatRunRequest extends ChatStorageRequest {
+  /** `stream` uses the provider's streaming call; `whole` its whole-response call (for `raw`). */
+  mode: 'stream' | 'whole';
+  /** The chat's stored settings, as the route read them (existing chats only). */
+  stored?: { additionalSystemPrompt: string | null; enabledTools: string[] };
+  additionalSystemPrompt?: string | null;
+  enabledTools?: string[];
+  temperature?: number;
+  maxTokens?: number;
+}
+
+export interface ChatRunValue {
+  chatId: string | null;
+  callId: string | null;
+  provider: ProviderName;
+  model: string;
+  text: string;
+  usage: Usage | null;
+  raw: unknown;
+  /** A user stopped the run: `text` is the partial answer. */
+  stopped: boolean;
+}
+
+/** Every input of a chat run besides the runtime's own (start, stop, cancel, attach). */
+export type ChatMsg =
+  | { t: 'prepared' }
+  | { t: 'prepare_failed'; error: unknown }
+  | { t: 'text'; round: number; text: string }
+  | HoldExpired
+  | { t: 'round_end'; round: number; end: RoundEnd }
+  | { t: 'round_failed'; round: number; error: unknown }
+  | ToolDone
+  | { t: 'tool_stored'; round: number; index: number }
+  | { t: 'tool_store_failed'; round: number; index: number; error: unknown }
+  | { t: 'answer_stored' }
+  | { t: 'answer_store_failed'; error: unknown }
+  | { t: 'interrupted_stored'; error: unknown }
+  | { t: 'call_failed' };
+
+export type ChatCommand =
+  /** The chat and the running LlmCall, before the answer (run-storage.ts). */
+  | { c: 'prepare'; req: ChatRunRequest }
+  | { c: 'round'; session: ProviderSession; round: number; results: ToolResultInput[] | null }
+  | ToolCommand
+  | { c: 'store_tool'; round: number; index: number; chatId: string; message: NewMessage }
+  | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean }
+  /** The text streamed before a shutdown or fencing cut, kept as the assistant message. */
+  | { c: 'store_interrupted'; chatId: string; text: string }
+  | { c: 'fail_call'; callId: string; error: string; started: number };
