@@ -300,4 +300,6 @@ function crashed(state: ChatState, err: unknown, io: ChatIo): ChatState {
   return caught(state.run, err, io);
 }
 
-export const chatRun = defineRun({ initial, receive, crashed, execute: executeChat });
+/** The kind's behavior, for tests that drive it without I/O. */
+export const chatBehavior = { initial, receive, crashed, execute: executeChat };
+export const chatRun = defineRun(chatBehavior);

@@ -198,4 +198,6 @@ function crashed(_state: SearchState, err: unknown): SearchState {
   throw err;
 }
 
-export const searchRun = defineRun({ initial, receive, crashed, execute: executeSearch });
+/** The kind's behavior, for tests that drive it without I/O. */
+export const searchBehavior = { initial, receive, crashed, execute: executeSearch };
+export const searchRun = defineRun(searchBehavior);

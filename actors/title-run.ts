@@ -164,4 +164,6 @@ function crashed(state: TitleState, err: unknown, io: TitleIo): TitleState {
   return fail(state.run, err, io);
 }
 
-export const titleRun = defineRun({ initial, receive, crashed, execute: executeTitle });
+/** The kind's behavior, for tests that drive it without I/O. */
+export const titleBehavior = { initial, receive, crashed, execute: executeTitle };
+export const titleRun = defineRun(titleBehavior);

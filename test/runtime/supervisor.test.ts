@@ -158,3 +158,27 @@ test('capacity refuses a start past the limit with its outcome', async () => {
 test('the per-delta frame is built by concatenation and is valid SSE JSON', () => {
   assert.equal(deltaFrame('a"b\n'), 'event: delta\ndata: {"type":"delta","text":"a\\"b\\n"}\n\n');
 });
+
+test('cancelNow cancels one run by key with its why and message; cancelAll every run; whenIdle settles after the last end', async () => {
+  const { sup, hosts } = supervisor();
+  let idle = false;
+  void sup.whenIdle().then(() => (idle = true));
+  await Promise.resolve();
+  assert.equal(idle, true, 'at once when no run is active');
+  const one = sup.start({ kind: 'hold', key: 'a', request: { until: null }, ifRunning: 'reject' });
+  const two = sup.start({ kind: 'hold', key: 'b', request: { until: null }, ifRunning: 'reject' });
+  const three = sup.start({ kind: 'hold', key: null, request: { until: null }, ifRunning: 'reject' });
+  assert.ok(one.ok && two.ok && three.ok);
+  let settled = false;
+  const whenIdle = sup.whenIdle().then(() => (settled = true));
+  assert.equal(sup.cancelNow('hold', 'missing', 'fenced', 'gone'), false);
+  assert.equal(sup.cancelNow('hold', 'a', 'fenced', 'run cancelled: this instance lost contact with the cluster'), true);
+  assert.deepEqual(hosts.sent.at(-1), { t: 'cancel', runId: one.handle.runId, why: 'fenced', message: 'run cancelled: this instance lost contact with the cluster' });
+  assert.deepEqual(await one.handle.result, { ok: false, outcome: 'cancelled', message: 'fenced' });
+  assert.equal(settled, false, 'two runs are still active');
+  assert.equal(sup.cancelAll('shutdown', 'run cancelled: server is shutting down'), 2);
+  await whenIdle;
+  assert.equal(sup.activeCount, 0);
+  assert.deepEqual(await two.handle.result, { ok: false, outcome: 'cancelled', message: 'shutdown' });
+  assert.equal(sup.cancelAll('shutdown', 'again'), 0);
+});

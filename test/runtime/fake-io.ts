@@ -1,0 +1,106 @@
+// A fake world for one run kind's machine: the real actor and mailbox, with every command recorded
+// instead of carried out, frames and the end recorded by a sink, and timers the test fires. The test
+// answers a command by telling the run the message its executor would have sent. No network,
+// database or thread.
+import { Actor, type Behavior, type Control, type FrameSink, type Timers } from '../../actors/runtime/actor.ts';
+import type { RunResult } from '../../actors/runtime/protocol.ts';
+import type { Config } from '../../src/config.ts';
+import type { ProviderAdapter, ProviderName, ProviderSession, ToolCallRequest } from '../../src/providers/types.ts';
+import type { RunDeps } from '../../src/run-deps.ts';
+import type { ServiceTool } from '../../src/tools/types.ts';
+
+export class RecordingSink implements FrameSink {
+  data = '';
+  result: RunResult | null = null;
+  ends = 0;
+  readonly replays: Array<{ subId: number; data: string; ended: boolean; at: number }> = [];
+  readonly logs: string[] = [];
+  frames(_runId: string, data: string): void {
+    if (this.result) throw new Error('a frame after the end');
+    this.data += data;
+  }
+  replay(_runId: string, subId: number, data: string, ended: boolean): void {
+    this.replays.push({ subId, data, ended, at: this.data.length });
+  }
+  replayFailed(): void {
+    throw new Error('unexpected replay failure');
+  }
+  end(_runId: string, result: RunResult): void {
+    this.ends++;
+    this.result = result;
+  }
+  log(level: 'warn' | 'error', message: string): void {
+    this.logs.push(`${level}: ${message}`);
+  }
+  /** The frames as [event, data] pairs. */
+  events(data = this.data): Array<[string, Record<string, unknown>]> {
+    return [...data.matchAll(/event: (\w+)\ndata: (.*)\n\n/g)].map((m) => [m[1]!, JSON.parse(m[2]!)]);
+  }
+  names(): string[] {
+    return this.events().map(([e]) => e);
+  }
+}
+
+export class FakeTimers implements Timers {
+  readonly pending = new Map<number, { ms: number; fn: () => void }>();
+  private next = 1;
+  set(ms: number, fn: () => void): unknown {
+    const id = this.next++;
+    this.pending.set(id, { ms, fn });
+    return id;
+  }
+  clear(handle: unknown): void {
+    this.pending.delete(handle as number);
+  }
+  /** Fires every pending timer of `ms`. */
+  fire(ms: number): number {
+    let n = 0;
+    for (const [id, t] of [...this.pending]) {
+      if (t.ms !== ms) continue;
+      this.pending.delete(id);
+      t.fn();
+      n++;
+    }
+    return n;
+  }
+}
+
+/** A run of `behavior` whose commands are recorded, never carried out. */
+export function machine<Req, V, S extends { s: string }, M extends { t: string }, C extends object>(behavior: Behavior<Req, V, RunDeps, S, M, C>, request: Req, deps: RunDeps) {
+  const commands: C[] = [];
+  const sink = new RecordingSink();
+  const timers = new FakeTimers();
+  const recorded: Behavior<Req, V, RunDeps, S, M, C> = {
+    ...behavior,
+    execute: (cmd) => {
+      commands.push(cmd);
+      return new Promise<M>(() => {});
+    },
+  };
+  const actor = new Actor('run-1', recorded, request, deps, sink, timers);
+  const tell = (msg: M | Control | { t: 'attach'; subId: number }) => actor.tell(msg);
+  /** The commands of one kind so far (`c` is the kind's command tag). */
+  const sent = <K extends string>(c: K) => commands.filter((x): x is Extract<C, { c: K }> => (x as { c?: string }).c === c);
+  return { actor, commands, sent, sink, timers, tell };
+}
+
+/** A tool that the machine only names; running it is a recorded command. */
+export function fakeTool(name: string): ServiceTool {
+  return {
+    name,
+    description: name,
+    parameters: { type: 'object' },
+    summarize: (args) => `${name} ${JSON.stringify(args)}`,
+    run: () => Promise.reject(new Error('a machine test never runs tools')),
+  };
+}
+
+/** Deps with a provider whose sessions do nothing: every round is a recorded command. */
+export function fakeDeps(opts: { tools?: ServiceTool[]; maxToolRounds?: number; provider?: ProviderName } = {}): RunDeps {
+  const session: ProviderSession = { round: () => Promise.reject(new Error('a machine test never calls a provider')) };
+  const adapter = { name: opts.provider ?? 'provider_a', startSession: () => session, listModels: async () => [] } as ProviderAdapter;
+  const config = { CHAT_MAX_TOOL_ROUNDS: opts.maxToolRounds ?? 3, TITLE_MODEL: 'title-model', instanceId: 'test' } as Partial<Config> as Config;
+  return { config, pool: null as unknown as RunDeps['pool'], providers: new Map([[adapter.name, adapter]]), tools: opts.tools ?? [] };
+}
+
+export const call = (name: string, args: unknown, callId = `call-${name}`): ToolCallRequest => ({ callId, name, arguments: JSON.stringify(args) });
