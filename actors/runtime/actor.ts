@@ -1,8 +1,8 @@
 // A run actor: one active run with a mailbox. Every input of the run (its start, provider text,
-// round ends, storage and tool outcomes, timers, attach, stop, cancel) is a plain message pushed on
-// one array and drained in the same turn by the run kind's synchronous `receive(state, msg, io)`.
-// A push while draining waits its turn behind the message being handled, so handlers never
-// interleave. `receive` never awaits: it starts I/O through `io.perform(command)`, and the outcome
+// round ends, storage and tool outcomes, timers, attach, stop, cancel) is a plain message, handled
+// in the same turn by the run kind's synchronous `receive(state, msg, io)`, one at a time: a message
+// that arrives while another is being handled waits its turn in the mailbox (an array), so handlers
+// never interleave. `receive` never awaits: it starts I/O through `io.perform(command)`, and the outcome
 // comes back as a later message.
 //
 // Replay then live is a property of mailbox order: an attach is handled between two messages, so its
@@ -144,24 +144,30 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     return this.buffer.deltaText;
   }
 
-  /** The one way in: bound once per actor, so a provider callback can push without a closure per message. */
+  /**
+   * The one way in: bound once per actor, so a provider callback can push without a closure per
+   * message. A message that finds the mailbox idle is handled at once (the common case: no array
+   * write at all); one that arrives while a message is being handled waits its turn in the array.
+   */
   readonly tell = (msg: M | Control | RuntimeMessage): void => {
-    this.mailbox.push(msg);
-    if (!this.draining) this.drain();
+    if (this.draining) {
+      this.mailbox.push(msg);
+      return;
+    }
+    this.draining = true;
+    try {
+      this.handle(msg);
+      const box = this.mailbox;
+      if (box.length > 0) {
+        for (let i = 0; i < box.length; i++) this.handle(box[i]!);
+        box.length = 0;
+      }
+    } finally {
+      this.draining = false;
+    }
   };
 
   private readonly fault = (error: unknown): void => this.tell({ t: 'fault', error });
-
-  private drain(): void {
-    this.draining = true;
-    const box = this.mailbox;
-    try {
-      for (let i = 0; i < box.length; i++) this.handle(box[i]!);
-    } finally {
-      box.length = 0;
-      this.draining = false;
-    }
-  }
 
   private handle(msg: M | Control | RuntimeMessage): void {
     if (msg.t === 'attach') return this.attach((msg as { subId: number }).subId);
