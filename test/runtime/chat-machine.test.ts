@@ -262,3 +262,7 @@ test('an attach between any two messages: its replay then the live frames hold e
     assert.equal(replay.ended, at === script.length);
   }
 });
+
+// Checked by the compiler (make lint): a message of another kind is not a chat run's message.
+// @ts-expect-error a search run's message
+export const notAChatMessage: Parameters<ReturnType<typeof chat>['tell']>[0] = { t: 'saved', detail: null };

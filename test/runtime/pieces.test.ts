@@ -1,6 +1,8 @@
-// The runtime's small pieces on their own: the replay buffer's coalescing and the outbox's batching.
+// The runtime's small pieces on their own: the replay buffer's coalescing, the outbox's batching, and
+// the mailbox's order.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Actor, type Behavior } from '../../actors/runtime/actor.ts';
 import { EventBuffer } from '../../actors/runtime/event-buffer.ts';
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import { Outbox } from '../../actors/runtime/outbox.ts';
@@ -53,4 +55,45 @@ test('a replay closes the run\'s open item, so frames after it land after it, in
     ['frames', 'replay', 'frames', 'end'],
   );
   assert.deepEqual(batches[0]!.items[2], { t: 'frames', runId: 'r1', data: 'b', events: 1 });
+});
+
+test('a message told while another is handled waits its turn, and a throw in receive ends the run once, logged', () => {
+  type Msg = { t: 'echo'; n: number } | { t: 'boom' };
+  const frames: string[] = [];
+  const logs: string[] = [];
+  let ends = 0;
+  const sink = {
+    frames: (_r: string, data: string) => frames.push(data),
+    replay: () => {},
+    replayFailed: () => {},
+    end: () => ends++,
+    log: (_l: string, message: string) => logs.push(message),
+  };
+  const behavior: Behavior<null, null, null, { s: 'on' }, Msg, { c: 'now'; n: number }> = {
+    initial: () => ({ s: 'on' }),
+    receive(state, msg, io) {
+      if (msg.t === 'start') {
+        // The executor tells its answer synchronously, in the middle of this handler.
+        io.perform({ c: 'now', n: 1 });
+        io.emit('start_done', {});
+      } else if (msg.t === 'echo') io.emit('echo', msg.n);
+      else if (msg.t === 'boom') throw new Error('boom');
+      return state;
+    },
+    crashed(_state, err) {
+      throw err;
+    },
+    execute(cmd, _deps, tell) {
+      tell({ t: 'echo', n: cmd.n });
+      return new Promise(() => {});
+    },
+  };
+  const actor = new Actor('r', behavior, null, null, sink, { set: () => 0, clear: () => {} });
+  actor.tell({ t: 'start' });
+  assert.deepEqual(frames, [sseFrame('start_done', {}), sseFrame('echo', 1)]);
+  actor.tell({ t: 'boom' });
+  actor.tell({ t: 'echo', n: 2 });
+  assert.equal(ends, 1);
+  assert.equal(frames.at(-1), sseFrame('error', { type: 'error', message: 'boom' }));
+  assert.deepEqual(logs, ['run r threw', 'run r could not record its failure']);
 });
