@@ -132,6 +132,14 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
     return true;
   }
 
+  /** Asks one run by key to end early; `message` becomes its terminal `error` event's. False when none runs here. */
+  cancelNow(kind: string, key: string, why: CancelWhy, message: string): boolean {
+    const entry = this.keyed(kind).get(key);
+    if (!entry) return false;
+    this.cancel(entry, why, message);
+    return true;
+  }
+
   /** The outcome of the key's run here, when it ends; null when none runs here. */
   resultOf(kind: string, key: string): Promise<RunResult> | null {
     return this.keyed(kind).get(key)?.result ?? null;
