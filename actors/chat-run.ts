@@ -9,7 +9,8 @@ import { normalizePrompt } from '../src/schemas.ts';
 import type { RunContext } from './runtime/actor.ts';
 import { runToolCalls } from './chat-tools.ts';
 import { failureOf, RunError } from './run-failure.ts';
-import { failCall, prepareChat, storeAnswer, type ChatStorageRequest } from './run-storage.ts';
+import { FencedWriteError } from '../src/store/fencing.ts';
+import { endFailedCall, prepareChat, storeAnswer, type ChatStorageRequest } from './run-storage.ts';
 import { TextGate } from './text-gate.ts';
 
 export interface ChatRunRequest extends ChatStorageRequest {
@@ -56,12 +57,12 @@ async function finishAnswer(
   ctx: RunContext<ChatRunValue>,
   req: ChatRunRequest,
   deps: RunDeps,
-  o: { chatId: string | null; usage: Usage | null; raw: unknown; started: number; stopped: boolean },
+  o: { chatId: string | null; usage: Usage | null; raw: unknown; started: number; stopped: boolean; runToken: number | null },
 ): Promise<void> {
   const { callId } = req;
   const text = ctx.deltaText;
   const { usage } = o;
-  if (callId) await storeAnswer(deps, { callId, chatId: o.chatId, text, usage, started: o.started, stopped: o.stopped });
+  if (callId) await storeAnswer(deps, { callId, chatId: o.chatId, text, usage, started: o.started, stopped: o.stopped, runToken: o.runToken });
   const done: Record<string, unknown> = { type: 'done', text };
   if (usage) done.usage = usage;
   if (o.stopped) done.stopped = true;
@@ -121,18 +122,18 @@ export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest
         break;
       }
       // Tool messages follow the stored input.
-      await prepared;
-      results = await runToolCalls(ctx, calls, { tools, pool, chatId, config });
+      const { runToken } = await prepared;
+      results = await runToolCalls(ctx, calls, { tools, pool, chatId, config, runToken });
     }
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('run cancelled');
-    await prepared;
-    await finishAnswer(ctx, req, deps, { chatId, usage, raw, started, stopped: false });
+    const { runToken } = await prepared;
+    await finishAnswer(ctx, req, deps, { chatId, usage, raw, started, stopped: false, runToken });
   } catch (caught) {
     // A user's stop ends the run with what it has, not with an error (unless storage failed first).
     if (ctx.stopRequested && !storageFailed.signal.aborted && !ctx.finished) {
       try {
-        await prepared;
-        await finishAnswer(ctx, req, deps, { chatId, usage, raw: null, started, stopped: true });
+        const { runToken } = await prepared;
+        await finishAnswer(ctx, req, deps, { chatId, usage, raw: null, started, stopped: true, runToken });
         return;
       } catch (err) {
         caught = err;
@@ -145,8 +146,14 @@ export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest
     // The LlmCall's insert must settle before the call can be marked failed. Even a failed insert
     // may have landed (its reply lost with the connection), so the failure is recorded anyway (a
     // no-op for an unknown call); during a database outage it is retried once the database is back.
-    await prepared.catch(() => {});
-    if (callId) await failCall(deps, { callId, error: message, started });
+    const stored = await prepared.catch(() => null);
+    if (err instanceof FencedWriteError) ctx.log('warn', `run ${ctx.runId}: ${err.message}`);
+    // A run cut by the runtime (drain, fencing) keeps what it streamed, marked interrupted.
+    const cut = stored !== null && (ctx.cancelled === 'shutdown' || ctx.cancelled === 'fenced');
+    if (callId) {
+      const refused = await endFailedCall(deps, { callId, chatId, text: cut ? ctx.deltaText : '', usage, started, error: message, runToken: stored?.runToken ?? null, interrupted: cut });
+      if (refused) ctx.log('warn', `run ${ctx.runId}: ${refused.message}`);
+    }
     ctx.finish('error', { type: 'error', message }, failure);
   }
 }

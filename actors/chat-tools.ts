@@ -16,6 +16,8 @@ export interface ToolRoundDeps {
   pool: pg.Pool;
   /** The chat to store tool messages in; null when nothing is stored. */
   chatId: string | null;
+  /** The run's fencing token: a tool message is refused once a later run started on the chat. */
+  runToken?: number | null;
   config: Config;
 }
 
@@ -74,7 +76,7 @@ async function runOne(ctx: RunContext, call: ToolCallRequest, deps: ToolRoundDep
   if (deps.chatId) {
     await appendMessages(deps.pool, deps.chatId, [
       { role: 'tool', content: output, name: call.name, metadata: { kind: 'tool_call', providerCallId: call.callId, ...terminal } },
-    ]);
+    ], deps.runToken ?? null);
   }
   ctx.emitKeyed(toolCallId, 'tool_call', terminal);
   return { callId: call.callId, name: call.name, output };

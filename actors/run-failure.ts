@@ -18,6 +18,8 @@ export function failureOf(err: unknown, signal: AbortSignal): RunFailure {
   if (signal.aborted) {
     const reason: unknown = signal.reason;
     const why = reason instanceof RunCancelled ? reason.why : 'shutdown';
+    // Fencing's cancel message is the whole error message, as it travelled (cross-team contract 1).
+    if (why === 'fenced' && reason instanceof RunCancelled) return { ok: false, outcome: 'cancelled', message: reason.message };
     return { ok: false, outcome: why === 'stop' ? 'stopped' : 'cancelled', message: `run cancelled: ${reason instanceof Error ? reason.message : 'aborted'}` };
   }
   const message = err instanceof Error ? err.message : String(err);
