@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { Cluster, OwnerUnreachableError } from '../../src/cluster/cluster.ts';
+import { Cluster, FENCED_MESSAGE, OwnerUnreachableError } from '../../src/cluster/cluster.ts';
 import { clusterKeys } from '../../src/cluster/keys.ts';
 import { Leases } from '../../src/cluster/leases.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
@@ -14,6 +14,7 @@ import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { LocalRunPort } from '../../src/cluster/port.ts';
 import { connectRedis, RedisUnavailableError } from '../../src/cluster/redis.ts';
 import { freePort, redisServerInstalled, startRedisServer, testRedis, type TestRedis } from '../helpers/redis.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 const silent = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -246,6 +247,33 @@ describe('cluster Redis parts', async () => {
     } finally {
       await owner.close();
       await other.close();
+    }
+  });
+
+  it('an owner cut from Redis fences its runs while their leases still hold; a lease taken by another is fenced at once', async () => {
+    const p = prefix();
+    const keys = clusterKeys(p);
+    const c = await client();
+    const target = new URL(r.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
+    const runs = fakeRuns();
+    const owner = await Cluster.join({ url: `redis://127.0.0.1:${proxy.port}`, prefix: p, instanceId: 'cut', leaseTtlMs: 1500, local: runs.port, log: silent });
+    try {
+      runs.start('taken');
+      runs.start('held');
+      assert.equal(await owner.claim('chat', 'taken'), null);
+      assert.equal(await owner.claim('chat', 'held'), null);
+      // Another instance takes a lease (as after an expiry the owner missed): the next beat fences it.
+      await c.set(keys.lease('chat', 'taken'), 'other');
+      await waitUntil(async () => runs.runs.get('chat:taken')!.fenced !== undefined);
+      assert.equal(runs.runs.get('chat:taken')!.fenced, FENCED_MESSAGE);
+      assert.equal(runs.runs.get('chat:held')!.fenced, undefined, 'a lease still held is not fenced');
+      proxy.blackhole();
+      await waitUntil(async () => runs.runs.get('chat:held')!.fenced !== undefined);
+      assert.equal(await c.get(keys.lease('chat', 'held')), 'cut', 'fenced while its lease still held: nobody else could have taken the key yet');
+    } finally {
+      await proxy.close();
+      await owner.close();
     }
   });
 
