@@ -14,7 +14,8 @@ import type { TestRedis } from '../helpers/redis.ts';
 import { waitFor, type SseEvent } from '../helpers/server.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 
-const TTL_MS = 3000;
+// Short, so the tests are quick; long enough that the fencing margin (a third) outlasts a loaded machine's lag.
+const TTL_MS = 4500;
 const FENCED = 'run cancelled: this instance lost contact with the cluster';
 
 describe('cluster mode: fencing a cut-off or frozen owner', async () => {
