@@ -6,13 +6,13 @@ import { appendMessages } from '../src/store/messages.ts';
 import type { Tell } from './runtime/actor.ts';
 import { runTool } from './chat-tools.ts';
 import type { ChatCommand, ChatMsg } from './chat-protocol.ts';
-import { failCall, prepareChat, storeAnswer } from './run-storage.ts';
+import { failCall, prepareChat, storeAnswer, storeInterrupted } from './run-storage.ts';
 
 export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, signal: AbortSignal): Promise<ChatMsg> {
   switch (cmd.c) {
     case 'prepare':
       return prepareChat(cmd.req, deps).then(
-        (): ChatMsg => ({ t: 'prepared' }),
+        (p): ChatMsg => ({ t: 'prepared', runToken: p.runToken }),
         (error: unknown): ChatMsg => ({ t: 'prepare_failed', error }),
       );
     case 'round': {
@@ -27,7 +27,7 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
       return runTool(cmd, { config: deps.config, signal });
     case 'store_tool': {
       const { round, index } = cmd;
-      return appendMessages(deps.pool, cmd.chatId, [cmd.message]).then(
+      return appendMessages(deps.pool, cmd.chatId, [cmd.message], cmd.runToken).then(
         (): ChatMsg => ({ t: 'tool_stored', round, index }),
         (error: unknown): ChatMsg => ({ t: 'tool_store_failed', round, index, error }),
       );
@@ -38,7 +38,7 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
         (error: unknown): ChatMsg => ({ t: 'answer_store_failed', error }),
       );
     case 'store_interrupted':
-      return appendMessages(deps.pool, cmd.chatId, [{ role: 'assistant', content: cmd.text, metadata: { interrupted: true } }]).then(
+      return storeInterrupted(deps, cmd).then(
         (): ChatMsg => ({ t: 'interrupted_stored', error: null }),
         (error: unknown): ChatMsg => ({ t: 'interrupted_stored', error }),
       );

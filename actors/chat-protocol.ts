@@ -31,7 +31,8 @@ export interface ChatRunValue {
 
 /** Every input of a chat run besides the runtime's own (start, stop, cancel, attach). */
 export type ChatMsg =
-  | { t: 'prepared' }
+  /** The input is stored; `runToken` is the run's fencing token for its later writes (null: no chat). */
+  | { t: 'prepared'; runToken: number | null }
   | { t: 'prepare_failed'; error: unknown }
   | { t: 'text'; round: number; text: string }
   | HoldExpired
@@ -50,8 +51,8 @@ export type ChatCommand =
   | { c: 'prepare'; req: ChatRunRequest }
   | { c: 'round'; session: ProviderSession; round: number; results: ToolResultInput[] | null }
   | ToolCommand
-  | { c: 'store_tool'; round: number; index: number; chatId: string; message: NewMessage }
-  | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean }
-  /** The text streamed before a shutdown or fencing cut, kept as the assistant message. */
-  | { c: 'store_interrupted'; chatId: string; text: string }
+  | { c: 'store_tool'; round: number; index: number; chatId: string; message: NewMessage; runToken: number | null }
+  | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null }
+  /** The text streamed before a shutdown or fencing cut, kept as the assistant message, the LlmCall failed. */
+  | { c: 'store_interrupted'; callId: string; chatId: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null }
   | { c: 'fail_call'; callId: string; error: string; started: number };

@@ -12,6 +12,7 @@ import { toProviderMessages } from '../src/chat/transcript.ts';
 import type { ProviderName, ProviderSession, RoundEnd, ToolCallRequest, ToolResultInput, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { normalizePrompt } from '../src/schemas.ts';
+import { FencedWriteError } from '../src/store/fencing.ts';
 import type { ServiceTool } from '../src/tools/types.ts';
 import { executeChat } from './chat-io.ts';
 import type { ChatCommand, ChatMsg, ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
@@ -38,6 +39,8 @@ interface ChatData {
   raw: unknown;
   /** The input and running LlmCall: a storage failure is the run's cause even when it surfaces as an abort. */
   prepared: 'pending' | 'ok' | 'failed';
+  /** The run's fencing token (sql/007_fencing.sql), once the input is stored: its later writes carry it. */
+  runToken: number | null;
   storageError: unknown;
   /** Aborts the provider call when storage fails; the run's own signal covers cancellation. */
   readonly storageFailed: AbortController;
@@ -79,6 +82,7 @@ function initial(req: ChatRunRequest): ChatState {
     usage: null,
     raw: null,
     prepared: 'pending',
+    runToken: null,
     storageError: null,
     storageFailed: new AbortController(),
     tools: [],
@@ -182,7 +186,7 @@ function toolEnded(state: ChatState, slot: ToolSlot, io: ChatIo): ChatState {
 function storeAnswer(run: ChatData, stopped: boolean, io: ChatIo): ChatState {
   const { callId } = run.req;
   if (!callId) return done(run, stopped, io);
-  io.perform({ c: 'store_answer', callId, chatId: run.chatId, text: io.deltaText, usage: run.usage, started: run.started, stopped });
+  io.perform({ c: 'store_answer', callId, chatId: run.chatId, text: io.deltaText, usage: run.usage, started: run.started, stopped, runToken: run.runToken });
   return { s: 'storing', run, stopped };
 }
 
@@ -206,6 +210,8 @@ function caught(run: ChatData, err: unknown, io: ChatIo): ChatState {
 function fail(run: ChatData, caughtErr: unknown, io: ChatIo): ChatState {
   // A storage failure is the cause even when it surfaces as the provider call's abort.
   const err = run.prepared === 'failed' ? run.storageError : caughtErr;
+  // A stale owner's write refused by the fencing token: operators must see it happened.
+  if (err instanceof FencedWriteError) io.log('warn', `run ${io.runId}: ${err.message}`);
   const failure = interruptionOf(io.signal) ?? failureOf(err, io.signal);
   return failing(run, failure, 'settle', io);
 }
@@ -213,14 +219,17 @@ function fail(run: ChatData, caughtErr: unknown, io: ChatIo): ChatState {
 /**
  * The LlmCall's insert must settle before the call can be marked failed. Even a failed insert may
  * have landed (its reply lost with the connection), so the failure is recorded anyway (a no-op for
- * an unknown call). A shutdown or fencing cut keeps the streamed text first.
+ * an unknown call). A shutdown or fencing cut stores the streamed text as interrupted with the call
+ * failed, in one statement; only when that store fails is the call failed alone.
  */
 function failing(run: ChatData, failure: RunFailure, step: 'settle' | 'interrupt' | 'record', io: ChatIo): ChatState {
   if (step === 'settle') {
     if (run.prepared === 'pending') return { s: 'failing', run, failure, step };
     const text = io.deltaText;
-    if (run.prepared === 'ok' && run.chatId && text && interruptionOf(io.signal)) {
-      io.perform({ c: 'store_interrupted', chatId: run.chatId, text });
+    const { callId } = run.req;
+    if (run.prepared === 'ok' && run.chatId && callId && text && interruptionOf(io.signal)) {
+      const { chatId, usage, started, runToken } = run;
+      io.perform({ c: 'store_interrupted', callId, chatId, text, usage, started, error: failure.message, runToken });
       return { s: 'failing', run, failure, step: 'interrupt' };
     }
     step = 'interrupt';
@@ -258,6 +267,7 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
       return caught(run, msg.error, io);
     case 'prepared':
       run.prepared = 'ok';
+      run.runToken = msg.runToken;
       if (state.s === 'waiting') return whenStored(run, state, io);
       return state.s === 'failing' && state.step === 'settle' ? failing(run, state.failure, 'settle', io) : state;
     case 'prepare_failed':
@@ -271,7 +281,7 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
       if (msg.round !== run.round || !slot) return state;
       const message = closeSlot(slot, msg);
       if (!run.chatId) return toolEnded(state, slot, io);
-      io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId: run.chatId, message });
+      io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId: run.chatId, message, runToken: run.runToken });
       return state;
     }
     case 'tool_stored': {
@@ -287,7 +297,8 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
       return state.stopped ? fail(run, msg.error, io) : caught(run, msg.error, io);
     case 'interrupted_stored':
       if (state.s !== 'failing' || state.step !== 'interrupt') return state;
-      if (msg.error) io.log('warn', `run ${io.runId}: the interrupted answer could not be stored`, msg.error);
+      if (!msg.error) return failing(run, state.failure, 'record', io);
+      io.log('warn', `run ${io.runId}: the interrupted answer could not be stored`, msg.error);
       return failing(run, state.failure, 'interrupt', io);
     case 'call_failed':
       return state.s === 'failing' ? failing(run, state.failure, 'record', io) : state;

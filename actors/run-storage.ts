@@ -1,12 +1,18 @@
 // A model run's storage, in one place for the chat run and title generation: the input and the
 // running LlmCall before the answer (one statement), then the answer or the failure. The search run
 // stores through saveSearchRun alone: it has no LlmCall.
+//
+// Fencing (sql/007_fencing.sql): a chat run's first statement takes the chat's next fencing token
+// (prepareChat returns it); the run's tool messages and its answer carry it and are refused with
+// FencedWriteError once a later run has started on the chat. Failing the run's own LlmCall is never
+// refused: that row is the run's alone.
 import { newInputMessages, toStoredMessage } from '../src/chat/transcript.ts';
 import { CHAT_NOT_FOUND } from '../src/messages.ts';
 import type { ProviderName, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import type { InputMessage } from '../src/schemas.ts';
-import { continueChat, createChat, getChatDetail } from '../src/store/chats.ts';
+import { createChat, getChatDetail, startChatRun } from '../src/store/chats.ts';
+import { FIRST_RUN_TOKEN } from '../src/store/fencing.ts';
 import { finishLlmCall, finishLlmCallWithMessage, recordLlmCallFailure, startLlmCall } from '../src/store/llm-calls.ts';
 import { RunError } from './run-failure.ts';
 
@@ -26,16 +32,23 @@ export interface ChatStorageRequest {
 
 const sinceMs = (started: number) => Math.round(performance.now() - started);
 
+/** What the chat run's storage before its answer hands back. */
+export interface PreparedChat {
+  /** The run's fencing token for its later writes; null when it stores nothing in a chat. */
+  runToken: number | null;
+}
+
 /**
  * The chat run's storage before its answer, in one statement: the chat (created with its input, or
- * its new input appended and its provider use recorded) with the running LlmCall.
+ * its new input appended and its provider use recorded) with the running LlmCall, and the run's
+ * fencing token taken.
  */
-export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promise<void> {
+export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promise<PreparedChat> {
   const { pool } = deps;
   const call = req.callId ? { id: req.callId, instanceId: deps.config.instanceId } : null;
   if (!req.storeChat || !req.chatId) {
     if (call) await startLlmCall(pool, { id: call.id, chatId: null, provider: req.provider, model: req.model, instanceId: call.instanceId });
-    return;
+    return { runToken: null };
   }
   if (req.createChat) {
     await createChat(pool, {
@@ -46,22 +59,54 @@ export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promi
       messages: req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage),
       ...(call ? { call } : {}),
     });
-    return;
+    return { runToken: call ? FIRST_RUN_TOKEN : null };
   }
   const chatId = req.chatId;
   const chat = await getChatDetail(pool, chatId);
   if (!chat) throw new RunError(CHAT_NOT_FOUND, 'not_found');
   const fresh = newInputMessages(chat.messages, req.messages);
-  const found = await continueChat(pool, { chatId, provider: req.provider, model: req.model, messages: fresh.map(toStoredMessage), call });
-  if (!found) throw new RunError(CHAT_NOT_FOUND, 'not_found');
+  const runToken = await startChatRun(pool, { chatId, provider: req.provider, model: req.model, messages: fresh.map(toStoredMessage), call });
+  if (runToken === null) throw new RunError(CHAT_NOT_FOUND, 'not_found');
+  return { runToken };
 }
 
-/** The answer stored in the chat with its LlmCall ended, atomically (`stopped`: the partial answer). */
+/**
+ * The answer stored in the chat with its LlmCall ended, atomically (`stopped`: the partial answer).
+ * Rejects with FencedWriteError, writing nothing, when `runToken` is no longer the chat's.
+ */
 export async function storeAnswer(
   deps: RunDeps,
-  o: { callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean },
+  o: { callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken?: number | null },
 ): Promise<void> {
-  await finishLlmCallWithMessage(deps.pool, { callId: o.callId, chatId: o.chatId, assistant: { content: o.text }, usage: o.usage, latencyMs: sinceMs(o.started), stopped: o.stopped });
+  await finishLlmCallWithMessage(deps.pool, {
+    callId: o.callId,
+    chatId: o.chatId,
+    assistant: { content: o.text },
+    usage: o.usage,
+    latencyMs: sinceMs(o.started),
+    stopped: o.stopped,
+    runToken: o.runToken ?? null,
+  });
+}
+
+/**
+ * A cut run (drain, fencing): what it streamed is stored with `metadata.interrupted` and its LlmCall
+ * fails with `error`, in one statement. Rejects with FencedWriteError, writing nothing, when
+ * `runToken` is no longer the chat's (the caller then fails the call alone).
+ */
+export async function storeInterrupted(
+  deps: RunDeps,
+  o: { callId: string; chatId: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null },
+): Promise<void> {
+  await finishLlmCallWithMessage(deps.pool, {
+    callId: o.callId,
+    chatId: o.chatId,
+    assistant: { content: o.text },
+    usage: o.usage,
+    latencyMs: sinceMs(o.started),
+    interrupted: o.error,
+    runToken: o.runToken,
+  });
 }
 
 /** A running LlmCall for a model call that stores no message (title generation). */
@@ -81,3 +126,4 @@ export function finishCall(deps: RunDeps, o: { callId: string; usage: Usage | nu
 export async function failCall(deps: RunDeps, o: { callId: string; error: string; started: number }): Promise<void> {
   await recordLlmCallFailure(deps.pool, { callId: o.callId, error: o.error, latencyMs: sinceMs(o.started) });
 }
+

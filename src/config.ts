@@ -68,7 +68,7 @@ const schema = z.object({
     .optional(),
   /** Prefix of every cluster key and channel in Redis (several services can share one Redis). */
   REDIS_KEY_PREFIX: z.string().min(1).default('convsearch:'),
-  /** Expiry of run leases and instance liveness in Redis, renewed every third of it: a killed instance's runs are free after at most this long. */
+  /** Expiry of run leases and instance liveness in Redis, renewed every sixth of it (src/cluster/timing.ts): a killed instance's runs are free after at most this long. */
   CLUSTER_LEASE_TTL_MS: int(300, 60_000).default(10_000),
   /** Interval of the `: ping` comment on open SSE streams. */
   SSE_HEARTBEAT_MS: int(100).default(15_000),

@@ -58,6 +58,7 @@ export class Runs implements RunRegistry<RunTypes> {
     attach: (kind, key, sub) => this.supervisor.attachNow(kind, key, sub) === true,
     outcome: (kind, key) => this.supervisor.resultOf(kind, key),
     stop: (kind, key, reason) => this.supervisor.stopNow(kind, key, reason),
+    fence: (kind, key, message) => this.supervisor.cancelNow(kind, key, 'fenced', message),
   };
 
   start<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> | Promise<Started<K, RunTypes[K]['value']>> {

@@ -1,6 +1,6 @@
 // Run leases and instance liveness in Redis. A run key (a chat, a search) is owned by the instance
 // whose id is the value of its lease: taken with SET NX PX (two simultaneous takers: Redis answers
-// one of them), renewed by the owner with compare-and-pexpire, released with compare-and-del, so an
+// one of them), renewed by the owner's beat with compare-and-pexpire, released with compare-and-del, so an
 // instance can never extend or drop a lease it does not hold. An instance that dies stops renewing:
 // its leases, its liveness key and its run set expire together, after at most one TTL.
 import type { Redis } from 'ioredis';
@@ -20,11 +20,6 @@ return {0, redis.call('GET', KEYS[1])}`;
 const RELEASE = `
 redis.call('SREM', KEYS[2], ARGV[2])
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
-// KEYS: lease. ARGV: me, ttl. The compare-and-pexpire of one lease (1: renewed, 0: not ours).
-const RENEW = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
 // One beat of an instance. KEYS: alive, instances, run set, lease… ARGV: me, ttl, member…
@@ -87,15 +82,6 @@ export class Leases {
   async release(kind: RunKind, key: string): Promise<boolean> {
     try {
       return (await this.redis.eval(RELEASE, 2, this.keys.lease(kind, key), this.keys.runs(this.instanceId), this.instanceId, runMember(kind, key))) === 1;
-    } catch (err) {
-      throw asRedisError(err);
-    }
-  }
-
-  /** Renews one lease this instance holds: false when it is not (or no longer) ours. */
-  async renew(kind: RunKind, key: string): Promise<boolean> {
-    try {
-      return (await this.redis.eval(RENEW, 1, this.keys.lease(kind, key), this.instanceId, this.ttlMs)) === 1;
     } catch (err) {
       throw asRedisError(err);
     }

@@ -3,7 +3,7 @@
 // down) from a quiet stream. Exists only while the remote client listens: a run that nobody follows
 // from elsewhere does no Redis work per frame.
 import type { Bus } from './bus.ts';
-import type { Subscriber } from './port.ts';
+import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 
 export class RemoteSink implements Subscriber {
   private readonly bus: Bus;

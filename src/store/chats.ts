@@ -5,6 +5,7 @@ import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import type { ProviderName } from '../providers/types.ts';
 import type { ChatDetail, ChatSummary } from '../types.ts';
+import { FIRST_RUN_TOKEN } from './fencing.ts';
 import { insertCallSql } from './llm-calls.ts';
 import { insertMessagesSql, messagesParam, type NewMessage } from './messages.ts';
 import {
@@ -70,11 +71,12 @@ function inputCtes(chat: string, provider: string, model: string, next: number, 
 }
 
 // Referenced by no one, the input CTEs still run; the FK checks happen at statement end, after the chat row exists.
+// A chat created with a running call is a run's start: its fencing token is the first one.
 const createChatSql = variants(
   (withMessages, withCall) => `WITH c AS (
        INSERT INTO chats (id, title, initiated_provider, initiated_model, last_used_provider, last_used_model,
-                          additional_system_prompt, enabled_tools)
-       VALUES ($1, $2, $3::text, $4::text, $3::text, $4::text, $5, $6::text[])
+                          additional_system_prompt, enabled_tools, run_token)
+       VALUES ($1, $2, $3::text, $4::text, $3::text, $4::text, $5, $6::text[], ${withCall ? FIRST_RUN_TOKEN : 0})
        RETURNING *
      )${inputCtes('c', '$3::text', '$4::text', 7, withMessages, withCall)}
      SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`,
@@ -179,11 +181,12 @@ const continueChatSql = variants(
               last_used_model = $3::text,
               initiated_model = CASE WHEN initiated_provider IS NULL THEN $3::text ELSE initiated_model END,
               initiated_provider = COALESCE(initiated_provider, $2::text),
-              updated_at = now()
+              updated_at = now(),
+              run_token = run_token + 1
         WHERE id = $1
-        RETURNING id
+        RETURNING id, run_token
      )${inputCtes('chat', '$2::text', '$3::text', 4, withMessages, withCall)}
-     SELECT count(*)::int AS n FROM chat`,
+     SELECT max(run_token)::int AS token FROM chat`,
 );
 
 /**
@@ -192,16 +195,29 @@ const continueChatSql = variants(
  * failed"; updatedAt bumped) and, with `call`, the running LlmCall. False when the chat does not exist
  * (then nothing is written).
  */
-export async function continueChat(
-  db: Queryable,
-  input: { chatId: string; provider: ProviderName; model: string; messages: readonly NewMessage[]; call: { id: string; instanceId: string | null } | null },
-): Promise<boolean> {
-  if (!isIssuedId(input.chatId)) return false;
+export async function continueChat(db: Queryable, input: ContinueChat): Promise<boolean> {
+  return (await startChatRun(db, input)) !== null;
+}
+
+export interface ContinueChat {
+  chatId: string;
+  provider: ProviderName;
+  model: string;
+  messages: readonly NewMessage[];
+  call: { id: string; instanceId: string | null } | null;
+}
+
+/**
+ * continueChat that also starts a new run's fencing: the chat's token goes one up in the same
+ * statement and is returned (null when the chat does not exist). The run's later writes carry it.
+ */
+export async function startChatRun(db: Queryable, input: ContinueChat): Promise<number | null> {
+  if (!isIssuedId(input.chatId)) return null;
   const params: unknown[] = [input.chatId, input.provider, input.model];
   if (input.messages.length) params.push(messagesParam(input.messages));
   if (input.call) params.push(input.call.id, input.call.instanceId);
-  const { rows } = await db.query<{ n: number }>(prepared(db, continueChatSql(input.messages.length > 0, Boolean(input.call))), params);
-  return rows[0]!.n > 0;
+  const { rows } = await db.query<{ token: number | null }>(prepared(db, continueChatSql(input.messages.length > 0, Boolean(input.call))), params);
+  return rows[0]!.token;
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Queryable } from '../db/types.ts';
 import { writeRetries, type WriteRetryQueue } from '../db/write-retry.ts';
 import type { ProviderName, Usage } from '../providers/types.ts';
 import type { Message } from '../types.ts';
+import { FencedWriteError } from './fencing.ts';
 import { cleanText, MESSAGE_COLUMNS, toJson, toMessage, type MessageRow } from './rows.ts';
 
 
@@ -28,6 +29,13 @@ export interface FinishLlmCall {
    * `metadata.stopped` true, and an empty one is not stored at all.
    */
   stopped?: boolean;
+  /**
+   * The run was cut (drain, fencing): the call ends `failed` with this error, and the partial answer
+   * is stored with `metadata.interrupted` true (an empty one is not stored).
+   */
+  interrupted?: string;
+  /** The run's fencing token (sql/007_fencing.sql): nothing is written unless the chat still holds it. */
+  runToken?: number | null;
 }
 
 /**
@@ -65,9 +73,14 @@ export async function startLlmCall(
   return id;
 }
 
-const FINISH_WITH_MESSAGE = `WITH chat AS (
+// `held` locks the chat row and reads its latest version (FOR UPDATE re-reads a row that a concurrent
+// run start changed), so the token comparison cannot miss a run that started meanwhile.
+const FINISH_WITH_MESSAGE = `WITH held AS (SELECT run_token FROM chats WHERE id = $2 FOR UPDATE),
+          stale AS (SELECT 1 FROM held WHERE $12::int IS NOT NULL AND run_token <> $12::int),
+          chat AS (
             UPDATE chats SET updated_at = now()
              WHERE id = $2 AND $11::boolean AND EXISTS (SELECT 1 FROM llm_calls WHERE id = $1)
+               AND NOT EXISTS (SELECT 1 FROM stale)
              RETURNING id
           ),
           msg AS (
@@ -77,13 +90,13 @@ const FINISH_WITH_MESSAGE = `WITH chat AS (
           ),
           call AS (
             UPDATE llm_calls
-               SET status = $10::text, finished_at = now(), error = NULL,
+               SET status = $10::text, finished_at = now(), error = $13::text,
                    latency_ms = $6::int, input_tokens = $7::int, output_tokens = $8::int, total_tokens = $9::int,
                    message_id = (SELECT id FROM msg)
-             WHERE id = $1
+             WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM stale)
              RETURNING id
           )
-     SELECT msg.*, (SELECT count(*) FROM call)::int AS call_found
+     SELECT msg.*, (SELECT count(*) FROM call)::int AS call_found, (SELECT count(*) FROM stale)::int AS stale
        FROM (SELECT 1) AS one LEFT JOIN msg ON true`;
 
 /**
@@ -96,9 +109,10 @@ const FINISH_WITH_MESSAGE = `WITH chat AS (
  */
 export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCall): Promise<Message | null> {
   const stopped = input.stopped === true;
-  const metadata = stopped ? { ...input.assistant.metadata, stopped: true } : input.assistant.metadata;
-  const store = !stopped || input.assistant.content !== '';
-  const { rows } = await db.query<MessageRow & { call_found: number }>(
+  const cut = input.interrupted !== undefined;
+  const metadata = cut ? { ...input.assistant.metadata, interrupted: true } : stopped ? { ...input.assistant.metadata, stopped: true } : input.assistant.metadata;
+  const store = !(stopped || cut) || input.assistant.content !== '';
+  const { rows } = await db.query<MessageRow & { call_found: number; stale: number }>(
     prepared(db, FINISH_WITH_MESSAGE),
     [
       input.callId,
@@ -110,11 +124,14 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
       input.usage?.inputTokens ?? null,
       input.usage?.outputTokens ?? null,
       input.usage?.totalTokens ?? null,
-      stopped ? 'stopped' : 'succeeded',
+      cut ? 'failed' : stopped ? 'stopped' : 'succeeded',
       store,
+      input.runToken ?? null,
+      cut ? cleanText(input.interrupted) : null,
     ],
   );
   const row = rows[0]!;
+  if (row.stale > 0) throw new FencedWriteError(input.chatId ?? '', input.runToken ?? 0, cut ? 'the interrupted answer' : 'the answer');
   // The EXISTS guard above kept an unknown call from writing anything.
   if (row.call_found === 0) throw new Error(`llm call ${input.callId} not found`);
   return row.id ? toMessage(row) : null;

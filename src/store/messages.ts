@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/types.ts';
 import type { Message, Role } from '../types.ts';
+import { FencedWriteError } from './fencing.ts';
 import { cleanText, isIssuedId, MESSAGE_COLUMNS, toJson, toMessage, type MessageRow } from './rows.ts';
 
 export interface NewMessage {
@@ -43,23 +44,31 @@ export function insertMessagesSql(chat: string, param: string): string {
 
 /**
  * Appends messages to a chat in order and bumps the chat's updatedAt, in one statement.
- * Returns null when the chat does not exist (nothing is written then).
+ * Returns null when the chat does not exist (nothing is written then). With `runToken` (a run's
+ * write), only while the chat still holds that fencing token: else FencedWriteError, nothing written.
  */
 export async function appendMessages(
   db: Queryable,
   chatId: string,
   msgs: readonly NewMessage[],
+  runToken: number | null = null,
 ): Promise<Message[] | null> {
   if (!isIssuedId(chatId)) return null;
   if (msgs.length === 0) {
     const found = await db.query('SELECT 1 FROM chats WHERE id = $1', [chatId]);
     return found.rowCount ? [] : null;
   }
+  // The token is compared by the UPDATE itself, on the row's latest version under its lock, so a run
+  // start that commits meanwhile is seen.
   const { rows } = await db.query<MessageRow>(
-    `WITH chat AS (UPDATE chats SET updated_at = now() WHERE id = $1 RETURNING id),
+    `WITH chat AS (UPDATE chats SET updated_at = now() WHERE id = $1 AND ($3::int IS NULL OR run_token = $3::int) RETURNING id),
           ins AS (${insertMessagesSql('chat', '$2')})
      SELECT ${MESSAGE_COLUMNS} FROM ins ORDER BY seq`,
-    [chatId, messagesParam(msgs)],
+    [chatId, messagesParam(msgs), runToken],
   );
-  return rows.length ? rows.map(toMessage) : null;
+  if (rows.length) return rows.map(toMessage);
+  if (runToken !== null && (await db.query('SELECT 1 FROM chats WHERE id = $1', [chatId])).rowCount) {
+    throw new FencedWriteError(chatId, runToken, `${msgs.length} message(s)`);
+  }
+  return null;
 }

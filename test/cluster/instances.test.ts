@@ -88,17 +88,17 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   it('a run started on one instance is stopped by a request to another; attached streams end too', async () => {
     const origin = await openStream(a, '/v1/chat-completions/stream', slow(60, 20));
     const chatId = origin.meta.data.chatId as string;
-    const follower = cc.stream(`/v1/chats/${chatId}/stream/attach`);
-    // Stopped after some text (a run stopped before its first delta stores no answer), and late enough for
-    // the follower to have attached.
-    await Promise.all([origin.firstDelta, new Promise((r) => setTimeout(r, 500))]);
+    // The follower has attached once its replay (starting with meta) arrived; the stop comes after some
+    // text (a run stopped before its first delta stores no answer).
+    const follower = await openStream(cc, `/v1/chats/${chatId}/stream/attach`, {});
+    await origin.firstDelta;
     const stop = await b.call('POST', `/v1/chats/${chatId}/stream/stop`);
     assert.deepEqual([stop.status, stop.body], [200, { stopped: true }]);
     const events = await origin.events;
     const done = events.at(-1)!;
     assert.deepEqual([done.event, done.data.stopped], ['done', true]);
     assert.equal(done.data.text, rebuilt(events));
-    const followed = (await follower).events.at(-1)!;
+    const followed = (await follower.events).at(-1)!;
     assert.deepEqual([followed.event, followed.data.text], ['done', done.data.text], 'the attached stream on a third instance ends the same');
     assert.equal(await storedAnswer(b, chatId), done.data.text);
     assert.equal((await b.call('GET', `/v1/chats/${chatId}`)).body.chat.lastRun.status, 'stopped');

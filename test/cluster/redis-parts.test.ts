@@ -6,12 +6,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { Cluster, OwnerUnreachableError } from '../../src/cluster/cluster.ts';
+import { Cluster, FENCED_MESSAGE, OwnerUnreachableError } from '../../src/cluster/cluster.ts';
 import { clusterKeys } from '../../src/cluster/keys.ts';
 import { Leases } from '../../src/cluster/leases.ts';
-import type { LocalRunPort, Subscriber } from '../../src/cluster/port.ts';
+import type { RunResult } from '../../actors/runtime/protocol.ts';
+import type { Subscriber } from '../../actors/runtime/subscriber.ts';
+import type { LocalRunPort } from '../../src/cluster/port.ts';
 import { connectRedis, RedisUnavailableError } from '../../src/cluster/redis.ts';
 import { freePort, redisServerInstalled, startRedisServer, testRedis, type TestRedis } from '../helpers/redis.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 const silent = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -47,7 +50,7 @@ function memorySink(): Subscriber & { text: string; ended: boolean; close(): voi
 
 /** A stand-in for this process's runs: one run per key with a replay buffer and live subscribers. */
 function fakeRuns() {
-  const runs = new Map<string, { buffer: string; subs: Set<Subscriber>; outcome: Promise<unknown>; resolve(v: unknown): void; stopped?: string }>();
+  const runs = new Map<string, { buffer: string; subs: Set<Subscriber>; outcome: Promise<RunResult>; resolve(v: RunResult): void; stopped?: string; fenced?: string }>();
   const port: LocalRunPort = {
     attach(kind, key, sub) {
       const r = runs.get(`${kind}:${key}`);
@@ -64,13 +67,19 @@ function fakeRuns() {
       r.stopped = reason;
       return true;
     },
+    fence(kind, key, message) {
+      const r = runs.get(`${kind}:${key}`);
+      if (!r) return false;
+      r.fenced = message;
+      return true;
+    },
   };
   return {
     port,
     runs,
     start(key: string) {
-      let resolve!: (v: unknown) => void;
-      const outcome = new Promise((r) => (resolve = r));
+      let resolve!: (v: RunResult) => void;
+      const outcome = new Promise<RunResult>((r) => (resolve = r));
       runs.set(`chat:${key}`, { buffer: '', subs: new Set(), outcome, resolve });
     },
     emit(key: string, frame: string) {
@@ -78,7 +87,7 @@ function fakeRuns() {
       r.buffer += frame;
       for (const s of r.subs) s.write(frame);
     },
-    end(key: string, value: unknown) {
+    end(key: string, value: RunResult) {
       const r = runs.get(`chat:${key}`)!;
       runs.delete(`chat:${key}`);
       for (const s of r.subs) s.end();
@@ -127,23 +136,25 @@ describe('cluster Redis parts', async () => {
     }
   });
 
-  it('renews and releases only the holder’s lease, and an unrenewed lease expires', async () => {
+  it('renews (at the beat) and releases only the holder’s lease, and an unrenewed lease expires', async () => {
     const keys = clusterKeys(prefix());
     const c = await client();
     const a = new Leases(c, keys, 'a', 60_000);
     const b = new Leases(c, keys, 'b', 60_000);
     const lease = keys.lease('search', 's1');
+    const s1 = { kind: 'search', key: 's1' } as const;
     assert.equal(await a.acquire('search', 's1'), null);
-    assert.equal(await b.renew('search', 's1'), false, 'another instance cannot extend it');
+    await c.pexpire(lease, 5000);
+    assert.deepEqual(await b.beat([s1]), [s1], 'another instance cannot extend it: it is told the lease is lost');
+    assert.ok((await c.pttl(lease)) <= 5000, 'and its TTL is untouched');
     assert.equal(await b.release('search', 's1'), false, 'nor drop it');
     assert.equal(await a.owner('search', 's1'), 'a');
-    await c.pexpire(lease, 5000);
-    assert.equal(await a.renew('search', 's1'), true);
+    assert.deepEqual(await a.beat([s1]), []);
     assert.ok((await c.pttl(lease)) > 30_000, 'renewing sets the full TTL again');
     await c.pexpire(lease, 20);
     await waitUntil(async () => (await a.owner('search', 's1')) === null);
-    assert.equal(await a.renew('search', 's1'), false, 'an expired lease is not renewed');
-    assert.equal(await b.acquire('search', 's1'), null, 'and then another instance can take it');
+    assert.equal(await b.acquire('search', 's1'), null, 'an expired lease can be taken by another instance');
+    assert.deepEqual(await a.beat([s1]), [s1], 'and the old holder’s beat does not take it back');
     assert.equal(await b.release('search', 's1'), true);
     assert.equal(await a.owner('search', 's1'), null);
   });
@@ -161,10 +172,11 @@ describe('cluster Redis parts', async () => {
     await b.acquire('search', 's2');
     const listed = await a.clusterRuns();
     assert.deepEqual(listed.chats.sort(), ['c1', 'c2']);
-    // b goes silent (as if killed): its liveness, run set and leases expire after its TTL.
+    // b goes silent (as if killed): its liveness, run set and leases expire after its TTL, each on
+    // its own (they were set one after the other), so each expiry is waited for, not a clock.
+    await waitUntil(async () => (await a.owner('chat', 'c2')) === null && (await a.owner('search', 's2')) === null);
     await waitUntil(async () => (await a.clusterRuns()).chats.length === 1);
     assert.deepEqual(await a.clusterRuns(), { chats: ['c1'], searches: [] });
-    assert.equal(await a.owner('chat', 'c2'), null, 'the silent instance’s lease expired');
     assert.deepEqual(await a.beat([{ kind: 'chat', key: 'c1' }]), []);
     await a.leave([{ kind: 'chat', key: 'c1' }]);
     assert.equal(await b.owner('chat', 'c1'), null, 'released at once');
@@ -235,6 +247,33 @@ describe('cluster Redis parts', async () => {
     } finally {
       await owner.close();
       await other.close();
+    }
+  });
+
+  it('an owner cut from Redis fences its runs while their leases still hold; a lease taken by another is fenced at once', async () => {
+    const p = prefix();
+    const keys = clusterKeys(p);
+    const c = await client();
+    const target = new URL(r.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
+    const runs = fakeRuns();
+    const owner = await Cluster.join({ url: `redis://127.0.0.1:${proxy.port}`, prefix: p, instanceId: 'cut', leaseTtlMs: 1500, local: runs.port, log: silent });
+    try {
+      runs.start('taken');
+      runs.start('held');
+      assert.equal(await owner.claim('chat', 'taken'), null);
+      assert.equal(await owner.claim('chat', 'held'), null);
+      // Another instance takes a lease (as after an expiry the owner missed): the next beat fences it.
+      await c.set(keys.lease('chat', 'taken'), 'other');
+      await waitUntil(async () => runs.runs.get('chat:taken')!.fenced !== undefined);
+      assert.equal(runs.runs.get('chat:taken')!.fenced, FENCED_MESSAGE);
+      assert.equal(runs.runs.get('chat:held')!.fenced, undefined, 'a lease still held is not fenced');
+      proxy.blackhole();
+      await waitUntil(async () => runs.runs.get('chat:held')!.fenced !== undefined);
+      assert.equal(await c.get(keys.lease('chat', 'held')), 'cut', 'fenced while its lease still held: nobody else could have taken the key yet');
+    } finally {
+      await proxy.close();
+      await owner.close();
     }
   });
 

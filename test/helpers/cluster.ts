@@ -21,8 +21,8 @@ export interface Instance extends Pick<TestServer, 'call' | 'stream'> {
 export interface TestCluster {
   instances: Instance[];
   databaseUrl: string;
-  /** Starts one more instance on the same database, Redis and prefix. */
-  add(id: string): Promise<Instance>;
+  /** Starts one more instance on the same database, Redis and prefix (`env` overrides, e.g. its REDIS_URL). */
+  add(id: string, env?: Record<string, string>): Promise<Instance>;
   close(): Promise<void>;
 }
 
@@ -50,8 +50,8 @@ export async function startCluster(o: ClusterOptions): Promise<TestCluster> {
     ...simEnv(o.sim),
     ...o.env,
   });
-  const add = async (id: string) => {
-    const inst = await startInstance(id, env(id));
+  const add = async (id: string, extra: Record<string, string> = {}) => {
+    const inst = await startInstance(id, { ...env(id), ...extra });
     instances.push(inst);
     return inst;
   };
@@ -100,22 +100,33 @@ export const slow = (deltas: number, rate: number, extra: Record<string, unknown
 
 /**
  * Opens a stream and resolves with its meta event once it arrived; `firstDelta` settles at the first
- * delta (or the end, if none comes), `events` at the end.
+ * delta (or the end, if none comes), `events` at the end. `timeline` has each event's arrival in this
+ * process (performance.now()), one clock for every stream a test opens.
  */
-export async function openStream(inst: Instance, path: string, body: unknown) {
-  const controller = new AbortController();
-  const res = await fetch(inst.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal });
+export async function openStream(inst: Instance, path: string, body: unknown, opts: { whileBusy?: boolean } = {}) {
+  let controller: AbortController;
+  let res: Response;
+  for (;;) {
+    controller = new AbortController();
+    res = await fetch(inst.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal });
+    // whileBusy: the key is held elsewhere (409) until that run ends or its lease expires; ask again.
+    if (!opts.whileBusy || res.status !== 409) break;
+    await res.body?.cancel();
+    await new Promise((r) => setTimeout(r, 50));
+  }
   assert.equal(res.status, 200, `${path} on ${inst.id}: ${res.status}`);
   let first!: (e: SseEvent) => void;
   let delta!: (e?: SseEvent) => void;
   const meta = new Promise<SseEvent>((r) => (first = r));
   const firstDelta = new Promise<SseEvent | undefined>((r) => (delta = r));
+  const timeline: Array<{ at: number; event: string }> = [];
   const events = readSse(res, controller, undefined, (ev) => {
+    timeline.push({ at: performance.now(), event: ev.event });
     if (ev.event === 'meta') first(ev);
     if (ev.event === 'delta') delta(ev);
   }).catch(() => [] as SseEvent[]);
   void events.then(() => delta());
-  return { meta: await meta, firstDelta, events, abort: () => controller.abort() };
+  return { meta: await meta, firstDelta, events, timeline, abort: () => controller.abort() };
 }
 
 export async function storedAnswer(inst: Instance, chatId: string): Promise<string | undefined> {

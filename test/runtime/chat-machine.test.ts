@@ -46,8 +46,8 @@ test('a plain answer: meta, deltas as they come, the answer stored once the inpu
   m.tell({ t: 'text', round: 1, text: ' world' });
   m.tell({ t: 'round_end', round: 1, end: end() });
   assert.equal(m.sent('store_answer').length, 0, 'the answer waits for the input to be stored');
-  m.tell({ t: 'prepared' });
-  assert.deepEqual(m.sent('store_answer'), [{ c: 'store_answer', callId: 'llm-1', chatId: 'chat-1', text: 'Hello world', usage, started: m.sent('store_answer')[0]!.started, stopped: false }]);
+  m.tell({ t: 'prepared', runToken: 1 });
+  assert.deepEqual(m.sent('store_answer'), [{ c: 'store_answer', callId: 'llm-1', chatId: 'chat-1', text: 'Hello world', usage, started: m.sent('store_answer')[0]!.started, stopped: false, runToken: 1 }]);
   assert.equal(m.sink.result, null, 'done waits for the answer to be stored');
   m.tell({ t: 'answer_stored' });
   assert.deepEqual(m.sink.names(), ['meta', 'delta', 'delta', 'done']);
@@ -62,7 +62,7 @@ test('a plain answer: meta, deltas as they come, the answer stored once the inpu
 test('a tool round: commentary held then dropped, tool_call before the answer, the hold released by its timer', () => {
   const m = chat({ tools: [fakeTool('web_search')] });
   m.tell({ t: 'start' });
-  m.tell({ t: 'prepared' });
+  m.tell({ t: 'prepared', runToken: 1 });
   m.tell({ t: 'text', round: 1, text: 'Let me look that up' });
   assert.equal(m.timers.pending.size, 1, 'the hold has its timer');
   m.tell({ t: 'round_end', round: 1, end: end([call('web_search', { query: 'x' })]) });
@@ -106,7 +106,7 @@ test('512 held characters are let through without waiting for the timer', () => 
 test('the tool-round limit ends the answer with its message', () => {
   const m = chat({ tools: [fakeTool('web_search')], maxToolRounds: 1 });
   m.tell({ t: 'start' });
-  m.tell({ t: 'prepared' });
+  m.tell({ t: 'prepared', runToken: 1 });
   m.tell({ t: 'round_end', round: 1, end: end([call('web_search', {})]) });
   m.tell({ t: 'tool_done', round: 1, index: 0, output: 'r' });
   m.tell({ t: 'tool_stored', round: 1, index: 0 });
@@ -118,7 +118,7 @@ test('the tool-round limit ends the answer with its message', () => {
 test('a stop mid-tool: the tool fails, the next round is cut, the partial answer is stored stopped', () => {
   const m = chat({ tools: [fakeTool('web_search')] });
   m.tell({ t: 'start' });
-  m.tell({ t: 'prepared' });
+  m.tell({ t: 'prepared', runToken: 1 });
   m.tell({ t: 'round_end', round: 1, end: end([call('web_search', {})]) });
   m.tell({ t: 'stop', message: 'stopped by request' });
   assert.ok(m.actor.signal.aborted, 'the tool sees the stop through the run\'s signal');
@@ -143,7 +143,7 @@ test('a provider error mid-stream: the LlmCall is marked failed once its insert 
   m.tell({ t: 'text', round: 1, text: 'partial' });
   m.tell({ t: 'round_failed', round: 1, error: new ProviderError('provider_a returned 500', 500) });
   assert.equal(m.sent('fail_call').length, 0, 'not before the insert settled');
-  m.tell({ t: 'prepared' });
+  m.tell({ t: 'prepared', runToken: 1 });
   assert.deepEqual(
     m.sent('fail_call').map((c) => [c.callId, c.error]),
     [['llm-1', 'provider_a returned 500']],
@@ -172,28 +172,38 @@ for (const [why, message] of [
   test(`a ${why} cancel keeps the streamed text as an interrupted answer and ends with the cancel's message`, () => {
     const m = chat();
     m.tell({ t: 'start' });
-    m.tell({ t: 'prepared' });
+    m.tell({ t: 'prepared', runToken: 1 });
     m.tell({ t: 'text', round: 1, text: 'Half an ans' });
     m.tell({ t: 'cancel', why, message });
     m.tell({ t: 'round_failed', round: 1, error: aborted() });
-    assert.deepEqual(m.sent('store_interrupted'), [{ c: 'store_interrupted', chatId: 'chat-1', text: 'Half an ans' }]);
-    assert.equal(m.sent('fail_call').length, 0, 'the text is kept before the call is marked failed');
+    const [store] = m.sent('store_interrupted');
+    assert.deepEqual({ ...store, started: 0 }, { c: 'store_interrupted', callId: store!.callId, chatId: 'chat-1', text: 'Half an ans', usage: null, started: 0, error: message, runToken: 1 });
+    assert.ok(store!.callId, 'the cut answer is stored with its LlmCall');
     m.tell({ t: 'interrupted_stored', error: null });
-    assert.deepEqual(
-      m.sent('fail_call').map((c) => c.error),
-      [message],
-    );
-    m.tell({ t: 'call_failed' });
+    assert.equal(m.sent('fail_call').length, 0, 'the store failed the call in the same statement');
     assert.deepEqual(m.sink.events().at(-1), ['error', { type: 'error', message }]);
     assert.deepEqual(m.sink.result, { ok: false, outcome: 'cancelled', message });
     assert.equal(m.sent('store_answer').length, 0);
+  });
+
+  test(`a ${why} cancel whose interrupted answer cannot be stored fails the LlmCall alone`, () => {
+    const m = chat();
+    m.tell({ t: 'start' });
+    m.tell({ t: 'prepared', runToken: 1 });
+    m.tell({ t: 'text', round: 1, text: 'Half' });
+    m.tell({ t: 'cancel', why, message });
+    m.tell({ t: 'round_failed', round: 1, error: aborted() });
+    m.tell({ t: 'interrupted_stored', error: new Error('refused') });
+    assert.deepEqual(m.sent('fail_call').map((c) => c.error), [message]);
+    m.tell({ t: 'call_failed' });
+    assert.deepEqual(m.sink.events().at(-1), ['error', { type: 'error', message }]);
   });
 }
 
 test('a shutdown before any text stores nothing but the failed LlmCall', () => {
   const m = chat();
   m.tell({ t: 'start' });
-  m.tell({ t: 'prepared' });
+  m.tell({ t: 'prepared', runToken: 1 });
   m.tell({ t: 'cancel', why: 'shutdown', message: SHUTDOWN });
   m.tell({ t: 'round_failed', round: 1, error: aborted() });
   assert.equal(m.sent('store_interrupted').length, 0);
@@ -204,7 +214,7 @@ test('a shutdown before any text stores nothing but the failed LlmCall', () => {
 test('a throw inside receive ends the run through its failure path, logged, with one terminal event', () => {
   const m = chat();
   m.tell({ t: 'start' });
-  m.tell({ t: 'prepared' });
+  m.tell({ t: 'prepared', runToken: 1 });
   // A round end the provider could never send: no toolCalls array.
   m.tell({ t: 'round_end', round: 1, end: { usage: null, raw: null, finishReason: null } as unknown as RoundEnd });
   assert.ok(m.sink.logs.some((l) => l.startsWith('error: run run-1 threw')), 'the throw is logged');
@@ -218,7 +228,7 @@ test('a throw inside receive ends the run through its failure path, logged, with
 
 /** One run with a tool round, as the messages its I/O sends, in order. */
 const script: ChatMsg[] = [
-  { t: 'prepared' },
+  { t: 'prepared', runToken: 1 },
   { t: 'text', round: 1, text: 'thinking' },
   { t: 'round_end', round: 1, end: end([call('web_search', { q: 1 }, 'a'), call('web_search', { q: 2 }, 'b')]) },
   { t: 'tool_done', round: 1, index: 1, output: 'two' },
