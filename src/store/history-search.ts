@@ -27,18 +27,16 @@ const START = '\uE000';
 const STOP = '\uE001';
 const HEADLINE_OPTIONS = `HighlightAll=true, StartSel=${START}, StopSel=${STOP}`;
 
-// Each expression is exactly the one its index was built on (sql/006), or the planner cannot use it.
-// A title or query matches at full weight, a message or an answer (long text, where a word is more
+// Each tsvector is a stored column or exactly the expression its index was built on (sql/006), or
+// the planner cannot use the index. A title or query matches at full weight, a message or an answer (long text, where a word is more
 // often a passing mention) at half.
 const SOURCES = `
   SELECT 'chat' AS type, c.id AS item_id, 'title' AS field, NULL::text AS message_id, 0::bigint AS place,
          ts_rank(to_tsvector('simple', c.title), (SELECT tq FROM q), 1) AS rank
     FROM chats c WHERE to_tsvector('simple', c.title) @@ (SELECT tq FROM q)
   UNION ALL
-  SELECT 'chat', m.chat_id, 'message', m.id, m.seq,
-         ts_rank(to_tsvector('simple', m.content), (SELECT tq FROM q), 1) * 0.5::real
-    FROM messages m
-   WHERE m.role IN ('user', 'assistant') AND to_tsvector('simple', m.content) @@ (SELECT tq FROM q)
+  SELECT 'chat', m.chat_id, 'message', m.id, m.seq, ts_rank(m.search_tsv, (SELECT tq FROM q), 1) * 0.5::real
+    FROM messages m WHERE m.search_tsv @@ (SELECT tq FROM q)
   UNION ALL
   SELECT 'search', s.id, 'title', NULL, 0, ts_rank(to_tsvector('simple', s.title), (SELECT tq FROM q), 1)
     FROM searches s WHERE to_tsvector('simple', s.title) @@ (SELECT tq FROM q)
@@ -46,9 +44,8 @@ const SOURCES = `
   SELECT 'search', s.id, 'query', NULL, 1, ts_rank(to_tsvector('simple', s.query), (SELECT tq FROM q), 1)
     FROM searches s WHERE to_tsvector('simple', s.query) @@ (SELECT tq FROM q)
   UNION ALL
-  SELECT 'search', s.id, 'answer', NULL, 2,
-         ts_rank(to_tsvector('simple', s.answer_text), (SELECT tq FROM q), 1) * 0.5::real
-    FROM searches s WHERE to_tsvector('simple', s.answer_text) @@ (SELECT tq FROM q)`;
+  SELECT 'search', s.id, 'answer', NULL, 2, ts_rank(s.answer_tsv, (SELECT tq FROM q), 1) * 0.5::real
+    FROM searches s WHERE s.answer_tsv @@ (SELECT tq FROM q)`;
 
 // q → tsquery without ever parsing user text as tsquery syntax: to_tsvector splits and lowercases q
 // like any document, each lexeme becomes a quoted tsquery operand, all ANDed, and the lexeme holding
