@@ -85,7 +85,7 @@ export interface HistoryBenchResult {
   backfillSeconds: number;
 }
 
-export async function load(db: Database): Promise<number> {
+async function load(db: Database): Promise<number> {
   const began = performance.now();
   await db.pool.query('SELECT setseed(0.42)');
   // In slices, so PGlite (one WASM heap) never holds a huge statement's intermediate rows at once.
