@@ -1,7 +1,7 @@
 // History search (GET /v1/workspace-items?q=…): the chats and searches one of whose fields holds every
 // word of q, found by the GIN indexes of sql/006_history_search.sql. The database filters and ranks; this
 // module builds no query text from user input (Postgres splits q with the same parser it used on the
-// documents) and only maps the rows it gets back.
+// documents) and only maps the rows it gets back, cutting each snippet around the hit Postgres marked.
 import type { Queryable } from '../db/types.ts';
 import type { ProviderName } from '../providers/types.ts';
 import { sliceUnits } from '../text.ts';
@@ -114,8 +114,8 @@ interface HitRow {
 
 /**
  * The chats and searches matching `q` (already trimmed and checked: 1–200 characters), most relevant
- * first, at most `limit`. Items whose only fields are stored in this very transaction match too: the
- * indexes are updated with the row.
+ * first, at most `limit`. A message matches once its insert has committed: the GIN index takes it in
+ * the same transaction (its pending list, which every search reads too).
  */
 export async function searchHistory(db: Queryable, q: string, limit: number): Promise<HistoryItem[]> {
   const { text, values } = historySearchStatement(q, limit);
