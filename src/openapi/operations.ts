@@ -20,6 +20,7 @@ import {
   chatDetail,
   chatStream,
   chatSummary,
+  historyItem,
   message,
   named,
   providerModels,
@@ -129,8 +130,17 @@ export const operations: Record<string, OperationDoc> = {
   },
   'GET /v1/workspace-items': {
     tag: 'system',
-    summary: 'Up to 100 chats and 100 searches, newest updatedAt first',
-    ok: { json: z.object({ items: z.array(workspaceItem) }) },
+    summary: 'Up to 100 chats and 100 searches, newest updatedAt first; with q, a search of the history',
+    description:
+      'With `q`: only the chats and searches one of whose fields (title, search query, user or assistant message, search answer) ' +
+      'holds every word of q, case-insensitively, the last word also as a prefix; most relevant first (ties: updatedAt descending), ' +
+      'each with `match` (HistoryItem). Without `q` the listing is unchanged and `limit` is not read.',
+    query: {
+      q: { description: 'words to find: 1–200 characters after trimming; operators and punctuation are plain text', schema: z.string().min(1).max(200) },
+      limit: { description: 'with q: at most this many items (default 50)', schema: z.int().min(1).max(200) },
+    },
+    errors: { 400: 'q is blank or longer than 200 characters (after trimming), or limit is not a whole number from 1 to 200' },
+    ok: { json: z.object({ items: z.array(z.union([workspaceItem, historyItem])) }) },
   },
   'GET /v1/models': {
     tag: 'models',

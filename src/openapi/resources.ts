@@ -17,6 +17,7 @@ import type {
   SearchSummary,
   WorkspaceItem,
 } from '../types.ts';
+import type { HistoryItem, HistoryMatch } from '../store/history-search.ts';
 
 /** The document's named schemas: each is emitted once under components.schemas and referenced by `$ref`. */
 export const components = new Map<string, z.ZodType>();
@@ -164,6 +165,23 @@ export const workspaceItem = named(
   'WorkspaceItem',
   z.discriminatedUnion('type', [z.object({ type: z.literal('chat'), ...chatFields }), z.object({ type: z.literal('search'), ...searchFields })]),
 ) satisfies z.ZodType<WorkspaceItem>;
+
+// History search (GET /v1/workspace-items?q=…; ARCHITECTURE "History search"): a workspace item with where q matched.
+export const historyMatch = named(
+  'HistoryMatch',
+  z.object({
+    field: z.enum(['title', 'query', 'message', 'answer']).meta({ description: 'the field holding every word of q (its best-ranked one)' }),
+    snippet: z.string().meta({ description: 'up to 200 characters (UTF-16 units) of that field around the first hit, unmarked' }),
+  }),
+) satisfies z.ZodType<HistoryMatch>;
+
+export const historyItem = named(
+  'HistoryItem',
+  z.discriminatedUnion('type', [
+    z.object({ type: z.literal('chat'), ...chatFields, match: historyMatch }),
+    z.object({ type: z.literal('search'), ...searchFields, match: historyMatch }),
+  ]),
+) satisfies z.ZodType<HistoryItem>;
 
 export const usage = named('Usage', z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), totalTokens: z.number().int() }));
 

@@ -4,7 +4,9 @@ import type { AppContext } from '../context.ts';
 import { badRequest } from '../http/errors.ts';
 import type { Route } from '../http/router.ts';
 import type { ActiveRunsScope } from '../runs.ts';
+import { searchHistory } from '../store/history-search.ts';
 import { listWorkspaceItems } from '../store/workspace.ts';
+import { historyQuery } from './history-search.ts';
 
 function activeRunsScope(scope: string | null): ActiveRunsScope {
   if (scope === null || scope === 'process') return 'process';
@@ -56,7 +58,11 @@ export function systemRoutes(app: AppContext): Route[] {
     {
       method: 'GET',
       path: '/v1/workspace-items',
-      handler: async (_req, reply) => reply.json(200, { items: await listWorkspaceItems(app.pool) }),
+      handler: async (req, reply) => {
+        const search = historyQuery(req.query);
+        const items = search ? await searchHistory(app.pool, search.q, search.limit) : await listWorkspaceItems(app.pool);
+        reply.json(200, { items });
+      },
     },
   ];
 }

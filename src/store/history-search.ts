@@ -1,0 +1,171 @@
+// History search (GET /v1/workspace-items?q=…): the chats and searches one of whose fields holds every
+// word of q, found by the GIN indexes of sql/006_history_search.sql. The database filters and ranks; this
+// module builds no query text from user input (Postgres splits q with the same parser it used on the
+// documents) and only maps the rows it gets back, cutting each snippet around the hit Postgres marked.
+import type { Queryable } from '../db/types.ts';
+import type { ProviderName } from '../providers/types.ts';
+import { sliceUnits } from '../text.ts';
+import type { ChatSummary, SearchSummary } from '../types.ts';
+
+export type MatchField = 'title' | 'query' | 'message' | 'answer';
+
+export interface HistoryMatch {
+  field: MatchField;
+  /** Up to SNIPPET_UNITS UTF-16 units of the field, around its first hit. */
+  snippet: string;
+}
+
+export type HistoryItem = (({ type: 'chat' } & ChatSummary) | ({ type: 'search' } & SearchSummary)) & { match: HistoryMatch };
+
+export const SNIPPET_UNITS = 200;
+/** How much of the snippet comes before the hit, so the reader sees what led up to it. */
+const SNIPPET_LEAD = 60;
+
+// ts_headline marks every hit with these (private-use code points, which text almost never holds);
+// the service keeps the position of the first and drops them all.
+const START = '\uE000';
+const STOP = '\uE001';
+const HEADLINE_OPTIONS = `HighlightAll=true, StartSel=${START}, StopSel=${STOP}`;
+
+// Each tsvector is a stored column or exactly the expression its index was built on (sql/006), or
+// the planner cannot use the index. A title or query matches at full weight, a message or an answer (long text, where a word is more
+// often a passing mention) at half.
+const SOURCES = `
+  SELECT 'chat' AS type, c.id AS item_id, 'title' AS field, NULL::text AS message_id, 0::bigint AS place,
+         ts_rank(to_tsvector('simple', c.title), (SELECT tq FROM q), 1) AS rank
+    FROM chats c WHERE to_tsvector('simple', c.title) @@ (SELECT tq FROM q)
+  UNION ALL
+  SELECT 'chat', m.chat_id, 'message', m.id, m.seq, ts_rank(m.search_tsv, (SELECT tq FROM q), 1) * 0.5::real
+    FROM messages m WHERE m.search_tsv @@ (SELECT tq FROM q)
+  UNION ALL
+  SELECT 'search', s.id, 'title', NULL, 0, ts_rank(to_tsvector('simple', s.title), (SELECT tq FROM q), 1)
+    FROM searches s WHERE to_tsvector('simple', s.title) @@ (SELECT tq FROM q)
+  UNION ALL
+  SELECT 'search', s.id, 'query', NULL, 1, ts_rank(to_tsvector('simple', s.query), (SELECT tq FROM q), 1)
+    FROM searches s WHERE to_tsvector('simple', s.query) @@ (SELECT tq FROM q)
+  UNION ALL
+  SELECT 'search', s.id, 'answer', NULL, 2, ts_rank(s.answer_tsv, (SELECT tq FROM q), 1) * 0.5::real
+    FROM searches s WHERE s.answer_tsv @@ (SELECT tq FROM q)`;
+
+// q → tsquery without ever parsing user text as tsquery syntax: to_tsvector splits and lowercases q
+// like any document, each lexeme becomes a quoted tsquery operand, all ANDed, and the lexeme holding
+// the last position (the word being typed) becomes a prefix. A q without words gives NULL, which
+// matches nothing.
+const QUERY_CTE = `
+  words AS (
+    SELECT t.lexeme, (SELECT max(p) FROM unnest(t.positions) p) AS pos
+      FROM unnest(to_tsvector('simple', $1::text)) t
+  ),
+  q AS (
+    SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || ''''
+                        || CASE WHEN pos = (SELECT max(pos) FROM words) THEN ':*' ELSE '' END,
+                      ' & ')::tsquery AS tq
+      FROM words
+  )`;
+
+const SEARCH_SQL = `
+  WITH ${QUERY_CTE},
+  hits AS (${SOURCES}),
+  -- One row per item: its best field (ties: title, query, answer, then the earliest message).
+  best AS (
+    SELECT DISTINCT ON (type, item_id) type, item_id, field, message_id, rank
+      FROM hits ORDER BY type, item_id, rank DESC, place
+  ),
+  top AS (
+    SELECT b.*, coalesce(c.updated_at, s.updated_at) AS updated_at
+      FROM best b
+      LEFT JOIN chats c ON b.type = 'chat' AND c.id = b.item_id
+      LEFT JOIN searches s ON b.type = 'search' AND s.id = b.item_id
+     ORDER BY b.rank DESC, updated_at DESC, b.item_id DESC
+     LIMIT $2
+  )
+  SELECT t.type, t.field, t.item_id AS id, coalesce(c.title, s.title) AS title,
+         coalesce(c.created_at, s.created_at) AS created_at, t.updated_at,
+         c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model,
+         c.additional_system_prompt, c.enabled_tools, s.query, star.created_at AS starred_at,
+         ts_headline('simple',
+                     CASE t.field WHEN 'message' THEN m.content WHEN 'query' THEN s.query
+                                  WHEN 'answer' THEN s.answer_text ELSE coalesce(c.title, s.title) END,
+                     (SELECT tq FROM q), $3) AS highlighted
+    FROM top t
+    LEFT JOIN chats c ON t.type = 'chat' AND c.id = t.item_id
+    LEFT JOIN searches s ON t.type = 'search' AND s.id = t.item_id
+    LEFT JOIN messages m ON m.id = t.message_id
+    LEFT JOIN project_members star ON star.project_id = 'starred' AND star.item_type = t.type AND star.item_id = t.item_id
+   ORDER BY t.rank DESC, t.updated_at DESC, t.item_id DESC`;
+
+interface HitRow {
+  type: 'chat' | 'search';
+  field: MatchField;
+  id: string;
+  title: string | null;
+  created_at: Date;
+  updated_at: Date;
+  initiated_provider: string | null;
+  initiated_model: string | null;
+  last_used_provider: string | null;
+  last_used_model: string | null;
+  additional_system_prompt: string | null;
+  enabled_tools: string[] | null;
+  query: string | null;
+  starred_at: Date | null;
+  highlighted: string;
+}
+
+/**
+ * The chats and searches matching `q` (already trimmed and checked: 1–200 characters), most relevant
+ * first, at most `limit`. A message matches once its insert has committed: the GIN index takes it in
+ * the same transaction (its pending list, which every search reads too).
+ */
+export async function searchHistory(db: Queryable, q: string, limit: number): Promise<HistoryItem[]> {
+  const { text, values } = historySearchStatement(q, limit);
+  const { rows } = await db.query<HitRow>(text, values);
+  return rows.map(toHistoryItem);
+}
+
+/** The one statement searchHistory sends (exported so a test can EXPLAIN it and see the indexes used). */
+export function historySearchStatement(q: string, limit: number): { text: string; values: unknown[] } {
+  return { text: SEARCH_SQL, values: [q, limit, HEADLINE_OPTIONS] };
+}
+
+function toHistoryItem(row: HitRow): HistoryItem {
+  const common = {
+    id: row.id,
+    title: row.title,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    starred: row.starred_at !== null,
+    starredAt: row.starred_at?.toISOString() ?? null,
+  };
+  const match: HistoryMatch = { field: row.field, snippet: snippetAround(row.highlighted) };
+  if (row.type === 'search') return { type: 'search', ...common, query: row.query, match };
+  return {
+    type: 'chat',
+    ...common,
+    initiatedProvider: row.initiated_provider as ProviderName | null,
+    initiatedModel: row.initiated_model,
+    lastUsedProvider: row.last_used_provider as ProviderName | null,
+    lastUsedModel: row.last_used_model,
+    additionalSystemPrompt: row.additional_system_prompt,
+    enabledTools: row.enabled_tools ?? [],
+    match,
+  };
+}
+
+/**
+ * The field text (markers removed) cut to SNIPPET_UNITS around its first marked hit, never between
+ * the two halves of a surrogate pair at either end.
+ */
+export function snippetAround(highlighted: string): string {
+  // No STOP comes before the first START, so its index is the hit's offset in the unmarked text.
+  const hit = Math.max(highlighted.indexOf(START), 0);
+  const text = highlighted.replaceAll(START, '').replaceAll(STOP, '');
+  if (text.length <= SNIPPET_UNITS) return text;
+  let from = Math.max(0, Math.min(hit - SNIPPET_LEAD, text.length - SNIPPET_UNITS));
+  if (isLowSurrogate(text.charCodeAt(from))) from += 1;
+  return sliceUnits(text.slice(from), SNIPPET_UNITS);
+}
+
+function isLowSurrogate(unit: number): boolean {
+  return unit >= 0xdc00 && unit <= 0xdfff;
+}

@@ -1,0 +1,181 @@
+// History search in the store, on PGlite and (with TEST_DATABASE_URL) real Postgres: which items match,
+// in which order, and what match.field/snippet say. Each case uses words no other case stores, so the
+// cases share one database without seeing each other's rows.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Database } from '../../src/db/types.ts';
+import { createChat, deleteChat } from '../../src/store/chats.ts';
+import { historySearchStatement, searchHistory, snippetAround, SNIPPET_UNITS, type HistoryItem } from '../../src/store/history-search.ts';
+import { appendMessages } from '../../src/store/messages.ts';
+import { createSearch, deleteSearch, saveSearchRun } from '../../src/store/searches.ts';
+import { testDatabases } from '../helpers/db.ts';
+import { setStarred } from '../helpers/store.ts';
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+const ids = (items: HistoryItem[]) => items.map((i) => i.id);
+
+function searchRun(query: string, answerText: string) {
+  return { query, requestId: null, latencyMs: 1, error: null, answerText, answerRequestId: null, answerCitations: [], answerError: null, results: [] };
+}
+
+for (const target of await testDatabases()) {
+  describe(`history search store (${target.name})`, () => {
+    let db: Database;
+    before(async () => {
+      db = await target.open();
+    });
+    after(async () => {
+      await db?.close();
+    });
+
+    const chatWith = (title: string | null, ...contents: string[]) =>
+      createChat(db.pool, { title, enabledTools: [], messages: contents.map((content, i) => ({ role: i % 2 ? 'assistant' : 'user', content })) });
+
+    it('needs every word, case-insensitively, the last one also as a prefix', async () => {
+      const both = await chatWith(null, 'Planning the ZANZIBAR trip with a BUDGET spreadsheet');
+      await chatWith(null, 'zanzibar beaches only');
+      await chatWith(null, 'budget for groceries only');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'zanzibar budget', 50)), [both.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'Zanzibar BUDG', 50)), [both.id], 'last word as a prefix');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'zanz budget', 50)), [], 'only the last word is a prefix');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'ÉCOLE', 50)), []);
+      const accented = await chatWith('Inscription à l’école', 'hello');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'ÉCOLE', 50)), [accented.id], 'non-ASCII letters fold too');
+    });
+
+    it('finds each field and says which, with the field around the first hit as the snippet', async () => {
+      const title = await chatWith('Quokka photography tips', 'nothing here');
+      const userMsg = await chatWith(null, 'first words', 'an assistant line about the wombat burrow');
+      const query = await createSearch(db.pool, { query: 'platypus venom facts' });
+      const answered = await createSearch(db.pool, { query: 'australian animals' });
+      await saveSearchRun(db.pool, answered.id, searchRun('australian animals', 'The echidna lays eggs.'));
+
+      const one = async (q: string) => {
+        const items = await searchHistory(db.pool, q, 50);
+        assert.equal(items.length, 1, `one item for ${q}`);
+        return items[0]!;
+      };
+      assert.deepEqual([(await one('quokka')).id, (await one('quokka')).match], [title.id, { field: 'title', snippet: 'Quokka photography tips' }]);
+      assert.deepEqual((await one('wombat')).match, { field: 'message', snippet: 'an assistant line about the wombat burrow' });
+      assert.equal((await one('wombat')).id, userMsg.id);
+      const q = await one('platypus');
+      assert.deepEqual([q.id, q.type, q.match], [query.id, 'search', { field: 'query', snippet: 'platypus venom facts' }]);
+      assert.deepEqual((await one('echidna')).match, { field: 'answer', snippet: 'The echidna lays eggs.' });
+      assert.equal((await one('echidna')).id, answered.id);
+    });
+
+    it('cuts a long field to 200 units around the first hit, never inside a surrogate pair', async () => {
+      const before = '🦘'.repeat(150); // 300 UTF-16 units
+      const content = `${before} the marsupial appears here ${'🦘'.repeat(150)} and marsupial again`;
+      const chat = await chatWith(null, content);
+      const [item] = await searchHistory(db.pool, 'marsupial', 50);
+      assert.equal(item?.id, chat.id);
+      const snippet = item!.match.snippet;
+      assert.ok(snippet.length <= SNIPPET_UNITS && snippet.length >= SNIPPET_UNITS - 1, `length ${snippet.length}`);
+      assert.ok(snippet.isWellFormed(), 'no half of a pair at either end');
+      assert.ok(content.includes(snippet), 'a piece of the field, unmarked');
+      assert.ok(snippet.includes('the marsupial appears'), 'around the first hit, not the second');
+    });
+
+    it('puts the most relevant first, ties by updatedAt descending', async () => {
+      const inMessage = await chatWith(null, 'a long note that mentions narwhal once among many other words of the day');
+      const inTitle = await chatWith('Narwhal', 'x');
+      const tieOld = await createSearch(db.pool, { query: 'narwhal tusk' });
+      await tick(); // distinct updatedAt: the tie is broken by it, not by id
+      const tieNew = await createSearch(db.pool, { query: 'narwhal tusk' });
+      const order = ids(await searchHistory(db.pool, 'narwhal', 50));
+      assert.deepEqual(order, [inTitle.id, tieNew.id, tieOld.id, inMessage.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'narwhal', 2)), [inTitle.id, tieNew.id], 'limit keeps the best');
+    });
+
+    it('never returns deleted items, and finds a message the moment it is stored', async () => {
+      const chat = await chatWith(null, 'about the axolotl');
+      const search = await createSearch(db.pool, { query: 'axolotl habitat' });
+      assert.equal((await searchHistory(db.pool, 'axolotl', 50)).length, 2);
+      await deleteChat(db.pool, chat.id);
+      await deleteSearch(db.pool, search.id);
+      assert.deepEqual(await searchHistory(db.pool, 'axolotl', 50), []);
+
+      const fresh = await chatWith(null, 'unrelated start');
+      await appendMessages(db.pool, fresh.id, [{ role: 'user', content: 'now the capybara arrives' }]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'capybara', 50)), [fresh.id]);
+    });
+
+    it('ignores system and tool messages', async () => {
+      await createChat(db.pool, {
+        enabledTools: [],
+        messages: [
+          { role: 'system', content: 'pangolin instructions' },
+          { role: 'tool', name: 'web_search', content: 'pangolin results' },
+        ],
+      });
+      assert.deepEqual(await searchHistory(db.pool, 'pangolin', 50), []);
+    });
+
+    it('treats tsquery operators and punctuation in q as plain text, never as syntax', async () => {
+      const chat = await chatWith(null, "o'reilly & sons: the ibex | goat! (notes)");
+      for (const q of ['!', '&|!():*', "'", '\\', '<->', "ibex & !goat", "o'reilly", 'ibex:*', '(ibex']) {
+        const items = await searchHistory(db.pool, q, 50);
+        assert.ok(Array.isArray(items), `answered for ${q}`);
+      }
+      assert.deepEqual(await searchHistory(db.pool, '&|!():*', 50), [], 'no words, no matches');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'ibex & !goat', 50)), [chat.id], '! is no negation');
+      assert.deepEqual(ids(await searchHistory(db.pool, "o'reilly ibex", 50)), [chat.id]);
+    });
+
+    it('filters through the GIN indexes of every field (the expressions match sql/006)', async () => {
+      const client = await db.pool.connect();
+      try {
+        await client.query('BEGIN');
+        // Tiny tables make a sequential scan cheapest; forbidding it shows whether the indexes can serve.
+        await client.query('SET LOCAL enable_seqscan = off');
+        const { text, values } = historySearchStatement('some words', 50);
+        const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values);
+        const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+        for (const index of ['messages_search_idx', 'chats_title_search_idx', 'searches_title_search_idx', 'searches_query_search_idx', 'searches_answer_search_idx']) {
+          assert.match(plan, new RegExp(`Bitmap Index Scan on ${index}`), `${index} in:\n${plan}`);
+        }
+        assert.doesNotMatch(plan, /Seq Scan on (messages|chats|searches)/, plan);
+      } finally {
+        await client.query('ROLLBACK');
+        client.release();
+      }
+    });
+
+    it('maps chat and search items with their own fields, and starred', async () => {
+      const chat = await createChat(db.pool, { title: 'Okapi', provider: 'provider_a', model: 'm1', enabledTools: ['web_search'] });
+      const [item] = await searchHistory(db.pool, 'okapi', 50);
+      assert.deepEqual(item, {
+        type: 'chat', id: chat.id, title: 'Okapi', createdAt: chat.createdAt, updatedAt: chat.updatedAt, starred: false, starredAt: null,
+        initiatedProvider: 'provider_a', initiatedModel: 'm1', lastUsedProvider: 'provider_a', lastUsedModel: 'm1',
+        additionalSystemPrompt: null, enabledTools: ['web_search'], match: { field: 'title', snippet: 'Okapi' },
+      });
+      await setStarred(db.pool, 'chat', chat.id, true);
+      const [starred] = await searchHistory(db.pool, 'okapi', 50);
+      assert.equal(starred?.starred, true);
+      assert.ok(starred?.starredAt);
+      const search = await createSearch(db.pool, { query: 'tapir' });
+      const [found] = await searchHistory(db.pool, 'tapir', 50);
+      assert.deepEqual(found, {
+        type: 'search', id: search.id, title: null, query: 'tapir', createdAt: search.createdAt, updatedAt: search.updatedAt,
+        starred: false, starredAt: null, match: { field: 'query', snippet: 'tapir' },
+      });
+    });
+  });
+}
+
+describe('snippetAround', () => {
+  it('keeps short text whole and drops the markers', () => {
+    assert.equal(snippetAround('a \uE000hit\uE001 b'), 'a hit b');
+  });
+  it('starts some way before a late hit', () => {
+    const text = `${'x'.repeat(500)}\uE000hit\uE001${'y'.repeat(500)}`;
+    const s = snippetAround(text);
+    assert.equal(s.length, SNIPPET_UNITS);
+    assert.equal(s.indexOf('hit'), 60);
+  });
+  it('ends at the end of the text for a hit near it', () => {
+    const s = snippetAround(`${'x'.repeat(500)}\uE000end\uE001`);
+    assert.ok(s.endsWith('end') && s.length === SNIPPET_UNITS);
+  });
+});
