@@ -2,7 +2,7 @@
 // start, with a client in its own process (sse-client.ts) so that only the server's work counts here.
 //   /separate: status + headers + meta in one cork, then the delta, `done` and the end each in a cork of
 //              its own on later event-loop turns (one socket write each: what a short run costs today)
-//   /corked:   the same bytes in one cork (one socket write)
+//   /corked:   the same bytes in one cork (one socket write); as a POST, after reading the request body
 //   /deltas:   status + headers, then DELTAS delta frames one cork each, then the end: a delta's client write
 import { uws, type HttpResponse } from '../../src/http/uws.ts';
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
@@ -36,6 +36,15 @@ export function startSseServer(): Promise<{ port: number; close(): void }> {
   const app = uws.App();
   app.get('/separate', (res) => turns(res, [() => (head(res), res.write(META)), () => res.write(DELTA), () => res.write(DONE), () => res.end()]));
   app.get('/corked', (res) => turns(res, [() => (head(res), res.write(META), res.write(DELTA), res.write(DONE), res.end())]));
+  // The start's request as the service gets it: a POST whose JSON body arrives through onData.
+  app.post('/corked', (res) => {
+    let body = '';
+    res.onAborted(() => undefined);
+    res.onData((chunk, last) => {
+      body += Buffer.from(chunk).toString('utf8');
+      if (last) turns(res, [() => (head(res), res.write(META), res.write(DELTA), res.write(DONE), res.end())]);
+    });
+  });
   app.get('/deltas', (res) => turns(res, [() => head(res), ...Array.from({ length: DELTAS }, () => () => void res.write(DELTA)), () => res.end()]));
   return new Promise((resolve, reject) => {
     app.listen('127.0.0.1', 0, (socket) => {

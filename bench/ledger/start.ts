@@ -28,7 +28,7 @@ export async function startUpstream(): Promise<{ child: Child; port: number }> {
   return { child, port: JSON.parse(line).port };
 }
 
-export async function startSseClient(port: number): Promise<{ child: Child; run(path: string, requests: number, connections: number): Promise<void> }> {
+export async function startSseClient(port: number): Promise<{ child: Child; run(path: string, requests: number, connections: number, body?: string): Promise<void> }> {
   const waiting: Array<() => void> = [];
   const { child } = await start('ledger-sse-client', process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'sse-client.ts'), String(port)], {
     stdin: true,
@@ -36,9 +36,9 @@ export async function startSseClient(port: number): Promise<{ child: Child; run(
   });
   return {
     child,
-    run: (p, requests, connections) => new Promise<void>((resolve) => {
+    run: (p, requests, connections, body) => new Promise<void>((resolve) => {
       waiting.push(resolve);
-      child.proc.stdin!.write(JSON.stringify({ path: p, requests, connections }) + '\n');
+      child.proc.stdin!.write(JSON.stringify({ path: p, requests, connections, body }) + '\n');
     }),
   };
 }
@@ -110,12 +110,14 @@ async function sseStages(): Promise<Stage[]> {
   const server = await startSseServer();
   const client = await startSseClient(server.port);
   try {
-    const per = (p: string) => time(`uWS answer ${p}`, () => client.run(p, 200, 20), { ops: 10, warm: 2, rounds: 3 }, childCpu(client.child));
+    const per = (p: string, body?: string) => time(`uWS answer ${p}`, () => client.run(p, 200, 20, body), { ops: 10, warm: 2, rounds: 3 }, childCpu(client.child));
     const sep = await per('/separate');
     const cork = await per('/corked');
+    const post = await per('/corked', serviceBody('provider_c', true, 1, 1).replace('__I__', '1'));
     const scale = (s: Stage) => ({ ...s, cpuUs: s.cpuUs / 200, wallUs: s.wallUs / 200, otherUs: (s.otherUs ?? 0) / 200 });
     return [
       { ...scale(sep), name: 'SSE response of a start: status+headers+meta, delta, done, end (4 socket writes)', note: 'other = the client process' },
+      { ...scale(post), name: 'extra for the request: a POST with the start\'s JSON body read through onData', cpuUs: (post.cpuUs - cork.cpuUs) / 200, wallUs: (post.wallUs - cork.wallUs) / 200, otherUs: ((post.otherUs ?? 0) - (cork.otherUs ?? 0)) / 200, note: 'corked POST minus corked GET (uWS parses both)' },
       { ...scale(cork), inSum: false, name: 'the same bytes in one corked write', note: 'what the corked start would cost instead' },
     ];
   } finally {

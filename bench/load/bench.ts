@@ -12,7 +12,7 @@
 //   BENCH_CLUSTER=0 BENCH_CLUSTER_K=1000 BENCH_REDIS_URL (the cluster rows: bench/load/cluster.ts)
 //   BENCH_QUIET_LOAD=1 BENCH_QUIET_WAIT_S=120 (wait before each run for the 1-minute load average to fall below it)
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
-//   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=1200 (runs left after this are skipped, with a note)
+//   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=3600 (runs left after this are skipped, with a note)
 //   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -64,7 +64,8 @@ const EXTRAS_K = Number(env.BENCH_EXTRAS_K ?? 1000);
 const EMBEDDED_K = Number(env.BENCH_EMBEDDED_K ?? 100);
 const BURST_K = Number(env.BENCH_BURST ?? 1000);
 const REATTACH = env.BENCH_REATTACH !== '0';
-const BUDGET_MS = Number(env.BENCH_BUDGET_S ?? 1200) * 1000;
+// The start-rate sweep and the capacity search add ~15–25 minutes to the sweep's ~20.
+const BUDGET_MS = Number(env.BENCH_BUDGET_S ?? 3600) * 1000;
 const began = performance.now();
 const PEER_NOTE = '@portkey-ai/gateway 1.15.2, its own Node server (--headless), provider openai with the simulator as custom host; '
   + 'runs with @hono/node-server 2.x (package.json override: 1.x fails every stream with TypeError: immutable); it holds the first chunk 25 ms by design';

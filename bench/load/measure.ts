@@ -171,7 +171,8 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
   const pgCpuUs = pg ? await pg.stop() : null;
   const rss = trace?.stop();
   const simPeak = simTrace.stop().peak;
-  const steady = rss?.median(t0 + (job.k / job.startsPerSec) * 1000, t0 + (job.deltas / job.rate) * 1000) ?? null;
+  // One-delta streams (the start rows) never are all open at once: no steady figure.
+  const steady = job.deltas > 1 ? rss?.median(t0 + (job.k / job.startsPerSec) * 1000, t0 + (job.deltas / job.rate) * 1000) ?? null : null;
   return {
     loadAvg1,
     result,
