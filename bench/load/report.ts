@@ -54,14 +54,14 @@ export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Rec
     out.push(`| ${k} | ${fmt(s)} | ${fmt(n)} | ${fmt(p)} | ${ratio(s, n)} | ${ratio(p, s)} |`);
   }
   out.push('', '## Cost curve (service: provider_c, persisted; floor: the simulator itself)', '');
-  out.push('| K | rate | service µs/delta | nginx µs/delta | floor µs/delta | service KB/stream | nginx KB/stream | floor KB/stream |');
-  out.push('|--:|--:|--:|--:|--:|--:|--:|--:|');
+  out.push('| K | rate | service µs/delta | nginx µs/delta | floor µs/delta | service KB/stream (peak) | service KB/stream (steady) | nginx KB/stream | floor KB/stream |');
+  out.push('|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
   for (const k of ks) {
     const f = streams.find((r) => r.k === k && r.target === 'floor');
     const n = streams.find((r) => r.k === k && r.target === 'nginx');
     const sv = streams.find((r) => r.k === k && r.target === 'service' && r.provider === 'provider_c' && r.persist);
     out.push(`| ${k} | ${f?.rate ?? sv?.rate ?? '—'} | ${fmt(sv?.cpuUsPerDelta)} | ${fmt(n?.cpuUsPerDelta)} | ${fmt(f?.simCpuUsPerDelta)} | `
-      + `${fmt(sv?.rssKbPerStream)} | ${fmt(n?.rssKbPerStream)} | ${fmt(f?.simRssKbPerStream)} |`);
+      + `${fmt(sv?.rssKbPerStream)} | ${fmt(sv?.rssKbPerStreamSteady)} | ${fmt(n?.rssKbPerStream)} | ${fmt(f?.simRssKbPerStream)} |`);
   }
   const re = rows.filter((r) => r.variant === 'reattach');
   if (re.length) {
