@@ -1,5 +1,4 @@
 // The ledger of one relayed delta, stage by stage, each measured alone (bench/ledger/ledger.ts runs it).
-import { Worker } from 'node:worker_threads';
 import { createParser } from 'eventsource-parser';
 import { request } from 'undici';
 import { deltaFrame } from '../../actors/runtime/frame.ts';
@@ -7,6 +6,7 @@ import { openaiFrames, SseFrames } from '../../src/providers/sse.ts';
 import { childCpu, startSseClient, startUpstream } from './start.ts';
 import { DELTAS, startSseServer } from './sse-server.ts';
 import { CHUNK } from './upstream.ts';
+import { crossing } from './crossing.ts';
 import { time, type Stage } from './timing.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000) * 10;
@@ -28,24 +28,6 @@ async function upstreamRead(): Promise<Stage> {
   } finally {
     await up.child.stop();
   }
-}
-
-/** One-delta batches posted from a worker to this thread: both sides' CPU (one process). */
-async function threadCrossing(): Promise<Stage> {
-  const code = `const { parentPort } = require('node:worker_threads');
-    parentPort.on('message', (n) => { for (let i = 0; i < n; i++) parentPort.postMessage([{ run: 'b1c4f2d0-9a7e-4f1e-8d2b-5b4f6a3c2e10', frames: [${JSON.stringify(deltaFrame('1764069999123.456|'))}] }]); });`;
-  const w = new Worker(code, { eval: true });
-  const batch = 1000;
-  let left = 0;
-  let done: () => void = () => {};
-  w.on('message', () => void (--left === 0 && done()));
-  const s = await time('thread crossing: postMessage of one delta, worker → main (both threads)', () => new Promise<void>((resolve) => {
-    left = batch;
-    done = resolve;
-    w.postMessage(batch);
-  }), { ops: 20, warm: 5 });
-  await w.terminate();
-  return { ...s, cpuUs: s.cpuUs / batch, wallUs: s.wallUs / batch, note: 'one message per delta: the outbox batches several deltas per message when busy, so this is the upper end' };
 }
 
 async function clientWrite(): Promise<Stage> {
@@ -77,7 +59,8 @@ export async function deltaLedger(): Promise<Stage[]> {
     json,
     { ...both, inSum: false, note: 'what the adapter runs: SSE parse + JSON.parse + filter' },
     { name: 'the actor (mailbox, text gate, event buffer)', cpuUs: 0, wallUs: 0, note: 'not measured: actors/** is being rewritten; to add after the mailbox lands' },
-    await threadCrossing(),
+    await crossing('thread crossing: postMessage of one delta, worker → main (both threads)', [{ run: 'b1c4f2d0-9a7e-4f1e-8d2b-5b4f6a3c2e10', frames: [deltaFrame('1764069999123.456|')] }],
+      'one message per delta: the outbox batches several deltas per message when busy, so this is the upper end'),
     frame,
     await clientWrite(),
   ];

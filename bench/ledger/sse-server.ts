@@ -11,6 +11,7 @@ export const DELTAS = 200;
 const META = sseFrame('meta', { chatId: '6c0b2a4e-3f55-4c3e-9b0e-0f6c2f1f9a11', runId: 'b1c4f2d0-9a7e-4f1e-8d2b-5b4f6a3c2e10', persist: true });
 const DELTA = deltaFrame('1764069999123.456|');
 const DONE = sseFrame('done', { text: '1764069999123.456|', finishReason: 'stop', usage: { inputTokens: 3, outputTokens: 1, totalTokens: 4 } });
+export const START_FRAMES = [META, DELTA, DONE] as const;
 
 function head(res: HttpResponse): void {
   res.writeStatus('200 OK');
