@@ -36,7 +36,8 @@ const env = process.env;
 // floor itself (simulator + generator, nothing in between) saturates this 2-core machine near 40k
 // deltas/s, so no target's added latency could be read there; the step is about 5,000 open streams.
 // K=10,000 at 2/s is the same 20k deltas/s again, with twice the streams open: the cost curve's last point.
-const SWEEP = (env.BENCH_SWEEP ?? '100:20:120,1000:20:120,5000:4:40,10000:2:40').split(',').map((s) => {
+// Empty: no sweep (a targeted run of the start rows or the capacity search alone).
+const SWEEP = (env.BENCH_SWEEP ?? '100:20:120,1000:20:120,5000:4:40,10000:2:40').split(',').filter(Boolean).map((s) => {
   const [k, r, d] = s.split(':').map(Number);
   return { k: k!, rate: r!, deltas: d! };
 });
