@@ -7,69 +7,38 @@
 //   BENCH_TARGETS=floor,nginx,peer,service  BENCH_CASES=provider_c:true,...  BENCH_BIG_K_CASES  BENCH_HUGE_K_CASES
 //   BENCH_PEER_MAX_K=5000  BENCH_EXTRAS=provider_b,web_search,embedded,tls (BENCH_EXTRAS_K=1000, BENCH_EMBEDDED_K=100,
 //   BENCH_TLS_K=1000,5000)
+//   BENCH_START_RATES=100,250,500 (start-rate.ts)  BENCH_CAPACITY=0 and BENCH_CAPACITY_* (capacity.ts)
 //   BENCH_BURST=1000 (start-burst K; 0 = off)  BENCH_CHECKS=0  BENCH_REATTACH=0
 //   BENCH_CLUSTER=0 BENCH_CLUSTER_K=1000 BENCH_REDIS_URL (the cluster rows: bench/load/cluster.ts)
 //   BENCH_QUIET_LOAD=1 BENCH_QUIET_WAIT_S=120 (wait before each run for the 1-minute load average to fall below it)
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
-//   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=1200 (runs left after this are skipped, with a note)
+//   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=3600 (runs left after this are skipped, with a note)
 //   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
+import { ccBody, serviceBody } from './bodies.ts';
+import { failedRow, generate, measure, toRow, type Base, type Row } from './measure.ts';
 import { costChart, latencyChart } from './charts.ts';
 import { markdown } from './report.ts';
-import { childByName, cpuMicros, openFilesLimit, rssKb, rssSampler, sleep, start, stopAll, waitForQuiet, type Child } from '../../test/helpers/procs.ts';
+import { childByName, openFilesLimit, sleep, stopAll, type Child } from '../../test/helpers/procs.ts';
+import { CAPACITY, CAPACITY_MAX, capacityBound, runCapacity } from './capacity.ts';
 import { runClusterChecks } from './cluster.ts';
 import { runHistorySearchBench } from './history-search.ts';
+import { pgCpuMeter } from './pg-cpu.ts';
+import { runStartRates, START_RATES } from './start-rate.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
-
-export interface Row {
-  target: 'service' | 'floor' | 'nginx' | 'peer';
-  provider: string;
-  persist: boolean | null;
-  k: number;
-  rate: number;
-  /** `stream`: K streams of D deltas; `start-burst`: K streams of one delta each (the cost of a start). */
-  scenario: 'stream' | 'start-burst';
-  /** Tells apart rows of one target/provider/persist/K: `reattach`, `web_search`, `embedded`. */
-  variant?: string;
-  ttfdP50Ms: number | null;
-  ttfdP99Ms: number | null;
-  addedP50Ms: number | null;
-  addedP99Ms: number | null;
-  cpuUsPerDelta: number | null;
-  rssKbPerStream: number | null;
-  /** Start-burst rows: CPU of the process under test over the burst ÷ K. */
-  cpuUsPerStart?: number | null;
-  /** Time to first delta over the floor's at the same K and scenario (p50, p99). */
-  ttfdAddedP50Ms?: number | null;
-  ttfdAddedP99Ms?: number | null;
-  streams: number;
-  failed: number | null;
-  lost: number | null;
-  duplicated: number | null;
-  note?: string;
-  latencyP50Ms?: number | null;
-  latencyP99Ms?: number | null;
-  deltas?: number;
-  seconds?: number;
-  simCpuUsPerDelta?: number | null;
-  /** The simulator's RSS growth over the run ÷ K: the floor's memory per stream. */
-  simRssKbPerStream?: number | null;
-  reasons?: Record<string, number>;
-  /** 1-minute load average before the run: other work on the machine shows up here. */
-  loadAvg1?: number;
-}
 
 const env = process.env;
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
 // floor itself (simulator + generator, nothing in between) saturates this 2-core machine near 40k
 // deltas/s, so no target's added latency could be read there; the step is about 5,000 open streams.
 // K=10,000 at 2/s is the same 20k deltas/s again, with twice the streams open: the cost curve's last point.
-const SWEEP = (env.BENCH_SWEEP ?? '100:20:120,1000:20:120,5000:4:40,10000:2:40').split(',').map((s) => {
+// Empty: no sweep (a targeted run of the start rows or the capacity search alone).
+const SWEEP = (env.BENCH_SWEEP ?? '100:20:120,1000:20:120,5000:4:40,10000:2:40').split(',').filter(Boolean).map((s) => {
   const [k, r, d] = s.split(':').map(Number);
   return { k: k!, rate: r!, deltas: d! };
 });
@@ -97,41 +66,13 @@ const EXTRAS_K = Number(env.BENCH_EXTRAS_K ?? 1000);
 const EMBEDDED_K = Number(env.BENCH_EMBEDDED_K ?? 100);
 const BURST_K = Number(env.BENCH_BURST ?? 1000);
 const REATTACH = env.BENCH_REATTACH !== '0';
-const BUDGET_MS = Number(env.BENCH_BUDGET_S ?? 1200) * 1000;
+// The start-rate sweep and the capacity search add ~15–25 minutes to the sweep's ~20.
+const BUDGET_MS = Number(env.BENCH_BUDGET_S ?? 3600) * 1000;
 const began = performance.now();
 const PEER_NOTE = '@portkey-ai/gateway 1.15.2, its own Node server (--headless), provider openai with the simulator as custom host; '
   + 'runs with @hono/node-server 2.x (package.json override: 1.x fails every stream with TypeError: immutable); it holds the first chunk 25 ms by design';
-const GEN = path.join(import.meta.dirname, 'gen.ts');
-
 const log = (msg: string) => console.error(`[bench ${((performance.now() - began) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
-const simLine = (deltas: number, rate: number) => `SIM ${JSON.stringify({ deltas, rate, stamp: true })}`;
 
-let gen: Child | null = null;
-const waiting: Array<(line: string) => void> = [];
-
-/** Hands a job to the long-lived generator process and waits for its result line. */
-export async function generate(job: GenJob): Promise<GenResult & Record<string, unknown>> {
-  if (!gen) {
-    ({ child: gen } = await start('generator', process.execPath, ['--import', 'tsx', GEN], {
-      stdin: true,
-      onLine: (l) => void (l.includes('"phase":"result"') && waiting.shift()?.(l)),
-    }));
-  }
-  const budget = ((job.k / job.startsPerSec) + (job.deltas / job.rate) * 4 + 90) * 1000;
-  const line = await new Promise<string>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`generator gave no result within ${budget} ms`)), budget);
-    waiting.push((l) => (clearTimeout(t), resolve(l)));
-    gen!.proc.stdin!.write(JSON.stringify(job) + '\n');
-  });
-  const { result } = JSON.parse(line);
-  if (result.error) throw new Error(`generator: ${result.error}`);
-  return result;
-}
-
-export const ccBody = (deltas: number, rate: number) =>
-  JSON.stringify({ model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: `load __I__\n${simLine(deltas, rate)}` }] });
-export const serviceBody = (provider: string, persist: boolean, deltas: number, rate: number) =>
-  JSON.stringify({ provider, model: 'm', persist, enabledTools: [], messages: [{ role: 'user', content: `load __I__\n${simLine(deltas, rate)}` }] });
 /** One web_search round (the simulator's engine_a answers), then the stamped answer. */
 const webSearchBody = (deltas: number, rate: number) =>
   JSON.stringify({
@@ -139,82 +80,8 @@ const webSearchBody = (deltas: number, rate: number) =>
     messages: [{ role: 'user', content: `load __I__\nSIM ${JSON.stringify({ deltas, rate, stamp: true, tools: [{ name: 'web_search', args: { query: 'tide pools' } }] })}` }],
   });
 
-interface Measured {
-  loadAvg1: number;
-  result: GenResult;
-  cpuUs: number | null;
-  rssKbPerStream: number | null;
-  simCpuUs: number;
-  simRssKbPerStream: number;
-}
-
-/** Warm-up (JIT, connection setup), idle RSS, then the measured job with CPU and peak RSS around it. */
-async function measure(pid: number | null, simPid: number, job: GenJob): Promise<Measured> {
-  const warm = await generate({ ...job, k: Math.min(job.k, 200), deltas: 20, rate: 100 });
-  if (warm.failed > 0) log(`  warm-up: ${warm.failed} failed ${JSON.stringify(warm.reasons)}`);
-  await sleep(500);
-  const loadAvg1 = await waitForQuiet();
-  const idle = pid ? rssKb(pid) : 0;
-  const cpu0 = pid ? cpuMicros(pid) : 0;
-  const sim0 = cpuMicros(simPid);
-  const simIdle = rssKb(simPid);
-  const sampler = pid ? rssSampler(pid) : null;
-  const simSampler = rssSampler(simPid);
-  const result = await generate(job);
-  const peak = sampler?.stop() ?? 0;
-  const simPeak = simSampler.stop();
-  return {
-    loadAvg1,
-    result,
-    cpuUs: pid ? cpuMicros(pid) - cpu0 : null,
-    rssKbPerStream: pid ? (peak - idle) / job.k : null,
-    simCpuUs: cpuMicros(simPid) - sim0,
-    simRssKbPerStream: (simPeak - simIdle) / job.k,
-  };
-}
-
-const r2 = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? null : Number(v.toFixed(2)));
-
-type Base = Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate' | 'scenario' | 'variant'>;
-const diff = (a: number | null, b: number | null | undefined) => (a === null || b === null || b === undefined ? null : r2(a - b));
-
-function toRow(base: Base, m: Measured, floor: Row | undefined, note?: string): Row {
-  const { result: g } = m;
-  const lat = g.latencyMs;
-  const isFloor = base.target === 'floor';
-  return {
-    ...base,
-    ttfdP50Ms: g.ttfdMs.p50,
-    ttfdP99Ms: g.ttfdMs.p99,
-    ...(isFloor ? {} : { ttfdAddedP50Ms: diff(g.ttfdMs.p50, floor?.ttfdP50Ms), ttfdAddedP99Ms: diff(g.ttfdMs.p99, floor?.ttfdP99Ms) }),
-    addedP50Ms: isFloor || !floor || lat.p50 === null ? null : r2(lat.p50 - floor.latencyP50Ms!),
-    addedP99Ms: isFloor || !floor || lat.p99 === null ? null : r2(lat.p99 - floor.latencyP99Ms!),
-    cpuUsPerDelta: m.cpuUs === null || g.deltas === 0 ? null : r2(m.cpuUs / g.deltas),
-    rssKbPerStream: r2(m.rssKbPerStream),
-    ...(base.scenario === 'start-burst' ? { cpuUsPerStart: m.cpuUs === null ? null : r2(m.cpuUs / g.streams) } : {}),
-    streams: g.streams,
-    failed: g.failed,
-    lost: g.lost,
-    duplicated: g.duplicated,
-    ...(note || isFloor ? { note: note ?? `no process under test; simulator ${r2(m.simCpuUs / Math.max(1, g.deltas))} µs/delta` } : {}),
-    latencyP50Ms: lat.p50,
-    latencyP99Ms: lat.p99,
-    deltas: g.deltas,
-    seconds: g.seconds,
-    simCpuUsPerDelta: r2(m.simCpuUs / Math.max(1, g.deltas)),
-    simRssKbPerStream: r2(m.simRssKbPerStream),
-    ...(Object.keys(g.reasons).length ? { reasons: g.reasons } : {}),
-    loadAvg1: m.loadAvg1,
-  };
-}
-
-const failedRow = (base: Base, note: string): Row => ({
-  ...base, ttfdP50Ms: null, ttfdP99Ms: null, addedP50Ms: null, addedP99Ms: null, cpuUsPerDelta: null,
-  rssKbPerStream: null, streams: base.k, failed: null, lost: null, duplicated: null, note,
-});
-
 async function main(): Promise<void> {
-  const maxK = Math.max(...KS, BURST_K);
+  const maxK = Math.max(...KS, BURST_K, CAPACITY ? CAPACITY_MAX : 0);
   const limit = openFilesLimit();
   if (limit < maxK * 2 + 1024) log(`warning: open-files limit ${limit} is low for K=${maxK} (raise with: ulimit -n $(ulimit -Hn))`);
   mkdirSync(OUT, { recursive: true });
@@ -227,6 +94,8 @@ async function main(): Promise<void> {
   const peerProbe = peer ? await probePeer(peer.port, sim.urls) : 'not started';
   if (peerProbe) log(`peer gateway streaming fails: ${peerProbe}`);
   const db = await createBenchDb();
+  // The Postgres backends' CPU per start beside the service's (start rows); null on the embedded database.
+  const pgMeter = db.url ? await pgCpuMeter(db.url).catch((err: Error) => (log(`no Postgres CPU figures: ${err.message}`), null)) : null;
   const embeddedDir = path.join(OUT, `data-${process.pid}`);
   const maxRuns = maxK * 2 + 1000;
   type Step = (typeof SWEEP)[number];
@@ -274,7 +143,7 @@ async function main(): Promise<void> {
     const upstream = o.via ?? { child: sim.child, urls: sim.urls, env: {} };
     return run(base, () =>
       withService(upstream.urls, o.dataDir ? null : db.url, maxRuns, async (svc) =>
-        toRow(base, await measure(svc.pid, upstream.child.pid, svcJob(svc.port, body, step)), floor, o.note), o.dataDir, upstream.env),
+        toRow(base, await measure(svc.pid, upstream.child.pid, svcJob(svc.port, body, step), base.persist ? pgMeter : null), floor, o.note), o.dataDir, upstream.env),
     );
   };
   /** The `tls` pair: the same persisted run with the provider over https, on HTTP/1.1 and then on HTTP/2. */
@@ -296,6 +165,14 @@ async function main(): Promise<void> {
         await serviceRun({ target: 'service', provider: 'provider_c', persist, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', persist, 1, 1), step, floor);
       }
       await tlsRuns({ target: 'service', provider: 'provider_c', persist: true, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', true, 1, 1), step, floor);
+    }
+    const drive = { sim, nginx, peer: peerProbe ? null : peer, peerDown: peerProbe, dbUrl: db.url, pgMeter, withService };
+    if (START_RATES.length) await runStartRates(drive, run);
+    if (CAPACITY) {
+      for (const row of await runCapacity({ ...drive, log, overBudget })) {
+        rows.push(row);
+        log(`capacity ${row.target}: ${row.capacityStreams} streams${row.note ? ` (${row.note})` : ''}`);
+      }
     }
     for (const step of SWEEP) {
       const { k, rate, deltas } = step;
@@ -339,7 +216,7 @@ async function main(): Promise<void> {
     (checks as Record<string, unknown>).historySearch = env.BENCH_HISTORY !== '0' ? await runHistorySearchBench(log) : { skipped: 'BENCH_HISTORY=0' };
     const meta = {
       date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
-      sweep: SWEEP, startsPerSec: STARTS, burstK: BURST_K, database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
+      sweep: SWEEP, startsPerSec: STARTS, burstK: BURST_K, startRates: START_RATES, capacity: CAPACITY ? capacityBound() : 'off (BENCH_CAPACITY=0)', database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
       peer: peerProbe ? `failing: ${peerProbe}` : 'ok', profile: PROFILE, commit: gitDescribe(), seconds: Math.round((performance.now() - began) / 1000),
     };
     const dir = env.BENCH_RESULTS_DIR ?? (PROFILE ? OUT : path.resolve(import.meta.dirname, '../../bench'));
@@ -350,6 +227,7 @@ async function main(): Promise<void> {
     writeFileSync(path.join(dir, 'cost-curve.svg'), costChart(rows));
     log(`wrote ${path.relative(process.cwd(), dir)}/results.json, results.md, added-p99.svg, cost-curve.svg`);
   } finally {
+    await pgMeter?.close().catch(() => undefined);
     await stopAll();
     rmSync(embeddedDir, { recursive: true, force: true });
     await db.drop().catch((err: Error) => log(`could not drop the bench database: ${err.message}`));

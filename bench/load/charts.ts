@@ -1,7 +1,7 @@
 // The bench's SVG charts: added p99 latency against K (added-p99.svg), and the cost curve (cost-curve.svg:
 // CPU per delta and RSS per open stream against K for the service, nginx and the floor). Both use a
 // log-scaled K axis; each point carries its value and a <title> for hovering.
-import type { Row } from './bench.ts';
+import type { Row } from './measure.ts';
 
 interface Series {
   color: string;

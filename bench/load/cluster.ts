@@ -9,7 +9,7 @@
 // instead of starting `redis-server` (keys under a prefix of this run, deleted at the end).
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Row } from './bench.ts';
+import type { Row } from './measure.ts';
 import type { GenJob, GenResult } from './gen.ts';
 import { cpuMicros, rssKb, start, type Child } from '../../test/helpers/procs.ts';
 import { freePort, startNginx, startService, type SimUrls } from './targets.ts';

@@ -1,6 +1,6 @@
 // Turns the rows into what a reader looks at: Markdown tables (every run; the start burst; the ratios;
 // the cost curve). The charts are in charts.ts.
-import type { Row } from './bench.ts';
+import type { Row } from './measure.ts';
 
 const fmt = (v: number | null | undefined, d = 1): string => (v === null || v === undefined ? '—' : v.toFixed(d));
 const ratio = (a: number | null | undefined, b: number | null | undefined): string =>
@@ -17,29 +17,30 @@ export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Rec
     + `${meta.database} (the \`embedded\` row: PGlite). Service requests send \`enabledTools: []\`, so text is never held to look for tool calls `
     + '(except the `web_search` row). "load" is the 1-minute load average just before the run (other work on the machine inflates latency). '
     + `The start burst: ${meta.burstK} streams of one delta each, started at ${meta.startsPerSec}/s; CPU/start = CPU of the process under test over the burst ÷ K.`, '');
-  out.push('| target | provider | persist | K | rate | ttfd p50 | ttfd p99 | lat p50 | lat p99 | added p50 | added p99 | CPU µs/delta | RSS KB/stream | failed | lost | dup | load | note |');
-  out.push('|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|');
+  out.push('| target | provider | persist | K | rate | ttfd p50 | ttfd p99 | lat p50 | lat p99 | added p50 | added p99 | CPU µs/delta | RSS KB/stream (peak) | RSS KB/stream (steady) | failed | lost | dup | load | note |');
+  out.push('|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|');
   // A long note (the peer's setup) is printed once; later rows point back to it.
   const seen = new Set<string>();
-  for (const r of rows) {
+  for (const r of rows.filter((x) => x.scenario === 'stream' || x.scenario === 'start-burst')) {
     const note = r.note && seen.has(r.note) ? '(as above)' : (r.note ?? '');
     if (r.note) seen.add(r.note);
     const tag = [r.scenario === 'stream' ? '' : r.scenario, r.variant ?? ''].filter(Boolean).join(', ');
     out.push(`| ${r.target}${tag ? ` (${tag})` : ''} | ${r.provider} | ${r.persist ?? '—'} | ${r.k} | ${r.rate} | ${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | `
       + `${fmt(r.latencyP50Ms)} | ${fmt(r.latencyP99Ms)} | ${fmt(r.addedP50Ms)} | ${fmt(r.addedP99Ms)} | ${fmt(r.cpuUsPerDelta)} | `
-      + `${fmt(r.rssKbPerStream)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} | ${note.replaceAll('|', '/')} |`);
+      + `${fmt(r.rssKbPerStream)} | ${fmt(r.rssKbPerStreamSteady)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} | ${note.replaceAll('|', '/')} |`);
   }
   const burst = rows.filter((r) => r.scenario === 'start-burst');
   if (burst.length) {
     out.push('', '## Start burst (CPU per start, time to first delta over the floor)', '');
-    out.push('| target | persist | K | CPU µs/start | ttfd p50 | ttfd p99 | ttfd added p50 | ttfd added p99 | RSS KB/stream | failed | lost | dup | load |');
-    out.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+    out.push('| target | persist | K | CPU µs/start | Postgres µs/start | ttfd p50 | ttfd p99 | ttfd added p50 | ttfd added p99 | RSS KB/stream | failed | lost | dup | load |');
+    out.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
     for (const r of burst) {
       const cpu = r.target === 'floor' ? `(simulator ${fmt(r.simCpuUsPerDelta)})` : fmt(r.cpuUsPerStart);
-      out.push(`| ${r.target}${r.variant ? ` (${r.variant})` : ''} | ${r.persist ?? '—'} | ${r.k} | ${cpu} | ${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | ${fmt(r.ttfdAddedP50Ms)} | ${fmt(r.ttfdAddedP99Ms)} | `
+      out.push(`| ${r.target}${r.variant ? ` (${r.variant})` : ''} | ${r.persist ?? '—'} | ${r.k} | ${cpu} | ${fmt(r.pgCpuUsPerStart)} | ${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | ${fmt(r.ttfdAddedP50Ms)} | ${fmt(r.ttfdAddedP99Ms)} | `
         + `${fmt(r.rssKbPerStream)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} |`);
     }
   }
+  out.push(...startRateTable(rows), ...capacityTable(rows));
   const streams = rows.filter((r) => r.scenario === 'stream' && !r.variant);
   out.push('', '## Ratios (CPU per delivered delta)', '');
   out.push('| K | service (provider_c, persist) | nginx | peer | service ÷ nginx | peer ÷ service |');
@@ -53,14 +54,14 @@ export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Rec
     out.push(`| ${k} | ${fmt(s)} | ${fmt(n)} | ${fmt(p)} | ${ratio(s, n)} | ${ratio(p, s)} |`);
   }
   out.push('', '## Cost curve (service: provider_c, persisted; floor: the simulator itself)', '');
-  out.push('| K | rate | service µs/delta | nginx µs/delta | floor µs/delta | service KB/stream | nginx KB/stream | floor KB/stream |');
-  out.push('|--:|--:|--:|--:|--:|--:|--:|--:|');
+  out.push('| K | rate | service µs/delta | nginx µs/delta | floor µs/delta | service KB/stream (peak) | service KB/stream (steady) | nginx KB/stream | floor KB/stream |');
+  out.push('|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
   for (const k of ks) {
     const f = streams.find((r) => r.k === k && r.target === 'floor');
     const n = streams.find((r) => r.k === k && r.target === 'nginx');
     const sv = streams.find((r) => r.k === k && r.target === 'service' && r.provider === 'provider_c' && r.persist);
     out.push(`| ${k} | ${f?.rate ?? sv?.rate ?? '—'} | ${fmt(sv?.cpuUsPerDelta)} | ${fmt(n?.cpuUsPerDelta)} | ${fmt(f?.simCpuUsPerDelta)} | `
-      + `${fmt(sv?.rssKbPerStream)} | ${fmt(n?.rssKbPerStream)} | ${fmt(f?.simRssKbPerStream)} |`);
+      + `${fmt(sv?.rssKbPerStream)} | ${fmt(sv?.rssKbPerStreamSteady)} | ${fmt(n?.rssKbPerStream)} | ${fmt(f?.simRssKbPerStream)} |`);
   }
   const re = rows.filter((r) => r.variant === 'reattach');
   if (re.length) {
@@ -73,3 +74,36 @@ export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Rec
   return out.join('\n');
 }
 
+
+/** Start-rate rows: CPU per start below saturation, and each target over nginx's at the same rate. */
+function startRateTable(rows: Row[]): string[] {
+  const sr = rows.filter((r) => r.scenario === 'start-rate');
+  if (!sr.length) return [];
+  const out = ['', '## Start rate (one-delta streams at a steady start rate, after a warm-up)', ''];
+  out.push('| target | persist | starts/s | K | CPU µs/start | of which idle | ÷ nginx | Postgres µs/start | ttfd p50 | ttfd p99 | failed | lost | dup | load |');
+  out.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+  for (const r of sr) {
+    const nginx = sr.find((x) => x.target === 'nginx' && x.rate === r.rate)?.cpuUsPerStart;
+    const cpu = r.target === 'floor' ? `(simulator ${fmt(r.simCpuUsPerDelta)})` : fmt(r.cpuUsPerStart);
+    out.push(`| ${r.target} | ${r.persist ?? '—'} | ${r.rate} | ${r.k} | ${cpu} | ${fmt(r.idleCpuUsPerStart)} | ${r.target === 'floor' ? '—' : ratio(r.cpuUsPerStart, nginx)} | ${fmt(r.pgCpuUsPerStart)} | `
+      + `${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} |`);
+  }
+  return out;
+}
+
+/** Capacity rows: streams held within the bound, the steps tried, and the service ÷ nginx ratio. */
+function capacityTable(rows: Row[]): string[] {
+  const cap = rows.filter((r) => r.scenario === 'capacity');
+  if (!cap.length) return [];
+  const out = ['', '## Capacity (largest K within the latency bound)', ''];
+  out.push('| target | streams | added p99 at it | ttfd p99 at it | steps tried (K: held / missed) | note |', '|---|--:|--:|--:|---|---|');
+  for (const r of cap) {
+    const steps = (r.capacityProbes ?? []).map((p) => `${p.k}: ${p.pass ? 'held' : p.why}`).join('; ');
+    out.push(`| ${r.target}${r.persist ? ' (persisted)' : ''} | ${r.capacityStreams ?? '—'} | ${fmt(r.addedP99Ms)} | ${fmt(r.ttfdP99Ms)} | ${steps.replaceAll('|', '/')} | ${(r.note ?? '').replaceAll('|', '/')} |`);
+  }
+  const of = (t: string) => cap.find((r) => r.target === t)?.capacityStreams;
+  const s = of('service');
+  const n = of('nginx');
+  out.push('', `**service ÷ nginx capacity: ${s == null || !n ? '—' : (s / n).toFixed(2)}** (${s ?? '—'} ÷ ${n ?? '—'} streams; target ≥ 0.6)`);
+  return out;
+}

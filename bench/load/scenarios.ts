@@ -3,7 +3,8 @@
 // simultaneous starts per chat: exactly one run), and overload (past MAX_ACTIVE_RUNS new runs get a
 // clear 503 while the admitted ones finish intact).
 import type { GenJob, GenResult } from './gen.ts';
-import type { Row, withService as WithService } from './bench.ts';
+import type { Row } from './measure.ts';
+import type { withService as WithService } from './bench.ts';
 import { waitForQuiet } from '../../test/helpers/procs.ts';
 import type { StormResult } from './storm.ts';
 import type { SimUrls } from './targets.ts';

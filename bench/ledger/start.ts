@@ -1,0 +1,145 @@
+// The ledger of one persisted start, stage by stage, each measured alone (bench/ledger/ledger.ts runs it).
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { Agent, request } from 'undici';
+import { openDatabase } from '../../src/db/pool.ts';
+import { createProviderFetch } from '../../src/providers/http-fetch.ts';
+import { streamCompletionSchema } from '../../src/schemas.ts';
+import { createChat } from '../../src/store/chats.ts';
+import { finishLlmCallWithMessage } from '../../src/store/llm-calls.ts';
+import { cpuMicros, start, type Child } from '../../test/helpers/procs.ts';
+import { serviceBody } from '../load/bodies.ts';
+import { pgCpuMeter } from '../load/pg-cpu.ts';
+import { createBenchDb } from '../load/targets.ts';
+import { crossing } from './crossing.ts';
+import { START_FRAMES, startSseServer } from './sse-server.ts';
+import { time, type Stage } from './timing.ts';
+
+const N = Number(process.env.LEDGER_OPS ?? 2000);
+
+/** CPU of a child process around a round, as `time`'s "other process" reading. */
+export const childCpu = (child: Child) => async () => {
+  const c0 = cpuMicros(child.pid);
+  return async () => cpuMicros(child.pid) - c0;
+};
+
+export async function startUpstream(): Promise<{ child: Child; port: number }> {
+  const { child, line } = await start('ledger-upstream', process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'upstream.ts')], { ready: (l) => l.startsWith('{') });
+  return { child, port: JSON.parse(line).port };
+}
+
+export async function startSseClient(port: number): Promise<{ child: Child; run(path: string, requests: number, connections: number, body?: string): Promise<void> }> {
+  const waiting: Array<() => void> = [];
+  const { child } = await start('ledger-sse-client', process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'sse-client.ts'), String(port)], {
+    stdin: true,
+    onLine: (l) => void (l.startsWith('{"done"') && waiting.shift()?.()),
+  });
+  return {
+    child,
+    run: (p, requests, connections, body) => new Promise<void>((resolve) => {
+      waiting.push(resolve);
+      child.proc.stdin!.write(JSON.stringify({ path: p, requests, connections, body }) + '\n');
+    }),
+  };
+}
+
+async function databaseStages(): Promise<Stage[]> {
+  const scratch = await createBenchDb();
+  if (!scratch.url) return [{ name: 'database statements', cpuUs: 0, wallUs: 0, note: 'not measured: no Postgres at 127.0.0.1:5432' }];
+  const db = await openDatabase({ DATABASE_URL: scratch.url, DATA_DIR: '/nonexistent' }, { poolMax: 1 });
+  const meter = await pgCpuMeter(scratch.url);
+  const pgCpu = async () => (await meter.start()).stop;
+  try {
+    const made: Array<{ chatId: string; callId: string }> = [];
+    const newChat = async () => {
+      const chatId = randomUUID();
+      const callId = randomUUID();
+      await createChat(db.pool, { id: chatId, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'load 1\nSIM {"deltas":1}' }], call: { id: callId, instanceId: null } });
+      made.push({ chatId, callId });
+    };
+    const note = 'one statement on one pooled connection (named), one after the other; other = its Postgres backend';
+    const create = await time('db: createChat with its input and LlmCall', newChat, { ops: N }, pgCpu);
+    const finish = await time('db: finishLlmCallWithMessage', () => {
+      const { chatId, callId } = made.pop()!;
+      return finishLlmCallWithMessage(db.pool, { callId, chatId, assistant: { content: '1764069999123.456|' }, usage: { inputTokens: 3, outputTokens: 1, totalTokens: 4 }, latencyMs: 5 });
+    }, { ops: Math.floor(made.length / 5), warm: 10, rounds: 3 }, pgCpu);
+    return [{ ...create, note }, { ...finish, note }];
+  } finally {
+    await meter.close();
+    await db.close();
+    await scratch.drop();
+  }
+}
+
+async function upstreamStages(): Promise<Stage[]> {
+  const up = await startUpstream();
+  const url = `http://127.0.0.1:${up.port}/`;
+  try {
+    const shared = new Agent({ keepAliveTimeout: 30_000 });
+    const reuse = await time('undici request, reused keep-alive connection', async () => (await request(url, { dispatcher: shared })).body.text(), { ops: N }, childCpu(up.child));
+    const fresh = await time('undici request, new connection each', async () => {
+      const a = new Agent();
+      await (await request(url, { dispatcher: a })).body.text();
+      await a.close();
+    }, { ops: Math.round(N / 2) }, childCpu(up.child));
+    await shared.close();
+    // The SDK's own work: a fetch that answers at once, so what is left is building and sending the request.
+    const canned = async () => new Response('data: [DONE]\n\n', { status: 200, headers: { 'content-type': 'text/event-stream' } });
+    const client = new OpenAI({ apiKey: 'k', baseURL: url, organization: null, project: null, maxRetries: 2, timeout: 120_000, fetch: canned });
+    const messages = [{ role: 'user' as const, content: 'load 1\nSIM {"deltas":1}' }];
+    const sdk = await time('openai SDK: build and send the request (fetch answers at once)', () =>
+      client.chat.completions.create({ model: 'm', messages, stream: true, stream_options: { include_usage: true } }, { signal: new AbortController().signal }).asResponse(), { ops: N });
+    const cannedOnly = await time('(the canned fetch alone, subtracted above)', () => canned(), { ops: N });
+    const pf = createProviderFetch({ timeoutMs: 120_000 });
+    const viaFetch = await time('provider fetch (http-fetch.ts) POST, reused connection', async () => {
+      const r = await pf(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
+      await r.text();
+    }, { ops: N }, childCpu(up.child));
+    return [
+      { ...sdk, cpuUs: sdk.cpuUs - cannedOnly.cpuUs, note: `minus the canned Response (${cannedOnly.cpuUs.toFixed(1)} µs)` },
+      { ...reuse, note: 'other = the upstream server process' },
+      { ...fresh, name: 'extra for a new upstream connection', cpuUs: fresh.cpuUs - reuse.cpuUs, otherUs: (fresh.otherUs ?? 0) - (reuse.otherUs ?? 0), note: 'new connection minus reuse; paid by a start when no idle connection is left' },
+      { ...viaFetch, inSum: false, note: 'the service\'s fetch under the SDK: undici plus the Response shim (not added to the sum: the undici rows are)' },
+    ];
+  } finally {
+    await up.child.stop();
+  }
+}
+
+async function sseStages(): Promise<Stage[]> {
+  const server = await startSseServer();
+  const client = await startSseClient(server.port);
+  try {
+    const per = (p: string, body?: string) => time(`uWS answer ${p}`, () => client.run(p, 200, 20, body), { ops: 10, warm: 2, rounds: 3 }, childCpu(client.child));
+    const sep = await per('/separate');
+    const cork = await per('/corked');
+    const post = await per('/corked', serviceBody('provider_c', true, 1, 1).replace('__I__', '1'));
+    const scale = (s: Stage) => ({ ...s, cpuUs: s.cpuUs / 200, wallUs: s.wallUs / 200, otherUs: (s.otherUs ?? 0) / 200 });
+    return [
+      { ...scale(sep), name: 'SSE response of a start: status+headers+meta, delta, done, end (4 socket writes)', note: 'other = the client process' },
+      { ...scale(post), name: 'extra for the request: a POST with the start\'s JSON body read through onData', cpuUs: (post.cpuUs - cork.cpuUs) / 200, wallUs: (post.wallUs - cork.wallUs) / 200, otherUs: ((post.otherUs ?? 0) - (cork.otherUs ?? 0)) / 200, note: 'corked POST minus corked GET (uWS parses both)' },
+      { ...scale(cork), inSum: false, name: 'the same bytes in one corked write', note: 'what the corked start would cost instead' },
+    ];
+  } finally {
+    await client.child.stop();
+    server.close();
+  }
+}
+
+export async function startLedger(): Promise<Stage[]> {
+  const body = serviceBody('provider_c', true, 1, 1).replace('__I__', '1');
+  const parse = await time('request: JSON.parse + streamCompletionSchema (zod)', () => streamCompletionSchema.parse(JSON.parse(body)), { ops: N * 10 });
+  return [
+    { ...parse, note: 'the route\'s body, without the uWS body read' },
+    ...(await databaseStages()),
+    ...(await upstreamStages()),
+    ...(await sseStages()),
+    await crossing('thread crossing: the start request to the actor thread', {
+      kind: 'chat', key: randomUUID(), chatId: randomUUID(), runId: randomUUID(),
+      request: { ...streamCompletionSchema.parse(JSON.parse(body)), stream: true }, instanceId: null,
+    }, 'a representative shape (the runtime\'s own message is actors/**)'),
+    await crossing('thread crossing: the start\'s frames back (meta, delta, done)', [{ run: randomUUID(), frames: [...START_FRAMES] }], 'one batch; a short run\'s frames often share it'),
+    { name: 'actor start (mailbox, storage calls, provider session set-up)', cpuUs: 0, wallUs: 0, note: 'not measured: actors/** is being rewritten (the mailbox); to add after it lands' },
+  ];
+}

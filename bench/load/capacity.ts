@@ -1,0 +1,127 @@
+// The capacity search (issue 25's headline figure): for each target, the largest K of concurrent
+// streams at 20 deltas/s, started at 500/s, that it carries with
+//   - added latency p99 ≤ 50 ms over the floor's at the same K (the floor itself: its own p99 ≤ 50 ms),
+//   - time to first delta p99 ≤ 250 ms,
+//   - nothing failed, lost or doubled.
+// K doubles from BENCH_CAPACITY_MIN until a step misses (or BENCH_CAPACITY_MAX holds), then bisects
+// geometrically between the last K that held and the first that did not, until they are within
+// BENCH_CAPACITY_TOL of each other. Each step is a fresh measured run after a warm-up (the service: a
+// fresh process); the floor is measured once per K tried (twice when it misses) and shared by every
+// target's step at that K.
+// Each stream lasts the ramp plus BENCH_CAPACITY_HOLD_S, so all K are open at once for that long.
+// A target's step at a K where the floor itself misses counts as missed: above the floor's capacity
+// the machine, not the target, is what is measured.
+//
+// Knobs (env): BENCH_CAPACITY=0 (off)  BENCH_CAPACITY_TARGETS=floor,nginx,service,peer
+//   BENCH_CAPACITY_MIN=100 BENCH_CAPACITY_MAX=10000 BENCH_CAPACITY_TOL=0.1 BENCH_CAPACITY_RATE=20
+//   BENCH_CAPACITY_STARTS=500 BENCH_CAPACITY_HOLD_S=5 BENCH_CAPACITY_ADDED_P99_MS=50 BENCH_CAPACITY_TTFD_P99_MS=250
+import { driveOnce, type DriveContext, type Step, type Who } from './drive.ts';
+import { failedRow, type Base, type CapacityProbe, type Row } from './measure.ts';
+
+const env = process.env;
+export const CAPACITY = env.BENCH_CAPACITY !== '0';
+const TARGETS = (env.BENCH_CAPACITY_TARGETS ?? 'floor,nginx,service,peer').split(',').filter(Boolean);
+const MIN = Number(env.BENCH_CAPACITY_MIN ?? 100);
+export const CAPACITY_MAX = Number(env.BENCH_CAPACITY_MAX ?? 10_000);
+const MAX = CAPACITY_MAX;
+const TOL = Number(env.BENCH_CAPACITY_TOL ?? 0.1);
+const RATE = Number(env.BENCH_CAPACITY_RATE ?? 20);
+const STARTS = Number(env.BENCH_CAPACITY_STARTS ?? 500);
+const HOLD_S = Number(env.BENCH_CAPACITY_HOLD_S ?? 5);
+const ADDED_P99_MS = Number(env.BENCH_CAPACITY_ADDED_P99_MS ?? 50);
+const TTFD_P99_MS = Number(env.BENCH_CAPACITY_TTFD_P99_MS ?? 250);
+
+export const capacityBound = () =>
+  `K concurrent streams at ${RATE} deltas/s, started at ${STARTS}/s, all open together for ${HOLD_S} s; bound: added p99 ≤ ${ADDED_P99_MS} ms over the floor, `
+  + `time to first delta p99 ≤ ${TTFD_P99_MS} ms, nothing failed, lost or doubled; K from ${MIN} (doubling) to ${MAX}, bisected to within ${Math.round(TOL * 100)} %`;
+
+export interface CapacityContext extends DriveContext {
+  log(msg: string): void;
+  /** True once the bench's time budget is spent: the search stops and says so. */
+  overBudget(): boolean;
+}
+
+const stepAt = (k: number): Step => ({ k, rate: RATE, startsPerSec: STARTS, deltas: Math.ceil(RATE * (k / STARTS + HOLD_S)) });
+
+/** Why the row misses the bound, or null when it holds. `floor` is null for the floor's own row. */
+export function miss(row: Row, floor: Row | null): string | null {
+  if (row.failed === null) return row.note ?? 'the run failed';
+  if (row.failed || row.lost || row.duplicated) return `failed ${row.failed}, lost ${row.lost}, doubled ${row.duplicated}`;
+  if (row.ttfdP99Ms === null || row.ttfdP99Ms > TTFD_P99_MS) return `ttfd p99 ${row.ttfdP99Ms} ms > ${TTFD_P99_MS}`;
+  if (floor) {
+    const floorMiss = miss(floor, null);
+    if (floorMiss) return `the floor itself misses at this K (${floorMiss})`;
+    if (row.addedP99Ms === null || row.addedP99Ms > ADDED_P99_MS) return `added p99 ${row.addedP99Ms} ms > ${ADDED_P99_MS}`;
+  } else if (row.latencyP99Ms == null || row.latencyP99Ms > ADDED_P99_MS) {
+    return `latency p99 ${row.latencyP99Ms} ms > ${ADDED_P99_MS}`;
+  }
+  return null;
+}
+
+/** The K to try after `lo` held and `hi` did not (null: close enough). Rounded to tens. */
+export function nextK(lo: number, hi: number | null): number | null {
+  if (hi === null) return lo >= MAX ? null : Math.min(MAX, lo * 2);
+  if (hi / lo <= 1 + TOL) return null;
+  const mid = Math.round(Math.sqrt(lo * hi) / 10) * 10;
+  return mid > lo && mid < hi ? mid : null;
+}
+
+const whoOf = (target: string): Who | null =>
+  target === 'service' ? { target: 'service', persist: true } : target === 'floor' || target === 'nginx' || target === 'peer' ? { target } : null;
+
+/** Runs the search for every target in BENCH_CAPACITY_TARGETS; one `capacity` row each. */
+export async function runCapacity(c: CapacityContext): Promise<Row[]> {
+  const floors = new Map<number, Row>();
+  const floorAt = async (k: number): Promise<Row> => {
+    let row = floors.get(k);
+    if (!row) {
+      const base: Base = { target: 'floor', provider: 'provider_c', persist: null, k, rate: RATE, scenario: 'capacity', variant: 'step' };
+      const once = () => driveOnce(c, { target: 'floor' }, base, stepAt(k), undefined).catch((err: Error) => failedRow(base, `run failed: ${err.message.split('\n')[0]}`));
+      row = await once();
+      // Every target's step at this K is judged against this row, so one disturbed floor run would sink
+      // them all: a miss is measured once more, and the second run stands.
+      if (miss(row, null)) row = await once();
+      floors.set(k, row);
+    }
+    return row;
+  };
+  const rows: Row[] = [];
+  for (const target of TARGETS) {
+    const who = whoOf(target);
+    if (!who) continue;
+    const base: Base = { target: who.target, provider: 'provider_c', persist: who.target === 'service' ? true : null, k: 0, rate: RATE, scenario: 'capacity' };
+    const probes: CapacityProbe[] = [];
+    let best: Row | null = null;
+    let lo = 0;
+    let hi: number | null = null;
+    let stopped: string | null = null;
+    for (let k: number | null = MIN; k !== null; k = lo === 0 ? null : nextK(lo, hi)) {
+      if (c.overBudget()) {
+        stopped = 'stopped early: the bench passed its time budget';
+        break;
+      }
+      const floor = await floorAt(k);
+      // Where the floor itself misses, the target's run could only measure the machine: not run.
+      const floorMiss = who.target === 'floor' ? null : miss(floor, null);
+      const row = who.target === 'floor' ? floor
+        : floorMiss ? failedRow({ ...base, k }, `not run: the floor itself misses at this K (${floorMiss})`)
+        : await driveOnce(c, who, { ...base, k, variant: 'step' }, stepAt(k), floor).catch((err: Error) => failedRow({ ...base, k }, `run failed: ${err.message.split('\n')[0]}`));
+      const why = miss(row, who.target === 'floor' ? null : floor);
+      probes.push({ k, pass: why === null, why: why ?? 'held', addedP99Ms: row.addedP99Ms, ttfdP99Ms: row.ttfdP99Ms, failed: row.failed, loadAvg1: row.loadAvg1 });
+      c.log(`capacity ${target} K=${k}: ${why ?? 'held'} (added p99 ${row.addedP99Ms}, latency p99 ${row.latencyP99Ms}, ttfd p99 ${row.ttfdP99Ms}, load ${row.loadAvg1})`);
+      if (why === null) {
+        lo = k;
+        best = row;
+      } else {
+        hi = k;
+      }
+    }
+    const note = [stopped, lo === 0 && !stopped ? `missed already at K = ${MIN}` : null, hi === null && lo >= MAX ? `held at the largest K tried (${MAX})` : null]
+      .filter(Boolean).join('; ') || undefined;
+    rows.push({
+      ...(best ?? failedRow(base, '')), ...base, k: lo, variant: undefined, capacityStreams: lo, capacityProbes: probes,
+      ...(note ? { note } : { note: undefined }),
+    });
+  }
+  return rows;
+}

@@ -1,0 +1,229 @@
+// One measured run: the long-lived generator process, the warm-up, the /proc readings around the job
+// (CPU of the process under test and of the simulator, RSS peak and steady phase, the Postgres
+// backends' CPU) and the row they make. Shared by the sweep (bench.ts), the capacity search
+// (capacity.ts) and the start-rate sweep (start-rate.ts).
+import path from 'node:path';
+import type { GenJob, GenResult } from './gen.ts';
+import type { PgCpuMeter } from './pg-cpu.ts';
+import { cpuMicros, rssKb, sleep, start, waitForQuiet, type Child } from '../../test/helpers/procs.ts';
+
+export interface Row {
+  target: 'service' | 'floor' | 'nginx' | 'peer';
+  provider: string;
+  persist: boolean | null;
+  k: number;
+  /** Deltas per second of each stream; in `start-rate` rows, starts per second. */
+  rate: number;
+  /**
+   * `stream`: K streams of D deltas; `start-burst`: K streams of one delta each (the cost of a start);
+   * `start-rate`: one-delta streams at a steady start rate below saturation; `capacity`: the largest K
+   * that held the latency bound (capacity.ts).
+   */
+  scenario: 'stream' | 'start-burst' | 'start-rate' | 'capacity';
+  /** Tells apart rows of one target/provider/persist/K: `reattach`, `web_search`, `embedded`. */
+  variant?: string;
+  ttfdP50Ms: number | null;
+  ttfdP99Ms: number | null;
+  addedP50Ms: number | null;
+  addedP99Ms: number | null;
+  cpuUsPerDelta: number | null;
+  /** (peak RSS during the run − idle RSS after the warm-up) ÷ K. */
+  rssKbPerStream: number | null;
+  /** (median RSS while every stream is open − idle RSS after the warm-up) ÷ K; null when no such phase. */
+  rssKbPerStreamSteady?: number | null;
+  /** Start-burst and start-rate rows: CPU of the process under test over the job ÷ K. */
+  cpuUsPerStart?: number | null;
+  /** The idle process's CPU over the job's time ÷ K (read over a second of idling before it): included in cpuUsPerStart. */
+  idleCpuUsPerStart?: number | null;
+  /** The same for the bench database's Postgres backends (pg-cpu.ts); persisted service rows. */
+  pgCpuUsPerStart?: number | null;
+  /** Capacity rows: the largest K that held the bound (0: not even the smallest K). */
+  capacityStreams?: number;
+  capacityProbes?: CapacityProbe[];
+  /** Time to first delta over the floor's at the same K and scenario (p50, p99). */
+  ttfdAddedP50Ms?: number | null;
+  ttfdAddedP99Ms?: number | null;
+  streams: number;
+  failed: number | null;
+  lost: number | null;
+  duplicated: number | null;
+  note?: string;
+  latencyP50Ms?: number | null;
+  latencyP99Ms?: number | null;
+  deltas?: number;
+  seconds?: number;
+  simCpuUsPerDelta?: number | null;
+  /** The simulator's RSS growth over the run ÷ K: the floor's memory per stream. */
+  simRssKbPerStream?: number | null;
+  reasons?: Record<string, number>;
+  /** 1-minute load average before the run: other work on the machine shows up here. */
+  loadAvg1?: number;
+}
+
+/** One step of a capacity search: the K tried, and why it held or did not. */
+export interface CapacityProbe {
+  k: number;
+  pass: boolean;
+  why: string;
+  addedP99Ms: number | null;
+  ttfdP99Ms: number | null;
+  failed: number | null;
+  loadAvg1?: number;
+}
+
+export type Base = Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate' | 'scenario' | 'variant'>;
+
+const GEN = path.join(import.meta.dirname, 'gen.ts');
+let gen: Child | null = null;
+const waiting: Array<(line: string) => void> = [];
+
+/** Hands a job to the long-lived generator process and waits for its result line. */
+export async function generate(job: GenJob): Promise<GenResult & Record<string, unknown>> {
+  if (!gen) {
+    ({ child: gen } = await start('generator', process.execPath, ['--import', 'tsx', GEN], {
+      stdin: true,
+      onLine: (l) => void (l.includes('"phase":"result"') && waiting.shift()?.(l)),
+    }));
+  }
+  const budget = ((job.k / job.startsPerSec) + (job.deltas / job.rate) * 4 + 90) * 1000;
+  const line = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`generator gave no result within ${budget} ms`)), budget);
+    waiting.push((l) => (clearTimeout(t), resolve(l)));
+    gen!.proc.stdin!.write(JSON.stringify(job) + '\n');
+  });
+  const { result } = JSON.parse(line);
+  if (result.error) throw new Error(`generator: ${result.error}`);
+  return result;
+}
+
+export interface Measured {
+  loadAvg1: number;
+  result: GenResult;
+  cpuUs: number | null;
+  rssKbPerStream: number | null;
+  rssKbPerStreamSteady: number | null;
+  pgCpuUs: number | null;
+  /** What the process would have spent idling over the job's time (one-delta jobs only). */
+  idleCpuUs: number | null;
+  simCpuUs: number;
+  simRssKbPerStream: number;
+}
+
+/** RSS every `everyMs`, kept with its time, so both the peak and the steady phase's median can be read. */
+function rssTrace(pid: number, everyMs = 200) {
+  const at: number[] = [];
+  const kb: number[] = [];
+  const take = (): void => {
+    try {
+      const v = rssKb(pid);
+      at.push(performance.now());
+      kb.push(v);
+    } catch {
+      // the process went away: keep what we have
+    }
+  };
+  take();
+  const t = setInterval(take, everyMs);
+  return {
+    stop() {
+      clearInterval(t);
+      take();
+      return {
+        peak: Math.max(0, ...kb),
+        /** The median of the samples taken within [from, to] (performance.now() times), or null. */
+        median(from: number, to: number): number | null {
+          const inside = kb.filter((_, i) => at[i]! >= from && at[i]! <= to).sort((a, b) => a - b);
+          return inside.length ? inside[Math.floor(inside.length / 2)]! : null;
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Warm-up (JIT, connection setup), idle RSS, then the measured job with CPU and RSS around it. The
+ * steady phase is from the end of the ramp (K ÷ starts per second) to the end of the first stream
+ * (deltas ÷ rate): the time every stream is open, when the streams are long enough to overlap.
+ */
+export async function measure(pid: number | null, simPid: number, job: GenJob, pgMeter?: PgCpuMeter | null): Promise<Measured> {
+  const warm = await generate({ ...job, k: Math.min(job.k, 200), deltas: 20, rate: 100 });
+  if (warm.failed > 0) console.error(`[bench] warm-up: ${warm.failed} failed ${JSON.stringify(warm.reasons)}`);
+  await sleep(500);
+  const loadAvg1 = await waitForQuiet();
+  // A one-delta job is short, so the process's idle CPU (timers, the GC of the warm-up's garbage) is a
+  // visible share of it: read over a second of idling, so a row can show it beside the start's cost.
+  let idleCpuUsPerS: number | null = null;
+  if (pid && job.deltas === 1) {
+    const c = cpuMicros(pid);
+    await sleep(1000);
+    idleCpuUsPerS = cpuMicros(pid) - c;
+  }
+  const idle = pid ? rssKb(pid) : 0;
+  const cpu0 = pid ? cpuMicros(pid) : 0;
+  const sim0 = cpuMicros(simPid);
+  const simIdle = rssKb(simPid);
+  const trace = pid ? rssTrace(pid) : null;
+  const simTrace = rssTrace(simPid);
+  const pg = pgMeter ? await pgMeter.start() : null;
+  const t0 = performance.now();
+  const result = await generate(job);
+  const jobSeconds = (performance.now() - t0) / 1000;
+  const pgCpuUs = pg ? await pg.stop() : null;
+  const rss = trace?.stop();
+  const simPeak = simTrace.stop().peak;
+  // One-delta streams (the start rows) never are all open at once: no steady figure.
+  const steady = job.deltas > 1 ? rss?.median(t0 + (job.k / job.startsPerSec) * 1000, t0 + (job.deltas / job.rate) * 1000) ?? null : null;
+  return {
+    loadAvg1,
+    result,
+    cpuUs: pid ? cpuMicros(pid) - cpu0 : null,
+    rssKbPerStream: rss ? (rss.peak - idle) / job.k : null,
+    rssKbPerStreamSteady: steady === null ? null : (steady - idle) / job.k,
+    pgCpuUs,
+    idleCpuUs: idleCpuUsPerS === null ? null : idleCpuUsPerS * jobSeconds,
+    simCpuUs: cpuMicros(simPid) - sim0,
+    simRssKbPerStream: (simPeak - simIdle) / job.k,
+  };
+}
+
+export const r2 = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? null : Number(v.toFixed(2)));
+const diff = (a: number | null, b: number | null | undefined) => (a === null || b === null || b === undefined ? null : r2(a - b));
+const perStart = (s: Row['scenario']) => s === 'start-burst' || s === 'start-rate';
+
+export function toRow(base: Base, m: Measured, floor: Row | undefined, note?: string): Row {
+  const { result: g } = m;
+  const lat = g.latencyMs;
+  const isFloor = base.target === 'floor';
+  return {
+    ...base,
+    ttfdP50Ms: g.ttfdMs.p50,
+    ttfdP99Ms: g.ttfdMs.p99,
+    ...(isFloor ? {} : { ttfdAddedP50Ms: diff(g.ttfdMs.p50, floor?.ttfdP50Ms), ttfdAddedP99Ms: diff(g.ttfdMs.p99, floor?.ttfdP99Ms) }),
+    addedP50Ms: isFloor || !floor || lat.p50 === null ? null : r2(lat.p50 - floor.latencyP50Ms!),
+    addedP99Ms: isFloor || !floor || lat.p99 === null ? null : r2(lat.p99 - floor.latencyP99Ms!),
+    cpuUsPerDelta: m.cpuUs === null || g.deltas === 0 ? null : r2(m.cpuUs / g.deltas),
+    rssKbPerStream: r2(m.rssKbPerStream),
+    ...(m.rssKbPerStreamSteady !== null ? { rssKbPerStreamSteady: r2(m.rssKbPerStreamSteady) } : {}),
+    ...(perStart(base.scenario) ? { cpuUsPerStart: m.cpuUs === null ? null : r2(m.cpuUs / g.streams) } : {}),
+    ...(perStart(base.scenario) && m.idleCpuUs !== null ? { idleCpuUsPerStart: r2(m.idleCpuUs / g.streams) } : {}),
+    ...(perStart(base.scenario) && m.pgCpuUs !== null ? { pgCpuUsPerStart: r2(m.pgCpuUs / g.streams) } : {}),
+    streams: g.streams,
+    failed: g.failed,
+    lost: g.lost,
+    duplicated: g.duplicated,
+    ...(note || isFloor ? { note: note ?? `no process under test; simulator ${r2(m.simCpuUs / Math.max(1, g.deltas))} µs/delta` } : {}),
+    latencyP50Ms: lat.p50,
+    latencyP99Ms: lat.p99,
+    deltas: g.deltas,
+    seconds: g.seconds,
+    simCpuUsPerDelta: r2(m.simCpuUs / Math.max(1, g.deltas)),
+    simRssKbPerStream: r2(m.simRssKbPerStream),
+    ...(Object.keys(g.reasons).length ? { reasons: g.reasons } : {}),
+    loadAvg1: m.loadAvg1,
+  };
+}
+
+export const failedRow = (base: Base, note: string): Row => ({
+  ...base, ttfdP50Ms: null, ttfdP99Ms: null, addedP50Ms: null, addedP99Ms: null, cpuUsPerDelta: null,
+  rssKbPerStream: null, streams: base.k, failed: null, lost: null, duplicated: null, note,
+});
