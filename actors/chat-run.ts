@@ -69,6 +69,27 @@ async function finishAnswer(
   ctx.finish('done', done, { ok: true, value });
 }
 
+/**
+ * A run cut by a shutdown or a fence keeps what its user saw: the partial text, stored with
+ * `metadata.interrupted` and its call failed with the cut's message. False: nothing to keep, or
+ * the storage failed (the caller fails the call alone).
+ */
+async function keptInterrupted(
+  ctx: RunContext<ChatRunValue>,
+  deps: RunDeps,
+  o: { callId: string; chatId: string | null; usage: Usage | null; started: number; error: string; prepared: Promise<void> },
+): Promise<boolean> {
+  if ((ctx.cancelled !== 'shutdown' && ctx.cancelled !== 'fenced') || ctx.deltaText === '') return false;
+  try {
+    await o.prepared;
+    await storeAnswer(deps, { callId: o.callId, chatId: o.chatId, text: ctx.deltaText, usage: o.usage, started: o.started, stopped: false, interrupted: o.error });
+    return true;
+  } catch (err) {
+    ctx.log('warn', `the interrupted answer of LlmCall ${o.callId} could not be stored`, err);
+    return false;
+  }
+}
+
 export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest, deps: RunDeps): Promise<void> {
   const started = performance.now();
   const { pool, config } = deps;
@@ -146,7 +167,7 @@ export async function chatRun(ctx: RunContext<ChatRunValue>, req: ChatRunRequest
     // may have landed (its reply lost with the connection), so the failure is recorded anyway (a
     // no-op for an unknown call); during a database outage it is retried once the database is back.
     await prepared.catch(() => {});
-    if (callId) await failCall(deps, { callId, error: message, started });
+    if (callId && !(await keptInterrupted(ctx, deps, { callId, chatId, usage, started, error: message, prepared }))) await failCall(deps, { callId, error: message, started });
     ctx.finish('error', { type: 'error', message }, failure);
   }
 }

@@ -59,9 +59,17 @@ export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promi
 /** The answer stored in the chat with its LlmCall ended, atomically (`stopped`: the partial answer). */
 export async function storeAnswer(
   deps: RunDeps,
-  o: { callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean },
+  o: { callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; interrupted?: string },
 ): Promise<void> {
-  await finishLlmCallWithMessage(deps.pool, { callId: o.callId, chatId: o.chatId, assistant: { content: o.text }, usage: o.usage, latencyMs: sinceMs(o.started), stopped: o.stopped });
+  await finishLlmCallWithMessage(deps.pool, {
+    callId: o.callId,
+    chatId: o.chatId,
+    assistant: { content: o.text },
+    usage: o.usage,
+    latencyMs: sinceMs(o.started),
+    stopped: o.stopped,
+    ...(o.interrupted !== undefined ? { interrupted: o.interrupted } : {}),
+  });
 }
 
 /** A running LlmCall for a model call that stores no message (title generation). */

@@ -15,6 +15,10 @@ export type RunOutcome =
   /** The process is at its limit of active runs. */
   | 'capacity'
   | 'shutting_down'
+  /** The instance is draining (a SIGTERM came): new runs go to another instance. */
+  | 'draining'
+  /** The instance is saturated (its event loops run late): new runs would slow the running ones. */
+  | 'overloaded'
   | 'provider_timeout'
   | 'provider_rate_limited'
   | 'provider_error'
@@ -44,7 +48,7 @@ export type KindOf<T extends RunTypeMap> = keyof T & string;
  * Why a run is asked to end early. `stop` is a user's decision (the run ends with what it has, e.g. a
  * chat's partial answer); `shutdown` and `disconnect` are the runtime's (nobody can use the result).
  */
-export type CancelWhy = 'stop' | 'shutdown' | 'disconnect';
+export type CancelWhy = 'stop' | 'shutdown' | 'disconnect' | 'fenced';
 
 /** Failures the runtime cannot hand to anyone are logged through this (pino in the service). */
 export type RuntimeLog = (level: 'warn' | 'error', message: string, err?: unknown) => void;

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { sseFrame } from './frame.ts';
 import type { Batch, CancelWhy, KindOf, RunOutcome, RunResult, RunTypeMap, RuntimeLog, ToHost } from './protocol.ts';
-import type { RunHandle, RunInfo, RunRegistry, Started, StartOptions } from './registry.ts';
+import type { RunHandle, RunInfo, RunRegistry, Started, StartOptions, StartRefusal } from './registry.ts';
 import type { Subscriber } from './subscriber.ts';
 
 export interface HostPort {
@@ -45,6 +45,8 @@ export interface SupervisorOptions {
   maxActiveRuns: number;
   log: RuntimeLog;
   onEnd?: (run: RunInfo, result: RunResult) => void;
+  /** Decides every new run (draining, capacity, overload); without it only maxActiveRuns does. */
+  admission?: { admit(active: number): StartRefusal | null };
 }
 
 export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
@@ -55,6 +57,7 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
   private readonly opts: SupervisorOptions;
   private nextSubId = 1;
   private closing = false;
+  private idleWaiters: (() => void)[] = [];
   readonly stats: SupervisorStats = { runsStarted: 0, eventsSent: 0, slowClientsDropped: 0 };
 
   constructor(opts: SupervisorOptions) {
@@ -81,9 +84,8 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
       if (opts.subscriber) this.attachEntry(running, opts.subscriber);
       return { ok: true, handle: this.handle<K, T[K]['value']>(running, true) };
     }
-    if (this.runs.size >= this.opts.maxActiveRuns) {
-      return { ok: false, outcome: 'capacity', message: `server is at capacity (${this.opts.maxActiveRuns} active runs); retry shortly` };
-    }
+    const refused = this.admit();
+    if (refused) return refused;
     let slot = this.hosts[0]!;
     for (const h of this.hosts) if (h.runs.size < slot.runs.size) slot = h;
     let resolve!: (r: RunResult) => void;
@@ -108,6 +110,13 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
     this.stats.runsStarted++;
     slot.port.send({ t: 'start', runId: entry.runId, kind, request: opts.request });
     return { ok: true, handle: this.handle<K, T[K]['value']>(entry, false) };
+  }
+
+  /** Would a new run start now? Null: yes; otherwise the refusal (a cluster start asks before taking a lease). */
+  admit(): StartRefusal | null {
+    if (this.opts.admission) return this.opts.admission.admit(this.runs.size);
+    if (this.runs.size < this.opts.maxActiveRuns) return null;
+    return { ok: false, outcome: 'capacity', message: `server is at capacity (${this.opts.maxActiveRuns} active runs); retry shortly` };
   }
 
   async attach(kind: KindOf<T>, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {
@@ -157,13 +166,23 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
     return entry ? info<KindOf<T>>(entry) : null;
   }
 
+  /** Asks every active run to end early; `message` is their terminal error's. Returns how many. */
+  cancelAll(why: CancelWhy, message: string): number {
+    for (const entry of this.runs.values()) this.cancel(entry, why, message);
+    return this.runs.size;
+  }
+
+  /** Settles when no run is active (at once if none is). */
+  whenIdle(): Promise<void> {
+    if (this.runs.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
   /** Cancels every run, waits for their terminal events (bounded), then stops the hosts. */
   async shutdown(graceMs = 5000): Promise<void> {
     this.closing = true;
-    const results = [...this.runs.values()].map((e) => {
-      this.cancel(e, 'shutdown', 'server is shutting down');
-      return e.result;
-    });
+    const results = [...this.runs.values()].map((e) => e.result);
+    this.cancelAll('shutdown', 'run cancelled: server is shutting down');
     await Promise.race([Promise.all(results), new Promise((r) => setTimeout(r, graceMs).unref())]);
     // A run still going after the grace (a loaded host, storage that hangs) still owes its clients a
     // terminal event and an answer; its LlmCall is left to the heartbeat sweeper or the next start.
@@ -277,6 +296,11 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
       this.opts.onEnd?.(info(entry), result);
     } catch (err) {
       this.opts.log('error', 'run end hook failed', err);
+    }
+    if (this.runs.size === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
     }
   }
 

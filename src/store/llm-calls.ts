@@ -28,6 +28,11 @@ export interface FinishLlmCall {
    * `metadata.stopped` true, and an empty one is not stored at all.
    */
   stopped?: boolean;
+  /**
+   * The run was cut (shutdown, fence) with this error: the call ends `failed` with it, and the partial
+   * answer is stored with `metadata.interrupted` true (an empty one is not stored).
+   */
+  interrupted?: string;
 }
 
 /**
@@ -77,7 +82,7 @@ const FINISH_WITH_MESSAGE = `WITH chat AS (
           ),
           call AS (
             UPDATE llm_calls
-               SET status = $10::text, finished_at = now(), error = NULL,
+               SET status = $10::text, finished_at = now(), error = $12::text,
                    latency_ms = $6::int, input_tokens = $7::int, output_tokens = $8::int, total_tokens = $9::int,
                    message_id = (SELECT id FROM msg)
              WHERE id = $1
@@ -96,8 +101,9 @@ const FINISH_WITH_MESSAGE = `WITH chat AS (
  */
 export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCall): Promise<Message | null> {
   const stopped = input.stopped === true;
-  const metadata = stopped ? { ...input.assistant.metadata, stopped: true } : input.assistant.metadata;
-  const store = !stopped || input.assistant.content !== '';
+  const interrupted = input.interrupted !== undefined;
+  const metadata = stopped ? { ...input.assistant.metadata, stopped: true } : interrupted ? { ...input.assistant.metadata, interrupted: true } : input.assistant.metadata;
+  const store = !(stopped || interrupted) || input.assistant.content !== '';
   const { rows } = await db.query<MessageRow & { call_found: number }>(
     prepared(db, FINISH_WITH_MESSAGE),
     [
@@ -110,8 +116,9 @@ export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCa
       input.usage?.inputTokens ?? null,
       input.usage?.outputTokens ?? null,
       input.usage?.totalTokens ?? null,
-      stopped ? 'stopped' : 'succeeded',
+      stopped ? 'stopped' : interrupted ? 'failed' : 'succeeded',
       store,
+      interrupted ? cleanText(input.interrupted!) : null,
     ],
   );
   const row = rows[0]!;
