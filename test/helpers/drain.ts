@@ -59,8 +59,8 @@ export async function openChatStream(url: string, deltas: number, rate: number, 
   return follow(res);
 }
 
-/** Reads an SSE response to its end. */
-export function follow(res: Response): LiveStream {
+/** Reads an SSE response to its end; `onEvent` sees each event as it comes. */
+export function follow(res: Response, onEvent?: (ev: SseEvent) => void): LiveStream {
   let delta!: () => void;
   let first!: (ev: SseEvent) => void;
   const firstDelta = new Promise<void>((r) => (delta = r));
@@ -68,6 +68,7 @@ export function follow(res: Response): LiveStream {
   const events = readSse(res, new AbortController(), undefined, (ev) => {
     if (ev.event === 'meta') first(ev);
     if (ev.event === 'delta') delta();
+    onEvent?.(ev);
   });
   void events.finally(() => delta()).catch(() => {});
   return { res, meta, firstDelta, events };
