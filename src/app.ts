@@ -104,7 +104,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
   let metrics: ReturnType<typeof createMetrics> | undefined;
   let runs: Runs | undefined;
   const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS });
-  const lag = config.OVERLOAD_LAG_MS > 0 ? new LagBoard().start((worstMs) => (admission.lagMs = worstMs)) : null;
+  const lag = config.OVERLOAD_LAG_MS > 0 ? new LagBoard() : null;
   const supervisor = new Supervisor<RunTypes>({
     hosts: Math.max(1, config.actorThreads),
     maxActiveRuns: config.MAX_ACTIVE_RUNS,
@@ -229,6 +229,8 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     await close();
     throw err;
   }
+  // Measured from here: the start-up's own stalls (migrations, worker boot) are no overload.
+  lag?.start((worstMs) => (admission.lagMs = worstMs));
   const port = uws.us_socket_local_port(listenSocket);
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
   const drain = new Drain({ admission, readiness, supervisor, log, close });
