@@ -22,6 +22,7 @@ import { costChart, latencyChart } from './charts.ts';
 import { markdown } from './report.ts';
 import { childByName, cpuMicros, openFilesLimit, rssKb, rssSampler, sleep, start, stopAll, waitForQuiet, type Child } from '../../test/helpers/procs.ts';
 import { runClusterChecks } from './cluster.ts';
+import { runOverloadCheck, runRollingCheck } from './overload.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
 
@@ -334,6 +335,13 @@ async function main(): Promise<void> {
     (checks as Record<string, unknown>).cluster = TARGETS.has('service') && env.BENCH_CLUSTER !== '0' && !overBudget()
       ? await runClusterChecks({ sim: sim.urls, dbUrl: db.url, nginxBin: nginxBin ?? ensureNginx(), D: 120, RATE: 20, STARTS, rows, log, generate, serviceBody })
       : { skipped: 'BENCH_CLUSTER=0, service not in BENCH_TARGETS, or over budget' };
+    const service = TARGETS.has('service') && !overBudget();
+    (checks as Record<string, unknown>).overloadShedding = service && env.BENCH_OVERLOAD !== '0'
+      ? await runOverloadCheck({ sim: sim.urls, dbUrl: db.url, log, withService, serviceBody })
+      : { skipped: 'BENCH_OVERLOAD=0, service not in BENCH_TARGETS, or over budget' };
+    (checks as Record<string, unknown>).rollingRestart = service && env.BENCH_ROLLING !== '0'
+      ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
+      : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };
     const meta = {
       date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
       sweep: SWEEP, startsPerSec: STARTS, burstK: BURST_K, database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',

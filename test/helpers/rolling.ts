@@ -2,6 +2,7 @@
 // clients keeping `live` streams going through nginx the whole time. Shared by the test (small) and
 // the bench row (200 streams of 10 s). Each instance is restarted on its own port: SIGTERM, wait for
 // its exit, start it again, wait for /ready, wait for nginx to send it a stream again.
+import pg from 'pg';
 import { startNginxBalancer } from './nginx.ts';
 import { freePort } from './ports.ts';
 import { simCompletion, startService, type ServiceProcess } from './process.ts';
@@ -91,4 +92,37 @@ export async function rollingRestart(o: RollingOptions): Promise<RollingResult |
     }
   }
   return { streams, exitCodes, activeAtSigterm };
+}
+
+export interface RollingVerdict {
+  streams: number;
+  /** Starts a client saw refused or failed (nginx retries a draining instance's 503 elsewhere). */
+  refused: number;
+  /** Streams that did not end with a plain `done`. */
+  cut: number;
+  /** Streams whose text is not stored as their chat's one answer. */
+  lost: number;
+  /** Answers stored more than once. */
+  doubled: number;
+}
+
+/** Reads back what the streams stored: each chat must hold exactly its stream's text, once. */
+export async function judgeRolling(r: RollingResult, databaseUrl: string): Promise<RollingVerdict> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  const stored = new Map<string, string[]>();
+  try {
+    const { rows } = await db.query<{ chat_id: string; content: string }>("SELECT chat_id, content FROM messages WHERE role = 'assistant'");
+    for (const row of rows) stored.set(row.chat_id, [...(stored.get(row.chat_id) ?? []), row.content]);
+  } finally {
+    await db.end();
+  }
+  const ok = r.streams.filter((s) => s.status === 200);
+  return {
+    streams: r.streams.length,
+    refused: r.streams.length - ok.length,
+    cut: ok.filter((s) => s.end?.event !== 'done' || s.end.data.stopped).length,
+    lost: ok.filter((s) => !(stored.get(s.chatId ?? '') ?? []).includes(s.text)).length,
+    doubled: [...stored.values()].filter((answers) => answers.length > 1).length,
+  };
 }
