@@ -14,8 +14,7 @@ describe('rolling restart behind nginx', () => {
     const scratch = await createScratchPostgres();
     try {
       const result = await rollingRestart({
-        // Overload shedding off: on a machine shared with other suites its refusals would be noise here.
-        env: { DATABASE_URL: scratch.url, ACTOR_THREADS: '1', SHUTDOWN_GRACE_MS: '600000', OVERLOAD_LAG_MS: '0' },
+        env: { DATABASE_URL: scratch.url, ACTOR_THREADS: '1', SHUTDOWN_GRACE_MS: '600000' },
         live: 20,
         deltas: 60,
         rate: 20,
