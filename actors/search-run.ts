@@ -6,7 +6,7 @@ import type { RunDeps } from '../src/run-deps.ts';
 import { saveSearchRun } from '../src/store/searches.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
 import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
-import type { RunContext } from './runtime/actor.ts';
+import { RunCancelled, type RunContext } from './runtime/actor.ts';
 
 export interface SearchRunRequest {
   searchId: string;
@@ -95,7 +95,10 @@ export async function searchRun(ctx: RunContext<SearchRunValue>, req: SearchRunR
   const stopped = signal.aborted && ctx.stopRequested;
   if (signal.aborted && !stopped) {
     // Only a cancel (server shutdown) or a stop aborts a run; a client disconnect never does. Nothing is stored.
-    const message = `search run cancelled: ${messageOf(signal.reason ?? 'aborted')}`;
+    const reason: unknown = signal.reason;
+    // A shutdown's or a fence's message already says "run cancelled": it is the error's, verbatim.
+    const verbatim = reason instanceof RunCancelled && (reason.why === 'shutdown' || reason.why === 'fenced');
+    const message = verbatim ? reason.message : `search run cancelled: ${messageOf(reason ?? 'aborted')}`;
     ctx.finish('error', { message }, { ok: false, outcome: 'cancelled', message });
     return;
   }
