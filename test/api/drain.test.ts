@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { simCompletion } from '../helpers/process.ts';
 import { assistantMessages, chatIdOf, deltaText, follow, metric, openChatStream, readyIs, startDrainService, storedRun, type LiveStream } from '../helpers/drain.ts';
-import { sim } from '../helpers/server.ts';
+import { sim, waitFor } from '../helpers/server.ts';
 
 const CUT = 'run cancelled: server is shutting down';
 const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -25,6 +25,12 @@ describe('drain on SIGTERM', () => {
       const held = await openChatStream(url, 100_000, 20, key);
       await Promise.all([short.firstDelta, held.firstDelta]);
       const heldChat = (await held.meta).data.chatId as string;
+      // A search run and a title run going at the signal drain too: both end by themselves.
+      const slowSearch = await fetch(`${url}/v1/searches`, json({ query: `tides SIM ${JSON.stringify({ searchDelayMs: 2000, answerDelayMs: 2000 })}` })).then((r) => r.json());
+      const searching = follow(await fetch(`${url}/v1/searches/${slowSearch.search.id}/run/stream`, json({})));
+      const titledChat = await fetch(`${url}/v1/chats`, json({})).then((r) => r.json());
+      const titled = fetch(`${url}/v1/chats/title/suggest`, json({ chatId: titledChat.chat.id, content: sim({ firstByteDelayMs: 2000, reply: 'Tide pools' }) }));
+      await waitFor(async () => (await metric(url, 'css_active_runs{kind="title"}')) === 1 && (await metric(url, 'css_active_runs{kind="search"}')) === 1, 30_000, 'the search and title runs to be going');
 
       service.child.kill('SIGTERM');
       await readyIs(url, 503);
@@ -59,6 +65,11 @@ describe('drain on SIGTERM', () => {
       assert.equal(retried.headers.get('idempotent-replayed'), 'true');
       const retry = follow(retried);
       await Promise.all([attached.firstDelta, retry.firstDelta]);
+
+      assert.equal((await searching.events).at(-1)!.event, 'done', 'the search run ends by itself');
+      const title = await titled;
+      assert.equal(title.status, 200, 'the title run ends by itself');
+      assert.equal((await title.json()).chat.title, 'Tide pools');
 
       // The short run ends by itself with its whole answer, stored.
       const events = await short.events;
