@@ -9,6 +9,7 @@
 //   BENCH_TLS_K=1000,5000)
 //   BENCH_BURST=1000 (start-burst K; 0 = off)  BENCH_CHECKS=0  BENCH_REATTACH=0
 //   BENCH_CLUSTER=0 BENCH_CLUSTER_K=1000 BENCH_REDIS_URL (the cluster rows: bench/load/cluster.ts)
+//   BENCH_OVERLOAD=0 BENCH_ROLLING=0 (the overload-shedding and rolling-restart rows, and their knobs: bench/load/overload.ts)
 //   BENCH_QUIET_LOAD=1 BENCH_QUIET_WAIT_S=120 (wait before each run for the 1-minute load average to fall below it)
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=1200 (runs left after this are skipped, with a note)
