@@ -4,6 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { createRunDeps, type RunDepsInput } from '../src/run-deps.ts';
 import { createHost } from './runtime/host.ts';
 import { runners } from './runners.ts';
+import { startLagReport } from './lag-report.ts';
 import type { ToHost } from './runtime/protocol.ts';
 
 const port = parentPort!;
@@ -11,3 +12,4 @@ const deps = await createRunDeps(workerData as RunDepsInput);
 const host = createHost(runners, deps, (batch) => port.postMessage(batch));
 port.on('message', (msg: ToHost) => host.receive(msg));
 port.postMessage({ t: 'ready' });
+startLagReport((report) => port.postMessage(report), (workerData as RunDepsInput).config.OVERLOAD_LAG_MS > 0);

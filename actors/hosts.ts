@@ -6,6 +6,7 @@ import { createHost } from './runtime/host.ts';
 import type { Batch, ToHost } from './runtime/protocol.ts';
 import { runners } from './runners.ts';
 import type { HostFactory } from './runtime/supervisor.ts';
+import type { LagReport } from './lag-report.ts';
 
 export function inlineHosts(deps: RunDeps): HostFactory {
   return (_index, onBatch) => {
@@ -21,7 +22,7 @@ export interface WorkerSetup {
   cleanup(): Promise<void>;
 }
 
-export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?: unknown) => void): HostFactory {
+export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?: unknown) => void, onLag?: (index: number, p99Ms: number) => void): HostFactory {
   return (index, onBatch, onExit) => {
     const { input, transferList, cleanup } = setup();
     const worker = new Worker(new URL('./worker-boot.mjs', import.meta.url), {
@@ -37,8 +38,9 @@ export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?:
       failBoot = reject;
     });
     ready.catch(() => {}); // a boot failure is also reported through onExit
-    worker.on('message', (msg: Batch | { t: 'ready' }) => {
+    worker.on('message', (msg: Batch | LagReport | { t: 'ready' }) => {
       if (msg.t === 'batch') onBatch(msg);
+      else if (msg.t === 'lag') onLag?.(index, msg.p99Ms);
       else markReady();
     });
     worker.on('error', (err) => {

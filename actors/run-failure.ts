@@ -18,7 +18,10 @@ export function failureOf(err: unknown, signal: AbortSignal): RunFailure {
   if (signal.aborted) {
     const reason: unknown = signal.reason;
     const why = reason instanceof RunCancelled ? reason.why : 'shutdown';
-    return { ok: false, outcome: why === 'stop' ? 'stopped' : 'cancelled', message: `run cancelled: ${reason instanceof Error ? reason.message : 'aborted'}` };
+    // A shutdown's or a fence's message is the terminal error's, verbatim (it already says "run cancelled").
+    const verbatim = reason instanceof RunCancelled && (why === 'shutdown' || why === 'fenced');
+    const message = verbatim ? reason.message : `run cancelled: ${reason instanceof Error ? reason.message : 'aborted'}`;
+    return { ok: false, outcome: why === 'stop' ? 'stopped' : 'cancelled', message };
   }
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof RunError) return { ok: false, outcome: err.outcome, message };

@@ -3,8 +3,10 @@
 import { MessageChannel } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { inlineHosts, workerHosts, type WorkerSetup } from '../actors/hosts.ts';
+import { LagBoard } from '../actors/lag-report.ts';
 import type { RunTypes } from '../actors/runs.ts';
 import { Supervisor } from '../actors/runtime/supervisor.ts';
+import { Admission } from './admission.ts';
 import { bearerGuard } from './auth.ts';
 import { Cluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
@@ -13,6 +15,7 @@ import { openControlDb } from './db/control-pool.ts';
 import { openDatabase, redact } from './db/pool.ts';
 import { servePool } from './db/remote-pool.ts';
 import { writeRetries } from './db/write-retry.ts';
+import { Drain } from './drain.ts';
 import { startHeartbeat } from './heartbeat.ts';
 import { corsPolicy } from './http/cors.ts';
 import { HttpError } from './http/errors.ts';
@@ -53,6 +56,10 @@ export interface Server {
   /** The router's table (the OpenAPI test checks that each one is documented). */
   routes: readonly Route[];
   close(): Promise<void>;
+  /** SIGTERM: refuse new runs, let the running ones end (at most `graceMs`), then close. 0: close at once. */
+  drain(graceMs: number): Promise<void>;
+  /** A second signal during a drain: cut the runs still going now. */
+  cut(): void;
 }
 
 export interface ServerOptions {
@@ -96,20 +103,23 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
   const providers = createProviders(config);
   let metrics: ReturnType<typeof createMetrics> | undefined;
   let runs: Runs | undefined;
+  const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS });
+  const lag = config.OVERLOAD_LAG_MS > 0 ? new LagBoard() : null;
   const supervisor = new Supervisor<RunTypes>({
     hosts: Math.max(1, config.actorThreads),
     maxActiveRuns: config.MAX_ACTIVE_RUNS,
     factory:
       config.actorThreads === 0
         ? inlineHosts(runDepsFrom(config, db.pool, providers))
-        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg)),
+        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms) => lag.report(index, p99Ms) : undefined),
     log: (level, message, err) => log[level]({ err }, message),
     onEnd: (run, result) => {
       runs?.ended(run);
       metrics?.observeRun(run.kind, run.label, result.ok, (Date.now() - run.startedAt) / 1000);
     },
+    admission,
   });
-  metrics = createMetrics(supervisor);
+  metrics = createMetrics(supervisor, admission);
   runs = new Runs(supervisor);
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
   await supervisor.ready();
@@ -125,6 +135,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
         log,
       });
     } catch (err) {
+      lag?.stop();
       await supervisor.shutdown();
       await heartbeat.stop();
       await control.close();
@@ -199,6 +210,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     (closing ??= (async () => {
       if (listenSocket) uws.us_listen_socket_close(listenSocket);
       models.stop();
+      lag?.stop();
       await supervisor.shutdown();
       // Runs have ended and given their leases back; leave the cluster now rather than after a TTL.
       await cluster?.close();
@@ -217,7 +229,10 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     await close();
     throw err;
   }
+  // Measured from here: the start-up's own stalls (migrations, worker boot) are no overload.
+  lag?.start((worstMs) => (admission.lagMs = worstMs));
   const port = uws.us_socket_local_port(listenSocket);
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
-  return { url, port, ctx, routes, close };
+  const drain = new Drain({ admission, readiness, supervisor, log, close });
+  return { url, port, ctx, routes, close, drain: (graceMs) => drain.run(graceMs), cut: () => drain.cut() };
 }

@@ -20,6 +20,9 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
 
 const url = z.string().url('must be a URL');
 
+/** Chosen from the load test's overload row (README, "Overload shedding"). */
+export const OVERLOAD_LAG_MS_DEFAULT = 500;
+
 /** `*`, or comma-separated origins as a browser sends them (`scheme://host[:port]`, no path). */
 const corsOrigins = z
   .string()
@@ -72,6 +75,10 @@ const schema = z.object({
   CLUSTER_LEASE_TTL_MS: int(300, 60_000).default(10_000),
   /** Interval of the `: ping` comment on open SSE streams. */
   SSE_HEARTBEAT_MS: int(100).default(15_000),
+  /** On SIGTERM/SIGINT, how long running runs may go on to their natural end (drain); 0 cuts them at once. */
+  SHUTDOWN_GRACE_MS: int(0, 3_600_000).default(30_000),
+  /** New runs are refused (503) while the main or an actor thread's event-loop delay p99 over the last second exceeds this; 0 turns it off (see README). */
+  OVERLOAD_LAG_MS: int(0, 60_000).default(OVERLOAD_LAG_MS_DEFAULT),
   /** Bytes queued for one slow SSE client before it is dropped. */
   SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
   /** Origins whose web pages may call the API (CORS); unset sends no CORS headers at all. */

@@ -18,12 +18,16 @@ async function main(): Promise<void> {
   const log = createLogger(config.LOG_LEVEL);
   const server = await startServer(config, { log });
   log.info({ url: server.url, database: config.DATABASE_URL ? 'postgres' : `embedded (${config.DATA_DIR})`, actorThreads: config.actorThreads }, `listening on ${server.url}`);
-  let stopping = false;
+  let signals = 0;
   const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'stopping');
-    await server.close();
+    // The first signal drains (SHUTDOWN_GRACE_MS); a second one cuts what is still running.
+    if (++signals > 1) {
+      log.warn({ signal }, 'second signal: cutting the runs still going');
+      server.cut();
+      return;
+    }
+    log.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'stopping');
+    await server.drain(config.SHUTDOWN_GRACE_MS);
     log.info('stopped');
     process.exit(0);
   };

@@ -2,6 +2,7 @@
 // terminal event arrives, so worker threads need no metrics plumbing of their own.
 import client from 'prom-client';
 import type { RunSupervisor } from '../actors/runs.ts';
+import type { Admission, RefusalReason } from './admission.ts';
 import { openSseStreams } from './http/sse.ts';
 
 export interface Metrics {
@@ -15,9 +16,10 @@ export interface Metrics {
   startConflicts: client.Counter<'kind'>;
 }
 
-export function createMetrics(supervisor: RunSupervisor): Metrics {
+export function createMetrics(supervisor: RunSupervisor, admission?: Admission): Metrics {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
+  if (admission) admissionMetrics(registry, admission);
   new client.Gauge({
     name: 'css_active_runs',
     help: 'Runs active on this process',
@@ -86,4 +88,29 @@ export function createMetrics(supervisor: RunSupervisor): Metrics {
       if (!ok) runErrors.inc({ kind, provider });
     },
   };
+}
+
+const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining'];
+
+/** What the admission decided: draining or not, the lag it judges overload by, and its refusals. */
+function admissionMetrics(registry: client.Registry, admission: Admission): void {
+  new client.Gauge({ name: 'css_draining', help: '1 while this instance drains (after SIGTERM/SIGINT), else 0', registers: [registry], collect() { this.set(admission.draining ? 1 : 0); } });
+  new client.Gauge({
+    name: 'css_event_loop_lag_p99_ms',
+    help: 'Worst event-loop delay p99 over the last second among the main and actor threads (0 when OVERLOAD_LAG_MS=0)',
+    registers: [registry],
+    collect() {
+      this.set(admission.lagMs);
+    },
+  });
+  new client.Counter({
+    name: 'css_runs_refused_total',
+    help: 'New runs refused with 503, by reason (capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS; draining: after SIGTERM)',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const reason of REFUSAL_REASONS) this.inc({ reason }, admission.refused[reason]);
+    },
+  });
 }

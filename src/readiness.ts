@@ -19,6 +19,7 @@ export const READY_DEADLINE_MS = 2000;
 export class Readiness {
   private readonly checks: ReadinessCheck[] = [];
   private inFlight: Promise<ReadinessResult> | null = null;
+  private draining: ReadinessResult | null = null;
 
   constructor(private readonly deadlineMs = READY_DEADLINE_MS) {}
 
@@ -26,7 +27,13 @@ export class Readiness {
     this.checks.push(check);
   }
 
+  /** From now on not ready, without asking anyone: balancers stop sending new work here at once. */
+  drain(message: string): void {
+    this.draining = { ready: false, message };
+  }
+
   run(): Promise<ReadinessResult> {
+    if (this.draining) return Promise.resolve(this.draining);
     return (this.inFlight ??= this.runAll().finally(() => (this.inFlight = null)));
   }
 

@@ -81,6 +81,9 @@ export class Runs implements RunRegistry<RunTypes> {
         continue;
       }
       if (this.starting.has(member)) continue;
+      // A refusal here (draining, capacity, overload) costs no lease round trip.
+      const refused = this.supervisor.admit();
+      if (refused) return refused;
       let settle!: () => void;
       this.starting.set(member, new Promise<void>((r) => (settle = r)));
       try {

@@ -15,6 +15,10 @@ export type RunOutcome =
   /** The process is at its limit of active runs. */
   | 'capacity'
   | 'shutting_down'
+  /** The instance is draining (a SIGTERM came): new runs go to another instance. */
+  | 'draining'
+  /** The instance is saturated (its event loops run late): new runs would slow the running ones. */
+  | 'overloaded'
   | 'provider_timeout'
   | 'provider_rate_limited'
   | 'provider_error'

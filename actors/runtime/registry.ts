@@ -26,7 +26,7 @@ export interface RunHandle<K extends string, V> extends RunInfo<K> {
 /** Why a start did not happen. */
 export interface StartRefusal {
   ok: false;
-  outcome: Extract<RunOutcome, 'busy' | 'capacity' | 'shutting_down'>;
+  outcome: Extract<RunOutcome, 'busy' | 'capacity' | 'shutting_down' | 'draining' | 'overloaded'>;
   message: string;
 }
 

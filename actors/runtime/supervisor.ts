@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { sseFrame } from './frame.ts';
 import type { Batch, CancelWhy, KindOf, RunOutcome, RunResult, RunTypeMap, RuntimeLog, ToHost } from './protocol.ts';
-import type { RunHandle, RunInfo, RunRegistry, Started, StartOptions } from './registry.ts';
+import type { RunHandle, RunInfo, RunRegistry, Started, StartOptions, StartRefusal } from './registry.ts';
 import type { Subscriber } from './subscriber.ts';
 
 export interface HostPort {
@@ -44,6 +44,8 @@ export interface SupervisorOptions {
   maxActiveRuns: number;
   log: RuntimeLog;
   onEnd?: (run: RunInfo, result: RunResult) => void;
+  /** Decides every new run (draining, capacity, overload); without it only maxActiveRuns does. */
+  admission?: { admit(active: number): StartRefusal | null };
 }
 
 export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
@@ -82,9 +84,8 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
       if (opts.subscriber) this.attachEntry(running, opts.subscriber);
       return { ok: true, handle: this.handle<K, T[K]['value']>(running, true) };
     }
-    if (this.runs.size >= this.opts.maxActiveRuns) {
-      return { ok: false, outcome: 'capacity', message: `server is at capacity (${this.opts.maxActiveRuns} active runs); retry shortly` };
-    }
+    const refused = this.admit();
+    if (refused) return refused;
     let slot = this.hosts[0]!;
     for (const h of this.hosts) if (h.runs.size < slot.runs.size) slot = h;
     let resolve!: (r: RunResult) => void;
@@ -108,6 +109,13 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
     if (opts.subscriber) this.addSubscriber(entry, opts.subscriber);
     slot.port.send({ t: 'start', runId: entry.runId, kind, request: opts.request });
     return { ok: true, handle: this.handle<K, T[K]['value']>(entry, false) };
+  }
+
+  /** Would a new run start now? Null: yes; otherwise the refusal (a cluster start asks before taking a lease). */
+  admit(): StartRefusal | null {
+    if (this.opts.admission) return this.opts.admission.admit(this.runs.size);
+    if (this.runs.size < this.opts.maxActiveRuns) return null;
+    return { ok: false, outcome: 'capacity', message: `server is at capacity (${this.opts.maxActiveRuns} active runs); retry shortly` };
   }
 
   async attach(kind: KindOf<T>, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {
@@ -293,11 +301,15 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
       if (map.get(entry.key) === entry) map.delete(entry.key);
     }
     entry.resolve(result);
-    if (this.runs.size === 0 && this.idleWaiters.length > 0) for (const settle of this.idleWaiters.splice(0)) settle();
     try {
       this.opts.onEnd?.(info(entry), result);
     } catch (err) {
       this.opts.log('error', 'run end hook failed', err);
+    }
+    if (this.runs.size === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
     }
   }
 

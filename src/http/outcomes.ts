@@ -10,6 +10,9 @@ const STATUS: Record<RunOutcome, { status: number; retryAfter?: string }> = {
   unavailable: { status: 503 },
   capacity: { status: 503, retryAfter: '1' },
   shutting_down: { status: 503, retryAfter: '5' },
+  // Both are safe to retry at once on another instance (a balancer's proxy_next_upstream does).
+  draining: { status: 503, retryAfter: '5' },
+  overloaded: { status: 503, retryAfter: '1' },
   provider_timeout: { status: 504 },
   provider_rate_limited: { status: 429 },
   provider_error: { status: 502 },

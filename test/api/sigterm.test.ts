@@ -15,7 +15,7 @@ describe('SIGTERM with active runs', () => {
   it('ends every run with an error event and a stored error, then exits 0', async (t) => {
     const { dataDir, cleanup } = await freshEmbeddedDataDir();
     try {
-      const service = await startService({ DATA_DIR: dataDir, PORT: '0', ACTOR_THREADS: '1' });
+      const service = await startService({ DATA_DIR: dataDir, PORT: '0', ACTOR_THREADS: '1', SHUTDOWN_GRACE_MS: '0' });
       const streams = [await startLongStream(service), await startLongStream(service), await startLongStream(service)];
       // A non-streaming completion holding a chat: it must be answered too.
       const chat = await fetch(`${service.url}/v1/chats`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then((r) => r.json());

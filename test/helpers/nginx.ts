@@ -20,12 +20,25 @@ export interface Proxy {
 function swapped(servicePort: number, listenPort: number): string {
   const conf = readFileSync(NGINX_CONF, 'utf8');
   const out = conf
-    .replace(/server 127\.0\.0\.1:8080;/, `server 127.0.0.1:${servicePort};`)
+    .replace(/server 127\.0\.0\.1:8080( [^;]*)?;/, `server 127.0.0.1:${servicePort}$1;`)
     .replace(/listen 8081;/, `listen 127.0.0.1:${listenPort};`);
-  if (!out.includes(`:${servicePort};`) || !out.includes(`:${listenPort};`)) {
-    throw new Error(`${NGINX_CONF} no longer has the two addresses this test swaps (server 127.0.0.1:8080; listen 8081;)`);
+  if (!out.includes(`server 127.0.0.1:${servicePort}`) || !out.includes(`:${listenPort};`)) {
+    throw new Error(`${NGINX_CONF} no longer has the two addresses this test swaps (server 127.0.0.1:8080 …; listen 8081;)`);
   }
   return out;
+}
+
+/** deploy/nginx.conf balancing over several instances (one `server` line each), as a rolling restart needs. */
+export async function startNginxBalancer(servicePorts: number[]): Promise<Proxy | null> {
+  const port = await freePort();
+  const nginx = await startNginx(port, (dir) => {
+    const conf = swapped(servicePorts[0]!, port).replace(/server 127\.0\.0\.1:(\d+)( [^;]*)?;/, (_line, _port, params = '') =>
+      servicePorts.map((p) => `server 127.0.0.1:${p}${params};`).join('\n    '),
+    );
+    writeFileSync(path.join(dir, 'site.conf'), conf);
+    return `access_log off;\n  include ${dir}/site.conf;`;
+  });
+  return nginx && { port, stop: nginx.stop };
 }
 
 export async function startNginxProxy(servicePort: number): Promise<Proxy | null> {

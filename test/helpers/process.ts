@@ -19,7 +19,8 @@ export interface ServiceProcess {
 export function startService(env: Record<string, string>, startTimeoutMs = 100_000): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    // Overload shedding off unless a test sets it: on a machine shared with other suites its 503s would be noise.
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', OVERLOAD_LAG_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -87,6 +87,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     LOG_LEVEL: 'silent',
     ACTOR_THREADS: String(opts.actorThreads ?? 0),
     PROVIDER_TIMEOUT_MS: '30000',
+    // The test's own work shares this event loop: its stalls (a sync spawn, a big parse) are no overload.
+    OVERLOAD_LAG_MS: '0',
     ...simEnv(sim),
     ...opts.env,
   };

@@ -1,0 +1,113 @@
+// The overload row's load generator (its own process, as gen.ts): offers chat-stream starts at a
+// steady rate for a while, and tells apart what the service did with each. An accepted stream is
+// judged as gen.ts judges one (per-delta latency against the simulator's stamps, lost and doubled
+// deltas against done.text); a refused one is timed from its request to its answer (the 503).
+//
+//   node --import tsx bench/load/overload-gen.ts '<OverloadJob json>'   → one JSON line (OverloadResult)
+import { countStamps, eachStamp, epochNow, openStream, parseBlock } from './client.ts';
+import { Samples, summarize } from './stats.ts';
+
+export interface OverloadJob {
+  port: number;
+  /** Request body; `__I__` is replaced by the stream's index. */
+  body: string;
+  deltas: number;
+  startsPerSec: number;
+  seconds: number;
+}
+
+export interface OverloadResult {
+  offered: number;
+  accepted: number;
+  /** Refusals by status and message, e.g. `503 server is overloaded, retry later`. */
+  refused: Record<string, number>;
+  /** Accepted streams that did not end with `done` and their whole text. */
+  failed: number;
+  lost: number;
+  duplicated: number;
+  latencyMs: ReturnType<typeof summarize>;
+  refusalMs: ReturnType<typeof summarize>;
+  reasons: Record<string, number>;
+}
+
+function one(job: OverloadJob, i: number, r: OverloadResult, latency: Samples, refusal: Samples): Promise<void> {
+  return new Promise((resolve) => {
+    const t0 = epochNow();
+    let status = 0;
+    let joined = '';
+    let done: string | null = null;
+    let error: string | null = null;
+    const fail = (why: string) => {
+      r.failed++;
+      r.reasons[why] = (r.reasons[why] ?? 0) + 1;
+    };
+    openStream({ host: '127.0.0.1', port: job.port }, 'POST', '/v1/chat-completions/stream', {}, job.body.replaceAll('__I__', String(i)), {
+      onHead: (s) => {
+        status = s;
+        if (s !== 200) refusal.push(epochNow() - t0);
+      },
+      onEvent: (block, at) => {
+        const { event, data } = parseBlock(block);
+        if (event === 'delta') {
+          const text = JSON.parse(data).text as string;
+          joined += text;
+          eachStamp(text, (stamp) => latency.push(at - stamp));
+        } else if (event === 'done') done = JSON.parse(data).text;
+        else if (event === 'error') error = JSON.parse(data).message;
+      },
+      onBody: (s, body) => {
+        let message = body.slice(0, 80);
+        try {
+          message = JSON.parse(body).message;
+        } catch {
+          // not JSON: keep the text
+        }
+        const key = `${s} ${message}`;
+        r.refused[key] = (r.refused[key] ?? 0) + 1;
+      },
+      onClose: (err) => {
+        if (status === 200) {
+          r.accepted++;
+          if (error !== null) fail(`error event: ${error}`);
+          else if (done === null) fail(`ended without done: ${err ?? 'closed'}`);
+          else if (joined !== done) fail('deltas differ from done.text');
+          const got = countStamps(joined);
+          if (got < job.deltas) r.lost += job.deltas - got;
+          if (got > job.deltas) r.duplicated += got - job.deltas;
+        } else if (status === 0) {
+          const key = `no response: ${err ?? 'closed'}`;
+          r.refused[key] = (r.refused[key] ?? 0) + 1;
+        }
+        resolve();
+      },
+    });
+  });
+}
+
+export async function runOverloadJob(job: OverloadJob): Promise<OverloadResult> {
+  const r: OverloadResult = {
+    offered: 0, accepted: 0, refused: {}, failed: 0, lost: 0, duplicated: 0,
+    latencyMs: summarize(new Samples()), refusalMs: summarize(new Samples()), reasons: {},
+  };
+  const latency = new Samples();
+  const refusal = new Samples();
+  const all: Promise<void>[] = [];
+  const total = Math.round(job.startsPerSec * job.seconds);
+  const gap = 1000 / job.startsPerSec;
+  const t0 = performance.now();
+  for (let i = 0; i < total; ) {
+    const due = Math.min(total, Math.floor((performance.now() - t0) / gap) + 1);
+    for (; i < due; i++) all.push(one(job, i, r, latency, refusal));
+    if (i < total) await new Promise((res) => setTimeout(res, Math.max(1, gap)));
+  }
+  r.offered = total;
+  await Promise.all(all);
+  r.latencyMs = summarize(latency);
+  r.refusalMs = summarize(refusal);
+  return r;
+}
+
+if (process.argv[2]) {
+  process.stdout.write(JSON.stringify(await runOverloadJob(JSON.parse(process.argv[2]) as OverloadJob)) + '\n');
+  process.exit(0);
+}

@@ -1,0 +1,64 @@
+// Whether this instance takes a new run: the one decision behind every start (the supervisor asks
+// it synchronously, with its active count). Three reasons to refuse, checked in this order:
+// draining (a SIGTERM came: the runs here finish, new ones go elsewhere), capacity (MAX_ACTIVE_RUNS)
+// and overload (an event loop running late, so every stream here is already slowing down). The
+// refusals are built once: the accept path allocates nothing and reads two numbers.
+import type { StartRefusal } from '../actors/runtime/registry.ts';
+
+export const DRAINING_MESSAGE = 'server is draining';
+export const OVERLOADED_MESSAGE = 'server is overloaded, retry later';
+
+export type RefusalReason = 'capacity' | 'overload' | 'draining';
+
+export interface AdmissionOptions {
+  maxActiveRuns: number;
+  /** Refuse while the worst thread's event-loop delay p99 exceeds this; 0: never. */
+  overloadLagMs: number;
+}
+
+export class Admission {
+  private readonly maxActiveRuns: number;
+  private readonly overloadLagMs: number;
+  private readonly refusals: Record<RefusalReason, StartRefusal>;
+  /** Refusals so far, by reason (css_runs_refused_total). */
+  readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0 };
+  private drainingNow = false;
+  /** The worst thread's event-loop delay p99 in ms (LagBoard keeps it current). */
+  lagMs = 0;
+
+  constructor(opts: AdmissionOptions) {
+    this.maxActiveRuns = opts.maxActiveRuns;
+    this.overloadLagMs = opts.overloadLagMs;
+    this.refusals = {
+      draining: { ok: false, outcome: 'draining', message: DRAINING_MESSAGE },
+      capacity: { ok: false, outcome: 'capacity', message: `server is at capacity (${opts.maxActiveRuns} active runs); retry shortly` },
+      overload: { ok: false, outcome: 'overloaded', message: OVERLOADED_MESSAGE },
+    };
+  }
+
+  get draining(): boolean {
+    return this.drainingNow;
+  }
+
+  /** From now on every new run is refused; runs already going are not touched. */
+  drain(): void {
+    this.drainingNow = true;
+  }
+
+  get overloaded(): boolean {
+    return this.overloadLagMs > 0 && this.lagMs > this.overloadLagMs;
+  }
+
+  /** Null: start it. Otherwise the refusal to answer with. */
+  admit(active: number): StartRefusal | null {
+    if (this.drainingNow) return this.refuse('draining');
+    if (active >= this.maxActiveRuns) return this.refuse('capacity');
+    if (this.overloadLagMs > 0 && this.lagMs > this.overloadLagMs) return this.refuse('overload');
+    return null;
+  }
+
+  private refuse(reason: RefusalReason): StartRefusal {
+    this.refused[reason]++;
+    return this.refusals[reason];
+  }
+}

@@ -1,0 +1,60 @@
+// Overload shedding with a real saturated process: the service is frozen (SIGSTOP) while a start
+// waits in its socket, so every thread's event loop comes back a long time late. The start is
+// refused with 503, the message and Retry-After, counted; the stream already running goes on; and
+// once the loops are on time again starts are taken again.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { simCompletion } from '../helpers/process.ts';
+import { deltaText, follow, metric, openChatStream, startDrainService } from '../helpers/drain.ts';
+import { sim, waitFor, type SseEvent } from '../helpers/server.ts';
+
+const start = (url: string) =>
+  fetch(`${url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: simCompletion(sim({ deltas: 3 })) });
+
+describe('overload shedding (OVERLOAD_LAG_MS)', () => {
+  it('refuses new runs while an event loop runs late, and never cuts a running stream', async () => {
+    const { service, stop } = await startDrainService({ OVERLOAD_LAG_MS: '200', SHUTDOWN_GRACE_MS: '0' });
+    try {
+      const { url } = service;
+      const seen: SseEvent[] = [];
+      const running = await openChatStream(url, 100_000, 20);
+      void running.events.catch(() => {});
+      const chatId = (await running.meta).data.chatId as string;
+      // An attached reader shows the run's text as it arrives.
+      const attached = follow(await fetch(`${url}/v1/chats/${chatId}/stream/attach`, { method: 'POST' }), (ev) => seen.push(ev));
+      void attached.events.catch(() => {});
+      await running.firstDelta;
+
+      // A freeze of 800 ms is an event-loop delay of ~800 ms on every thread. Tried a few times: the
+      // start must be read in the first turn after the thaw, which the kernel decides.
+      let refused: Response | null = null;
+      for (let attempt = 0; attempt < 5 && !refused; attempt++) {
+        service.child.kill('SIGSTOP');
+        const pending = start(url);
+        await new Promise((r) => setTimeout(r, 800));
+        service.child.kill('SIGCONT');
+        const res = await pending;
+        if (res.status === 503) refused = res;
+        else await res.body?.cancel();
+      }
+      assert.ok(refused, 'a start right after the freeze is refused');
+      assert.deepEqual(await refused.json(), { message: 'server is overloaded, retry later' });
+      assert.ok(Number(refused.headers.get('retry-after')) > 0, 'Retry-After');
+      assert.ok((await metric(url, 'css_runs_refused_total{reason="overload"}')) >= 1);
+
+      // The running stream goes on, and once the loops are on time again a start is taken.
+      const before = deltaText(seen).length;
+      await waitFor(() => deltaText(seen).length > before, 30_000, 'the running stream to go on');
+      await waitFor(async () => {
+        const res = await start(url);
+        await res.body?.cancel();
+        return res.status === 200;
+      }, 30_000, 'a start to be taken again');
+      assert.equal((await fetch(`${url}/v1/chats/${chatId}/stream/stop`, { method: 'POST' })).status, 200);
+      const end = (await running.events).at(-1)!;
+      assert.equal(end.event, 'done', JSON.stringify(end));
+    } finally {
+      await stop();
+    }
+  });
+});
