@@ -32,18 +32,23 @@ export function echoReply(userText: string): string {
   return 'Simulated reply to: ' + userText.trim().slice(0, 60);
 }
 
-/** A few sentences of Markdown around the user's words: a heading, a list, a short code block. */
+/**
+ * A few sentences of Markdown: a heading made of the user's first words (so a title model asked about
+ * the message names the chat after it), a list and a short code block.
+ */
 export function markdownReply(userText: string): string {
-  const asked = userText.trim().replace(/\s+/g, ' ').slice(0, 60) || 'an empty message';
+  // Markdown marks are dropped, not escaped: the heading doubles as the chat's title.
+  const plain = userText.replace(/[\\`*_[\]<>#|]/g, ' ');
+  const heading = plain.trim().split(/\s+/).filter(Boolean).slice(0, 6).join(' ').slice(0, 60) || 'A simulated answer';
   return [
-    '## A simulated answer',
+    `## ${heading}`,
     '',
-    `You wrote *${asked.replace(/[*_`\\]/g, '\\$&')}*. This reply comes from the offline provider simulator, streamed word by word the way a real model answers, so the page can show **streaming** and **Markdown rendering** at once.`,
+    '*A simulated answer.* It comes from the offline provider simulator, streamed word by word the way a real model answers, so the page shows **streaming** and **Markdown rendering** at once.',
     '',
     'What the simulator can do:',
     '',
     '- answer with any text, at any pace, through a `SIM {…}` line in your message;',
-    '- call the service\'s tools, fail with a provider\'s real error, or cut the stream;',
+    "- call the service's tools, fail with a provider's real error, or cut the stream;",
     '- speak the wire formats of four providers and two search engines.',
     '',
     'For example, this message would ask for a fixed answer in four pieces:',
