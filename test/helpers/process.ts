@@ -19,7 +19,8 @@ export interface ServiceProcess {
 export function startService(env: Record<string, string>, startTimeoutMs = 100_000): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    // An unkeyed service serves from its own simulator: its instant one-line answer keeps tests fast.
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SIM_DEFAULT_REPLY: 'echo', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
