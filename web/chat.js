@@ -157,7 +157,13 @@ export function chatView(main, chatId, { onChanged }) {
     const ok = await follow('/v1/chat-completions/stream', body);
     if (ok && isNew && chat) {
       // A short title for the list; a chat keeps working without one.
-      api.post('/v1/chats/title/suggest', { chatId: chat.id, content: text }).then(onChanged, () => {});
+      api.post('/v1/chats/title/suggest', { chatId: chat.id, content: text }).then(({ chat: named }) => {
+        if (named.id === chat?.id) {
+          chat.title = named.title;
+          controls.show(chat);
+        }
+        onChanged();
+      }, () => {});
     }
     onChanged();
   }
