@@ -149,7 +149,7 @@ describe('web client: Markdown', { skip: skip ?? false }, () => {
     // (Inline handlers could not run under the page's CSP anyway; the sanitizer must not leave them,
     // and a CSP refusal would show up in watch.errors.)
     await page.evaluate(`(() => { const i = new Image(); i.onerror = () => { window.__control = 1; }; i.src = 'data:,'; })()`);
-    await page.waitForFunction('window.__control === 1');
+    await page.waitForFunction(() => (window as unknown as { __control?: number }).__control === 1);
 
     assert.equal(await page.evaluate('window.__pwned'), undefined);
     assert.deepEqual(dialogs, []);
