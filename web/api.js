@@ -58,6 +58,7 @@ export const api = {
   get: (path) => call('GET', path),
   post: (path, body) => call('POST', path, body),
   patch: (path, body) => call('PATCH', path, body),
+  delete: (path) => call('DELETE', path),
   /** POSTs and hands each SSE event to `onEvent(name, data)`; resolves when the stream ends. */
   async stream(path, body, onEvent, signal) {
     const res = await ok(await send('POST', path, body, signal));

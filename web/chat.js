@@ -2,7 +2,9 @@
 // toolCallId, attachments, stop, and re-attaching to a run that is still going when the view opens
 // (after a reload, or coming back to the chat).
 import { api } from './api.js';
+import { chatControls } from './chat-controls.js';
 import { fromTemplate, h } from './dom.js';
+import { markdownStream, renderMarkdown } from './markdown.js';
 import { currentModel, selectModel } from './models.js';
 
 const TOOL_STATUS = { initiated: 'running', completed: 'done', failed: 'failed' };
@@ -10,12 +12,13 @@ const TOOL_STATUS = { initiated: 'running', completed: 'done', failed: 'failed' 
 export function chatView(main, chatId, { onChanged }) {
   const root = fromTemplate('chat-tpl');
   main.replaceChildren(root);
-  const [title, list, status, form] = ['.title', '.messages', '.status', 'form'].map((s) => root.querySelector(s));
+  const [list, status, form] = ['.messages', '.status', '.composer'].map((s) => root.querySelector(s));
   const stop = root.querySelector('.stop');
   const files = form.elements.files;
   const leaving = new AbortController();
   let chat = null;
   let answer = null; // the <li> of the answer being streamed
+  let streamed = null; // its Markdown renderer
   let running = false;
 
   // Keeps the newest text in view while the reader is at the bottom; leaves them be if they scrolled up.
@@ -38,9 +41,11 @@ export function chatView(main, chatId, { onChanged }) {
     if (m.role === 'system') {
       return list.appendChild(h('li', { class: 'msg system' }, h('details', {}, h('summary', {}, 'Context'), h('pre', {}, m.content))));
     }
+    const body = h('div', { class: 'body' });
+    renderMarkdown(body, m.content);
     return list.appendChild(h('li', { class: `msg ${m.role}` },
       h('div', { class: 'who' }, m.role === 'user' ? 'You' : 'Assistant'),
-      h('div', { class: 'body' }, m.content),
+      body,
       attachmentList(m.attachments ?? m.metadata?.attachments),
       m.metadata?.stopped && h('div', { class: 'note' }, 'stopped')));
   }
@@ -64,8 +69,8 @@ export function chatView(main, chatId, { onChanged }) {
 
   async function load(id) {
     chat = (await api.get(`/v1/chats/${encodeURIComponent(id)}`)).chat;
-    title.textContent = chat.title || 'Untitled chat';
-    answer = null;
+    controls.show(chat);
+    answer = streamed = null;
     list.replaceChildren();
     chat.messages.forEach(renderMessage);
     if (chat.lastUsedProvider) selectModel(chat.lastUsedProvider, chat.lastUsedModel);
@@ -75,7 +80,6 @@ export function chatView(main, chatId, { onChanged }) {
   /** Follows one stream (a new completion or an attach) to its terminal event. */
   async function follow(path, body) {
     running = form.elements.send.disabled = true;
-    let text = '';
     let ended = false;
     const onEvent = (event, d) => {
       const stick = follows();
@@ -84,15 +88,18 @@ export function chatView(main, chatId, { onChanged }) {
     };
     const handle = (event, d) => {
       if (event === 'meta') {
-        answer ??= renderMessage({ role: 'assistant', content: '' });
+        if (!answer) {
+          answer = renderMessage({ role: 'assistant', content: '' });
+          streamed = markdownStream(answer.querySelector('.body'));
+        }
         answer.setAttribute('aria-busy', 'true');
         stop.hidden = false;
         if (d.chatId && !chat) adopt(d.chatId);
       } else if (event === 'tool_call') upsertTool(d);
-      else if (event === 'delta') answer.querySelector('.body').textContent = text += d.text;
+      else if (event === 'delta') streamed.append(d.text);
       else if (event === 'done') {
         ended = true;
-        answer.querySelector('.body').textContent = d.text;
+        streamed.finish(d.text);
         say(d.stopped ? 'Stopped.' : 'Answer complete.');
       } else if (event === 'error') {
         ended = true;
@@ -107,6 +114,7 @@ export function chatView(main, chatId, { onChanged }) {
       if (err.status === 404 && path.endsWith('/attach')) return false; // nothing running
       say(err.message, true);
     } finally {
+      if (!ended) streamed?.finish();
       running = form.elements.send.disabled = false;
       stop.hidden = true;
       answer?.removeAttribute('aria-busy');
@@ -118,6 +126,7 @@ export function chatView(main, chatId, { onChanged }) {
 
   function adopt(id) {
     chat = { id, messages: [] };
+    controls.show(chat);
     history.replaceState(null, '', `#chat/${encodeURIComponent(id)}`);
     onChanged();
   }
@@ -137,18 +146,24 @@ export function chatView(main, chatId, { onChanged }) {
     // Tool-call log messages stay out of the history: providers expect tool results only right
     // after the call that asked for them. The server stores only what is new.
     const history = (chat?.messages ?? []).filter((m) => m.role !== 'tool').map(toInput);
-    const isNew = !chat;
+    const isNew = !chat?.messages?.length;
     form.reset();
     showFiles();
     say('');
-    answer = null;
+    answer = streamed = null;
     renderMessage(user);
     toBottom();
     const body = { ...pick, messages: [...history, user], ...(chat && { chatId: chat.id }) };
     const ok = await follow('/v1/chat-completions/stream', body);
     if (ok && isNew && chat) {
       // A short title for the list; a chat keeps working without one.
-      api.post('/v1/chats/title/suggest', { chatId: chat.id, content: text }).then(onChanged, () => {});
+      api.post('/v1/chats/title/suggest', { chatId: chat.id, content: text }).then(({ chat: named }) => {
+        if (named.id === chat?.id) {
+          chat.title = named.title;
+          controls.show(chat);
+        }
+        onChanged();
+      }, () => {});
     }
     onChanged();
   }
@@ -169,6 +184,8 @@ export function chatView(main, chatId, { onChanged }) {
     if (chat) api.post(`/v1/chats/${encodeURIComponent(chat.id)}/stream/stop`).catch((err) => say(err.message, true));
   });
 
+  const controls = chatControls(root, { current: () => chat, adopt, onChanged, say });
+  controls.show(null);
   if (chatId) {
     load(chatId)
       .then(() => follow(`/v1/chats/${encodeURIComponent(chatId)}/stream/attach`))

@@ -1,7 +1,9 @@
 // The search view: run a search as a stream, show the results, the answer and its citations,
 // re-attach to a run still going, and continue the search as a chat.
 import { api } from './api.js';
+import { confirmDelete } from './confirm.js';
 import { fromTemplate, h } from './dom.js';
+import { renderMarkdown } from './markdown.js';
 
 const link = (url, text) => h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, text || url);
 
@@ -28,13 +30,14 @@ export function searchView(main, searchId, { onChanged }) {
 
   function showAnswer(text, citations = []) {
     $('.answer').hidden = !text && citations.length === 0;
-    $('.answer-text').textContent = text ?? '';
+    renderMarkdown($('.answer-text'), text ?? '');
     $('.citations').replaceChildren(...citations.map((c) =>
       h('li', {}, link(c.url, c.title), c.text && h('blockquote', {}, c.text))));
   }
 
   function showSearch(s) {
     search = s;
+    $('.delete').hidden = false;
     $('.title').textContent = s.title || s.query || 'Search';
     form.elements.query.value = s.query ?? '';
     showResults(s.results ?? []);
@@ -71,6 +74,7 @@ export function searchView(main, searchId, { onChanged }) {
     const query = form.elements.query.value.trim();
     try {
       search = (await api.post('/v1/searches', { query })).search;
+      $('.delete').hidden = false;
       history.replaceState(null, '', `#search/${encodeURIComponent(search.id)}`);
       $('.title').textContent = query;
       showResults([]);
@@ -88,6 +92,18 @@ export function searchView(main, searchId, { onChanged }) {
       const { chat } = await api.post(`/v1/searches/${encodeURIComponent(search.id)}/chat`, {});
       onChanged();
       location.hash = `#chat/${encodeURIComponent(chat.id)}`;
+    } catch (err) {
+      say(err.message, true);
+    }
+  });
+
+  $('.delete').addEventListener('click', async () => {
+    if (!(await confirmDelete(`Delete the search “${search.title || search.query || 'Search'}” and its results?`))) return;
+    try {
+      run?.abort();
+      await api.delete(`/v1/searches/${encodeURIComponent(search.id)}`);
+      onChanged();
+      location.hash = '#new-search';
     } catch (err) {
       say(err.message, true);
     }

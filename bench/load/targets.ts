@@ -25,7 +25,7 @@ export interface SimUrls {
 export async function startSimulator(tls?: { certFile: string; keyFile: string }): Promise<{ child: Child; urls: SimUrls; port: number }> {
   const tlsEnv: Record<string, string> = tls ? { SIM_TLS_CERT_FILE: tls.certFile, SIM_TLS_KEY_FILE: tls.keyFile } : {};
   const { child, line } = await start(tls ? 'simulator-tls' : 'simulator', process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/sim/main.ts')], {
-    env: { SIM_PORT: '0', SIM_HOST: '127.0.0.1', ...tlsEnv },
+    env: { SIM_PORT: '0', SIM_HOST: '127.0.0.1', SIM_DEFAULT_REPLY: 'echo', ...tlsEnv },
     ready: (l) => l.startsWith('{'),
   });
   const urls = JSON.parse(line) as SimUrls;

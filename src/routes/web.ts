@@ -9,6 +9,21 @@ import { notFound } from '../http/errors.ts';
 import type { Route } from '../http/router.ts';
 
 export const WEB_DIR = fileURLToPath(new URL('../../web/', import.meta.url));
+export const NODE_MODULES = fileURLToPath(new URL('../../node_modules/', import.meta.url));
+
+/**
+ * The libraries the page imports, served as plain ES modules straight from their npm packages: their
+ * own browser builds are single self-contained files, so no bundler or build step is needed, and an
+ * `npm ci` is all it takes to update them. Asset name → file under node_modules.
+ */
+export const VENDOR: Record<string, string> = {
+  'vendor-marked.js': 'marked/lib/marked.esm.js',
+  'vendor-purify.js': 'dompurify/dist/purify.es.mjs',
+  'vendor-highlight.js': '@highlightjs/cdn-assets/es/highlight.min.js',
+  'vendor-highlight.css': '@highlightjs/cdn-assets/styles/github.min.css',
+};
+
+export class WebClientError extends Error {}
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -40,7 +55,7 @@ export interface WebClient {
 }
 
 /** Reads web/ once: every file but index.html is an asset; the page points at the hashed asset path. */
-export function loadWebClient(dir = WEB_DIR): WebClient {
+export function loadWebClient(dir = WEB_DIR, modulesDir = NODE_MODULES): WebClient {
   const assets = new Map<string, Asset>();
   const hash = createHash('sha256');
   let html = '';
@@ -52,11 +67,27 @@ export function loadWebClient(dir = WEB_DIR): WebClient {
     if (name === 'index.html') html = body.toString('utf8');
     else assets.set(name, { body, contentType: type });
   }
-  if (!html) throw new Error(`web client: ${path.join(dir, 'index.html')} is missing`);
+  for (const [name, file] of Object.entries(VENDOR)) {
+    const body = readVendor(path.join(modulesDir, file));
+    hash.update(name).update(body);
+    assets.set(name, { body, contentType: CONTENT_TYPES[path.extname(name)]! });
+  }
+  if (!html) throw new WebClientError(`web client: ${path.join(dir, 'index.html')} is missing`);
   const version = hash.digest('hex').slice(0, 12);
   // Relative URLs, so the page works at `/` and under the `/api/` proxy prefix alike.
   const page = Buffer.from(html.replaceAll('"assets/', `"assets/${version}/`));
   return { version, page, assets };
+}
+
+/** The source-map comment would send a browser's devtools after a .map file this server does not serve. */
+function readVendor(file: string): Buffer {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new WebClientError(`web client: ${file} is missing (run npm ci): ${(err as Error).message}`);
+  }
+  return Buffer.from(text.replace(/\n\/[/*]# sourceMappingURL=\S+(?: \*\/)?\s*$/, '\n'));
 }
 
 export function webRoutes(client: WebClient = loadWebClient()): Route[] {

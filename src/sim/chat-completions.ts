@@ -20,7 +20,7 @@ export async function handleChat(ctx: Ctx): Promise<void> {
   if (!openaiPreamble(ctx)) return;
   const input = readChatRequest(ctx.body);
   if (input.invalid) return openaiError(ctx.res, 400, { message: input.message, param: input.param, code: input.code });
-  const p = plan(input.conv);
+  const p = plan(input.conv, ctx.state.defaultReply);
   const d = p.directive;
   if (!(await delayUnlessClosed(ctx.res, d.firstByteDelayMs ?? 0))) return;
   const status = scriptedStatus(d, ctx.retryCount);

@@ -27,7 +27,7 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
   }
   const input = readMessagesRequest(ctx.body);
   if (input.invalid) return anthropicError(res, 400, input.message);
-  const p = plan(input.conv);
+  const p = plan(input.conv, ctx.state.defaultReply);
   const d = p.directive;
   if (!(await delayUnlessClosed(res, d.firstByteDelayMs ?? 0))) return;
   const status = scriptedStatus(d, ctx.retryCount);

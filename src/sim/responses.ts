@@ -17,7 +17,7 @@ export async function handleResponses(ctx: Ctx): Promise<void> {
   if (input.invalid) {
     return openaiError(ctx.res, 400, { message: input.message, param: input.param, code: input.code });
   }
-  const p = plan({ system: input.system, turns: input.turns });
+  const p = plan({ system: input.system, turns: input.turns }, ctx.state.defaultReply);
   const d = p.directive;
   if (!(await delayUnlessClosed(ctx.res, d.firstByteDelayMs ?? 0))) return;
   const status = scriptedStatus(d, ctx.retryCount);

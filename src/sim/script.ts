@@ -1,6 +1,7 @@
 // Turns a provider-neutral view of the conversation plus the SIM directive into what the model
 // "does" this round: call tools, or answer with text split into deltas. Every provider module
 // normalizes its wire format into `Conversation` and renders the resulting `Plan` back.
+import { echoReply, markdownReply, type DefaultReply } from './default-reply.ts';
 import { parseDirective, type Directive } from './directives.ts';
 import { tokensFor } from './http.ts';
 
@@ -65,7 +66,8 @@ export function fullText(d: Deltas): string {
   return s;
 }
 
-export function plan(conv: Conversation): Plan {
+/** `defaults`: the answer when no SIM directive scripts this round (the old instant echo unless given). */
+export function plan(conv: Conversation, defaults: DefaultReply = { mode: 'echo', rate: 0 }): Plan {
   let lastUser = -1;
   for (let i = conv.turns.length - 1; i >= 0; i--) {
     if (conv.turns[i]!.kind === 'user') {
@@ -103,9 +105,12 @@ export function plan(conv: Conversation): Plan {
     };
   }
 
-  const text = parsed.error ?? replyText(d, conv, user, parsed.rest, lastOutput);
+  const markdown = parsed.error === null && Object.keys(d).length === 0 && defaults.mode === 'markdown';
+  const text = parsed.error ?? (markdown ? markdownReply(parsed.rest) : replyText(d, conv, user, parsed.rest, lastOutput));
   const deltas = splitDeltas(text, d.deltas, d.stamp === true);
-  return { directive: d, calls: null, deltas, inputTokens, outputTokens: d.usage?.output ?? deltas.count };
+  // The pace rides on the directive, which is what the stream writers read.
+  const directive = markdown && defaults.rate > 0 ? { ...d, rate: defaults.rate } : d;
+  return { directive, calls: null, deltas, inputTokens, outputTokens: d.usage?.output ?? deltas.count };
 }
 
 function replyText(
@@ -123,7 +128,7 @@ function replyText(
   if (echoes.length) return echoes.join('\n');
   if (d.reply !== undefined) return d.reply;
   if (d.tools && lastOutput !== null) return 'Tool results: ' + lastOutput.slice(0, 200);
-  return 'Simulated reply to: ' + rest.trim().slice(0, 60);
+  return echoReply(rest);
 }
 
 function conversationChars(turns: Turn[]): number {

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { createSecureServer } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { handleChat } from './chat-completions.ts';
+import { defaultReplyFromEnv, type DefaultReply } from './default-reply.ts';
 import { handleEngineA, handleEngineB } from './engines.ts';
 import { BodyTooLarge, isObject, ParseFailure, parseJsonBody, readBody, retryCount, sendJson } from './http.ts';
 import { handleMessages } from './messages.ts';
@@ -81,13 +82,21 @@ function urlsFor(host: string, port: number, scheme = 'http'): SimUrls {
   return urls;
 }
 
+export interface SimOptions {
+  port?: number;
+  host?: string;
+  tls?: { key: string; cert: string };
+  /** The unscripted answer; fields left out come from SIM_DEFAULT_REPLY / SIM_DEFAULT_RATE. */
+  defaultReply?: Partial<DefaultReply>;
+}
+
 /**
  * `tls`: serve https, HTTP/2 where the client offers it (ALPN) and HTTP/1.1 otherwise, as real providers
  * do; the bench measures the service's HTTP/2 transport against it. Plain http otherwise.
  */
-export async function startSimulator(opts: { port?: number; host?: string; tls?: { key: string; cert: string } } = {}): Promise<SimHandle> {
+export async function startSimulator(opts: SimOptions = {}): Promise<SimHandle> {
   const host = opts.host ?? '127.0.0.1';
-  const state = new SimState();
+  const state = new SimState({ ...defaultReplyFromEnv(), ...opts.defaultReply });
   const requests: SimRequestLog[] = [];
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {

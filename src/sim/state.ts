@@ -1,6 +1,7 @@
 // Per-simulator state (two simulators in one process must not share stored responses or controls)
 // and the context every route handler receives.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { DefaultReply } from './default-reply.ts';
 import type { Turn } from './script.ts';
 
 /** Map keeps insertion order, so re-inserting on access makes the first key the least recent. */
@@ -57,6 +58,7 @@ export type Upstream = (typeof UPSTREAMS)[number];
 export class SimState {
   readonly responses = new Lru<StoredResponse>(10_000);
   failModels = new Set<string>();
+  constructor(readonly defaultReply: DefaultReply) {}
 
   resetControls(): void {
     this.failModels = new Set();

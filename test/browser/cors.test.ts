@@ -20,7 +20,7 @@ describe('web client on another origin', { skip: skip ?? false }, () => {
   const closers: Array<() => Promise<unknown>> = [];
 
   before(async () => {
-    [simulator, browser] = await Promise.all([startSimulator(), launchBrowser()]);
+    [simulator, browser] = await Promise.all([startSimulator({ defaultReply: { mode: 'echo' } }), launchBrowser()]);
   });
   after(async () => {
     for (const close of closers.reverse()) await close();

@@ -19,8 +19,9 @@ export interface ServiceProcess {
 export function startService(env: Record<string, string>, startTimeoutMs = 100_000): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: root,
-    // Overload shedding off unless a test sets it: on a machine shared with other suites its 503s would be noise.
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', OVERLOAD_LAG_MS: '0', ...env },
+    // Overload shedding off unless a test sets it: on a machine shared with other suites its 503s would be
+    // noise. An unkeyed service serves from its own simulator: its instant one-line answer keeps tests fast.
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', OVERLOAD_LAG_MS: '0', SIM_DEFAULT_REPLY: 'echo', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

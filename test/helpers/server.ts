@@ -79,7 +79,7 @@ export function simEnv(sim: SimHandle): Record<string, string> {
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
   const ownSim = !opts.sim;
-  const sim = opts.sim ?? (await startSimulator());
+  const sim = opts.sim ?? (await startSimulator({ defaultReply: { mode: 'echo' } }));
   const cleanups: Array<() => Promise<void>> = [];
   const env: Record<string, string> = {
     PORT: '0',

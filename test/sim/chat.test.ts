@@ -12,7 +12,7 @@ let c: OpenAI;
 let d: OpenAI;
 
 before(async () => {
-  sim = await startSimulator();
+  sim = await startSimulator({ defaultReply: { mode: 'echo' } });
   c = new OpenAI({ apiKey: 'k', baseURL: sim.urls.provider_c, maxRetries: 0 });
   d = new OpenAI({ apiKey: 'k', baseURL: sim.urls.provider_d, maxRetries: 0 });
 });

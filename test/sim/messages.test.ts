@@ -11,7 +11,7 @@ let sim: SimHandle;
 let b: Anthropic;
 
 before(async () => {
-  sim = await startSimulator();
+  sim = await startSimulator({ defaultReply: { mode: 'echo' } });
   b = new Anthropic({ apiKey: 'k', baseURL: sim.urls.provider_b, maxRetries: 0 });
 });
 after(() => sim.close());

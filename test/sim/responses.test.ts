@@ -10,7 +10,7 @@ let sim: SimHandle;
 let client: OpenAI;
 
 before(async () => {
-  sim = await startSimulator();
+  sim = await startSimulator({ defaultReply: { mode: 'echo' } });
   client = new OpenAI({ apiKey: 'test-key', baseURL: sim.urls.provider_a, maxRetries: 0 });
 });
 after(() => sim.close());
