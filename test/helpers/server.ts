@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { Clock } from '../../src/context.ts';
 import { createLogger } from '../../src/log.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
-import { createScratchPostgres, freshEmbeddedDataDir } from './db.ts';
+import { createScratchPostgres, migratedEmbeddedDataDir } from './db.ts';
 
 export type DbKind = 'embedded' | 'postgres';
 
@@ -97,7 +97,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     env.DATABASE_URL = scratch.url;
     cleanups.push(scratch.drop);
   } else {
-    const dir = await freshEmbeddedDataDir();
+    const dir = await migratedEmbeddedDataDir();
     env.DATA_DIR = dir.dataDir;
     cleanups.push(dir.cleanup);
   }
