@@ -200,14 +200,7 @@ export async function readSse(
 /** `SIM {...}` directive line for the simulator. */
 export const sim = (directive: Record<string, unknown>, text = 'hello') => `${text}\nSIM ${JSON.stringify(directive)}`;
 
-export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+export { waitFor } from './wait.ts';
 
 /**
  * Sends `n` identical stream starts at once (`urlOf(i)` picks each one's server). `won`: the 200s,
