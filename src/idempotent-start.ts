@@ -54,13 +54,18 @@ export type StreamOutcome = z.infer<typeof streamOutcome>;
 
 // ---- events of this process's keyed runs -------------------------------------------------------
 
+/** A promise and the function that settles it. */
+function signal(): { settled: Promise<void>; fire: () => void } {
+  let fire!: () => void;
+  const settled = new Promise<void>((r) => (fire = r));
+  return { settled, fire };
+}
+
 /** A keyed run claimed here: when it started (or was given up), and when its outcome was recorded. */
-interface KeyEvents {
-  started: boolean;
-  whenStarted: Promise<void>;
-  markStarted: () => void;
-  whenRecorded: Promise<void>;
-  markRecorded: () => void;
+class KeyEvents {
+  started = false;
+  readonly start = signal();
+  readonly record = signal();
 }
 
 // Per database (a process may host several services in tests): keys claimed here whose run has not
@@ -74,17 +79,14 @@ function keyEvents(app: AppContext): Map<string, KeyEvents> {
 }
 
 function watchKey(app: AppContext, key: string): void {
-  const e: Partial<KeyEvents> = { started: false };
-  e.whenStarted = new Promise<void>((r) => (e.markStarted = r));
-  e.whenRecorded = new Promise<void>((r) => (e.markRecorded = r));
-  keyEvents(app).set(key, e as KeyEvents);
+  keyEvents(app).set(key, new KeyEvents());
 }
 
 function unwatchKey(app: AppContext, key: string): void {
   const e = keyEvents(app).get(key);
   keyEvents(app).delete(key);
-  e?.markStarted();
-  e?.markRecorded();
+  e?.start.fire();
+  e?.record.fire();
 }
 
 /**
@@ -94,7 +96,7 @@ function unwatchKey(app: AppContext, key: string): void {
 function nextChange(app: AppContext, key: string): Promise<void> {
   const e = keyEvents(app).get(key);
   if (!e) return new Promise((r) => setTimeout(r, POLL_MS));
-  return e.started ? e.whenRecorded : e.whenStarted;
+  return e.started ? e.record.settled : e.start.settled;
 }
 
 // ---- the service -------------------------------------------------------------------------------
@@ -130,7 +132,7 @@ export function recordOutcome(app: AppContext, k: KeyedRequest, result: Promise<
   const e = keyEvents(app).get(k.key);
   if (e) {
     e.started = true;
-    e.markStarted();
+    e.start.fire();
   }
   void result.then(async (r) => {
     const status = r.ok ? (r.value.stopped ? 'stopped' : 'succeeded') : 'failed';
