@@ -26,15 +26,16 @@ export interface ErrorDef<A extends unknown[]> {
 
 /** Defines a coded error; `headers` go on every answer of it (e.g. Retry-After). */
 export function createError<A extends unknown[]>(code: string, status: number, message: (...args: A) => string, headers?: Record<string, string>): ErrorDef<A> {
-  const make = (...args: A) => new HttpError(code, status, message(...args), headers);
+  // Each error gets its own headers object: a layer that adds one must not change the catalogue.
+  const make = (...args: A) => new HttpError(code, status, message(...args), headers && { ...headers });
   return Object.assign(make, { code, status });
 }
 
 const RETRY_SOON = { 'retry-after': '2' };
-const as = (message: string) => message;
+const verbatim = (message: string) => message;
 
 // ---- the request itself ----------------------------------------------------------------------
-export const BAD_REQUEST = createError('CSS_BAD_REQUEST', 400, as);
+export const BAD_REQUEST = createError('CSS_BAD_REQUEST', 400, verbatim);
 export const INVALID_BODY = createError('CSS_INVALID_BODY', 400, (what: string, issues: string) => `invalid ${what}: ${issues}`);
 export const BODY_TOO_LARGE = createError('CSS_BODY_TOO_LARGE', 413, (limit: string) => `request body is larger than the ${limit} limit`);
 export const BODY_LONGER_THAN_DECLARED = createError('CSS_BODY_LONGER_THAN_DECLARED', 400, () => 'request body is longer than its content-length');
@@ -44,8 +45,8 @@ export const MALFORMED_PATH = createError('CSS_MALFORMED_PATH', 400, () => 'malf
 export const NO_ROUTE = createError('CSS_NO_ROUTE', 404, (method: string, path: string) => `no route for ${method} ${path}`);
 export const METHOD_NOT_ALLOWED = createError('CSS_METHOD_NOT_ALLOWED', 405, (method: string, path: string) => `method ${method} is not allowed on ${path}`);
 export const UNAUTHORIZED = createError('CSS_UNAUTHORIZED', 401, () => 'unauthorized', { 'www-authenticate': 'Bearer' });
-export const NOT_FOUND = createError('CSS_NOT_FOUND', 404, as);
-export const CONFLICT = createError('CSS_CONFLICT', 409, as);
+export const NOT_FOUND = createError('CSS_NOT_FOUND', 404, verbatim);
+export const CONFLICT = createError('CSS_CONFLICT', 409, verbatim);
 
 // ---- Idempotency-Key ---------------------------------------------------------------------------
 export const BAD_IDEMPOTENCY_KEY = createError('CSS_BAD_IDEMPOTENCY_KEY', 400, () => 'invalid Idempotency-Key header: must be 1–255 printable ASCII characters');
@@ -59,20 +60,20 @@ export const SEARCH_ENGINE_MISSING = createError('CSS_SEARCH_ENGINE_MISSING', 50
 export const TITLE_PROVIDER_MISSING = createError('CSS_TITLE_PROVIDER_MISSING', 503, (variable: string) => `title suggestion needs provider_a: set ${variable}`);
 
 // ---- runs (src/http/outcomes.ts maps each run outcome to one of these) -------------------------
-export const RUN_UNAVAILABLE = createError('CSS_RUN_UNAVAILABLE', 503, as);
-export const AT_CAPACITY = createError('CSS_AT_CAPACITY', 503, as, { 'retry-after': '1' });
-export const SHUTTING_DOWN = createError('CSS_SHUTTING_DOWN', 503, as, { 'retry-after': '5' });
+export const RUN_UNAVAILABLE = createError('CSS_RUN_UNAVAILABLE', 503, verbatim);
+export const AT_CAPACITY = createError('CSS_AT_CAPACITY', 503, verbatim, { 'retry-after': '1' });
+export const SHUTTING_DOWN = createError('CSS_SHUTTING_DOWN', 503, verbatim, { 'retry-after': '5' });
 export const DRAINING = createError('CSS_DRAINING', 503, () => 'server is draining', { 'retry-after': '5' });
 export const OVERLOADED = createError('CSS_OVERLOADED', 503, () => 'server is overloaded, retry later', { 'retry-after': '1' });
-export const PROVIDER_TIMEOUT = createError('CSS_PROVIDER_TIMEOUT', 504, as);
-export const PROVIDER_RATE_LIMITED = createError('CSS_PROVIDER_RATE_LIMITED', 429, as);
-export const PROVIDER_FAILED = createError('CSS_PROVIDER_FAILED', 502, as);
-export const RUN_CANCELLED = createError('CSS_RUN_CANCELLED', 503, as);
+export const PROVIDER_TIMEOUT = createError('CSS_PROVIDER_TIMEOUT', 504, verbatim);
+export const PROVIDER_RATE_LIMITED = createError('CSS_PROVIDER_RATE_LIMITED', 429, verbatim);
+export const PROVIDER_FAILED = createError('CSS_PROVIDER_FAILED', 502, verbatim);
+export const RUN_CANCELLED = createError('CSS_RUN_CANCELLED', 503, verbatim);
 /** A run that failed inside: its message is the run's own. */
-export const INTERNAL_RUN = createError('CSS_RUN_FAILED', 500, as);
+export const INTERNAL_RUN = createError('CSS_RUN_FAILED', 500, verbatim);
 
 // ---- what the service depends on ---------------------------------------------------------------
-export const CLUSTER_UNAVAILABLE = createError('CSS_CLUSTER_UNAVAILABLE', 503, as, RETRY_SOON);
+export const CLUSTER_UNAVAILABLE = createError('CSS_CLUSTER_UNAVAILABLE', 503, verbatim, RETRY_SOON);
 export const DATABASE_UNAVAILABLE = createError('CSS_DATABASE_UNAVAILABLE', 503, (reason: string) => `database unavailable: ${reason}`, RETRY_SOON);
 export const INTERNAL = createError('CSS_INTERNAL', 500, (reason: string) => `internal error: ${reason}`);
 
