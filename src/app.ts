@@ -7,7 +7,7 @@ import { LagBoard } from '../actors/lag-report.ts';
 import type { RunTypes } from '../actors/runs.ts';
 import { Supervisor } from '../actors/runtime/supervisor.ts';
 import { Admission } from './admission.ts';
-import { bearerGuard } from './auth.ts';
+import { bearerGuard } from './http/auth.ts';
 import { Cluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
 import { systemClock, type AppContext, type Clock } from './context.ts';
@@ -18,7 +18,7 @@ import { writeRetries } from './db/write-retry.ts';
 import { Drain } from './drain.ts';
 import { startHeartbeat } from './heartbeat.ts';
 import { corsPolicy } from './http/cors.ts';
-import { HttpError } from './http/errors.ts';
+import { toHttpError } from './http/to-http-error.ts';
 import { mountRoutes, type Route } from './http/router.ts';
 import { setHeartbeatInterval } from './http/sse.ts';
 import { listenExclusive, uws, type us_listen_socket } from './http/uws.ts';
@@ -197,11 +197,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     defaultBodyLimit: DEFAULT_BODY_LIMIT,
     guard: bearerGuard(config.ADMIN_TOKEN),
     cors: corsPolicy(config.CORS_ORIGINS),
-    onError(err, req) {
-      if (err instanceof HttpError) return err;
-      log.error({ err, method: req.method, path: req.path }, 'request failed');
-      return new HttpError(500, `internal error: ${(err as Error)?.message ?? String(err)}`);
-    },
+    onError: (err, req) => toHttpError(err, () => log.error({ err, method: req.method, path: req.path }, 'request failed')),
   });
 
   let listenSocket: us_listen_socket | undefined;

@@ -3,6 +3,7 @@
 // A start first looks here (synchronously), then takes the key's lease in Redis (two instances:
 // Redis picks one), and only then starts the run here. Attach, wait and stop go to the run wherever
 // it lives. Without a cluster every call is the supervisor's own.
+import { decodeRunResult } from '../actors/results.ts';
 import type { RunSupervisor, RunTypes } from '../actors/runs.ts';
 import type { KindOf, RunResult } from '../actors/runtime/protocol.ts';
 import type { RunHandle, RunInfo, RunRegistry, Started, StartOptions, StartRefusal } from '../actors/runtime/registry.ts';
@@ -10,22 +11,32 @@ import type { Subscriber } from '../actors/runtime/subscriber.ts';
 import { OwnerUnreachableError, type Cluster } from './cluster/cluster.ts';
 import type { LocalRunPort } from './cluster/port.ts';
 import { RedisUnavailableError } from './cluster/redis.ts';
-import { HttpError } from './http/errors.ts';
 
 type Kind = KindOf<RunTypes>;
 
 export type ActiveRunsScope = 'process' | 'cluster';
 
-/** Cluster failures as HTTP answers: Redis down → 503 naming it; an owner that does not answer → 503. */
-function clusterHttpError(err: unknown): unknown {
-  if (err instanceof RedisUnavailableError) return new HttpError(503, `${err.message}; retry when Redis is back`, { 'retry-after': '2' });
-  if (err instanceof OwnerUnreachableError) return new HttpError(503, err.message, { 'retry-after': '2' });
+/**
+ * The registry could not reach the cluster (Redis down, or the instance that owns the run does not
+ * answer): the request may succeed if retried soon. The HTTP layer answers it with 503 and Retry-After.
+ */
+export class ClusterUnavailableError extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'ClusterUnavailableError';
+  }
+}
+
+/** Cluster failures as the registry's own error; anything else is left as it is. */
+function clusterFailure(err: unknown): unknown {
+  if (err instanceof RedisUnavailableError) return new ClusterUnavailableError(`${err.message}; retry when Redis is back`, err);
+  if (err instanceof OwnerUnreachableError) return new ClusterUnavailableError(err.message, err);
   return err;
 }
 
 function guarded<T>(p: Promise<T>): Promise<T> {
   return p.catch((err: unknown) => {
-    throw clusterHttpError(err);
+    throw clusterFailure(err);
   });
 }
 
@@ -112,10 +123,13 @@ export class Runs implements RunRegistry<RunTypes> {
     if (!subscriber) {
       const outcome = await guarded(cluster.wait(kind, key, owner));
       if (!outcome) return null;
-      // The owner sent its run's RunResult, as its kind's run function made it.
-      result = Promise.resolve(outcome as RunResult<RunTypes[K]['value']>);
+      // The owner sent its run's RunResult over Redis: decoded, not trusted.
+      result = Promise.resolve(decodeRunResult(kind, outcome));
     }
-    const waitRemote = () => guarded(cluster.wait(kind, key, owner)).then((r) => (r as RunResult<RunTypes[K]['value']> | null) ?? { ok: false as const, outcome: 'not_found' as const, message: 'the run ended elsewhere' });
+    const waitRemote = () =>
+      guarded(cluster.wait(kind, key, owner)).then((r): RunResult<RunTypes[K]['value']> =>
+        r === null ? { ok: false, outcome: 'not_found', message: 'the run ended elsewhere' } : decodeRunResult(kind, r),
+      );
     return {
       ...remoteInfo(kind, key),
       joined: true,

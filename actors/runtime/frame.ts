@@ -7,3 +7,8 @@ export function sseFrame(event: string, data: unknown): string {
 export function deltaFrame(text: string): string {
   return `event: delta\ndata: {"type":"delta","text":${JSON.stringify(text)}}\n\n`;
 }
+
+/** An SSE comment (`: text`): clients skip it; it keeps a quiet stream's connection alive. */
+export function commentFrame(text: string): string {
+  return `: ${text}\n\n`;
+}

@@ -2,7 +2,8 @@
 // instance owns. Each request carries a subscription number; the owner's replies come back on this
 // instance's inbox and settle the matching pending entry.
 import { z } from 'zod';
-import type { RunOutcome, RunResult } from '../../actors/runtime/protocol.ts';
+import { runResult as runResultOf } from '../../actors/results.ts';
+import type { RunResult } from '../../actors/runtime/protocol.ts';
 import { sseFrame } from '../../actors/runtime/frame.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Bus, Reply, Request } from './bus.ts';
@@ -25,16 +26,9 @@ export class BadOwnerReplyError extends Error {
   }
 }
 
-// TODO(seams): replace with actors/results.ts decodeRunResult(kind, json), which also checks the
-// kind's value; until then the envelope is checked here and the value is the owner's run's own.
-const OUTCOMES = [
-  'busy', 'not_found', 'invalid', 'unavailable', 'capacity', 'shutting_down', 'provider_timeout',
-  'provider_rate_limited', 'provider_error', 'cancelled', 'stopped', 'internal',
-] as const satisfies readonly RunOutcome[];
-const runResult = z.union([
-  z.object({ ok: z.literal(true), value: z.unknown() }),
-  z.object({ ok: z.literal(false), outcome: z.enum(OUTCOMES), message: z.string() }),
-]);
+// The envelope is checked here, where the kind is not known; src/runs.ts decodes the value by its kind
+// (actors/results.ts decodeRunResult).
+const runResult = runResultOf(z.unknown());
 
 function decodeResult(owner: string, payload: string): RunResult | Error {
   try {

@@ -2,10 +2,10 @@
 // small bodies and in the CPU pool for big ones (body-pool.ts), with the same answers either way.
 import type { z } from 'zod';
 import { BODY_SCHEMAS, type BodySchemaName } from '../schemas.ts';
-import { HttpError } from './errors.ts';
+import { INVALID_BODY } from './errors.ts';
 import { jsonProblem } from './json-check.ts';
 
-export type BodyOutcome = { ok: true; value: unknown } | { ok: false; status: number; message: string };
+export type BodyOutcome = { ok: true; value: unknown } | { ok: false; message: string };
 
 /** Formats zod issues as `field: problem; other.field: problem`, naming each field by its path. */
 export function describeIssues(error: z.ZodError): string {
@@ -20,11 +20,11 @@ export function describeIssues(error: z.ZodError): string {
 
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what = 'request body'): z.infer<S> {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new HttpError(400, `invalid ${what}: ${describeIssues(parsed.error)}`);
+  if (!parsed.success) throw INVALID_BODY(what, describeIssues(parsed.error));
   return parsed.data;
 }
 
-const refuse = (message: string): BodyOutcome => ({ ok: false, status: 400, message });
+const refuse = (message: string): BodyOutcome => ({ ok: false, message });
 
 export function parseJsonBody(bytes: Uint8Array, schema: z.ZodType): BodyOutcome {
   let value: unknown;

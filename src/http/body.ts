@@ -4,7 +4,7 @@
 import type { z } from 'zod';
 import { parseJsonBody, parseWith } from './body-parse.ts';
 import { bodySchemaName, OFFLOAD_BODY_BYTES, parseBodyInPool } from './body-pool.ts';
-import { HttpError } from './errors.ts';
+import { BAD_REQUEST, UNSUPPORTED_MEDIA_TYPE } from './errors.ts';
 import type { Req } from './reply.ts';
 
 export { describeIssues, parseWith } from './body-parse.ts';
@@ -15,10 +15,10 @@ export async function readJson<S extends z.ZodType>(req: Req, schema: S): Promis
   if (buf.length === 0) return parseWith(schema, {});
   const type = req.contentType.split(';', 1)[0]!.trim().toLowerCase();
   if (type !== 'application/json' && !type.endsWith('+json')) {
-    throw new HttpError(415, `content-type must be application/json (got ${type || 'none'})`);
+    throw UNSUPPORTED_MEDIA_TYPE(type);
   }
   const name = buf.length >= OFFLOAD_BODY_BYTES ? bodySchemaName(schema) : undefined;
   const outcome = name ? await parseBodyInPool(buf, name) : parseJsonBody(buf, schema);
-  if (!outcome.ok) throw new HttpError(outcome.status, outcome.message);
+  if (!outcome.ok) throw BAD_REQUEST(outcome.message);
   return outcome.value as z.infer<S>;
 }

@@ -1,13 +1,12 @@
 // The Idempotency-Key request header: its validation, and the fingerprint of the request it came
 // with (the endpoint and the canonical JSON body), so a reused key can be told from a retry.
 import { createHash } from 'node:crypto';
-import { HttpError } from './errors.ts';
+import { BAD_IDEMPOTENCY_KEY } from './errors.ts';
 import type { Req } from './reply.ts';
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 /** On answers to a keyed request that started nothing new (attached, waited or replayed). */
 export const REPLAYED_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'idempotent-replayed': 'true' });
-export const KEY_REUSED = 'Idempotency-Key was used with a different request';
 
 // 1–255 printable ASCII characters (space allowed inside; HTTP strips it at the ends anyway).
 const VALID_KEY = /^[\x20-\x7e]{1,255}$/;
@@ -17,7 +16,7 @@ export function idempotencyKeyOf(req: Req): string | null {
   const key = req.headers[IDEMPOTENCY_KEY_HEADER];
   if (key === undefined) return null;
   if (!VALID_KEY.test(key) || key.trim() === '') {
-    throw new HttpError(400, 'invalid Idempotency-Key header: must be 1–255 printable ASCII characters');
+    throw BAD_IDEMPOTENCY_KEY();
   }
   return key;
 }

@@ -2,7 +2,7 @@
 // at the first await), the body read with a hard cap, and corked JSON replies that are safe to
 // call after the client has gone.
 import type { HeaderList } from './cors.ts';
-import { HttpError, statusLine } from './errors.ts';
+import { BODY_LONGER_THAN_DECLARED, BODY_TOO_LARGE, CLIENT_CLOSED, statusLine, type HttpError } from './errors.ts';
 import type { HttpResponse } from './uws.ts';
 
 export interface Req {
@@ -106,7 +106,7 @@ const PREALLOCATE_BODY_BYTES = 64 * 1024;
  */
 export function bodyReader(res: HttpResponse, reply: Reply, cap: number, contentLength: number): () => Promise<Buffer> {
   if (contentLength > cap) {
-    const err = new HttpError(413, `request body is larger than the ${formatBytes(cap)} limit`);
+    const err = BODY_TOO_LARGE(formatBytes(cap));
     return () => Promise.reject(err);
   }
   // A big body with a declared length is copied once, straight into its own buffer: no chunk copies
@@ -126,12 +126,12 @@ export function bodyReader(res: HttpResponse, reply: Reply, cap: number, content
     if (settled) return;
     size += chunk.byteLength;
     if (size > cap) {
-      settle({ error: new HttpError(413, `request body is larger than the ${formatBytes(cap)} limit`) });
+      settle({ error: BODY_TOO_LARGE(formatBytes(cap)) });
       return;
     }
     // uWS reuses the chunk's memory after this callback: copy it.
     if (whole) {
-      if (size > whole.length) return settle({ error: new HttpError(400, 'request body is longer than its content-length') });
+      if (size > whole.length) return settle({ error: BODY_LONGER_THAN_DECLARED() });
       whole.set(new Uint8Array(chunk), size - chunk.byteLength);
       if (isLast) settle({ body: size === whole.length ? whole : whole.subarray(0, size) });
       return;
@@ -139,7 +139,7 @@ export function bodyReader(res: HttpResponse, reply: Reply, cap: number, content
     chunks.push(Buffer.from(Buffer.from(chunk)));
     if (isLast) settle({ body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
   });
-  reply.onAbort(() => settle({ error: new HttpError(400, 'client closed the connection') }));
+  reply.onAbort(() => settle({ error: CLIENT_CLOSED() }));
   return () =>
     new Promise<Buffer>((resolve, reject) => {
       const done = (v: { body?: Buffer; error?: HttpError }) => (v.error ? reject(v.error) : resolve(v.body!));

@@ -3,7 +3,7 @@
 // HEAD runs the GET route without sending its body; a CORS preflight from an allowed origin is
 // answered here, before auth, and every other response carries the CORS policy's headers.
 import type { CorsPolicy } from './cors.ts';
-import { HttpError } from './errors.ts';
+import { METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, type HttpError } from './errors.ts';
 import { bodyReader, Reply, type Req } from './reply.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.ts';
 
@@ -93,7 +93,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
         }
       }
     } catch {
-      return reply.error(new HttpError(400, 'malformed path: bad percent-encoding'));
+      return reply.error(MALFORMED_PATH());
     }
     const req: Req = { method, path, query, params, authorization, contentType, contentLength, headers: {}, body: EMPTY_BODY };
     // Auth before 404/405, so an unauthenticated client cannot map the API.
@@ -102,10 +102,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
       if (denied) return reply.error(denied);
     }
     if (!found) {
-      const err = pathKnown
-        ? new HttpError(405, `method ${method} is not allowed on ${path}`)
-        : new HttpError(404, `no route for ${method} ${path}`);
-      return reply.error(err);
+      return reply.error(pathKnown ? METHOD_NOT_ALLOWED(method, path) : NO_ROUTE(method, path));
     }
     const wanted = found.route.headers;
     if (wanted) {

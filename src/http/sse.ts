@@ -1,10 +1,12 @@
 // A Server-Sent Events response with real backpressure. uWS keeps what a socket could not take;
 // past that we queue, and a client whose queue passes the cap is dropped, so a slow reader never
 // slows the run or the other readers. One shared timer sends `: ping` to every open stream.
+import { commentFrame } from '../../actors/runtime/frame.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Reply } from './reply.ts';
 
-const HEARTBEAT = ': ping\n\n';
+const HEARTBEAT = commentFrame('ping');
+const OPENED = commentFrame('open');
 export const DEFAULT_SSE_QUEUE_CAP = 1024 * 1024;
 
 const open = new Set<SseSink>();
@@ -57,7 +59,7 @@ export class SseSink implements Subscriber {
         .writeHeader('x-accel-buffering', 'no');
       reply.writeShared(res);
       // Headers go out now, so a client sees the stream open before the first event.
-      res.write(': open\n\n');
+      res.write(OPENED);
     });
     open.add(this);
     if (!heartbeat) {
@@ -146,13 +148,6 @@ export class SseSink implements Subscriber {
  */
 export function createSse(reply: Reply, cap = DEFAULT_SSE_QUEUE_CAP): SseSink {
   return new SseSink(reply, cap);
-}
-
-/** Starts an SSE response on `reply`; the sink closes when the client goes. */
-export function openSse(reply: Reply, cap = DEFAULT_SSE_QUEUE_CAP): SseSink {
-  const sink = new SseSink(reply, cap);
-  sink.open();
-  return sink;
 }
 
 /** Open SSE streams on this process (for metrics). */

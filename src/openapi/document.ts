@@ -25,7 +25,7 @@ const DESCRIPTION = `The conversation and search service.
 
 - **Paths** work at the server root and under \`/api\` (see \`servers\`). \`HEAD\` is answered wherever \`GET\` is.
 - **Auth**: with \`ADMIN_TOKEN\` set, every route but the public ones (\`security: []\`) needs \`Authorization: Bearer <token>\`; without it the API is open.
-- **Errors** are \`{"message": "…"}\` (schema \`Error\`) with a 4xx or 5xx status. A \`503\` from a full or stopping process carries \`Retry-After\`.
+- **Errors** are \`{"message": "…"}\` (schema \`Error\`) with a 4xx or 5xx status. A \`503\` from a full or stopping process, or while the database or Redis is out of reach (\`database unavailable: …\`), carries \`Retry-After\`: retry it.
 - **Streams** are \`text/event-stream\`. Each message has an \`event:\` line and one \`data:\` line of JSON; the schemas below describe
   each message as \`{event, data}\`. The stream also carries SSE comments (\`: open\` at the start, \`: ping\` heartbeats): skip
   them, do not parse them as JSON. Ignore unknown event names.

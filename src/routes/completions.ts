@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest } from '../../actors/chat-run.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
-import { badRequest, HttpError, notFound, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
+import { badRequest, notFound, PROVIDER_NOT_CONFIGURED, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
@@ -17,11 +17,12 @@ import type { ProviderName } from '../providers/types.ts';
 import { completionSchema, streamCompletionSchema, type CompletionBody } from '../schemas.ts';
 import { getChat } from '../store/chats.ts';
 import { MESSAGE_BODY_LIMIT } from './chats.ts';
-import { claimKey, keyedRequest, recordOutcome, replayStream, replayWhole, releaseKey, wholeOutcome, type KeyedRequest } from './idempotent-start.ts';
+import { claimKey, recordOutcome, releaseKey, type KeyedRequest } from '../idempotent-start.ts';
+import { keyedRequest, replayStream, replayWhole, streamOutcome, wholeOutcome } from './idempotent-replay.ts';
 
 function requireProvider(app: AppContext, provider: ProviderName): void {
   if (!app.providers.has(provider)) {
-    throw new HttpError(400, `${provider} is not configured: set ${providerKeyVariable(provider)}`);
+    throw PROVIDER_NOT_CONFIGURED(provider, providerKeyVariable(provider));
   }
 }
 
@@ -111,14 +112,18 @@ export function completionRoutes(app: AppContext): Route[] {
 
   /** Starts the run (a refusal frees the request's key); a keyed run records its outcome on the key. */
   async function startRun(keyed: KeyedRequest | null, request: ChatRunRequest, provider: string, subscriber?: SseSink, cancelWhenAlone = false) {
-    const started = await runs.start({ kind: 'chat', key: request.chatId, request, ifRunning: 'reject', label: provider, subscriber, cancelWhenAlone });
+    const started = await Promise.resolve(runs.start({ kind: 'chat', key: request.chatId, request, ifRunning: 'reject', label: provider, subscriber, cancelWhenAlone })).catch(async (err: unknown) => {
+      // Nothing started (e.g. the cluster is out of reach): the key is free for the next try.
+      if (keyed) await releaseKey(app, keyed);
+      throw err;
+    });
     if (!started.ok) {
       if (keyed) await releaseKey(app, keyed);
       throw refused(started);
     }
     if (keyed) {
       const meta = { type: 'meta' as const, chatId: request.storeChat ? request.chatId : null, callId: request.callId, provider: request.provider, model: request.model };
-      recordOutcome(app, keyed, started.handle.result, meta);
+      recordOutcome(app, keyed, started.handle.result, keyed.mode === 'whole' ? wholeOutcome : streamOutcome(meta));
     }
     return started;
   }

@@ -6,7 +6,7 @@ import type { SearchRunRequest } from '../../actors/search-run.ts';
 import type { AppContext } from '../context.ts';
 import { engineAEndpointFromConfig } from '../engines/engine-a.ts';
 import { readJson } from '../http/body.ts';
-import { badRequest, HttpError, notFound, ACTIVE_SEARCH_STREAM_NOT_FOUND, SEARCH_NOT_FOUND } from '../http/errors.ts';
+import { badRequest, notFound, SEARCH_ENGINE_MISSING, ACTIVE_SEARCH_STREAM_NOT_FOUND, SEARCH_NOT_FOUND } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
@@ -28,7 +28,7 @@ export function searchRunRoutes(app: AppContext): Route[] {
     if (!query) throw badRequest('this search has no query: send `query` in the run body');
     // Search runs always use engine_a, whatever CHAT_WEB_SEARCH_ENGINE says.
     const endpoint = engineAEndpointFromConfig(app.config);
-    if ('missing' in endpoint) throw new HttpError(503, `search runs need engine_a: set ${endpoint.missing.join(' and ')}`);
+    if ('missing' in endpoint) throw SEARCH_ENGINE_MISSING(endpoint.missing.join(' and '));
     return {
       searchId,
       endpoint,

@@ -3,7 +3,7 @@
 // title run (actors/title-run.ts): it counts against the run limit and ends with the service.
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
-import { badRequest, HttpError, notFound, CHAT_NOT_FOUND } from '../http/errors.ts';
+import { badRequest, notFound, CHAT_NOT_FOUND, TITLE_PROVIDER_MISSING } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Route } from '../http/router.ts';
 import { providerKeyVariable } from '../providers/index.ts';
@@ -22,7 +22,7 @@ export function titleRoutes(app: AppContext): Route[] {
         if (!chat) throw notFound(CHAT_NOT_FOUND);
         if (chat.title?.trim()) return reply.json(200, { chat });
         if (!body.content.trim()) throw badRequest('content must not be blank: the title is made from it');
-        if (!app.providers.has('provider_a')) throw new HttpError(503, `title suggestion needs provider_a: set ${providerKeyVariable('provider_a')}`);
+        if (!app.providers.has('provider_a')) throw TITLE_PROVIDER_MISSING(providerKeyVariable('provider_a'));
 
         const request = { chatId: chat.id, content: body.content };
         const started = await runs.start({ kind: 'title', key: chat.id, request, ifRunning: 'join', label: 'provider_a' });

@@ -8,21 +8,11 @@ import type { ChatDetail, ChatSummary } from '../types.ts';
 import { FIRST_RUN_TOKEN } from './fencing.ts';
 import { insertCallSql } from './llm-calls.ts';
 import { insertMessagesSql, messagesParam, type NewMessage } from './messages.ts';
-import {
-  chatColumns,
-  cleanText,
-  isIssuedId,
-  lastRunSql,
-  MESSAGE_COLUMNS,
-  starJoin,
-  toChatSummary,
-  toLastRun,
-  toMessage,
-  trimToNull,
-  type ChatRow,
-  type LastRunRow,
-  type MessageRow,
-} from './rows.ts';
+import { chatColumns, toChatSummary, type ChatRow } from './chat-rows.ts';
+import { lastRunSql, toLastRun, type LastRunRow } from './llm-call-rows.ts';
+import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
+import { starJoin } from './stars-sql.ts';
+import { cleanText, isIssuedId, trimToNull } from './values.ts';
 
 export interface NewChat {
   /** Given when the caller must know the id before the row exists (a run registered under it); else a new UUID. */

@@ -3,7 +3,7 @@
 // taken over by the next request with its key, or purged in small batches.
 import type { Queryable, QueryRunner } from '../db/types.ts';
 import type { RunStatus } from '../types.ts';
-import { toJson } from './rows.ts';
+import { toJson } from './values.ts';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 const EXPIRED = `created_at < now() - interval '${IDEMPOTENCY_TTL_HOURS} hours'`;

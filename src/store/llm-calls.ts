@@ -9,7 +9,8 @@ import { writeRetries, type WriteRetryQueue } from '../db/write-retry.ts';
 import type { ProviderName, Usage } from '../providers/types.ts';
 import type { Message } from '../types.ts';
 import { FencedWriteError } from './fencing.ts';
-import { cleanText, MESSAGE_COLUMNS, toJson, toMessage, type MessageRow } from './rows.ts';
+import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
+import { cleanText, toJson } from './values.ts';
 
 
 /** What a call cut by a crash or restart reads as its error (chat.lastRun shows it). */

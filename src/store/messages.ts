@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/types.ts';
 import type { Message, Role } from '../types.ts';
 import { FencedWriteError } from './fencing.ts';
-import { cleanText, isIssuedId, MESSAGE_COLUMNS, toJson, toMessage, type MessageRow } from './rows.ts';
+import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
+import { cleanText, isIssuedId, toJson } from './values.ts';
 
 export interface NewMessage {
   role: Role;

@@ -2,19 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/types.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } from '../types.ts';
-import {
-  cleanText,
-  isIssuedId,
-  searchDetailColumns,
-  searchSummaryColumns,
-  starJoin,
-  toJson,
-  toSearchDetail,
-  toSearchSummary,
-  trimToNull,
-  type SearchDetailRow,
-  type SearchSummaryRow,
-} from './rows.ts';
+import { searchDetailColumns, searchSummaryColumns, toSearchDetail, toSearchSummary, type SearchDetailRow, type SearchSummaryRow } from './search-rows.ts';
+import { starJoin } from './stars-sql.ts';
+import { cleanText, isIssuedId, toJson, trimToNull } from './values.ts';
 
 /** One run's outcome, stored over the previous one. `requestId` is null when the search call failed. */
 export type SearchRun = Pick<

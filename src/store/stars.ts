@@ -2,17 +2,10 @@
 // time, so starring again keeps it; neither starring nor unstarring touches the item's updatedAt.
 import type { Queryable } from '../db/types.ts';
 import type { ChatSummary, SearchSummary } from '../types.ts';
-import {
-  chatColumns,
-  isIssuedId,
-  searchSummaryColumns,
-  STARRED_PROJECT,
-  toChatSummary,
-  toSearchSummary,
-  type ChatRow,
-  type ItemType,
-  type SearchSummaryRow,
-} from './rows.ts';
+import { chatColumns, toChatSummary, type ChatRow } from './chat-rows.ts';
+import { searchSummaryColumns, toSearchSummary, type SearchSummaryRow } from './search-rows.ts';
+import { STARRED_PROJECT, type ItemType } from './stars-sql.ts';
+import { isIssuedId } from './values.ts';
 
 const ITEMS = {
   chat: { table: 'chats', columns: chatColumns('i') },

@@ -2,7 +2,9 @@
 // statement (each branch walks its updated_at index and stops at the cap).
 import type { Queryable } from '../db/types.ts';
 import type { WorkspaceItem } from '../types.ts';
-import { chatColumns, starJoin, toChatSummary, toSearchSummary, type ChatRow } from './rows.ts';
+import { chatColumns, toChatSummary, type ChatRow } from './chat-rows.ts';
+import { toSearchSummary } from './search-rows.ts';
+import { starJoin } from './stars-sql.ts';
 
 /** The spec's cap, per kind. */
 export const WORKSPACE_LIMIT = 100;

@@ -1,6 +1,7 @@
 // The database goes away under running streams and comes back, on a throwaway Postgres cluster this
 // test starts itself: the runs end with `error`, GET /ready says 503 while it is away and 200 after,
-// every interrupted LlmCall is marked failed (with the error its client saw) once it is back, and the
+// requests that need the database are refused with 503 and Retry-After (not failed with 500), every
+// interrupted LlmCall is marked failed (with the error its client saw) once it is back, and the
 // service serves new runs without a restart.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -52,6 +53,19 @@ describe('a database outage mid-run', { skip: skip ?? false }, () => {
     assert.equal(ready.status, 503);
     assert.match(ready.body.message, /^database unavailable: /);
     assert.equal((await t.call('GET', '/health')).status, 200, '/health stays the liveness check');
+
+    // A refusal, not a failure: the client may retry, and the message says what is missing.
+    for (const [method, path, body] of [
+      ['GET', '/v1/workspace-items', undefined],
+      ['GET', '/v1/chats', undefined],
+      ['POST', '/v1/chats', {}],
+      ['POST', '/v1/searches', { query: 'during the outage' }],
+    ] as const) {
+      const r = await t.call(method, path, body);
+      assert.equal(r.status, 503, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      assert.match(r.body.message, /^database unavailable: /, `${method} ${path}`);
+      assert.match(r.headers.get('retry-after') ?? '', /^\d+$/, `${method} ${path} says when to retry`);
+    }
 
     const during = await t.stream('/v1/chat-completions/stream', ask('during the outage'));
     assert.deepEqual([during.events[0]!.event, during.events.at(-1)!.event], ['meta', 'error'], 'a run started now ends with error');

@@ -1,7 +1,7 @@
 // Faults end one run, never the server: a database fault mid-run and an actor host that dies.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { readSse, sim, startTestServer, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { readSse, sim, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
 
 describe('faults', () => {
   let t: TestServer;
@@ -24,15 +24,17 @@ describe('faults', () => {
     const res = await fetch(`${t.url}/v1/chat-completions/stream`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(ask(sim({ deltas: 10, rate: 20 }), { chatId: chat.id })),
+      body: JSON.stringify(ask(sim({ deltas: 20, rate: 20 }), { chatId: chat.id })),
     });
-    // Once the answer streams, take the messages table away from the run.
+    // Once the answer streams and the run has stored its input and LlmCall (the provider is called
+    // alongside that write, so a delta can come first), take the messages table away from the run.
     let moved = false;
     let events: SseEvent[];
     try {
       events = await readSse(res, new AbortController(), undefined, async (ev) => {
         if (ev.event === 'delta' && !moved) {
           moved = true;
+          await waitFor(async () => (await pool.query('SELECT 1 FROM llm_calls WHERE chat_id = $1', [chat.id])).rows.length === 1, 10_000, 'the LlmCall row');
           await pool.query('ALTER TABLE messages RENAME TO messages_away');
         }
       });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { sim, startTestServer, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
 
 const body = (content: string, extra: Record<string, unknown> = {}) => ({
   provider: 'provider_c',
@@ -48,10 +48,19 @@ for (const threads of [0, 2]) {
       const key = randomUUID();
       const b = body(sim({ deltas: 30, rate: 30 }, 'attach me'));
       const calls = providerCalls();
-      const first = t.stream('/v1/chat-completions/stream', b, { headers: keyed(key) });
-      await new Promise((r) => setTimeout(r, 300));
-      const again = await t.stream('/v1/chat-completions/stream', b, { headers: keyed(key) });
-      const one = await first;
+      const res = await fetch(`${t.url}/v1/chat-completions/stream`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...keyed(key) },
+        body: JSON.stringify(b),
+      });
+      // The retry goes once the run is streaming: its first delta is out.
+      let retry: Promise<StreamResult> | undefined;
+      const one = {
+        events: await readSse(res, new AbortController(), undefined, (ev) => {
+          if (ev.event === 'delta') retry ??= t.stream('/v1/chat-completions/stream', b, { headers: keyed(key) });
+        }),
+      };
+      const again = await retry!;
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
       assert.equal(again.events.at(-1)!.event, 'done');
       assert.equal(rebuilt(again.events), rebuilt(one.events));
@@ -64,9 +73,10 @@ for (const threads of [0, 2]) {
       const key = randomUUID();
       const b = body(sim({ reply: 'the same answer', firstByteDelayMs: 400 }), { chatId: chat.id });
       const calls = providerCalls();
+      // The retry goes once the run has called the provider (whose answer the delay holds back).
       const [first, waiting] = await Promise.all([
         t.call('POST', '/v1/chat-completions', b, keyed(key)),
-        new Promise((r) => setTimeout(r, 150)).then(() => t.call('POST', '/v1/chat-completions', b, keyed(key))),
+        waitFor(() => providerCalls() > calls, 10_000, 'the run to call the provider').then(() => t.call('POST', '/v1/chat-completions', b, keyed(key))),
       ]);
       assert.equal(first.status, 200);
       assert.equal(first.headers.get('idempotent-replayed'), null);

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { readSse, sim, startTestServer, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { readSse, sim, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
 import { startSshServer, type TestSshServer } from '../helpers/ssh-server.ts';
 
 describe('remote tools in the chat tool loop', () => {
@@ -88,7 +88,7 @@ describe('remote tools in the chat tool loop', () => {
       if (ev.event === 'meta') chatId = ev.data.chatId;
       if (ev.event === 'tool_call' && ev.data.status === 'initiated') {
         // The command is running on the SSH server before we stop.
-        while (ssh.execs.length === execsBefore) await new Promise((r) => setTimeout(r, 20));
+        await waitFor(() => ssh.execs.length > execsBefore, 30_000, 'the command to reach the SSH server');
         assert.equal((await t.call('POST', `/v1/chats/${chatId}/stream/stop`)).status, 200);
       }
     });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { readSse, sim, startStorm, stopAfterFirstDelta, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { readSse, sim, startStorm, stopAfterFirstDelta, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
 
 /** The text a subscriber can rebuild: the replayed delta carries all earlier text, live ones follow. */
 const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
@@ -72,20 +72,22 @@ for (const threads of [0, 2]) {
     });
 
     it('attaching at random moments always yields the stored text exactly, nothing lost or doubled', async () => {
-      const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(40, 80)) });
-      const origin = readSse(res, new AbortController());
-      const meta = await new Promise<string>((resolve) => {
-        const poll = async () => {
-          const runs = (await t.call('GET', '/v1/active-runs')).body.chats;
-          if (runs.length > 0) resolve(runs[0]);
-          else setTimeout(poll, 5);
-        };
-        void poll();
+      const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(80, 80)) });
+      // Eight attaches at random moments of the run's first half, counted in its own deltas (not in
+      // milliseconds, which a loaded machine stretches past the run's end).
+      const moments = Array.from({ length: 8 }, (_, i) => i * 5 + Math.floor(Math.random() * 5));
+      const attaches: Promise<StreamResult>[] = [];
+      let meta = '';
+      let deltas = 0;
+      const origin = readSse(res, new AbortController(), undefined, (ev) => {
+        if (ev.event === 'meta') meta = ev.data.chatId;
+        if (ev.event !== 'delta') return;
+        for (const m of moments) if (m === deltas) attaches.push(t.stream(`/v1/chats/${meta}/stream/attach`));
+        deltas++;
       });
-      const attaches = Array.from({ length: 8 }, (_, i) =>
-        new Promise((r) => setTimeout(r, i * 55 + Math.floor(Math.random() * 40))).then(() => t.stream(`/v1/chats/${meta}/stream/attach`)),
-      );
-      const [own, ...others] = await Promise.all([origin, ...attaches]);
+      const own = await origin;
+      const others = await Promise.all(attaches);
+      assert.equal(others.length, 8);
       const stored = (await t.call('GET', `/v1/chats/${meta}`)).body.chat.messages.find((m: any) => m.role === 'assistant').content;
       assert.equal(rebuilt(own as SseEvent[]), stored);
       let attached = 0;

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { jsonProblem } from '../../src/http/json-check.ts';
-import { cleanText, toJson } from '../../src/store/rows.ts';
+import { cleanText, toJson } from '../../src/store/values.ts';
 import { sliceUnits, textProblem } from '../../src/text.ts';
 
 describe('text rules', () => {

@@ -1,11 +1,12 @@
 // Databases for tests: always the embedded PGlite, plus real Postgres when TEST_DATABASE_URL is set.
 // Every open() is a fresh, empty, migrated database, so test files can run in parallel.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { readMigrations } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/pool.ts';
 import type { Database } from '../../src/db/types.ts';
 
@@ -31,8 +32,48 @@ export async function freshEmbeddedDataDir(): Promise<{ dataDir: string; cleanup
   return { dataDir, cleanup: () => rm(dataDir, { recursive: true, force: true }) };
 }
 
-async function openEmbedded(): Promise<Database> {
+let migratedPromise: Promise<string> | undefined;
+
+/**
+ * Like freshEmbeddedDataDir, with sql/ already applied: a service start then finds its schema current
+ * instead of running every migration in WASM (seconds, per server, on a loaded machine). The template is
+ * keyed by the migration files' names and contents, so a new or changed file builds a new one; the
+ * migrations themselves are still tested from an empty cluster (test/store/db.test.ts) and on Postgres.
+ */
+export async function migratedEmbeddedDataDir(): Promise<{ dataDir: string; cleanup(): Promise<void> }> {
+  const template = await (migratedPromise ??= migratedTemplate()).catch(() => null);
+  if (!template) return freshEmbeddedDataDir();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'store-test-'));
+  await cp(template, path.join(dataDir, 'pg'), { recursive: true });
+  return { dataDir, cleanup: () => rm(dataDir, { recursive: true, force: true }) };
+}
+
+async function migratedTemplate(): Promise<string> {
+  const hash = createHash('sha256');
+  for (const m of await readMigrations()) hash.update(m.name).update('\0').update(m.sql).update('\0');
+  const raw = await pgliteTemplate();
+  const dir = `${path.dirname(raw)}-migrated-${hash.digest('hex').slice(0, 16)}`;
+  const ready = path.join(dir, 'ready');
+  if (await exists(ready)) return path.join(dir, 'pg');
   const { dataDir, cleanup } = await freshEmbeddedDataDir();
+  try {
+    const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
+    await db.close();
+    const building = `${dir}.build-${process.pid}-${randomBytes(4).toString('hex')}`;
+    await mkdir(building, { recursive: true });
+    await rename(path.join(dataDir, 'pg'), path.join(building, 'pg'));
+    await writeFile(path.join(building, 'ready'), 'migrated');
+    // As for the raw template: rename is atomic, and a builder that lost the race uses the winner's.
+    await rename(building, dir).catch(() => rm(building, { recursive: true, force: true }));
+  } finally {
+    await cleanup();
+  }
+  if (!(await exists(ready))) throw new Error('migrated PGlite template missing');
+  return path.join(dir, 'pg');
+}
+
+async function openEmbedded(): Promise<Database> {
+  const { dataDir, cleanup } = await migratedEmbeddedDataDir();
   try {
     const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
     return withCleanup(db, cleanup);

@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { Clock } from '../../src/context.ts';
 import { createLogger } from '../../src/log.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
-import { createScratchPostgres, freshEmbeddedDataDir } from './db.ts';
+import { createScratchPostgres, migratedEmbeddedDataDir } from './db.ts';
 
 export type DbKind = 'embedded' | 'postgres';
 
@@ -99,7 +99,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     env.DATABASE_URL = scratch.url;
     cleanups.push(scratch.drop);
   } else {
-    const dir = await freshEmbeddedDataDir();
+    const dir = await migratedEmbeddedDataDir();
     env.DATA_DIR = dir.dataDir;
     cleanups.push(dir.cleanup);
   }
@@ -202,14 +202,7 @@ export async function readSse(
 /** `SIM {...}` directive line for the simulator. */
 export const sim = (directive: Record<string, unknown>, text = 'hello') => `${text}\nSIM ${JSON.stringify(directive)}`;
 
-export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+export { waitFor } from './wait.ts';
 
 /**
  * Sends `n` identical stream starts at once (`urlOf(i)` picks each one's server). `won`: the 200s,

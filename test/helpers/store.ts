@@ -2,7 +2,10 @@
 // chat, reads one LlmCall, or stars without returning the item. Kept here so src/ holds no dead code.
 import type { Queryable } from '../../src/db/types.ts';
 import type { ProviderName } from '../../src/providers/types.ts';
-import { isIssuedId, iso, isoOrNull, MESSAGE_COLUMNS, toMessage, type ItemType, type LlmCallRow, type MessageRow } from '../../src/store/rows.ts';
+import { type LlmCallRow } from '../../src/store/llm-call-rows.ts';
+import { MESSAGE_COLUMNS, toMessage, type MessageRow } from '../../src/store/message-rows.ts';
+import { type ItemType } from '../../src/store/stars-sql.ts';
+import { isIssuedId, iso, isoOrNull } from '../../src/store/values.ts';
 import { starChat, starSearch } from '../../src/store/stars.ts';
 import type { Message, RunStatus } from '../../src/types.ts';
 

@@ -72,7 +72,9 @@ describe('GET /v1/models with every provider configured', () => {
     const calls = listCalls('/provider-a/');
     clock.offset = 23 * HOUR;
     await models();
-    await new Promise((r) => setTimeout(r, 200));
+    // The read above decided whether a refresh was due; this settles once any load it started has
+    // (its list request logged by the simulator by then), so nothing can come later.
+    await t.server.ctx.models.refreshDue();
     assert.equal(listCalls('/provider-a/'), calls, 'no refresh within the interval');
 
     clock.offset = 24 * HOUR + 1000;

@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { migrate, readMigrations } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/pool.ts';
@@ -166,9 +167,14 @@ describe('embedded database after a crash', () => {
       const child = spawn(process.execPath, ['--import', 'tsx', new URL('./embedded-writer.ts', import.meta.url).pathname, dataDir], {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
-      const [line] = (await once(child.stdout!, 'data')) as [Buffer];
-      const chatId = line.toString().trim();
-      await new Promise((r) => setTimeout(r, 500)); // let it append for a while
+      // Its first line is the chat id, then one line per committed append: kill it mid-write once
+      // a few have committed.
+      const lines = createInterface({ input: child.stdout! });
+      let chatId = '';
+      for await (const line of lines) {
+        if (!chatId) chatId = line.trim();
+        else if (Number(line) >= 20) break;
+      }
       child.kill('SIGKILL');
       await once(child, 'exit');
 

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isTransientDbError, WriteRetryQueue, type RetryReport } from '../../src/db/write-retry.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 const policy = { firstDelayMs: 5, maxDelayMs: 20, giveUpAfterMs: 60_000, maxPending: 100 };
@@ -43,9 +44,12 @@ describe('write retry queue', () => {
     const reports: RetryReport[] = [];
     const q = new WriteRetryQueue(policy, (r) => reports.push(r));
     const db = fakeDatabase();
+    const queuedAt = Date.now();
     for (const label of ['a', 'b', 'c']) assert.equal(await q.write(label, db.write(label)), 'queued');
     assert.equal(q.pending, 3);
-    await new Promise((r) => setTimeout(r, 100));
+    // The head probed twice (a count, not a guess of how many fit in a sleep), and at least 100 ms
+    // gone for the `since` check below.
+    await waitFor(() => db.state.attempts.length >= 5 && Date.now() - queuedAt >= 100, 10_000, 'two retries of the head');
     const retries = db.state.attempts.slice(3);
     assert.ok(retries.length >= 2, `the head was retried (${retries.length})`);
     assert.ok(retries.every((l) => l === 'a'), 'no write behind the head is tried while the probe fails');

@@ -57,8 +57,10 @@ for (const db of apiDatabases()) {
 
     it('keeps a title set while generation is in flight', async () => {
       const chat = await newChat();
+      const before = responsesCalls().length;
       const pending = suggest(chat.id, sim({ reply: 'Generated Title', firstByteDelayMs: 800 }));
-      await new Promise((r) => setTimeout(r, 200));
+      // In flight: the model has the request (its answer is held back by the delay).
+      await waitFor(() => responsesCalls().length > before, 10_000, 'the title request to reach the model');
       const patched = await t.call('PATCH', `/v1/chats/${chat.id}`, { title: 'Typed by the user' });
       assert.equal(patched.status, 200);
       const r = await pending;

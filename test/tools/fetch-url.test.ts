@@ -18,6 +18,7 @@ import { classifyAddress, defaultAddressCheck, systemResolver } from '../../src/
 import { closeTools } from '../../src/tools/registry.ts';
 import { ToolError, type ToolContext } from '../../src/tools/types.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let sim: SimHandle;
 let fixture: Server;
@@ -240,7 +241,9 @@ describe('fetch_url and a stopped run', () => {
     const controller = new AbortController();
     const started = Date.now();
     const running = fetchUrlTool.run({ url: `${fixtureUrl}/hang` }, ctx(true, controller.signal));
-    setTimeout(() => controller.abort(new Error('stopped by request')), 200);
+    // Stopped once the request is in flight: the fixture has it (and never answers).
+    await waitFor(() => hangClosed !== undefined, 10_000, 'the request to reach the fixture');
+    controller.abort(new Error('stopped by request'));
     await assert.rejects(running, toolError(/cancelled/));
     assert.ok(Date.now() - started < 5_000, 'cut by the stop, not by a timeout');
     await hangClosed;

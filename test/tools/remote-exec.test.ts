@@ -9,6 +9,7 @@ import { codingExecTool } from '../../src/tools/coding-exec.ts';
 import { shellExecTool } from '../../src/tools/shell-exec.ts';
 import { ToolError, type ToolContext } from '../../src/tools/types.ts';
 import { startSshServer, type TestSshServer } from '../helpers/ssh-server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let server: TestSshServer;
 let keyDir: string;
@@ -166,9 +167,12 @@ describe('shell_exec', () => {
   test('cancelling (ctx.signal) stops the remote command', async () => {
     const ac = new AbortController();
     const execsBefore = server.execs.length;
-    setTimeout(() => ac.abort(), 300);
+    const running = shellExecTool.run({ command: 'sleep 30' }, ctx({}, ac.signal));
+    // Cancelled once the command runs on the server.
+    await waitFor(() => server.execs.length > execsBefore, 10_000, 'the command to start');
+    ac.abort();
     await assert.rejects(
-      shellExecTool.run({ command: 'sleep 30' }, ctx({}, ac.signal)),
+      running,
       (err: unknown) => err instanceof ToolError && /cancelled/.test(err.message),
     );
     const rec = server.execs[execsBefore]!;

@@ -1,0 +1,175 @@
+// Idempotent starts of a completion (ARCHITECTURE.md, "Run control: idempotent start"), as a service
+// beside the runs: a request with an Idempotency-Key either claims the key and starts the run, or finds
+// the key already used: with another request (IdempotencyKeyError `reused`), or with this request, whose
+// retry then waits for the run and replays what it recorded. The record lives in Postgres, so this holds
+// across instances and restarts. The HTTP side (what is recorded, how it is replayed) is
+// src/routes/idempotent-replay.ts.
+import { z } from 'zod';
+import { chatRunValue } from '../actors/results.ts';
+import type { RunResult } from '../actors/runtime/protocol.ts';
+import type { ChatRunValue } from '../actors/chat-run.ts';
+import type { AppContext } from './context.ts';
+import {
+  claimIdempotencyKey,
+  finishIdempotencyKey,
+  readIdempotencyKey,
+  releaseIdempotencyKey,
+  type IdempotencyMode,
+  type IdempotencyRecord,
+} from './store/idempotency.ts';
+
+/** How often a retry re-reads a key whose run is on another instance (no event reaches it from there). */
+const POLL_MS = 100;
+
+export interface KeyedRequest {
+  key: string;
+  mode: IdempotencyMode;
+  /** The request's fingerprint: its endpoint and canonical body. */
+  hash: string;
+  /** The ids the run will have if this request starts it. */
+  chatId: string | null;
+  callId: string;
+}
+
+/** Why a keyed request cannot go on; the HTTP layer answers each with its own status. */
+export class IdempotencyKeyError extends Error {
+  readonly reason: 'reused' | 'unclaimed' | 'expired';
+  constructor(reason: IdempotencyKeyError['reason']) {
+    super(`Idempotency-Key ${reason}`);
+    this.name = 'IdempotencyKeyError';
+    this.reason = reason;
+  }
+}
+
+// What a keyed run recorded, decoded from its jsonb column (written by recordOutcome, maybe by another
+// version of the service): a whole completion's answer, or a stream's meta with its done or error.
+const wholeOutcome = z.object({ status: z.number().int(), body: z.unknown() });
+const streamOutcome = z.object({
+  meta: z.object({ type: z.literal('meta'), chatId: z.string().nullable(), callId: z.string().nullable(), provider: z.string(), model: z.string() }),
+  done: z.object({ type: z.literal('done'), text: z.string(), usage: chatRunValue.shape.usage.optional(), stopped: z.literal(true).optional() }).optional(),
+  error: z.object({ type: z.literal('error'), message: z.string() }).optional(),
+});
+export type WholeOutcome = z.infer<typeof wholeOutcome>;
+export type StreamOutcome = z.infer<typeof streamOutcome>;
+
+// ---- events of this process's keyed runs -------------------------------------------------------
+
+/** A promise and the function that settles it. */
+function signal(): { settled: Promise<void>; fire: () => void } {
+  let fire!: () => void;
+  const settled = new Promise<void>((r) => (fire = r));
+  return { settled, fire };
+}
+
+/** A keyed run claimed here: when it started (or was given up), and when its outcome was recorded. */
+class KeyEvents {
+  started = false;
+  readonly start = signal();
+  readonly record = signal();
+}
+
+// Per database (a process may host several services in tests): keys claimed here whose run has not
+// recorded its outcome yet.
+const claimedHere = new WeakMap<object, Map<string, KeyEvents>>();
+
+function keyEvents(app: AppContext): Map<string, KeyEvents> {
+  let keys = claimedHere.get(app.pool);
+  if (!keys) claimedHere.set(app.pool, (keys = new Map()));
+  return keys;
+}
+
+function watchKey(app: AppContext, key: string): void {
+  keyEvents(app).set(key, new KeyEvents());
+}
+
+function unwatchKey(app: AppContext, key: string): void {
+  const e = keyEvents(app).get(key);
+  keyEvents(app).delete(key);
+  e?.start.fire();
+  e?.record.fire();
+}
+
+/**
+ * Settles at the next thing that can change what a retry of `key` sees: the run registered or its
+ * outcome recorded, when this process runs it; else after a poll interval (the run is elsewhere).
+ */
+function nextChange(app: AppContext, key: string): Promise<void> {
+  const e = keyEvents(app).get(key);
+  if (!e) return new Promise((r) => setTimeout(r, POLL_MS));
+  return e.started ? e.record.settled : e.start.settled;
+}
+
+// ---- the service -------------------------------------------------------------------------------
+
+/** `start`: this request owns the key and starts the run; otherwise the record of the first request. */
+export async function claimKey(app: AppContext, k: KeyedRequest): Promise<{ start: true } | { start: false; record: IdempotencyRecord }> {
+  // Twice: a record can expire (and be taken over) between a failed claim and the read.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    if (await claimIdempotencyKey(app.pool, { key: k.key, requestHash: k.hash, mode: k.mode, chatId: k.chatId, callId: k.callId })) {
+      watchKey(app, k.key);
+      return { start: true };
+    }
+    const record = await readIdempotencyKey(app.pool, k.key);
+    if (!record) continue;
+    if (record.requestHash !== k.hash) throw new IdempotencyKeyError('reused');
+    app.metrics.idempotentReplays.inc({ mode: k.mode });
+    return { start: false, record };
+  }
+  throw new IdempotencyKeyError('unclaimed');
+}
+
+/** A claim whose run never started (refused, invalid): the key is free for the next try. */
+export async function releaseKey(app: AppContext, k: KeyedRequest): Promise<void> {
+  try {
+    await releaseIdempotencyKey(app.pool, k.key, k.callId);
+  } finally {
+    unwatchKey(app, k.key);
+  }
+}
+
+/** Records the run's outcome (as `render` makes it) on its key when it ends, wherever its client is by then. */
+export function recordOutcome(app: AppContext, k: KeyedRequest, result: Promise<RunResult<ChatRunValue>>, render: (r: RunResult<ChatRunValue>) => WholeOutcome | StreamOutcome): void {
+  const e = keyEvents(app).get(k.key);
+  if (e) {
+    e.started = true;
+    e.start.fire();
+  }
+  void result.then(async (r) => {
+    const status = r.ok ? (r.value.stopped ? 'stopped' : 'succeeded') : 'failed';
+    try {
+      await finishIdempotencyKey(app.pool, { key: k.key, callId: k.callId, status, response: render(r) });
+    } catch (err) {
+      app.log.error({ err, key: k.key }, 'the outcome of a keyed run could not be recorded');
+    } finally {
+      unwatchKey(app, k.key);
+    }
+  });
+}
+
+// The record's outcome once its run has ended, or null while it runs. A run cut by a crash reads
+// failed: the instance that ran it died before recording, and the sweeper's failure is the outcome.
+const crashed = (record: IdempotencyRecord) => (record.status === 'running' && record.callStatus === 'failed' ? (record.callError ?? 'the run failed') : null);
+const recorded = (record: IdempotencyRecord) => record.status !== 'running' && record.response !== null;
+
+/** A whole completion's recorded answer (see above). */
+export function recordedWhole(record: IdempotencyRecord): WholeOutcome | null {
+  if (recorded(record)) return wholeOutcome.parse(record.response);
+  const message = crashed(record);
+  return message === null ? null : { status: 502, body: { message } };
+}
+
+/** A stream's recorded end (see above). */
+export function recordedStream(record: IdempotencyRecord): StreamOutcome | null {
+  if (recorded(record)) return streamOutcome.parse(record.response);
+  const message = crashed(record);
+  return message === null ? null : { meta: { type: 'meta', chatId: record.chatId, callId: record.callId, provider: '', model: '' }, error: { type: 'error', message } };
+}
+
+/** The key's record after the next change (see nextChange), or null when `gone` settles first. */
+export async function nextRecord(app: AppContext, key: string, gone: Promise<void>): Promise<IdempotencyRecord | null> {
+  const left = await Promise.race([nextChange(app, key).then(() => false), gone.then(() => true)]);
+  if (left) return null;
+  const record = await readIdempotencyKey(app.pool, key);
+  if (!record) throw new IdempotencyKeyError('expired');
+  return record;
+}

@@ -1,0 +1,81 @@
+// The HTTP side of idempotent starts (the service is src/idempotent-start.ts): what a keyed run
+// records as its answer, and how a retry of the same request replays it: a whole completion gets the
+// first request's answer once there is one; a stream attaches while the run is active, else gets its
+// recorded end as one replay.
+import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
+import type { ChatRunValue } from '../../actors/chat-run.ts';
+import type { RunResult } from '../../actors/runtime/protocol.ts';
+import type { AppContext } from '../context.ts';
+import { nextRecord, recordedStream, recordedWhole, type KeyedRequest, type StreamOutcome, type WholeOutcome } from '../idempotent-start.ts';
+import { REPLAYED_HEADERS, requestHash } from '../http/idempotency.ts';
+import { outcomeError } from '../http/outcomes.ts';
+import type { Reply } from '../http/reply.ts';
+import { createSse } from '../http/sse.ts';
+import type { IdempotencyMode, IdempotencyRecord } from '../store/idempotency.ts';
+
+export const keyedRequest = (key: string, mode: IdempotencyMode, endpoint: string, body: unknown, ids: { chatId: string | null; callId: string }): KeyedRequest => ({
+  key,
+  mode,
+  hash: requestHash(endpoint, body),
+  ...ids,
+});
+
+/** The whole completion's answer for a run result: what the route replies and the key replays. */
+export function wholeOutcome(r: RunResult<ChatRunValue>): WholeOutcome {
+  if (!r.ok) {
+    const err = outcomeError(r);
+    return { status: err.status, body: { message: err.message } };
+  }
+  const v = r.value;
+  return {
+    status: 200,
+    body: { chatId: v.chatId, provider: v.provider, model: v.model, message: { role: 'assistant', content: v.text }, usage: v.usage, raw: v.raw ?? {} },
+  };
+}
+
+/** What a keyed stream replays: its meta, then one delta and done, or error. */
+export function streamOutcome(meta: StreamOutcome['meta']): (r: RunResult<ChatRunValue>) => StreamOutcome {
+  return (r) => {
+    if (!r.ok) return { meta, error: { type: 'error', message: r.message } };
+    const done: NonNullable<StreamOutcome['done']> = { type: 'done', text: r.value.text };
+    if (r.value.usage) done.usage = r.value.usage;
+    if (r.value.stopped) done.stopped = true;
+    return { meta, done };
+  };
+}
+
+/** Settles when the client goes: a retry waiting for a run stops waiting then. */
+const clientGone = (reply: Reply) => new Promise<void>((resolve) => reply.onAbort(resolve));
+
+/** A retry of a whole completion: the first request's answer, once there is one. */
+export async function replayWhole(app: AppContext, record: IdempotencyRecord, reply: Reply): Promise<void> {
+  const gone = clientGone(reply);
+  let out = recordedWhole(record);
+  while (!out) {
+    const next = await nextRecord(app, record.key, gone);
+    if (!next) return;
+    out = recordedWhole(next);
+  }
+  reply.json(out.status, out.body, REPLAYED_HEADERS);
+}
+
+/** A retry of a stream: attach while the run is active, else its recorded outcome as one replay. */
+export async function replayStream(app: AppContext, record: IdempotencyRecord, reply: Reply): Promise<void> {
+  reply.shared = [...(reply.shared ?? []), 'idempotent-replayed', 'true'];
+  const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+  const gone = clientGone(reply);
+  for (;;) {
+    const out = recordedStream(record);
+    if (out) {
+      sink.write(sseFrame('meta', out.meta) + (out.done ? (out.done.text ? deltaFrame(out.done.text) : '') + sseFrame('done', out.done) : sseFrame('error', out.error)));
+      sink.end();
+      return;
+    }
+    // The first request may not have registered its run yet, or it has just ended: look again when
+    // that changes.
+    if (record.chatId && (await app.runs.attach('chat', record.chatId, sink)) !== 'not_found') return sink.open();
+    const next = await nextRecord(app, record.key, gone);
+    if (!next) return;
+    record = next;
+  }
+}

@@ -1,0 +1,46 @@
+// How values cross into and out of Postgres: timestamps out as ISO strings, text and JSON in without
+// what Postgres cannot store, ids checked before they reach a query.
+import '../text.ts'; // String#isWellFormed/toWellFormed types
+
+/** Timestamps leave as ISO 8601 UTC with milliseconds. Strings come from json_agg (PG's own format). */
+export function iso(value: Date | string): string {
+  return (value instanceof Date ? value : new Date(value)).toISOString();
+}
+
+export function isoOrNull(value: Date | string | null): string | null {
+  return value === null ? null : iso(value);
+}
+
+// Postgres text and jsonb cannot hold U+0000, and jsonb refuses a lone surrogate; fetched pages, tool
+// output and model text sometimes carry them (client input never does: src/http/json-check.ts refuses
+// it). Dropping NUL and replacing a lone surrogate with U+FFFD beats losing the whole write.
+export function cleanText(value: string): string;
+export function cleanText(value: string | null | undefined): string | null;
+export function cleanText(value: string | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  const v = value.includes('\0') ? value.replaceAll('\0', '') : value;
+  return v.isWellFormed() ? v : v.toWellFormed();
+}
+
+// Every id this service issues is a UUID (randomUUID). Anything else cannot name a stored row, so the
+// store answers "not found" without asking Postgres, which would refuse some of it (U+0000).
+const ISSUED_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True when `id` has the shape of an id this service issues. */
+export function isIssuedId(id: string): boolean {
+  return ISSUED_ID.test(id);
+}
+
+/** JSON text for a json/jsonb parameter, without U+0000 or a lone surrogate in any string. */
+export function toJson(value: unknown): string {
+  const json = JSON.stringify(value ?? null);
+  // JSON.stringify writes U+0000 as `\u0000` and a lone surrogate as a `\udXXX` escape.
+  if (!json.includes('\\u0000') && !/\\ud[89a-f]/i.test(json)) return json;
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? cleanText(v) : v));
+}
+
+/** Trimmed, or null when blank: the spec's rule for prompts and the store's for optional titles. */
+export function trimToNull(value: string | null | undefined): string | null {
+  const trimmed = value?.trim();
+  return trimmed ? cleanText(trimmed) : null;
+}

@@ -1,0 +1,12 @@
+// Poll-with-deadline: tests wait for what they can observe (a row, a request count, a state), never
+// for a stretch of time. A light module, so unit tests need not load the whole server.
+
+/** Resolves once `check` holds; rejects naming `what` when it has not within `timeoutMs`. */
+export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
