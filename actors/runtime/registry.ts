@@ -1,5 +1,5 @@
-// The registry of active runs, as an interface: the supervisor is its in-process implementation; a
-// cluster implementation (issue 12) keeps the same promises across instances. Callers never see
+// The registry of active runs, as an interface: src/runs.ts implements it on the supervisor (the
+// in-process core) and, with REDIS_URL, keeps the same promises across instances. Callers never see
 // threads, hosts or instances: they start a run by kind and key, and attach, stop and list by key.
 import type { KindOf, RunOutcome, RunResult, RunTypeMap } from './protocol.ts';
 import type { Subscriber } from './subscriber.ts';

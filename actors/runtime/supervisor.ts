@@ -1,11 +1,11 @@
-// The supervisor, on the main thread: the in-process RunRegistry. It keeps the one-run-per-key rule
-// for every kind, places runs on actor hosts, and fans each run's pre-encoded frames out to its
-// subscribers. Starting is synchronous, so two starts for one key can never both pass. A host that
-// dies takes only its own runs down; they end with an `error` event.
+// The supervisor, on the main thread: the in-process core of the run registry (src/runs.ts adds the
+// cluster). It keeps the one-run-per-key rule for every kind, places runs on actor hosts, and fans
+// each run's pre-encoded frames out to its subscribers. Starting is synchronous, so two starts for one
+// key can never both pass. A host that dies takes only its own runs down; they end with an `error` event.
 import { randomUUID } from 'node:crypto';
 import { sseFrame } from './frame.ts';
 import type { Batch, CancelWhy, KindOf, RunOutcome, RunResult, RunTypeMap, RuntimeLog, ToHost } from './protocol.ts';
-import type { RunHandle, RunInfo, RunRegistry, Started, StartOptions, StartRefusal } from './registry.ts';
+import type { RunHandle, RunInfo, Started, StartOptions, StartRefusal } from './registry.ts';
 import type { Subscriber } from './subscriber.ts';
 
 export interface HostPort {
@@ -48,7 +48,7 @@ export interface SupervisorOptions {
   admission?: { admit(active: number): StartRefusal | null };
 }
 
-export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
+export class Supervisor<T extends RunTypeMap> {
   private readonly byKey = new Map<string, Map<string, Entry>>();
   private readonly runs = new Map<string, Entry>();
   private readonly pending = new Map<number, { entry: Entry; sub: Subscriber }>();
@@ -118,14 +118,6 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
     return { ok: false, outcome: 'capacity', message: `server is at capacity (${this.opts.maxActiveRuns} active runs); retry shortly` };
   }
 
-  async attach(kind: KindOf<T>, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {
-    return this.attachNow(kind, key, subscriber);
-  }
-
-  async stop(kind: KindOf<T>, key: string): Promise<boolean> {
-    return this.stopNow(kind, key);
-  }
-
   // The same operations, synchronous and by key, for a cluster registry serving other instances.
 
   attachNow(kind: string, key: string, subscriber: Subscriber): boolean | 'not_found' {
@@ -164,14 +156,6 @@ export class Supervisor<T extends RunTypeMap> implements RunRegistry<T> {
   /** The outcome of the key's run here, when it ends; null when none runs here. */
   resultOf(kind: string, key: string): Promise<RunResult> | null {
     return this.keyed(kind).get(key)?.result ?? null;
-  }
-
-  async list(_scope: 'process' | 'cluster'): Promise<RunInfo<KindOf<T>>[]> {
-    return this.listNow();
-  }
-
-  async find(kind: KindOf<T>, key: string): Promise<RunInfo<KindOf<T>> | null> {
-    return this.findNow(kind, key);
   }
 
   /** The keyed runs of this process, synchronously (the cluster registry builds on it). */

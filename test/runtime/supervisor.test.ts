@@ -26,7 +26,7 @@ test('replay then live: a subscriber attaching at any step gets every delta exac
       gates[i]!.open();
       await turn();
     }
-    assert.equal(await sup.attach('echo', 'k', late), true);
+    assert.equal(sup.attachNow('echo', 'k', late), true);
     for (let i = at; i < parts.length; i++) gates[i]!.open();
     const result = await started.handle.result;
     await turn();
@@ -47,13 +47,13 @@ test('an attach after the run ended but before it was released gets the whole re
   const late = new FakeSubscriber();
   // Same turn as the run's end: the supervisor has not seen the end yet.
   await Promise.resolve();
-  await sup.attach('echo', 'k', late);
+  sup.attachNow('echo', 'k', late);
   await started.handle.result;
   await turn();
   assert.ok(late.ended);
   assert.equal(text(late), 'ab');
   assert.equal(late.events().at(-1)![0], 'done');
-  assert.equal(await sup.attach('echo', 'k', new FakeSubscriber()), 'not_found');
+  assert.equal(sup.attachNow('echo', 'k', new FakeSubscriber()), 'not_found');
 });
 
 test('control messages keep their order: an attach sent before a cancel sees the replay, then the end', async () => {
@@ -61,8 +61,8 @@ test('control messages keep their order: an attach sent before a cancel sees the
   const started = sup.start({ kind: 'hold', key: 'h', request: { until: null }, ifRunning: 'reject' });
   assert.ok(started.ok);
   const sub = new FakeSubscriber();
-  await sup.attach('hold', 'h', sub);
-  await sup.stop('hold', 'h');
+  sup.attachNow('hold', 'h', sub);
+  sup.stopNow('hold', 'h');
   assert.deepEqual(
     hosts.sent.map((m) => m.t),
     ['start', 'attach', 'cancel'],
@@ -79,9 +79,9 @@ test('a stop reaches the run as a stop; a shutdown as a cancel', async () => {
   const a = supervisor();
   const stopped = a.sup.start({ kind: 'hold', key: 'h', request: { until: null }, ifRunning: 'reject' });
   assert.ok(stopped.ok);
-  assert.equal(await a.sup.stop('hold', 'h'), true);
+  assert.equal(a.sup.stopNow('hold', 'h'), true);
   assert.deepEqual(await stopped.handle.result, { ok: true, value: { why: 'stop' } });
-  assert.equal(await a.sup.stop('hold', 'h'), false, 'nothing left to stop');
+  assert.equal(a.sup.stopNow('hold', 'h'), false, 'nothing left to stop');
 
   const b = supervisor();
   const cancelled = b.sup.start({ kind: 'hold', key: 'h', request: { until: null }, ifRunning: 'reject' });
@@ -112,7 +112,7 @@ test('a host that dies ends its runs with an error frame and a failure; a fresh 
   assert.ok(sub.ended);
   assert.deepEqual(sub.events().at(-1), ['error', { type: 'error', message: 'run host failed: boom' }]);
   assert.ok(logs.some((l) => l.startsWith('error: actor host 0 exited')), 'the death is logged');
-  assert.equal(await sup.find('hold', 'h'), null, 'the key is free again');
+  assert.equal(sup.findNow('hold', 'h'), null, 'the key is free again');
   const next = sup.start({ kind: 'echo', key: 'h2', request: { parts: ['fine'] }, ifRunning: 'reject' });
   assert.ok(next.ok);
   assert.deepEqual(await next.handle.result, { ok: true, value: { text: 'fine' } });
