@@ -120,16 +120,17 @@ interface HitRow {
  * The chats and searches matching `q` (already trimmed and checked: 1–200 characters), most relevant
  * first, at most `limit`. A message matches once its insert has committed: the GIN index takes it in
  * the same transaction (its pending list, which every search reads too), and, being the newest, is
- * always among the candidates. `candidates` is the bound per field (tests make it small).
+ * always among the candidates. `candidates` is the bound per field (tests make it small; null, LIMIT NULL,
+ * ranks every match, as before sql/008, for the bench to compare).
  */
-export async function searchHistory(db: Queryable, q: string, limit: number, candidates = CANDIDATES): Promise<HistoryItem[]> {
+export async function searchHistory(db: Queryable, q: string, limit: number, candidates: number | null = CANDIDATES): Promise<HistoryItem[]> {
   const { text, values } = historySearchStatement(q, limit, candidates);
   const { rows } = await db.query<HitRow>(text, values);
   return rows.map(toHistoryItem);
 }
 
 /** The one statement searchHistory sends (exported so a test can EXPLAIN it and see the indexes used). */
-export function historySearchStatement(q: string, limit: number, candidates = CANDIDATES): { text: string; values: unknown[] } {
+export function historySearchStatement(q: string, limit: number, candidates: number | null = CANDIDATES): { text: string; values: unknown[] } {
   return { text: SEARCH_SQL, values: [q, limit, HEADLINE_OPTIONS, candidates] };
 }
 
