@@ -1,18 +1,21 @@
 // History search at size: 100,000 messages over 5,000 chats (plus 1,000 answered searches), loaded in
 // bulk through SQL, then p50/p99 of searchHistory (the store call GET /v1/workspace-items?q= makes)
-// over a mix of queries, on the real Postgres and on PGlite; and what the message index costs: its
-// bytes per message, the time of one stored message with and without it, and its backfill.
+// over a mix of queries, on the real Postgres and on PGlite; and what the message indexes cost (sql/006's
+// tsvector and GIN index, sql/008's seq index): bytes per message, the time of one stored message with
+// and without them, and their backfill.
 //
 // `make bench` runs it after the streams (BENCH_HISTORY=0 skips it); alone:
 //   node --import tsx bench/load/history-search.ts
 // Knobs (env): HISTORY_CHATS=5000 HISTORY_MESSAGES_PER_CHAT=20 HISTORY_QUERIES=400 HISTORY_DBS=postgres,embedded
+// HISTORY_CANDIDATES=1000 (matches ranked per field, the store's CANDIDATES; "all" ranks every match, as
+// before sql/008, to compare)
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openDatabase } from '../../src/db/pool.ts';
 import type { Database } from '../../src/db/types.ts';
 import { appendMessages } from '../../src/store/messages.ts';
-import { searchHistory } from '../../src/store/history-search.ts';
+import { CANDIDATES, searchHistory } from '../../src/store/history-search.ts';
 import { round, Samples, summarize, type Summary } from './stats.ts';
 import { createBenchDb } from './targets.ts';
 
@@ -23,6 +26,9 @@ const SEARCHES = Math.round(CHATS / 5);
 const QUERIES = Number(env.HISTORY_QUERIES ?? 400);
 const INSERTS = 500;
 const DBS = (env.HISTORY_DBS ?? 'postgres,embedded').split(',');
+// null is LIMIT NULL in the statement: no bound.
+const RANKED = env.HISTORY_CANDIDATES === 'all' ? null : Number(env.HISTORY_CANDIDATES ?? CANDIDATES);
+const search = (db: Database, q: string) => searchHistory(db.pool, q, 50, RANKED);
 
 // A Zipf vocabulary (frequency ∝ 1/rank, as in natural text: rank 0 is ~9% of all words, like "the")
 // of pronounceable made-up words: word r is r's base-16 digits as syllables.
@@ -76,9 +82,12 @@ export interface HistoryBenchResult {
   query: Summary;
   queryWithoutStopWords: Summary;
   byKind: Record<string, Summary & { meanItems: number }>;
-  /** Per stored message: its stored tsvector, its share of the GIN index, and (to compare) its text. */
+  /** Matches ranked per field (null: all). */
+  candidates: number | null;
+  /** Per stored message: its stored tsvector, its share of the GIN and seq indexes, and (to compare) its text. */
   tsvectorBytesPerMessage: number;
   indexBytesPerMessage: number;
+  seqIndexBytesPerMessage: number;
   contentBytesPerMessage: number;
   insertMsWithIndex: number;
   insertMsWithoutIndex: number;
@@ -118,14 +127,14 @@ async function load(db: Database): Promise<number> {
 
 async function queries(db: Database): Promise<Pick<HistoryBenchResult, 'loadAvg1' | 'query' | 'queryWithoutStopWords' | 'byKind'>> {
   const mix = queryMix(QUERIES);
-  for (const { q } of mix.slice(0, 40)) await searchHistory(db.pool, q, 50); // warm caches and plans
+  for (const { q } of mix.slice(0, 40)) await search(db, q); // warm caches and plans
   const loadAvg1 = round(os.loadavg()[0], 1)!;
   const all = new Samples();
   const usual = new Samples();
   const kinds = new Map<string, { s: Samples; items: number }>();
   for (const { kind, q } of mix) {
     const t0 = performance.now();
-    const items = await searchHistory(db.pool, q, 50);
+    const items = await search(db, q);
     const ms = performance.now() - t0;
     all.push(ms);
     if (kind !== 'stop word alone') usual.push(ms);
@@ -147,32 +156,37 @@ async function insertCost(db: Database): Promise<number> {
   return (performance.now() - t0) / rows.length;
 }
 
-// The statements of sql/006 that concern messages (the column, then its index), comments dropped.
-const MESSAGE_DDL = readFileSync(new URL('../../sql/006_history_search.sql', import.meta.url), 'utf8')
-  .replace(/--.*$/gm, '')
-  .split(';')
-  .map((st) => st.trim())
-  .filter((st) => /^(ALTER TABLE|CREATE INDEX \w+ ON) messages\b/.test(st));
+// The statements of sql/006 and sql/008 that concern messages (006's column and index, 008's index),
+// comments dropped.
+const MESSAGE_DDL = ['006_history_search.sql', '008_history_search_bounded.sql'].flatMap((file) =>
+  readFileSync(new URL(`../../sql/${file}`, import.meta.url), 'utf8')
+    .replace(/--.*$/gm, '')
+    .split(';')
+    .map((st) => st.trim())
+    .filter((st) => /^(ALTER TABLE|CREATE INDEX \w+ ON) messages\b/.test(st)),
+);
 
-async function indexCost(db: Database): Promise<Pick<HistoryBenchResult, 'tsvectorBytesPerMessage' | 'indexBytesPerMessage' | 'contentBytesPerMessage' | 'insertMsWithIndex' | 'insertMsWithoutIndex' | 'backfillSeconds'>> {
-  if (MESSAGE_DDL.length !== 2) throw new Error(`expected 2 statements about messages in sql/006, found ${MESSAGE_DDL.length}`);
-  const { rows } = await db.pool.query<{ idx: string; tsv: string; content: string; n: string }>(
-    `SELECT pg_relation_size('messages_search_idx') AS idx, sum(pg_column_size(search_tsv)) AS tsv,
+async function indexCost(db: Database): Promise<Pick<HistoryBenchResult, 'tsvectorBytesPerMessage' | 'indexBytesPerMessage' | 'seqIndexBytesPerMessage' | 'contentBytesPerMessage' | 'insertMsWithIndex' | 'insertMsWithoutIndex' | 'backfillSeconds'>> {
+  if (MESSAGE_DDL.length !== 3) throw new Error(`expected 3 statements about messages in sql/006 and 008, found ${MESSAGE_DDL.length}`);
+  const { rows } = await db.pool.query<{ idx: string; seq: string; tsv: string; content: string; n: string }>(
+    `SELECT pg_relation_size('messages_search_idx') AS idx, pg_relation_size('messages_seq_idx') AS seq, sum(pg_column_size(search_tsv)) AS tsv,
             sum(pg_column_size(content)) AS content, count(*) AS n FROM messages`,
   );
-  const { idx, tsv, content, n } = rows[0]!;
+  const { idx, seq, tsv, content, n } = rows[0]!;
   await insertCost(db); // warm-up: the first inserts pay for cold pages, not for the index
   const withIndex = await insertCost(db);
+  await db.pool.query('DROP INDEX messages_seq_idx');
   await db.pool.query('DROP INDEX messages_search_idx');
   await db.pool.query('ALTER TABLE messages DROP COLUMN search_tsv');
   const withoutIndex = await insertCost(db);
   const t0 = performance.now();
-  for (const st of MESSAGE_DDL) await db.pool.query(st); // what sql/006 does to the rows already there
+  for (const st of MESSAGE_DDL) await db.pool.query(st); // what sql/006 and 008 do to the rows already there
   const backfillSeconds = (performance.now() - t0) / 1000;
   const per = (bytes: string) => Math.round(Number(bytes) / Number(n));
   return {
     tsvectorBytesPerMessage: per(tsv),
     indexBytesPerMessage: per(idx),
+    seqIndexBytesPerMessage: per(seq),
     contentBytesPerMessage: per(content),
     insertMsWithIndex: round(withIndex, 3)!,
     insertMsWithoutIndex: round(withoutIndex, 3)!,
@@ -193,7 +207,7 @@ async function benchOne(database: 'postgres' | 'embedded', log: (msg: string) =>
     const q = await queries(db);
     log(`history search (${database}): p50 ${q.query.p50} ms, p99 ${q.query.p99} ms (without stop words alone: ${q.queryWithoutStopWords.p99} ms); measuring the write cost`);
     const cost = await indexCost(db);
-    return { database, chats: CHATS, messages, loadSeconds: round(loadSeconds, 1)!, ...q, ...cost };
+    return { database, chats: CHATS, messages, candidates: RANKED, loadSeconds: round(loadSeconds, 1)!, ...q, ...cost };
   } finally {
     await db.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -133,7 +133,8 @@ export const operations: Record<string, OperationDoc> = {
     summary: 'Up to 100 chats and 100 searches, newest updatedAt first; with q, a search of the history',
     description:
       'With `q`: only the chats and searches one of whose fields (title, search query, user or assistant message, search answer) ' +
-      'holds every word of q, case-insensitively, the last word also as a prefix; most relevant first (ties: updatedAt descending), ' +
+      'holds every word of q, case-insensitively, the last word also as a prefix; most relevant first (ties: updatedAt descending) ' +
+      'among the newest 1,000 matches of each field (a very common word can pass over an older, more relevant match), ' +
       'each with `match` (HistoryItem). Without `q` the listing is unchanged and `limit` is not read.',
     query: {
       q: { description: 'words to find: 1–200 characters after trimming; operators and punctuation are plain text', schema: z.string().min(1).max(200) },

@@ -1,7 +1,8 @@
 // History search (GET /v1/workspace-items?q=…): the chats and searches one of whose fields holds every
-// word of q, found by the GIN indexes of sql/006_history_search.sql. The database filters and ranks; this
-// module builds no query text from user input (Postgres splits q with the same parser it used on the
-// documents) and only maps the rows it gets back, cutting each snippet around the hit Postgres marked.
+// word of q, found by the GIN indexes of sql/006_history_search.sql. The database filters and ranks (the
+// newest CANDIDATES matches of each field, sql/008); this module builds no query text from user input
+// (Postgres splits q with the same parser it used on the documents, in history_tsquery) and only maps the
+// rows it gets back, cutting each snippet around the hit Postgres marked.
 import type { Queryable } from '../db/types.ts';
 import type { ProviderName } from '../providers/types.ts';
 import { sliceUnits } from '../text.ts';
@@ -27,45 +28,48 @@ const START = '\uE000';
 const STOP = '\uE001';
 const HEADLINE_OPTIONS = `HighlightAll=true, StartSel=${START}, StopSel=${STOP}`;
 
-// Each tsvector is a stored column or exactly the expression its index was built on (sql/006), or
-// the planner cannot use the index. A title or query matches at full weight, a message or an answer (long text, where a word is more
-// often a passing mention) at half.
+/**
+ * How many of the newest matches of each field (chat titles, messages, search titles, queries, answers)
+ * are ranked. Ranking reads each candidate's tsvector, so ranking every match made a word found in most
+ * messages cost hundreds of milliseconds at 100,000 messages; bounded, the worst case costs about what a
+ * rare word does. The trade-off: relevance orders the newest CANDIDATES matches of each field, not all of
+ * them, so an older, more relevant match of a very common word can be passed over (adding a word narrows
+ * the matches and brings it back). A word in fewer than CANDIDATES rows of every field is ranked in full.
+ */
+export const CANDIDATES = 1000;
+
+// Each tsvector is a stored column or exactly the expression its index was built on (sql/006), or the
+// planner cannot use the index. Each field's candidates are its newest matches (chats and searches by
+// their (updated_at DESC, id DESC) index, messages by seq: sql/008), taken in a subquery with its own
+// LIMIT ($4, a constant at plan time like $1) so the rank is computed only for them, above it.
+// history_tsquery($1) is folded to a constant at plan time too (sql/008), so the planner walks the
+// newest-first index for a common word and takes the GIN index for a rare one. A title or query matches
+// at full weight, a message or an answer (long text, where a word is more often a passing mention) at half.
+const TQ = 'history_tsquery($1::text)';
 const SOURCES = `
   SELECT 'chat' AS type, c.id AS item_id, 'title' AS field, NULL::text AS message_id, 0::bigint AS place,
-         ts_rank(to_tsvector('simple', c.title), (SELECT tq FROM q), 1) AS rank
-    FROM chats c WHERE to_tsvector('simple', c.title) @@ (SELECT tq FROM q)
+         ts_rank(to_tsvector('simple', c.title), ${TQ}, 1) AS rank
+    FROM (SELECT id, title FROM chats WHERE to_tsvector('simple', title) @@ ${TQ}
+           ORDER BY updated_at DESC, id DESC LIMIT $4) c
   UNION ALL
-  SELECT 'chat', m.chat_id, 'message', m.id, m.seq, ts_rank(m.search_tsv, (SELECT tq FROM q), 1) * 0.5::real
-    FROM messages m WHERE m.search_tsv @@ (SELECT tq FROM q)
+  SELECT 'chat', m.chat_id, 'message', m.id, m.seq, ts_rank(m.search_tsv, ${TQ}, 1) * 0.5::real
+    FROM (SELECT id, chat_id, seq, search_tsv FROM messages WHERE search_tsv @@ ${TQ}
+           ORDER BY seq DESC LIMIT $4) m
   UNION ALL
-  SELECT 'search', s.id, 'title', NULL, 0, ts_rank(to_tsvector('simple', s.title), (SELECT tq FROM q), 1)
-    FROM searches s WHERE to_tsvector('simple', s.title) @@ (SELECT tq FROM q)
+  SELECT 'search', s.id, 'title', NULL, 0, ts_rank(to_tsvector('simple', s.title), ${TQ}, 1)
+    FROM (SELECT id, title FROM searches WHERE to_tsvector('simple', title) @@ ${TQ}
+           ORDER BY updated_at DESC, id DESC LIMIT $4) s
   UNION ALL
-  SELECT 'search', s.id, 'query', NULL, 1, ts_rank(to_tsvector('simple', s.query), (SELECT tq FROM q), 1)
-    FROM searches s WHERE to_tsvector('simple', s.query) @@ (SELECT tq FROM q)
+  SELECT 'search', s.id, 'query', NULL, 1, ts_rank(to_tsvector('simple', s.query), ${TQ}, 1)
+    FROM (SELECT id, query FROM searches WHERE to_tsvector('simple', query) @@ ${TQ}
+           ORDER BY updated_at DESC, id DESC LIMIT $4) s
   UNION ALL
-  SELECT 'search', s.id, 'answer', NULL, 2, ts_rank(s.answer_tsv, (SELECT tq FROM q), 1) * 0.5::real
-    FROM searches s WHERE s.answer_tsv @@ (SELECT tq FROM q)`;
-
-// q → tsquery without ever parsing user text as tsquery syntax: to_tsvector splits and lowercases q
-// like any document, each lexeme becomes a quoted tsquery operand, all ANDed, and the lexeme holding
-// the last position (the word being typed) becomes a prefix. A q without words gives NULL, which
-// matches nothing.
-const QUERY_CTE = `
-  words AS (
-    SELECT t.lexeme, (SELECT max(p) FROM unnest(t.positions) p) AS pos
-      FROM unnest(to_tsvector('simple', $1::text)) t
-  ),
-  q AS (
-    SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || ''''
-                        || CASE WHEN pos = (SELECT max(pos) FROM words) THEN ':*' ELSE '' END,
-                      ' & ')::tsquery AS tq
-      FROM words
-  )`;
+  SELECT 'search', s.id, 'answer', NULL, 2, ts_rank(s.answer_tsv, ${TQ}, 1) * 0.5::real
+    FROM (SELECT id, answer_tsv FROM searches WHERE answer_tsv @@ ${TQ}
+           ORDER BY updated_at DESC, id DESC LIMIT $4) s`;
 
 const SEARCH_SQL = `
-  WITH ${QUERY_CTE},
-  hits AS (${SOURCES}),
+  WITH hits AS (${SOURCES}),
   -- One row per item: its best field (ties: title, query, answer, then the earliest message).
   best AS (
     SELECT DISTINCT ON (type, item_id) type, item_id, field, message_id, rank
@@ -86,7 +90,7 @@ const SEARCH_SQL = `
          ts_headline('simple',
                      CASE t.field WHEN 'message' THEN m.content WHEN 'query' THEN s.query
                                   WHEN 'answer' THEN s.answer_text ELSE coalesce(c.title, s.title) END,
-                     (SELECT tq FROM q), $3) AS highlighted
+                     ${TQ}, $3) AS highlighted
     FROM top t
     LEFT JOIN chats c ON t.type = 'chat' AND c.id = t.item_id
     LEFT JOIN searches s ON t.type = 'search' AND s.id = t.item_id
@@ -115,17 +119,19 @@ interface HitRow {
 /**
  * The chats and searches matching `q` (already trimmed and checked: 1–200 characters), most relevant
  * first, at most `limit`. A message matches once its insert has committed: the GIN index takes it in
- * the same transaction (its pending list, which every search reads too).
+ * the same transaction (its pending list, which every search reads too), and, being the newest, is
+ * always among the candidates. `candidates` is the bound per field (tests make it small; null, LIMIT NULL,
+ * ranks every match, as before sql/008, for the bench to compare).
  */
-export async function searchHistory(db: Queryable, q: string, limit: number): Promise<HistoryItem[]> {
-  const { text, values } = historySearchStatement(q, limit);
+export async function searchHistory(db: Queryable, q: string, limit: number, candidates: number | null = CANDIDATES): Promise<HistoryItem[]> {
+  const { text, values } = historySearchStatement(q, limit, candidates);
   const { rows } = await db.query<HitRow>(text, values);
   return rows.map(toHistoryItem);
 }
 
 /** The one statement searchHistory sends (exported so a test can EXPLAIN it and see the indexes used). */
-export function historySearchStatement(q: string, limit: number): { text: string; values: unknown[] } {
-  return { text: SEARCH_SQL, values: [q, limit, HEADLINE_OPTIONS] };
+export function historySearchStatement(q: string, limit: number, candidates: number | null = CANDIDATES): { text: string; values: unknown[] } {
+  return { text: SEARCH_SQL, values: [q, limit, HEADLINE_OPTIONS, candidates] };
 }
 
 function toHistoryItem(row: HitRow): HistoryItem {

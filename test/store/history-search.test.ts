@@ -88,6 +88,21 @@ for (const target of await testDatabases()) {
       assert.deepEqual(ids(await searchHistory(db.pool, 'narwhal', 2)), [inTitle.id, tieNew.id], 'limit keeps the best');
     });
 
+    it('ranks only the newest candidates of each field, by relevance among them', async () => {
+      // Oldest to newest (messages by seq), most to least relevant (ts_rank here divides by the length).
+      const old = await chatWith(null, 'quetzal');
+      const dense = await chatWith(null, 'quetzal quetzal');
+      const passing = await chatWith(null, 'a long line that mentions quetzal once among many other words of the day');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 50)), [old.id, dense.id, passing.id], 'all ranked');
+      // Bounded to the newest two: the oldest is passed over, and the other two are still in relevance
+      // order, the more relevant before the newer.
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 50, 2)), [dense.id, passing.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 1, 2)), [dense.id], 'limit within the candidates');
+      // A message stored now is the newest match, so it is a candidate however small the bound.
+      await appendMessages(db.pool, old.id, [{ role: 'user', content: 'quetzal again' }]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 50, 1)), [old.id]);
+    });
+
     it('never returns deleted items, and finds a message the moment it is stored', async () => {
       const chat = await chatWith(null, 'about the axolotl');
       const search = await createSearch(db.pool, { query: 'axolotl habitat' });
