@@ -19,7 +19,7 @@ import type { ChatCommand, ChatMsg, ChatRunRequest, ChatRunValue } from './chat-
 import { closeSlot, openSlot, type ToolDone, type ToolSlot } from './chat-tools.ts';
 import { failureOf, interruptionOf, RunError } from './run-failure.ts';
 import type { Control, Io } from './runtime/actor.ts';
-import { defineRun } from './runtime/actor.ts';
+import { defineRun, isControl } from './runtime/actor.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import type { ChatStorageRequest } from './run-storage.ts';
 import { TextGate, type HoldExpired } from './text-gate.ts';
@@ -245,14 +245,10 @@ function failing(run: ChatData, failure: RunFailure, step: 'settle' | 'interrupt
 
 function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatState {
   const { run } = state;
+  // On a stop or cancel the runtime has aborted the run's signal: the provider call or the tools end,
+  // and their outcome brings the run to its end (a stopped answer, or the cancel's error).
+  if (isControl(msg)) return msg.t === 'start' && state.s === 'idle' ? start(run, io) : state;
   switch (msg.t) {
-    case 'start':
-      return state.s === 'idle' ? start(run, io) : state;
-    case 'stop':
-    case 'cancel':
-      // The runtime has aborted the run's signal: the provider call or the tools end, and their
-      // outcome brings the run to its end (a stopped answer, or the cancel's error).
-      return state;
     case 'text':
       if (state.s === 'streaming' && msg.round === run.round) state.gate.push(msg.text);
       return state;

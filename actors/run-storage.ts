@@ -70,23 +70,22 @@ export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promi
   return { runToken };
 }
 
+/** What a chat run streamed, for the chat's answer, and the LlmCall that answer ends. */
+interface StreamedAnswer {
+  callId: string;
+  chatId: string | null;
+  text: string;
+  usage: Usage | null;
+  started: number;
+  runToken?: number | null;
+}
+
 /**
  * The answer stored in the chat with its LlmCall ended, atomically (`stopped`: the partial answer).
  * Rejects with FencedWriteError, writing nothing, when `runToken` is no longer the chat's.
  */
-export async function storeAnswer(
-  deps: RunDeps,
-  o: { callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken?: number | null },
-): Promise<void> {
-  await finishLlmCallWithMessage(deps.pool, {
-    callId: o.callId,
-    chatId: o.chatId,
-    assistant: { content: o.text },
-    usage: o.usage,
-    latencyMs: sinceMs(o.started),
-    stopped: o.stopped,
-    runToken: o.runToken ?? null,
-  });
+export async function storeAnswer(deps: RunDeps, o: StreamedAnswer & { stopped: boolean }): Promise<void> {
+  await finishWithAnswer(deps, o, { stopped: o.stopped });
 }
 
 /**
@@ -94,18 +93,20 @@ export async function storeAnswer(
  * fails with `error`, in one statement. Rejects with FencedWriteError, writing nothing, when
  * `runToken` is no longer the chat's (the caller then fails the call alone).
  */
-export async function storeInterrupted(
-  deps: RunDeps,
-  o: { callId: string; chatId: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null },
-): Promise<void> {
+export async function storeInterrupted(deps: RunDeps, o: StreamedAnswer & { chatId: string; error: string; runToken: number | null }): Promise<void> {
+  await finishWithAnswer(deps, o, { interrupted: o.error });
+}
+
+/** The two above: the answer and its call's end in one statement; `end` says how the call ended. */
+async function finishWithAnswer(deps: RunDeps, o: StreamedAnswer, end: { stopped: boolean } | { interrupted: string }): Promise<void> {
   await finishLlmCallWithMessage(deps.pool, {
     callId: o.callId,
     chatId: o.chatId,
     assistant: { content: o.text },
     usage: o.usage,
     latencyMs: sinceMs(o.started),
-    interrupted: o.error,
-    runToken: o.runToken,
+    runToken: o.runToken ?? null,
+    ...end,
   });
 }
 

@@ -161,6 +161,13 @@ function saved(state: SearchState & { s: 'storing' }, detail: SearchDetail | nul
   return { s: 'ended', run };
 }
 
+/** Sends one engine's outcome as its event, keyed by the event's name (a replay holds it once); returns it. */
+function emitOutcome<T>(io: SearchIo, outcome: Outcome<T>, okEvent: string, errorEvent: string): Outcome<T> {
+  if (outcome.ok) io.emitKeyed(okEvent, okEvent, outcome.value);
+  else io.emitKeyed(errorEvent, errorEvent, { error: outcome.error });
+  return outcome;
+}
+
 function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): SearchState {
   const { run } = state;
   switch (msg.t) {
@@ -176,15 +183,11 @@ function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): Se
       return state;
     case 'search_done':
       if (state.s !== 'running') return state;
-      if (msg.outcome.ok) io.emitKeyed('search_results', 'search_results', msg.outcome.value);
-      else io.emitKeyed('search_error', 'search_error', { error: msg.outcome.error });
-      run.search = msg.outcome;
+      run.search = emitOutcome(io, msg.outcome, 'search_results', 'search_error');
       return run.answer ? settle(run, io) : state;
     case 'answer_done':
       if (state.s !== 'running') return state;
-      if (msg.outcome.ok) io.emitKeyed('answer', 'answer', msg.outcome.value);
-      else io.emitKeyed('answer_error', 'answer_error', { error: msg.outcome.error });
-      run.answer = msg.outcome;
+      run.answer = emitOutcome(io, msg.outcome, 'answer', 'answer_error');
       return run.search ? settle(run, io) : state;
     case 'saved':
       return state.s === 'storing' ? saved(state, msg.detail, io) : state;

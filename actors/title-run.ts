@@ -11,7 +11,7 @@ import type { ProviderAdapter, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { setChatTitleIfEmpty } from '../src/store/chats.ts';
 import type { ChatSummary } from '../src/types.ts';
-import { defineRun, messageOf, type Control, type Io } from './runtime/actor.ts';
+import { defineRun, isControl, messageOf, type Control, type Io } from './runtime/actor.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { failureOf, interruptionOf, RunError } from './run-failure.ts';
 import { failCall, finishCall, startCall } from './run-storage.ts';
@@ -117,13 +117,9 @@ function end(run: TitleData, failure: RunFailure, io: TitleIo): TitleState {
 
 function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): TitleState {
   const { run } = state;
+  // On a stop or cancel the model call sees the aborted signal; its failure ends the run.
+  if (isControl(msg)) return msg.t === 'start' && state.s === 'idle' ? start(run, io) : state;
   switch (msg.t) {
-    case 'start':
-      return state.s === 'idle' ? start(run, io) : state;
-    case 'stop':
-    case 'cancel':
-      // The model call sees the aborted signal; its failure ends the run.
-      return state;
     case 'timeout':
       run.timeout.abort(new Error(`timed out after ${TITLE_TIMEOUT_MS} ms`));
       return state;

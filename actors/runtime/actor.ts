@@ -32,6 +32,11 @@ export type Control =
   /** The runtime's cancel: nobody can use the result (`message` ends the run for shutdown and fencing). */
   | { t: 'cancel'; why: Exclude<CancelWhy, 'stop'>; message: string };
 
+/** True for the runtime's messages (a kind's own never use these names). */
+export function isControl<M extends { t: string }>(msg: M | Control): msg is Control {
+  return msg.t === 'start' || msg.t === 'stop' || msg.t === 'cancel';
+}
+
 /** Messages the runtime handles itself, in mailbox order with the kind's. */
 type RuntimeMessage = { t: 'attach'; subId: number } | { t: 'fault'; error: unknown };
 

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
 import type { PgCpuMeter } from './pg-cpu.ts';
-import { cpuMicros, rssKb, sleep, start, waitForQuiet, type Child } from '../../test/helpers/procs.ts';
+import { cpuMicros, rssKb, rssSamples, sleep, start, waitForQuiet, type Child } from '../../test/helpers/procs.ts';
 
 export interface Row {
   target: 'service' | 'floor' | 'nginx' | 'peer';
@@ -111,28 +111,15 @@ export interface Measured {
 
 /** RSS every `everyMs`, kept with its time, so both the peak and the steady phase's median can be read. */
 function rssTrace(pid: number, everyMs = 200) {
-  const at: number[] = [];
-  const kb: number[] = [];
-  const take = (): void => {
-    try {
-      const v = rssKb(pid);
-      at.push(performance.now());
-      kb.push(v);
-    } catch {
-      // the process went away: keep what we have
-    }
-  };
-  take();
-  const t = setInterval(take, everyMs);
+  const samples = rssSamples(pid, everyMs);
   return {
     stop() {
-      clearInterval(t);
-      take();
+      const all = samples.stop();
       return {
-        peak: Math.max(0, ...kb),
+        peak: Math.max(0, ...all.map((s) => s.kb)),
         /** The median of the samples taken within [from, to] (performance.now() times), or null. */
         median(from: number, to: number): number | null {
-          const inside = kb.filter((_, i) => at[i]! >= from && at[i]! <= to).sort((a, b) => a - b);
+          const inside = all.filter((s) => s.at >= from && s.at <= to).map((s) => s.kb).sort((a, b) => a - b);
           return inside.length ? inside[Math.floor(inside.length / 2)]! : null;
         },
       };

@@ -4,9 +4,10 @@
 // (Postgres splits q with the same parser it used on the documents, in history_tsquery) and only maps the
 // rows it gets back, cutting each snippet around the hit Postgres marked.
 import type { Queryable } from '../db/types.ts';
-import type { ProviderName } from '../providers/types.ts';
 import { sliceUnits } from '../text.ts';
 import type { ChatSummary, SearchSummary } from '../types.ts';
+import { toChatSummary, type ChatRow } from './chat-rows.ts';
+import { toSearchSummary, type SearchSummaryRow } from './search-rows.ts';
 
 export type MatchField = 'title' | 'query' | 'message' | 'answer';
 
@@ -98,21 +99,10 @@ const SEARCH_SQL = `
     LEFT JOIN project_members star ON star.project_id = 'starred' AND star.item_type = t.type AND star.item_id = t.item_id
    ORDER BY t.rank DESC, t.updated_at DESC, t.item_id DESC`;
 
-interface HitRow {
+/** A chat's columns or a search's (the other's are null), and where and how the hit matched. */
+interface HitRow extends ChatRow, SearchSummaryRow {
   type: 'chat' | 'search';
   field: MatchField;
-  id: string;
-  title: string | null;
-  created_at: Date;
-  updated_at: Date;
-  initiated_provider: string | null;
-  initiated_model: string | null;
-  last_used_provider: string | null;
-  last_used_model: string | null;
-  additional_system_prompt: string | null;
-  enabled_tools: string[] | null;
-  query: string | null;
-  starred_at: Date | null;
   highlighted: string;
 }
 
@@ -135,27 +125,9 @@ export function historySearchStatement(q: string, limit: number, candidates: num
 }
 
 function toHistoryItem(row: HitRow): HistoryItem {
-  const common = {
-    id: row.id,
-    title: row.title,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-    starred: row.starred_at !== null,
-    starredAt: row.starred_at?.toISOString() ?? null,
-  };
   const match: HistoryMatch = { field: row.field, snippet: snippetAround(row.highlighted) };
-  if (row.type === 'search') return { type: 'search', ...common, query: row.query, match };
-  return {
-    type: 'chat',
-    ...common,
-    initiatedProvider: row.initiated_provider as ProviderName | null,
-    initiatedModel: row.initiated_model,
-    lastUsedProvider: row.last_used_provider as ProviderName | null,
-    lastUsedModel: row.last_used_model,
-    additionalSystemPrompt: row.additional_system_prompt,
-    enabledTools: row.enabled_tools ?? [],
-    match,
-  };
+  if (row.type === 'search') return { type: 'search', ...toSearchSummary(row), match };
+  return { type: 'chat', ...toChatSummary(row), match };
 }
 
 /**

@@ -5,7 +5,7 @@
 // keep what they streamed (metadata.interrupted).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { simCompletion } from '../helpers/process.ts';
+import { simCompletion, type ServiceProcess } from '../helpers/process.ts';
 import { assistantMessages, chatIdOf, deltaText, follow, metric, openChatStream, readyIs, startDrainService, storedRun, type LiveStream } from '../helpers/drain.ts';
 import { sim, waitFor } from '../helpers/server.ts';
 
@@ -95,32 +95,31 @@ describe('drain on SIGTERM', () => {
     }
   });
 
-  it('cuts a run longer than the grace, storing its partial text as interrupted', async () => {
-    const { service, dbEnv, stop } = await startDrainService({ SHUTDOWN_GRACE_MS: '1500' });
-    try {
-      const long = await openChatStream(service.url, 100_000, 20);
-      await long.firstDelta;
-      service.child.kill('SIGTERM');
-      await assertCut(long, service.exited, dbEnv, () => service.output());
-    } finally {
-      await stop();
-    }
-  });
+  it('cuts a run longer than the grace, storing its partial text as interrupted', () => assertLongRunCut('1500'));
 
-  it('cuts at once on a second signal', async () => {
-    const { service, dbEnv, stop } = await startDrainService({ SHUTDOWN_GRACE_MS: '600000' });
-    try {
-      const long = await openChatStream(service.url, 100_000, 20);
-      await long.firstDelta;
-      service.child.kill('SIGTERM');
+  it('cuts at once on a second signal', () =>
+    assertLongRunCut('600000', async (service) => {
       await readyIs(service.url, 503);
       service.child.kill('SIGINT');
-      await assertCut(long, service.exited, dbEnv, () => service.output());
-    } finally {
-      await stop();
-    }
-  });
+    }));
 });
+
+/**
+ * A long run on a service with SHUTDOWN_GRACE_MS = `graceMs`, then SIGTERM and `afterTerm`: the run
+ * must be cut (assertCut).
+ */
+async function assertLongRunCut(graceMs: string, afterTerm: (service: ServiceProcess) => Promise<void> = async () => {}) {
+  const { service, dbEnv, stop } = await startDrainService({ SHUTDOWN_GRACE_MS: graceMs });
+  try {
+    const long = await openChatStream(service.url, 100_000, 20);
+    await long.firstDelta;
+    service.child.kill('SIGTERM');
+    await afterTerm(service);
+    await assertCut(long, service.exited, dbEnv, () => service.output());
+  } finally {
+    await stop();
+  }
+}
 
 /** The stream ended with the cut's error, the process exited 0, and what the client saw is stored as interrupted. */
 async function assertCut(s: LiveStream, exited: Promise<number | null>, dbEnv: Record<string, string>, output: () => string) {

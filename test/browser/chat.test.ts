@@ -3,44 +3,30 @@
 // a tool call's card goes from running to done, attachments reach the provider, and Stop keeps the
 // partial answer.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import { browserSkipReason, launchBrowser, recordedTexts, recordTexts, watchPage } from '../helpers/browser.ts';
-import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
+import { describe, it } from 'node:test';
+import { browserSkipReason, browserSuite, recordedTexts, recordTexts } from '../helpers/browser.ts';
+import { sim } from '../helpers/server.ts';
 
 const skip = browserSkipReason();
 const ANSWER = '.msg.assistant .body';
 
 describe('web client: chat', { skip: skip ?? false }, () => {
-  let server: TestServer;
-  let browser: Browser;
-  let page: Page;
-  let watch: { errors: string[] };
-
-  before(async () => {
-    [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-    page = await browser.newPage();
-    watch = watchPage(page);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const web = browserSuite();
 
   /** Opens a new chat on provider_c and sends `text` (and `files`); returns once the message is sent. */
   async function send(text: string, files: Array<{ name: string; mimeType: string; buffer: Buffer }> = []): Promise<void> {
-    await page.goto(`${server.url}/#new-chat`);
-    await page.locator('#model option[value="provider_c:sim-c-large"]').waitFor({ state: 'attached' });
-    await page.selectOption('#model', 'provider_c:sim-c-large');
-    await page.fill('textarea[name=text]', text);
-    if (files.length > 0) await page.setInputFiles('input[name=files]', files);
-    await page.keyboard.press('Enter');
+    await web.page.goto(`${web.server.url}/#new-chat`);
+    await web.page.locator('#model option[value="provider_c:sim-c-large"]').waitFor({ state: 'attached' });
+    await web.page.selectOption('#model', 'provider_c:sim-c-large');
+    await web.page.fill('textarea[name=text]', text);
+    if (files.length > 0) await web.page.setInputFiles('input[name=files]', files);
+    await web.page.keyboard.press('Enter');
   }
 
-  const idle = () => page.waitForFunction(() => document.querySelector('.msg.assistant') && !document.querySelector('[aria-busy]'));
-  const chatIdOf = () => decodeURIComponent(new URL(page.url()).hash.replace('#chat/', ''));
+  const idle = () => web.page.waitForFunction(() => document.querySelector('.msg.assistant') && !document.querySelector('[aria-busy]'));
+  const chatIdOf = () => decodeURIComponent(new URL(web.page.url()).hash.replace('#chat/', ''));
   async function storedMessage(chatId: string): Promise<{ content: string; metadata: Record<string, unknown> | null }> {
-    const { body } = await server.call('GET', `/v1/chats/${chatId}`);
+    const { body } = await web.server.call('GET', `/v1/chats/${chatId}`);
     const answers = body.chat.messages.filter((m: { role: string }) => m.role === 'assistant');
     assert.equal(answers.length, 1);
     return answers[0];
@@ -50,57 +36,57 @@ describe('web client: chat', { skip: skip ?? false }, () => {
   it('shows a streamed answer token by token, then the stored text', async () => {
     const reply = 'Tide pools hold anemones, crabs, sea stars, snails and small fish between the tides, ' +
       'and at low water they are easy to see from the rocks.';
-    await page.goto(`${server.url}/`);
-    await recordTexts(page, ANSWER);
+    await web.page.goto(`${web.server.url}/`);
+    await recordTexts(web.page, ANSWER);
     // provider_c has tools, so its first second of text may be held back while the round could still
     // turn into tool calls: the stream runs well past that.
     await send(sim({ reply, deltas: 30, rate: 10 }));
     await idle();
-    const texts = (await recordedTexts(page)).filter((t) => t.length > 0);
+    const texts = (await recordedTexts(web.page)).filter((t) => t.length > 0);
     assert.equal(texts.at(-1), reply);
     const partial = texts.filter((t) => t !== reply);
     assert.ok(partial.length >= 4, `expected several intermediate states, saw ${JSON.stringify(partial)}`);
     for (let i = 1; i < partial.length; i++) assert.ok(partial[i]!.startsWith(partial[i - 1]!), 'each state extends the previous one');
     for (const t of partial) assert.ok(reply.startsWith(t), `intermediate state ${JSON.stringify(t)} is a prefix of the answer`);
     assert.equal(await storedAnswer(chatIdOf()), reply);
-    assert.match(page.url(), /#chat\//);
-    assert.equal(await page.isVisible('.stop'), false, 'no stop button once the run is over');
-    assert.equal(await page.isEnabled('button[name=send]'), true);
-    assert.deepEqual(watch.errors, []);
+    assert.match(web.page.url(), /#chat\//);
+    assert.equal(await web.page.isVisible('.stop'), false, 'no stop button once the run is over');
+    assert.equal(await web.page.isEnabled('button[name=send]'), true);
+    assert.deepEqual(web.watch.errors, []);
   });
 
   it('re-attaches after a reload mid-stream and ends with the full stored text', async () => {
     await send(sim({ deltas: 40, rate: 8 }, 'count slowly'));
-    await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
+    await web.page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
     const chatId = chatIdOf();
-    const before = (await page.textContent(ANSWER))!;
-    await page.reload();
+    const before = (await web.page.textContent(ANSWER))!;
+    await web.page.reload();
     // Live again: the answer is streaming after the reload, and starts with what was shown before it.
-    await page.waitForSelector('.msg.assistant[aria-busy=true]');
-    const replayed = (await page.textContent(ANSWER))!;
+    await web.page.waitForSelector('.msg.assistant[aria-busy=true]');
+    const replayed = (await web.page.textContent(ANSWER))!;
     assert.ok(replayed.startsWith(before), `after the reload ${JSON.stringify(replayed)} continues ${JSON.stringify(before)}`);
     await idle();
     const stored = await storedAnswer(chatId);
     assert.ok(stored.length > replayed.length);
-    assert.equal(await page.textContent(ANSWER), stored);
-    assert.deepEqual(watch.errors, []);
+    assert.equal(await web.page.textContent(ANSWER), stored);
+    assert.deepEqual(web.watch.errors, []);
   });
 
   it('shows a tool call as a card that goes from running to done', async () => {
-    await page.goto(`${server.url}/`);
-    await recordTexts(page, '.tool .tool-status');
+    await web.page.goto(`${web.server.url}/`);
+    await recordTexts(web.page, '.tool .tool-status');
     // The engine answers the tool's search after a pause, so the running state is there to see.
     const query = `tide pools SIM ${JSON.stringify({ searchDelayMs: 1500 })}`;
     await send(sim({ tools: [{ name: 'web_search', args: { query } }], reply: 'Found them.' }, 'look it up'));
     await idle();
-    const states = (await recordedTexts(page)).filter((t) => t.length > 0);
+    const states = (await recordedTexts(web.page)).filter((t) => t.length > 0);
     assert.equal(states[0], 'running');
     assert.match(states.at(-1)!, /^done · \d+ ms$/);
-    assert.equal(await page.locator('.tool').count(), 1, 'one card per toolCallId');
-    assert.equal(await page.getAttribute('.tool', 'data-status'), 'completed');
-    assert.equal(await page.textContent('.tool .tool-name'), 'web_search');
-    assert.equal(await page.textContent(ANSWER), 'Found them.');
-    assert.deepEqual(watch.errors, []);
+    assert.equal(await web.page.locator('.tool').count(), 1, 'one card per toolCallId');
+    assert.equal(await web.page.getAttribute('.tool', 'data-status'), 'completed');
+    assert.equal(await web.page.textContent('.tool .tool-name'), 'web_search');
+    assert.equal(await web.page.textContent(ANSWER), 'Found them.');
+    assert.deepEqual(web.watch.errors, []);
   });
 
   it('sends an image and a text file as attachments, forwarded to the provider and stored', async () => {
@@ -111,41 +97,41 @@ describe('web client: chat', { skip: skip ?? false }, () => {
     ]);
     await idle();
     // The simulator answers with what the provider received: the text, the image, the text file.
-    const echoed = JSON.parse((await page.textContent(ANSWER))!);
+    const echoed = JSON.parse((await web.page.textContent(ANSWER))!);
     assert.deepEqual(echoed.parts.filter((p: string) => p === 'image_url'), ['image_url']);
     assert.equal(echoed.attachments[0].mediaType, 'image/png');
     assert.ok(echoed.parts.filter((p: string) => p === 'text').length >= 2, JSON.stringify(echoed));
-    const { body } = await server.call('GET', `/v1/chats/${chatIdOf()}`);
+    const { body } = await web.server.call('GET', `/v1/chats/${chatIdOf()}`);
     const user = body.chat.messages.find((m: { role: string }) => m.role === 'user');
     const attachments = user.metadata.attachments;
     assert.deepEqual(attachments.map((a: { kind: string; filename: string }) => [a.kind, a.filename]), [['image', 'dot.png'], ['text', 'notes.txt']]);
     assert.equal(attachments[1].text, 'PERIWINKLE notes');
     // Shown from the stored message: the image as a picture, the text file by name.
-    assert.equal(await page.getAttribute('.msg.user .attachments img', 'alt'), 'dot.png');
-    assert.match((await page.textContent('.msg.user .attachments'))!, /notes\.txt/);
-    assert.deepEqual(watch.errors, []);
+    assert.equal(await web.page.getAttribute('.msg.user .attachments img', 'alt'), 'dot.png');
+    assert.match((await web.page.textContent('.msg.user .attachments'))!, /notes\.txt/);
+    assert.deepEqual(web.watch.errors, []);
   });
 
   it('stop keeps the partial answer, stored and shown as stopped', async () => {
     const reply = Array.from({ length: 80 }, (_, i) => `word${i + 1}`).join(' ');
     await send(sim({ reply, deltas: 80, rate: 10 }, 'count to eighty'));
-    await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
+    await web.page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
     const chatId = chatIdOf();
-    await page.click('.stop');
-    await page.waitForSelector('.msg.assistant .note');
+    await web.page.click('.stop');
+    await web.page.waitForSelector('.msg.assistant .note');
     await idle();
     const stored = await storedMessage(chatId);
     assert.equal(stored.metadata?.stopped, true);
     assert.ok(stored.content.length > 10, 'the text shown before Stop is kept');
     // 80 deltas at 10/s: stopped after a second or two, far from the whole answer.
     assert.ok(reply.startsWith(stored.content) && stored.content.length < reply.length, `a prefix: ${JSON.stringify(stored.content)}`);
-    assert.equal(await page.textContent(ANSWER), stored.content);
-    assert.equal(await page.textContent('.msg.assistant .note'), 'stopped');
-    assert.equal(await page.isVisible('.stop'), false);
-    const { body } = await server.call('GET', '/v1/active-runs');
+    assert.equal(await web.page.textContent(ANSWER), stored.content);
+    assert.equal(await web.page.textContent('.msg.assistant .note'), 'stopped');
+    assert.equal(await web.page.isVisible('.stop'), false);
+    const { body } = await web.server.call('GET', '/v1/active-runs');
     assert.equal(body.chats.includes(chatId), false, 'nothing left running');
-    const last = (await server.call('GET', `/v1/chats/${chatId}`)).body.chat.lastRun;
+    const last = (await web.server.call('GET', `/v1/chats/${chatId}`)).body.chat.lastRun;
     assert.equal(last.status, 'stopped');
-    assert.deepEqual(watch.errors, []);
+    assert.deepEqual(web.watch.errors, []);
   });
 });

@@ -2,10 +2,10 @@
 // frame, not per delta), ends with the stored text, and PRINTS its scripting time per delta (measured
 // by Chromium's own counters; speed is printed, never asserted).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import { browserSkipReason, launchBrowser, watchPage } from '../helpers/browser.ts';
-import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
+import { describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { browserSkipReason, browserSuite } from '../helpers/browser.ts';
+import { sim } from '../helpers/server.ts';
 import { chatIdOf, idle, sendInNewChat } from './ui.ts';
 
 const skip = browserSkipReason();
@@ -33,27 +33,14 @@ async function metrics(page: Page, cdp: { send(m: 'Performance.getMetrics'): Pro
 }
 
 describe('web client: a long streamed answer', { skip: skip ?? false }, () => {
-  let server: TestServer;
-  let browser: Browser;
-  let page: Page;
-  let watch: { errors: string[] };
-
-  before(async () => {
-    [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-    page = await browser.newPage();
-    watch = watchPage(page);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const web = browserSuite();
 
   it(`streams ${DELTAS} deltas, rendering once per frame, and ends with the stored text`, async () => {
     const reply = longAnswer();
-    await page.goto(`${server.url}/`);
-    await page.waitForSelector('#model option', { state: 'attached' });
+    await web.page.goto(`${web.server.url}/`);
+    await web.page.waitForSelector('#model option', { state: 'attached' });
     // Renders of the open block while the answer streams, and the page's long tasks.
-    await page.evaluate(`(() => {
+    await web.page.evaluate(`(() => {
       window.__renders = 0;
       window.__longTasks = 0;
       new PerformanceObserver((list) => { window.__longTasks += list.getEntries().length; }).observe({ type: 'longtask' });
@@ -61,20 +48,20 @@ describe('web client: a long streamed answer', { skip: skip ?? false }, () => {
         for (const r of records) if (r.target.matches?.('.msg.assistant[aria-busy] .open-block')) { window.__renders++; break; }
       }).observe(document.getElementById('main'), { subtree: true, childList: true });
     })()`);
-    const cdp = await page.context().newCDPSession(page);
+    const cdp = await web.page.context().newCDPSession(web.page);
     await cdp.send('Performance.enable');
-    const start = await metrics(page, cdp);
+    const start = await metrics(web.page, cdp);
     const began = performance.now();
-    await sendInNewChat(page, server.url, sim({ reply, deltas: DELTAS, rate: RATE }, 'a long one'));
-    await idle(page);
+    await sendInNewChat(web.page, web.server.url, sim({ reply, deltas: DELTAS, rate: RATE }, 'a long one'));
+    await idle(web.page);
     const seconds = (performance.now() - began) / 1000;
-    const end = await metrics(page, cdp);
+    const end = await metrics(web.page, cdp);
 
-    const { body } = await server.call('GET', `/v1/chats/${chatIdOf(page)}`);
+    const { body } = await web.server.call('GET', `/v1/chats/${chatIdOf(web.page)}`);
     const stored = body.chat.messages.find((m: { role: string }) => m.role === 'assistant').content;
     assert.equal(stored, reply);
-    await page.waitForFunction((n) => document.querySelectorAll('.msg.assistant .body h3').length === n, reply.match(/^### /gm)!.length);
-    const renders = (await page.evaluate('window.__renders')) as number;
+    await web.page.waitForFunction((n) => document.querySelectorAll('.msg.assistant .body h3').length === n, reply.match(/^### /gm)!.length);
+    const renders = (await web.page.evaluate('window.__renders')) as number;
     assert.ok(renders > 1, `rendered while streaming (${renders} renders)`);
     assert.ok(renders < DELTAS / 2, `renders are batched per frame, not one per delta (${renders} for ${DELTAS} deltas)`);
 
@@ -82,8 +69,8 @@ describe('web client: a long streamed answer', { skip: skip ?? false }, () => {
     console.log(
       `long answer: ${DELTAS} deltas (${reply.length} chars) at ${RATE}/s in ${seconds.toFixed(1)} s; ${renders} renders; ` +
         `page scripting ${perDelta(end.script - start.script)} ms/delta, style+layout ${perDelta(end.layout - start.layout)} ms/delta, ` +
-        `all tasks ${perDelta(end.task - start.task)} ms/delta; long tasks (>50 ms): ${await page.evaluate('window.__longTasks')}`,
+        `all tasks ${perDelta(end.task - start.task)} ms/delta; long tasks (>50 ms): ${await web.page.evaluate('window.__longTasks')}`,
     );
-    assert.deepEqual(watch.errors, []);
+    assert.deepEqual(web.watch.errors, []);
   });
 });

@@ -2,10 +2,9 @@
 // user messages render as Markdown with highlighted, copyable code; a streamed answer renders its
 // closed blocks once; streaming equals a full render; hostile answers stay inert and send nothing.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { browserSkipReason, launchBrowser, watchPage } from '../helpers/browser.ts';
-import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
+import { describe, it } from 'node:test';
+import { browserSkipReason, browserSuite } from '../helpers/browser.ts';
+import { sim } from '../helpers/server.ts';
 import { idle, sendInNewChat } from './ui.ts';
 
 const skip = browserSkipReason();
@@ -32,28 +31,12 @@ const ANSWER = [
 ].join('\n');
 
 describe('web client: Markdown', { skip: skip ?? false }, () => {
-  let server: TestServer;
-  let browser: Browser;
-  let context: BrowserContext;
-  let page: Page;
-  let watch: { errors: string[] };
-
-  before(async () => {
-    [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-    context = await browser.newContext();
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
-    page = await context.newPage();
-    watch = watchPage(page);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const web = browserSuite({ permissions: ['clipboard-read', 'clipboard-write'] });
 
   it('renders headings, lists, tables, links and highlighted code with a copy button; the user message too', async () => {
-    await page.goto(`${server.url}/`);
+    await web.page.goto(`${web.server.url}/`);
     // Every <h2> the answer gets while it streams: the closed heading block must be put in place once.
-    await page.evaluate(`(() => {
+    await web.page.evaluate(`(() => {
       window.__committedHeadings = 0;
       new MutationObserver((records) => {
         for (const r of records) for (const n of r.addedNodes) {
@@ -61,32 +44,32 @@ describe('web client: Markdown', { skip: skip ?? false }, () => {
         }
       }).observe(document.getElementById('main'), { subtree: true, childList: true });
     })()`);
-    await sendInNewChat(page, server.url, sim({ reply: ANSWER, rate: 40 }, 'Tell me about **tide pools**'));
-    await idle(page);
-    assert.equal(await page.evaluate('window.__committedHeadings'), 1, 'the closed heading was rendered once while streaming');
+    await sendInNewChat(web.page, web.server.url, sim({ reply: ANSWER, rate: 40 }, 'Tell me about **tide pools**'));
+    await idle(web.page);
+    assert.equal(await web.page.evaluate('window.__committedHeadings'), 1, 'the closed heading was rendered once while streaming');
 
-    await page.locator(`${BODY} pre code.hljs`).waitFor();
-    assert.equal(await page.textContent(`${BODY} h2`), 'Tide pools');
-    assert.equal(await page.textContent(`${BODY} strong`), 'anemones');
-    assert.deepEqual(await page.locator(`${BODY} ul li`).allTextContents(), ['sea stars', 'snails']);
-    assert.deepEqual(await page.locator(`${BODY} table td`).allTextContents(), ['mussel', 'high']);
-    const link = page.locator(`${BODY} a`);
+    await web.page.locator(`${BODY} pre code.hljs`).waitFor();
+    assert.equal(await web.page.textContent(`${BODY} h2`), 'Tide pools');
+    assert.equal(await web.page.textContent(`${BODY} strong`), 'anemones');
+    assert.deepEqual(await web.page.locator(`${BODY} ul li`).allTextContents(), ['sea stars', 'snails']);
+    assert.deepEqual(await web.page.locator(`${BODY} table td`).allTextContents(), ['mussel', 'high']);
+    const link = web.page.locator(`${BODY} a`);
     assert.equal(await link.getAttribute('href'), 'https://example.org/guide');
     assert.equal(await link.getAttribute('target'), '_blank');
     assert.match((await link.getAttribute('rel'))!, /noopener/);
-    assert.ok(await page.locator(`${BODY} pre code.language-ts .hljs-keyword`).count() >= 2, 'keywords highlighted');
-    assert.equal(await page.textContent('.msg.user .body strong'), 'tide pools');
+    assert.ok(await web.page.locator(`${BODY} pre code.language-ts .hljs-keyword`).count() >= 2, 'keywords highlighted');
+    assert.equal(await web.page.textContent('.msg.user .body strong'), 'tide pools');
 
-    await page.click(`${BODY} .code button.copy`);
-    await page.waitForSelector(`${BODY} .code button.copy[data-state=copied]`);
-    assert.equal(await page.evaluate('navigator.clipboard.readText()'), 'const count: number = 3;\nfunction grow(n: number) { return n + 1; }\n');
-    assert.deepEqual(watch.errors, []);
+    await web.page.click(`${BODY} .code button.copy`);
+    await web.page.waitForSelector(`${BODY} .code button.copy[data-state=copied]`);
+    assert.equal(await web.page.evaluate('navigator.clipboard.readText()'), 'const count: number = 3;\nfunction grow(n: number) { return n + 1; }\n');
+    assert.deepEqual(web.watch.errors, []);
   });
 
   it('streamed in any chunking, the answer ends exactly as a full render of its text', async () => {
-    await page.goto(`${server.url}/`);
-    await page.waitForSelector('#model option', { state: 'attached' });
-    const same = await page.evaluate(async (text) => {
+    await web.page.goto(`${web.server.url}/`);
+    await web.page.waitForSelector('#model option', { state: 'attached' });
+    const same = await web.page.evaluate(async (text) => {
       const src = [...document.scripts].find((s) => s.type === 'module')!.src;
       const md = await import(new URL('markdown.js', src).href);
       const results: boolean[] = [];
@@ -131,38 +114,38 @@ describe('web client: Markdown', { skip: skip ?? false }, () => {
     ].join('\n\n');
     const dialogs: string[] = [];
     const elsewhere: string[] = [];
-    page.on('dialog', (d) => {
+    web.page.on('dialog', (d) => {
       dialogs.push(d.message());
       void d.dismiss();
     });
-    page.on('request', (r) => {
-      if (!r.url().startsWith(server.url + '/') || /\/x$/.test(r.url())) elsewhere.push(r.url());
+    web.page.on('request', (r) => {
+      if (!r.url().startsWith(web.server.url + '/') || /\/x$/.test(r.url())) elsewhere.push(r.url());
     });
-    await sendInNewChat(page, server.url, sim({ reply: hostile }, `same in my own message:\n\n${hostile}`));
-    await idle(page);
-    await page.waitForFunction(() => document.querySelector('.msg.assistant .body')?.textContent?.includes('HOSTILE-END'));
+    await sendInNewChat(web.page, web.server.url, sim({ reply: hostile }, `same in my own message:\n\n${hostile}`));
+    await idle(web.page);
+    await web.page.waitForFunction(() => document.querySelector('.msg.assistant .body')?.textContent?.includes('HOSTILE-END'));
     // The links that lost their href go nowhere when clicked.
-    const dead = page.locator('.msg.assistant .body a:not([href])');
+    const dead = web.page.locator('.msg.assistant .body a:not([href])');
     assert.ok((await dead.count()) >= 4, 'javascript: and data: links are kept as text');
     for (const a of await dead.all()) await a.click();
     // An image error queued now is handled: the errors of the answer's images, queued earlier, were too.
     // (Inline handlers could not run under the page's CSP anyway; the sanitizer must not leave them,
-    // and a CSP refusal would show up in watch.errors.)
-    await page.evaluate(`(() => { const i = new Image(); i.onerror = () => { window.__control = 1; }; i.src = 'data:,'; })()`);
-    await page.waitForFunction(() => (window as unknown as { __control?: number }).__control === 1);
+    // and a CSP refusal would show up in web.watch.errors.)
+    await web.page.evaluate(`(() => { const i = new Image(); i.onerror = () => { window.__control = 1; }; i.src = 'data:,'; })()`);
+    await web.page.waitForFunction(() => (window as unknown as { __control?: number }).__control === 1);
 
-    assert.equal(await page.evaluate('window.__pwned'), undefined);
+    assert.equal(await web.page.evaluate('window.__pwned'), undefined);
     assert.deepEqual(dialogs, []);
     assert.deepEqual(elsewhere, []);
     for (const sel of ['script', 'svg', 'math', 'iframe', 'object', 'style', 'form', 'video', 'audio', '[onerror]', '[onload]', '[ontoggle]', '[ping]', 'img[src]']) {
-      assert.equal(await page.locator(`.msg .body ${sel}`).count(), 0, `no ${sel} in a message`);
+      assert.equal(await web.page.locator(`.msg .body ${sel}`).count(), 0, `no ${sel} in a message`);
     }
-    for (const href of await page.locator('.msg .body a[href]').evaluateAll((as) => as.map((a) => a.getAttribute('href')))) {
+    for (const href of await web.page.locator('.msg .body a[href]').evaluateAll((as) => as.map((a) => a.getAttribute('href')))) {
       assert.match(href!, /^https?:/, `only web links keep an href: ${href}`);
     }
-    assert.ok(await page.locator('.msg.assistant .body details').count() === 1, 'harmless HTML is kept');
+    assert.ok(await web.page.locator('.msg.assistant .body details').count() === 1, 'harmless HTML is kept');
     // Chromium reports an inline handler or <style> to the page's CSP as soon as the sanitizer's inert
     // document parses it, before the sanitizer drops it: those reports are expected; anything else is not.
-    assert.deepEqual(watch.errors.filter((e) => !/^console: (Executing inline event handler|Applying inline style) violates/.test(e)), []);
+    assert.deepEqual(web.watch.errors.filter((e) => !/^console: (Executing inline event handler|Applying inline style) violates/.test(e)), []);
   });
 });

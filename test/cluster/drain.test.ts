@@ -3,36 +3,16 @@
 // instance still attaches to its run, a second start for the chat elsewhere is still 409, and a stop
 // sent to another instance reaches it; then it exits 0 by itself.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
-import { clusterRedis, clusterRuns, openStream, rebuilt, slow, startCluster, type Instance, type TestCluster } from '../helpers/cluster.ts';
+import { describe, it } from 'node:test';
+import { clusterRuns, clusterSuite, openStream, rebuilt, slow, type Instance } from '../helpers/cluster.ts';
 import { readyIs } from '../helpers/drain.ts';
-import type { TestRedis } from '../helpers/redis.ts';
 
 describe('cluster mode: a draining instance', async () => {
-  const redis = await clusterRedis();
-  if (typeof redis === 'string') {
-    console.log(`# ${redis}`);
-    it('needs Postgres and Redis', { skip: redis }, () => {});
-    return;
-  }
-  const r: TestRedis = redis;
-  const prefix = r.prefix();
-  let simh: SimHandle;
-  let c: TestCluster;
-  before(async () => {
-    simh = await startSimulator();
-    c = await startCluster({ n: 2, redisUrl: r.url, prefix, sim: simh, env: { SHUTDOWN_GRACE_MS: '600000' } });
-  });
-  after(async () => {
-    await c?.close();
-    await simh?.close();
-    await r.clean(prefix);
-    await r.close();
-  });
+  const suite = await clusterSuite({ n: 2, env: { SHUTDOWN_GRACE_MS: '600000' } });
+  if (!suite) return;
 
   it('serves attach and stop from another instance until its run ends, then exits 0', async () => {
-    const [other, draining] = c.instances as [Instance, Instance];
+    const [other, draining] = suite.cluster.instances as [Instance, Instance];
     const run = await openStream(draining, '/v1/chat-completions/stream', slow(100_000, 20));
     const chatId = run.meta.data.chatId as string;
     await run.firstDelta;

@@ -8,9 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
-import { clusterRedis, openStream, rebuilt, slow, startCluster, type Instance, type TestCluster } from '../helpers/cluster.ts';
-import type { TestRedis } from '../helpers/redis.ts';
+import { clusterSuite, openStream, rebuilt, slow, type Instance } from '../helpers/cluster.ts';
 import { waitFor, type SseEvent } from '../helpers/server.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 
@@ -19,33 +17,18 @@ const TTL_MS = 4500;
 const FENCED = 'run cancelled: this instance lost contact with the cluster';
 
 describe('cluster mode: fencing a cut-off or frozen owner', async () => {
-  const redis = await clusterRedis();
-  if (typeof redis === 'string') {
-    console.log(`# ${redis}`);
-    it('needs Postgres and Redis', { skip: redis }, () => {});
-    return;
-  }
-  const r: TestRedis = redis;
-  const prefix = r.prefix();
-  let simh: SimHandle;
-  let c: TestCluster;
   let proxy: TcpProxy;
   let db: pg.Client;
+  const suite = await clusterSuite({ n: 1, env: { CLUSTER_LEASE_TTL_MS: String(TTL_MS) }, beforeClose: async () => db?.end() });
+  if (!suite) return;
   before(async () => {
-    simh = await startSimulator();
-    c = await startCluster({ n: 1, redisUrl: r.url, prefix, sim: simh, env: { CLUSTER_LEASE_TTL_MS: String(TTL_MS) } });
-    const target = new URL(r.url);
+    const target = new URL(suite.redis.url);
     proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
-    db = new pg.Client({ connectionString: c.databaseUrl });
+    db = new pg.Client({ connectionString: suite.cluster.databaseUrl });
     await db.connect();
   });
   after(async () => {
-    await db?.end();
-    await c?.close();
     await proxy?.close();
-    await simh?.close();
-    await r.clean(prefix);
-    await r.close();
   });
 
   const messages = async (chatId: string) =>
@@ -53,8 +36,8 @@ describe('cluster mode: fencing a cut-off or frozen owner', async () => {
   const callStatus = async (callId: string) => (await db.query<{ status: string; error: string | null }>('SELECT status, error FROM llm_calls WHERE id = $1', [callId])).rows[0];
 
   it('a partitioned owner ends its run before another instance can take the chat', async (t) => {
-    const [a] = c.instances as [Instance];
-    const cut = await c.add('cut', { REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
+    const [a] = suite.cluster.instances as [Instance];
+    const cut = await suite.cluster.add('cut', { REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
     const old = await openStream(cut, '/v1/chat-completions/stream', slow(600, 20));
     const chatId = old.meta.data.chatId as string;
     await old.firstDelta;
@@ -83,8 +66,8 @@ describe('cluster mode: fencing a cut-off or frozen owner', async () => {
   });
 
   it('a frozen owner’s late write is refused by the fencing token', async () => {
-    const [a] = c.instances as [Instance];
-    const frozen = await c.add('frozen');
+    const [a] = suite.cluster.instances as [Instance];
+    const frozen = await suite.cluster.add('frozen');
     const old = await openStream(frozen, '/v1/chat-completions/stream', slow(100, 10));
     const chatId = old.meta.data.chatId as string;
     const callId = old.meta.data.callId as string;

@@ -5,46 +5,29 @@
 // runs at once, and one whose Redis cannot be reached refuses to start. (SIGKILL: kill.test.ts;
 // Redis restarted mid-run: redis-restart.test.ts; each file has its own time budget.)
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import pg from 'pg';
-import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
-import { clusterRedis, clusterRuns, openStream, rebuilt, slow, startCluster, startInstance, storedAnswer, type Instance, type TestCluster } from '../helpers/cluster.ts';
-import { freePort, type TestRedis } from '../helpers/redis.ts';
+import { clusterRuns, clusterSuite, openStream, rebuilt, slow, startInstance, storedAnswer, type Instance } from '../helpers/cluster.ts';
+import { freePort } from '../helpers/redis.ts';
 import { sim, simEnv, startStorm, stopAfterFirstDelta, waitFor } from '../helpers/server.ts';
 
 describe('cluster mode: three instances on one Postgres and one Redis', async () => {
-  const redis = await clusterRedis();
-  if (typeof redis === 'string') {
-    console.log(`# ${redis}`);
-    it('needs Postgres and Redis', { skip: redis }, () => {});
-    return;
-  }
-  const r: TestRedis = redis;
-  const prefix = r.prefix();
-  let simh: SimHandle;
-  let c: TestCluster;
+  const suite = await clusterSuite({ n: 3 });
+  if (!suite) return;
   let a: Instance, b: Instance, cc: Instance;
-  before(async () => {
-    simh = await startSimulator();
-    c = await startCluster({ n: 3, redisUrl: r.url, prefix, sim: simh });
-    [a, b, cc] = c.instances as [Instance, Instance, Instance];
-  });
-  after(async () => {
-    await c?.close();
-    await simh?.close();
-    await r.clean(prefix);
-    await r.close();
+  before(() => {
+    [a, b, cc] = suite.cluster.instances as [Instance, Instance, Instance];
   });
 
   it('a start storm on one chat over three instances runs exactly once; the others get 409', async () => {
     const chat = (await a.call('POST', '/v1/chats', {})).body.chat;
-    const { won, refused, statuses } = await startStorm(24, (i) => c.instances[i % 3]!.url, slow(200, 20, { chatId: chat.id }));
+    const { won, refused, statuses } = await startStorm(24, (i) => suite.cluster.instances[i % 3]!.url, slow(200, 20, { chatId: chat.id }));
     assert.equal(won.length, 1, statuses);
     assert.deepEqual(refused, Array(23).fill({ message: 'an active chat stream already exists for this chat' }));
     const { events, stopStatus } = await stopAfterFirstDelta(won[0]!, () => b.call('POST', `/v1/chats/${chat.id}/stream/stop`));
     assert.equal(stopStatus, 200);
     assert.deepEqual([events.at(-1)?.event, events.at(-1)?.data.stopped], ['done', true]);
-    const db = new pg.Client({ connectionString: c.databaseUrl });
+    const db = new pg.Client({ connectionString: suite.cluster.databaseUrl });
     await db.connect();
     try {
       const calls = await db.query('SELECT count(*)::int AS n FROM llm_calls WHERE chat_id = $1', [chat.id]);
@@ -60,7 +43,7 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
     assert.deepEqual((await b.call('GET', '/v1/active-runs')).body.chats, [], 'the spec’s meaning: this process only');
     assert.ok((await clusterRuns(b)).chats.includes(chatId), '?scope=cluster lists the run on another instance');
     const attaches = Array.from({ length: 9 }, (_, i) =>
-      new Promise((res) => setTimeout(res, i * 60 + Math.floor(Math.random() * 50))).then(() => c.instances[i % 3]!.stream(`/v1/chats/${chatId}/stream/attach`)),
+      new Promise((res) => setTimeout(res, i * 60 + Math.floor(Math.random() * 50))).then(() => suite.cluster.instances[i % 3]!.stream(`/v1/chats/${chatId}/stream/attach`)),
     );
     // A client that drops mid-stream and re-attaches elsewhere gets everything too.
     const dropped = await b.stream(`/v1/chats/${chatId}/stream/attach`, undefined, { stopAfter: (_e, all) => all.length >= 3 });
@@ -77,7 +60,7 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
       assert.equal(names[0], 'meta', 'replay starts with meta');
       assert.equal(names.filter((n) => n === 'done' || n === 'error').length, 1, 'one terminal event');
       assert.equal(names.at(-1), 'done');
-      assert.equal(rebuilt(x.events), stored, `attach ${i} on ${c.instances[i % 3]!.id}: nothing lost or doubled`);
+      assert.equal(rebuilt(x.events), stored, `attach ${i} on ${suite.cluster.instances[i % 3]!.id}: nothing lost or doubled`);
       assert.equal(x.events.at(-1)!.data.text, stored);
     });
     assert.ok(remote >= 3, `most remote attaches happen while the run is active (${remote})`);
@@ -119,7 +102,7 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
     assert.deepEqual(attached.events.at(-1)!.data, one.events.at(-1)!.data);
     assert.equal(whole.status, 200);
     assert.deepEqual(whole.body.search, one.events.at(-1)!.data.search);
-    const engine = (what: string) => simh.requests.filter((x) => x.upstream === 'engine_a' && x.path.endsWith(what) && x.body?.query === q).length;
+    const engine = (what: string) => suite.sim.requests.filter((x) => x.upstream === 'engine_a' && x.path.endsWith(what) && x.body?.query === q).length;
     assert.equal(engine('/search'), 1, 'the engine is asked once');
     assert.equal(engine('/answer'), 1);
   });
@@ -127,7 +110,7 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   it('a title suggested on two instances at once is one model call; both get the stored title', async () => {
     const chat = (await a.call('POST', '/v1/chats', {})).body.chat;
     const content = sim({ reply: 'Shared Cluster Title', firstByteDelayMs: 600 }, `title ${chat.id}`);
-    const calls = () => simh.requests.filter((x) => x.upstream === 'provider_a' && x.path.endsWith('/responses') && JSON.stringify(x.body?.input).includes(chat.id)).length;
+    const calls = () => suite.sim.requests.filter((x) => x.upstream === 'provider_a' && x.path.endsWith('/responses') && JSON.stringify(x.body?.input).includes(chat.id)).length;
     const [one, two] = await Promise.all([a, b].map((i) => i.call('POST', '/v1/chats/title/suggest', { chatId: chat.id, content })));
     assert.deepEqual([one!.status, two!.status], [200, 200], JSON.stringify([one!.body, two!.body]));
     assert.deepEqual([one!.body.chat.title, two!.body.chat.title], ['Shared Cluster Title', 'Shared Cluster Title']);
@@ -137,7 +120,7 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   it('an instance whose Redis cannot be reached refuses to start, naming REDIS_URL', async () => {
     const port = await freePort();
     await assert.rejects(
-      startInstance('lonely', { PORT: '0', DATABASE_URL: c.databaseUrl, REDIS_URL: `redis://127.0.0.1:${port}`, ...simEnv(simh) }),
+      startInstance('lonely', { PORT: '0', DATABASE_URL: suite.cluster.databaseUrl, REDIS_URL: `redis://127.0.0.1:${port}`, ...simEnv(suite.sim) }),
       (err: { code: number; out: string }) => {
         assert.equal(err.code, 1);
         assert.match(err.out, /REDIS_URL/);

@@ -3,37 +3,17 @@
 // a new stream on the survivor, a follower on the survivor is told the run's instance stopped, and
 // the heartbeat sweeper (issue 16's, not a second mechanism) marks its LlmCall failed.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import pg from 'pg';
-import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
-import { clusterRedis, clusterRuns, openStream, slow, startCluster, type Instance, type TestCluster } from '../helpers/cluster.ts';
-import type { TestRedis } from '../helpers/redis.ts';
+import { clusterRuns, clusterSuite, openStream, slow, type Instance } from '../helpers/cluster.ts';
 import { waitFor } from '../helpers/server.ts';
 
 describe('cluster mode: an instance killed with SIGKILL', async () => {
-  const redis = await clusterRedis();
-  if (typeof redis === 'string') {
-    console.log(`# ${redis}`);
-    it('needs Postgres and Redis', { skip: redis }, () => {});
-    return;
-  }
-  const r: TestRedis = redis;
-  const prefix = r.prefix();
-  let simh: SimHandle;
-  let c: TestCluster;
-  before(async () => {
-    simh = await startSimulator();
-    c = await startCluster({ n: 2, redisUrl: r.url, prefix, sim: simh });
-  });
-  after(async () => {
-    await c?.close();
-    await simh?.close();
-    await r.clean(prefix);
-    await r.close();
-  });
+  const suite = await clusterSuite({ n: 2 });
+  if (!suite) return;
 
   it('an instance killed with SIGKILL frees its runs within 15 s; followers elsewhere get an error; its LlmCall reads failed', async (t) => {
-    const [a, victim] = c.instances as [Instance, Instance];
+    const [a, victim] = suite.cluster.instances as [Instance, Instance];
     const run = await openStream(victim, '/v1/chat-completions/stream', slow(400, 10));
     const chatId = run.meta.data.chatId as string;
     const callId = run.meta.data.callId as string;
@@ -64,7 +44,7 @@ describe('cluster mode: an instance killed with SIGKILL', async () => {
     // The heartbeat sweeper (dead after 3 missed beats, swept at a peer's next beat once that peer
     // has beaten cleanly as long) fails its LlmCall; with the default 3 s beat that is 9–12 s after
     // the last beat. A loaded machine delays beats, so the wait is generous.
-    const db = new pg.Client({ connectionString: c.databaseUrl });
+    const db = new pg.Client({ connectionString: suite.cluster.databaseUrl });
     await db.connect();
     try {
       await waitFor(async () => (await db.query('SELECT status FROM llm_calls WHERE id = $1', [callId])).rows[0]?.status === 'failed', 60_000, 'the LlmCall to be marked failed');

@@ -1,7 +1,9 @@
 // Debian's Chromium driven by playwright-core, for the web client's tests. When the browser is
 // missing (and `make test` could not install it), the browser suites are skipped with a plain reason.
 import { existsSync } from 'node:fs';
+import { after, before } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { startTestServer, type TestServer, type TestServerOptions } from './server.ts';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -39,6 +41,39 @@ export function watchPage(page: Page): { errors: string[] } {
     if (res.status() >= 400 && !EXPECTED_FAILURES.some((re) => re.test(path))) errors.push(`${res.status()} ${path}`);
   });
   return { errors };
+}
+
+/** A suite's test server, its Chromium and the watched page on that server; filled in by `before`. */
+export interface BrowserSuite {
+  server: TestServer;
+  browser: Browser;
+  page: Page;
+  watch: { errors: string[] };
+}
+
+/**
+ * Registers the suite's hooks: starts a test server (with `server` options) and Chromium together,
+ * opens a watched page (in a context granted `permissions` on the server's origin, when asked for),
+ * and closes both after the suite. Call it in the describe body; read the fields inside tests.
+ */
+export function browserSuite(opts: { server?: TestServerOptions; permissions?: string[] } = {}): BrowserSuite {
+  const suite = {} as BrowserSuite;
+  before(async () => {
+    [suite.server, suite.browser] = await Promise.all([startTestServer(opts.server), launchBrowser()]);
+    if (opts.permissions) {
+      const context = await suite.browser.newContext();
+      await context.grantPermissions(opts.permissions, { origin: suite.server.url });
+      suite.page = await context.newPage();
+    } else {
+      suite.page = await suite.browser.newPage();
+    }
+    suite.watch = watchPage(suite.page);
+  });
+  after(async () => {
+    await suite.browser?.close();
+    await suite.server?.close();
+  });
+  return suite;
 }
 
 /**

@@ -3,7 +3,8 @@
 // one simulator. Each child is stopped by its own pid; kill() sends any signal (SIGKILL too).
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import type { SimHandle } from '../../src/sim/server.ts';
+import { after, before, it } from 'node:test';
+import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { createScratchPostgres } from './db.ts';
 import { startService } from './process.ts';
 import { testRedis, type TestRedis } from './redis.ts';
@@ -138,6 +139,42 @@ export async function storedAnswer(inst: Instance, chatId: string): Promise<stri
 export async function clusterRedis(): Promise<TestRedis | string> {
   if (!process.env.TEST_DATABASE_URL) return 'cluster tests skipped: they need TEST_DATABASE_URL (a Postgres every instance shares)';
   return testRedis();
+}
+
+export interface ClusterSuite {
+  redis: TestRedis;
+  prefix: string;
+  sim: SimHandle;
+  cluster: TestCluster;
+}
+
+/**
+ * A describe body's cluster. Without Postgres and Redis it registers one skipped test saying why and
+ * returns null (the body should return). Otherwise it registers hooks that start a simulator and an
+ * `n`-instance cluster (`env` for every instance) on a fresh Redis prefix, and after the suite run
+ * `beforeClose` (the file's own clients of the cluster's database: the drop would cut them), stop the
+ * cluster and the simulator, and clean the prefix. `sim` and `cluster` are filled in by `before`.
+ */
+export async function clusterSuite(o: { n: number; env?: Record<string, string>; beforeClose?: () => Promise<void> }): Promise<ClusterSuite | null> {
+  const redis = await clusterRedis();
+  if (typeof redis === 'string') {
+    console.log(`# ${redis}`);
+    it('needs Postgres and Redis', { skip: redis }, () => {});
+    return null;
+  }
+  const suite = { redis, prefix: redis.prefix() } as ClusterSuite;
+  before(async () => {
+    suite.sim = await startSimulator();
+    suite.cluster = await startCluster({ n: o.n, redisUrl: redis.url, prefix: suite.prefix, sim: suite.sim, env: o.env });
+  });
+  after(async () => {
+    await o.beforeClose?.();
+    await suite.cluster?.close();
+    await suite.sim?.close();
+    await redis.clean(suite.prefix);
+    await redis.close();
+  });
+  return suite;
 }
 
 export const clusterRuns = async (inst: Instance) => (await inst.call('GET', '/v1/active-runs?scope=cluster')).body;

@@ -121,12 +121,13 @@ export function rssKb(pid: number): number {
   return sum;
 }
 
-/** Samples RSS every `everyMs` until stopped; returns the maximum seen. */
-export function rssSampler(pid: number, everyMs = 200): { stop(): number } {
-  let max = 0;
+/** RSS (rssKb) every `everyMs` until stopped, each sample with its time (performance.now()). */
+export function rssSamples(pid: number, everyMs = 200): { stop(): Array<{ at: number; kb: number }> } {
+  const samples: Array<{ at: number; kb: number }> = [];
   const take = (): void => {
     try {
-      max = Math.max(max, rssKb(pid));
+      const kb = rssKb(pid);
+      samples.push({ at: performance.now(), kb });
     } catch {
       // the process went away: keep what we have
     }
@@ -137,7 +138,7 @@ export function rssSampler(pid: number, everyMs = 200): { stop(): number } {
     stop() {
       clearInterval(t);
       take();
-      return max;
+      return samples;
     },
   };
 }
