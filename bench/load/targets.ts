@@ -111,9 +111,12 @@ export interface BenchDb {
 }
 
 /** A scratch Postgres database for the persisted runs, or null (embedded) when none is reachable. */
+let benchDbs = 0;
+
+/** A scratch database of its own (one process may make several: the main run's, the history bench's). */
 export async function createBenchDb(): Promise<BenchDb> {
   const base = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const name = `bench_load_${process.pid}`;
+  const name = `bench_load_${process.pid}_${++benchDbs}`;
   const admin = new pg.Client({ connectionString: base, connectionTimeoutMillis: 3000 });
   try {
     await admin.connect();
