@@ -3,9 +3,12 @@
 // instead of one each. The ledger (docs/performance.md) puts a persisted start's two statements at
 // ~300 µs in the service and ~530–690 µs in Postgres, most of it per round trip, not per row.
 //
-// No timer: the first write of a turn schedules the flush with setImmediate, which runs after the
-// I/O callbacks of the same loop iteration, so a write alone goes out as soon as it would have
-// (and as its own single statement), and only writes that arrive together wait for each other.
+// No timer: when no group of this kind is in flight on the pool, the first write of a turn schedules
+// the flush with setImmediate, which runs after the I/O callbacks of the same loop iteration, so a
+// write alone goes out as soon as it would have (as its own single statement). While a group is in
+// flight, the writes that arrive collect and go out when it returns (classic group commit): runs
+// started a few milliseconds apart share a round trip, and only a busy service waits, by at most
+// one statement. A group that reaches GROUP_MAX goes out at once.
 //
 // A member's outcome never depends on the others: the multi-row statement answers per member (a
 // fencing refusal, a call not found), and when the statement as a whole fails (a constraint one
@@ -32,37 +35,42 @@ export const GROUP_MAX = 64;
  * reject a group it cannot write as one (e.g. two members on the same chat) to have each written alone.
  */
 export function groupCommit<I, O>(one: OneWrite<I, O>, many: ManyWrite<I, O>, max = GROUP_MAX): OneWrite<I, O> {
-  const pending = new WeakMap<object, Member<I, O>[]>();
+  /** Per pool: the members collecting, and how many groups are in flight. */
+  const state = new WeakMap<object, { members: Member<I, O>[]; inFlight: number; scheduled: boolean }>();
 
-  const flush = (db: Queryable, members: Member<I, O>[]): void => {
-    if (pending.get(db) === members) pending.delete(db);
+  const write = (db: Queryable, members: Member<I, O>[]): Promise<unknown> => {
     if (members.length === 1) {
       const m = members[0]!;
-      one(db, m.input).then(m.resolve, m.reject);
-      return;
+      return one(db, m.input).then(m.resolve, m.reject);
     }
-    many(db, members.map((m) => m.input)).then(
-      (results) => {
-        results.forEach((r, i) => (r instanceof Error ? members[i]!.reject(r) : members[i]!.resolve(r)));
-      },
-      () => {
-        for (const m of members) one(db, m.input).then(m.resolve, m.reject);
-      },
+    return many(db, members.map((m) => m.input)).then(
+      (results) => results.forEach((r, i) => (r instanceof Error ? members[i]!.reject(r) : members[i]!.resolve(r))),
+      () => Promise.all(members.map((m) => one(db, m.input).then(m.resolve, m.reject))),
     );
+  };
+
+  const flush = (db: Queryable): void => {
+    const s = state.get(db)!;
+    s.scheduled = false;
+    if (s.members.length === 0) return;
+    const members = s.members;
+    s.members = [];
+    s.inFlight++;
+    void write(db, members).finally(() => {
+      s.inFlight--;
+      if (s.inFlight === 0 && s.members.length > 0 && !s.scheduled) flush(db);
+    });
   };
 
   return (db, input) =>
     new Promise<O>((resolve, reject) => {
-      let members = pending.get(db);
-      if (!members) {
-        const fresh: Member<I, O>[] = [];
-        members = fresh;
-        pending.set(db, fresh);
-        setImmediate(() => {
-          if (pending.get(db) === fresh) flush(db, fresh);
-        });
+      let s = state.get(db);
+      if (!s) state.set(db, (s = { members: [], inFlight: 0, scheduled: false }));
+      s.members.push({ input, resolve, reject });
+      if (s.members.length >= max) flush(db);
+      else if (s.inFlight === 0 && !s.scheduled) {
+        s.scheduled = true;
+        setImmediate(() => flush(db));
       }
-      members.push({ input, resolve, reject });
-      if (members.length >= max) flush(db, members);
     });
 }
