@@ -11,10 +11,19 @@
 // one statement. A group that reaches GROUP_MAX goes out at once.
 //
 // A member's outcome never depends on the others: the multi-row statement answers per member (a
-// fencing refusal, a call not found), and when the statement as a whole fails (a constraint one
-// member broke, a deadlock, a lost connection) every member is retried alone, so each gets exactly
-// the result or error its own single statement gives.
+// fencing refusal, a call not found), and when Postgres refuses the statement as a whole (a
+// constraint one member broke, a deadlock), which then wrote nothing, every member is retried alone,
+// so each gets exactly the result or error its own single statement gives. A connection lost during
+// the statement is every member's error, as it would be alone: the group may have committed, and a
+// retry could store an answer twice.
+import pg from 'pg';
 import type { Queryable } from './types.ts';
+
+/** Thrown by a multi-row write that will not send a group (e.g. two members on one chat): each is written alone. */
+export class GroupRefused extends Error {}
+
+/** True when nothing of the group was written: Postgres refused the statement, or it was never sent. */
+const retryAlone = (err: unknown) => err instanceof pg.DatabaseError || err instanceof GroupRefused;
 
 /** The multi-row write: one answer per input, in order, an Error standing for that member's rejection. */
 export type ManyWrite<I, O> = (db: Queryable, inputs: readonly I[]) => Promise<Array<O | Error>>;
@@ -32,7 +41,8 @@ export const GROUP_MAX = 64;
 /**
  * A write that joins the others of the same turn on the same pool. `one` is the single statement
  * (used for a lone member and for the retry of a failed group); `many` the multi-row one, which may
- * reject a group it cannot write as one (e.g. two members on the same chat) to have each written alone.
+ * throw GroupRefused for a group it cannot write as one (e.g. two members on the same chat) to have each
+ * written alone.
  */
 export function groupCommit<I, O>(one: OneWrite<I, O>, many: ManyWrite<I, O>, max = GROUP_MAX): OneWrite<I, O> {
   /** Per pool: the members collecting, and how many groups are in flight. */
@@ -44,8 +54,9 @@ export function groupCommit<I, O>(one: OneWrite<I, O>, many: ManyWrite<I, O>, ma
       return one(db, m.input).then(m.resolve, m.reject);
     }
     return many(db, members.map((m) => m.input)).then(
-      (results) => results.forEach((r, i) => (r instanceof Error ? members[i]!.reject(r) : members[i]!.resolve(r))),
-      () => Promise.all(members.map((m) => one(db, m.input).then(m.resolve, m.reject))),
+      (results): unknown => results.forEach((r, i) => (r instanceof Error ? members[i]!.reject(r) : members[i]!.resolve(r))),
+      (err: unknown): unknown =>
+        retryAlone(err) ? Promise.all(members.map((m) => one(db, m.input).then(m.resolve, m.reject))) : members.forEach((m) => m.reject(err)),
     );
   };
 

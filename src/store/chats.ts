@@ -1,7 +1,7 @@
 // Chats. Every function is one statement (one round trip); writes that touch several rows use
 // data-modifying CTEs, which Postgres runs atomically, instead of BEGIN/COMMIT round trips.
 import { randomUUID } from 'node:crypto';
-import { groupCommit } from '../db/group-commit.ts';
+import { GroupRefused, groupCommit } from '../db/group-commit.ts';
 import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import type { ProviderName } from '../providers/types.ts';
@@ -83,6 +83,8 @@ export function createChat(db: Queryable, input: NewChat): Promise<ChatSummary> 
 }
 
 const startChat = groupCommit<NewChat, ChatSummary>(createChatAlone, async (db, inputs) => {
+  // A start without provider and model is refused by its own statement's checks, alone.
+  if (!inputs.every((i) => i.provider && i.model)) throw new GroupRefused('a start without provider and model');
   const records = inputs.map(toStartRecord);
   const rows = await createChats(db, records);
   return records.map((r) => {

@@ -3,7 +3,7 @@
 // Calls left running by a dead process are failed at its restart (markInterruptedLlmCalls) or by any
 // live instance's heartbeat sweeper (instances.ts).
 import { randomUUID } from 'node:crypto';
-import { groupCommit } from '../db/group-commit.ts';
+import { GroupRefused, groupCommit } from '../db/group-commit.ts';
 import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import { writeRetries, type WriteRetryQueue } from '../db/write-retry.ts';
@@ -160,7 +160,7 @@ const finishGrouped = groupCommit<FinishLlmCall, Message | null>(finishAlone, as
   // Two answers for one chat (or one call) in a group would each need the other's lock order and
   // outcome: such a group is written member by member instead.
   const chats = new Set(inputs.map((i) => i.chatId ?? `call:${i.callId}`));
-  if (chats.size < inputs.length) throw new Error('a group with two answers for one chat');
+  if (chats.size < inputs.length) throw new GroupRefused('a group with two answers for one chat');
   const rows = await finishCalls(db, inputs.map(toFinishRecord));
   return inputs.map((input, i) => finishOutcome(input, rows[i]!));
 });
