@@ -1,13 +1,15 @@
 // Chats. Every function is one statement (one round trip); writes that touch several rows use
 // data-modifying CTEs, which Postgres runs atomically, instead of BEGIN/COMMIT round trips.
 import { randomUUID } from 'node:crypto';
+import { GroupRefused, groupCommit } from '../db/group-commit.ts';
 import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import type { ProviderName } from '../providers/types.ts';
 import type { ChatDetail, ChatSummary } from '../types.ts';
 import { FIRST_RUN_TOKEN } from './fencing.ts';
 import { insertCallSql } from './llm-calls.ts';
-import { insertMessagesSql, messagesParam, type NewMessage } from './messages.ts';
+import { insertMessagesSql, messagesParam, messagesRows, type NewMessage } from './messages.ts';
+import { createChats, type ChatStartRecord } from './run-groups.ts';
 import { chatColumns, toChatSummary, type ChatRow } from './chat-rows.ts';
 import { lastRunSql, toLastRun, type LastRunRow } from './llm-call-rows.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
@@ -72,8 +74,41 @@ const createChatSql = variants(
      SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`,
 );
 
-/** Creates a chat and its initial messages atomically. A new chat is never starred. */
-export async function createChat(db: Queryable, input: NewChat): Promise<ChatSummary> {
+/**
+ * Creates a chat and its initial messages atomically. A new chat is never starred. A run's start
+ * (with `call`) joins the other starts of the same turn in one statement (group commit).
+ */
+export function createChat(db: Queryable, input: NewChat): Promise<ChatSummary> {
+  return input.call ? startChat(db, input) : createChatAlone(db, input);
+}
+
+const startChat = groupCommit<NewChat, ChatSummary>(createChatAlone, async (db, inputs) => {
+  // A start without provider and model is refused by its own statement's checks, alone.
+  if (!inputs.every((i) => i.provider && i.model)) throw new GroupRefused('a start without provider and model');
+  const records = inputs.map(toStartRecord);
+  const rows = await createChats(db, records);
+  return records.map((r) => {
+    const row = rows.get(r.id);
+    return row ? toChatSummary(row) : new Error(`chat ${r.id} was not created`);
+  });
+});
+
+function toStartRecord(input: NewChat): ChatStartRecord {
+  if (!input.call || !input.provider || !input.model) throw new TypeError('a chat created with a call needs provider and model');
+  return {
+    id: input.id ?? randomUUID(),
+    title: trimToNull(input.title),
+    provider: input.provider,
+    model: input.model,
+    prompt: trimToNull(input.additionalSystemPrompt),
+    tools: input.enabledTools,
+    msgs: messagesRows(input.messages ?? []),
+    call_id: input.call.id,
+    instance_id: input.call.instanceId,
+  };
+}
+
+async function createChatAlone(db: Queryable, input: NewChat): Promise<ChatSummary> {
   const provider = input.provider ?? null;
   const model = input.model ?? null;
   if ((provider === null) !== (model === null)) throw new TypeError('provider and model must be given together');

@@ -3,6 +3,7 @@
 // Calls left running by a dead process are failed at its restart (markInterruptedLlmCalls) or by any
 // live instance's heartbeat sweeper (instances.ts).
 import { randomUUID } from 'node:crypto';
+import { GroupRefused, groupCommit } from '../db/group-commit.ts';
 import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import { writeRetries, type WriteRetryQueue } from '../db/write-retry.ts';
@@ -10,6 +11,7 @@ import type { ProviderName, Usage } from '../providers/types.ts';
 import type { Message } from '../types.ts';
 import { FencedWriteError } from './fencing.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
+import { finishCalls, type FinishRecord, type FinishRow } from './run-groups.ts';
 import { cleanText, toJson } from './values.ts';
 
 
@@ -104,39 +106,64 @@ const FINISH_WITH_MESSAGE = `WITH held AS (SELECT run_token FROM chats WHERE id 
  * Stores the assistant message (bumping the chat's updatedAt) and marks the call succeeded (or
  * stopped) with usage and latency, atomically: one statement is one transaction, and it costs one round trip
  * where BEGIN/INSERT/UPDATE/COMMIT would cost four. If any part fails, nothing is written and the
- * call stays running.
+ * call stays running. The answers of runs that end in the same turn go in one statement (group
+ * commit, run-groups.ts), each with its own outcome.
  * Returns the stored message, or null when there is no chat to store it in (chatId null, or the chat
  * was deleted during the call); the call is marked succeeded either way.
  */
-export async function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCall): Promise<Message | null> {
+export function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCall): Promise<Message | null> {
+  return finishGrouped(db, input);
+}
+
+/** The statement's values for `input`: the message id made here, text cleaned, the outcome chosen. */
+function toFinishRecord(input: FinishLlmCall): FinishRecord {
   const stopped = input.stopped === true;
   const cut = input.interrupted !== undefined;
   const metadata = cut ? { ...input.assistant.metadata, interrupted: true } : stopped ? { ...input.assistant.metadata, stopped: true } : input.assistant.metadata;
-  const store = !(stopped || cut) || input.assistant.content !== '';
-  const { rows } = await db.query<MessageRow & { call_found: number; stale: number }>(
-    prepared(db, FINISH_WITH_MESSAGE),
-    [
-      input.callId,
-      input.chatId,
-      randomUUID(),
-      cleanText(input.assistant.content),
-      metadata == null ? null : toJson(metadata),
-      Math.round(input.latencyMs),
-      input.usage?.inputTokens ?? null,
-      input.usage?.outputTokens ?? null,
-      input.usage?.totalTokens ?? null,
-      cut ? 'failed' : stopped ? 'stopped' : 'succeeded',
-      store,
-      input.runToken ?? null,
-      cut ? cleanText(input.interrupted) : null,
-    ],
-  );
-  const row = rows[0]!;
-  if (row.stale > 0) throw new FencedWriteError(input.chatId ?? '', input.runToken ?? 0, cut ? 'the interrupted answer' : 'the answer');
-  // The EXISTS guard above kept an unknown call from writing anything.
-  if (row.call_found === 0) throw new Error(`llm call ${input.callId} not found`);
+  return {
+    call_id: input.callId,
+    chat_id: input.chatId,
+    msg_id: randomUUID(),
+    content: cleanText(input.assistant.content),
+    metadata: metadata ?? null,
+    latency: Math.round(input.latencyMs),
+    input_tokens: input.usage?.inputTokens ?? null,
+    output_tokens: input.usage?.outputTokens ?? null,
+    total_tokens: input.usage?.totalTokens ?? null,
+    status: cut ? 'failed' : stopped ? 'stopped' : 'succeeded',
+    store: !(stopped || cut) || input.assistant.content !== '',
+    token: input.runToken ?? null,
+    error: cut ? cleanText(input.interrupted!) : null,
+  };
+}
+
+/** A member's outcome from its row: the message, null, or the error its call gets. */
+function finishOutcome(input: FinishLlmCall, row: FinishRow): Message | null | Error {
+  if (row.stale > 0) return new FencedWriteError(input.chatId ?? '', input.runToken ?? 0, input.interrupted !== undefined ? 'the interrupted answer' : 'the answer');
+  // The EXISTS guard kept an unknown call from writing anything.
+  if (row.call_found === 0) return new Error(`llm call ${input.callId} not found`);
   return row.id ? toMessage(row) : null;
 }
+
+async function finishAlone(db: Queryable, input: FinishLlmCall): Promise<Message | null> {
+  const r = toFinishRecord(input);
+  const { rows } = await db.query<FinishRow>(prepared(db, FINISH_WITH_MESSAGE), [
+    r.call_id, r.chat_id, r.msg_id, r.content, r.metadata == null ? null : toJson(r.metadata), r.latency,
+    r.input_tokens, r.output_tokens, r.total_tokens, r.status, r.store, r.token, r.error,
+  ]);
+  const outcome = finishOutcome(input, rows[0]!);
+  if (outcome instanceof Error) throw outcome;
+  return outcome;
+}
+
+const finishGrouped = groupCommit<FinishLlmCall, Message | null>(finishAlone, async (db, inputs) => {
+  // Two answers for one chat (or one call) in a group would each need the other's lock order and
+  // outcome: such a group is written member by member instead.
+  const chats = new Set(inputs.map((i) => i.chatId ?? `call:${i.callId}`));
+  if (chats.size < inputs.length) throw new GroupRefused('a group with two answers for one chat');
+  const rows = await finishCalls(db, inputs.map(toFinishRecord));
+  return inputs.map((input, i) => finishOutcome(input, rows[i]!));
+});
 
 /** Marks a call succeeded that stores no message (no chat is kept for it). False when the call is unknown. */
 export async function finishLlmCall(

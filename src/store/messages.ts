@@ -16,16 +16,19 @@ export interface NewMessage {
 
 /** The JSON parameter consumed by insertMessagesSql: ids made here, `ord` fixes the order. */
 export function messagesParam(msgs: readonly NewMessage[]): string {
-  return toJson(
-    msgs.map((m, ord) => ({
-      id: randomUUID(),
-      ord,
-      role: m.role,
-      content: cleanText(m.content),
-      name: cleanText(m.name),
-      metadata: m.metadata ?? null,
-    })),
-  );
+  return toJson(messagesRows(msgs));
+}
+
+/** messagesParam's records, for a statement that takes several runs' messages in one parameter. */
+export function messagesRows(msgs: readonly NewMessage[]): Array<Record<string, unknown>> {
+  return msgs.map((m, ord) => ({
+    id: randomUUID(),
+    ord,
+    role: m.role,
+    content: cleanText(m.content),
+    name: cleanText(m.name),
+    metadata: m.metadata ?? null,
+  }));
 }
 
 /**
