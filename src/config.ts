@@ -21,7 +21,7 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
 const url = z.string().url('must be a URL');
 
 /** Chosen from the load test's overload row (README, "Overload shedding"). */
-export const OVERLOAD_LAG_MS_DEFAULT = 500;
+export const OVERLOAD_LAG_MS_DEFAULT = 100;
 
 /** `*`, or comma-separated origins as a browser sends them (`scheme://host[:port]`, no path). */
 const corsOrigins = z

@@ -9,6 +9,7 @@
 //    in turn drains on SIGTERM and comes back. Pass: 0 refused, 0 cut, 0 lost, 0 doubled.
 // Knobs (env): BENCH_OVERLOAD=0 skips the first; BENCH_OVERLOAD_STARTS=250 (starts/s at capacity),
 //   BENCH_OVERLOAD_DELTAS=80 BENCH_OVERLOAD_RATE=20 (a 4 s stream), BENCH_OVERLOAD_SECONDS=30.
+//   BENCH_OVERLOAD_LAGS=100,200 adds a shedding phase at each of those thresholds beside the default's.
 //   BENCH_ROLLING=0 skips the second; BENCH_ROLLING_LIVE=200 BENCH_ROLLING_DELTAS=200 (10 s at 20/s).
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -81,12 +82,16 @@ async function overloadCheck(c: OverloadContext): Promise<Record<string, unknown
   const atCapacity = await phase('1x, no shedding', 1, NEVER);
   const unshed = await phase('2x, no shedding', 2, NEVER);
   const shed = await phase(`2x, OVERLOAD_LAG_MS=${OVERLOAD_LAG_MS_DEFAULT}`, 2, String(OVERLOAD_LAG_MS_DEFAULT));
+  // Other thresholds beside the default, to choose it from (BENCH_OVERLOAD_LAGS=100,200).
+  const others: Record<string, OverloadResult> = {};
+  for (const lag of (process.env.BENCH_OVERLOAD_LAGS ?? '').split(',').filter(Boolean)) others[lag] = await phase(`2x, OVERLOAD_LAG_MS=${lag}`, 2, lag);
   const p99 = (r: OverloadResult) => r.latencyMs.p99 ?? Infinity;
   return {
     job: { startsPerSec: starts, deltas, rate, seconds },
     atCapacity,
     twiceNoShedding: unshed,
     twiceShedding: shed,
+    twiceSheddingAt: others,
     pass: {
       acceptedWithin2x: p99(shed) <= 2 * p99(atCapacity),
       refusalP99Within10ms: (shed.refusalMs.p99 ?? 0) <= 10,
