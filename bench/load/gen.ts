@@ -28,15 +28,9 @@ export interface GenJob {
   storm?: { chats: number; starts: number };
 }
 
-export interface GenResult {
+/** A stream tally with its samples summarized. */
+export interface GenResult extends Omit<Tally, 'latency' | 'ttfd'> {
   streams: number;
-  ok: number;
-  failed: number;
-  lost: number;
-  duplicated: number;
-  outOfOrder: number;
-  deltas: number;
-  reasons: Record<string, number>;
   ttfdMs: ReturnType<typeof summarize>;
   latencyMs: ReturnType<typeof summarize>;
   seconds: number;

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { apiDatabases, startTestServer, type TestServer } from '../helpers/server.ts';
+import { clockPast } from '../helpers/wait.ts';
 
-const tick = () => new Promise((r) => setTimeout(r, 5));
 const search = (q: string, extra = '') => `/v1/workspace-items?q=${encodeURIComponent(q)}${extra}`;
 
 for (const db of apiDatabases()) {
@@ -71,7 +71,7 @@ for (const db of apiDatabases()) {
       const inMessage = await newChat({ messages: [{ role: 'user', content: 'somewhere in a long message the flamingo shows up among other words' }] });
       const inTitle = await newChat({ title: 'Flamingo' });
       const older = await newSearch('flamingo colour');
-      await tick(); // distinct updatedAt: the tie is broken by it
+      await clockPast(older.updatedAt); // distinct updatedAt: the tie is broken by it
       const newer = await newSearch('flamingo colour');
       assert.deepEqual(await ids('flamingo'), [inTitle.id, newer.id, older.id, inMessage.id]);
       assert.deepEqual(await ids('flamingo', '&limit=1'), [inTitle.id]);

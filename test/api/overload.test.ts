@@ -11,9 +11,12 @@ import { sim, waitFor, type SseEvent } from '../helpers/server.ts';
 const start = (url: string) =>
   fetch(`${url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: simCompletion(sim({ deltas: 3 })) });
 
+const LAG_MS = 200;
+const FREEZE_MS = 4 * LAG_MS;
+
 describe('overload shedding (OVERLOAD_LAG_MS)', () => {
   it('refuses new runs while an event loop runs late, and never cuts a running stream', async () => {
-    const { service, stop } = await startDrainService({ OVERLOAD_LAG_MS: '200', SHUTDOWN_GRACE_MS: '0' });
+    const { service, stop } = await startDrainService({ OVERLOAD_LAG_MS: String(LAG_MS), SHUTDOWN_GRACE_MS: '0' });
     try {
       const { url } = service;
       const seen: SseEvent[] = [];
@@ -25,13 +28,15 @@ describe('overload shedding (OVERLOAD_LAG_MS)', () => {
       void attached.events.catch(() => {});
       await running.firstDelta;
 
-      // A freeze of 800 ms is an event-loop delay of ~800 ms on every thread. Tried a few times: the
-      // start must be read in the first turn after the thaw, which the kernel decides.
+      // The stimulus, not a wait for an outcome: a freeze of FREEZE_MS is an event-loop delay at least
+      // that long on every thread, four times the threshold however loaded the machine is (a loaded
+      // machine only lengthens it). Tried a few times: the start must be read in the first turn after
+      // the thaw, which the kernel decides. The verdict is the start's own answer.
       let refused: Response | null = null;
       for (let attempt = 0; attempt < 5 && !refused; attempt++) {
         service.child.kill('SIGSTOP');
         const pending = start(url);
-        await new Promise((r) => setTimeout(r, 800));
+        await new Promise((r) => setTimeout(r, FREEZE_MS));
         service.child.kill('SIGCONT');
         const res = await pending;
         if (res.status === 503) refused = res;

@@ -9,6 +9,7 @@ import { createScratchPostgres } from './db.ts';
 import { startService } from './process.ts';
 import { testRedis, type TestRedis } from './redis.ts';
 import { httpClient, readSse, sim, simEnv, type SseEvent, type TestServer } from './server.ts';
+import { waitFor } from './wait.ts';
 
 export interface Instance extends Pick<TestServer, 'call' | 'stream'> {
   id: string;
@@ -105,15 +106,18 @@ export const slow = (deltas: number, rate: number, extra: Record<string, unknown
  * process (performance.now()), one clock for every stream a test opens.
  */
 export async function openStream(inst: Instance, path: string, body: unknown, opts: { whileBusy?: boolean } = {}) {
-  let controller: AbortController;
-  let res: Response;
-  for (;;) {
-    controller = new AbortController();
-    res = await fetch(inst.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal });
-    // whileBusy: the key is held elsewhere (409) until that run ends or its lease expires; ask again.
-    if (!opts.whileBusy || res.status !== 409) break;
-    await res.body?.cancel();
-    await new Promise((r) => setTimeout(r, 50));
+  let controller = new AbortController();
+  const send = () => fetch(inst.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal });
+  let res = await send();
+  // whileBusy: the key is held elsewhere (409) until that run ends or its lease expires; ask again,
+  // for as long as a lease can live (the suites' TTLs are seconds), then let the 409 fail below.
+  if (opts.whileBusy && res.status === 409) {
+    await waitFor(async () => {
+      await res.body?.cancel();
+      controller = new AbortController();
+      res = await send();
+      return res.status !== 409;
+    }, 60_000, `${path} on ${inst.id} to stop answering 409`).catch(() => {});
   }
   assert.equal(res.status, 200, `${path} on ${inst.id}: ${res.status}`);
   let first!: (e: SseEvent) => void;

@@ -10,3 +10,12 @@ export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs
   }
   throw new Error(`timed out waiting for ${what}`);
 }
+
+/**
+ * Resolves once this machine's clock reads later than `iso` at millisecond resolution: the next row
+ * written then gets a later timestamp than the one `iso` came from (the database shares the clock).
+ */
+export function clockPast(iso: string): Promise<void> {
+  const at = Date.parse(iso);
+  return waitFor(() => Date.now() > at, 5_000, `the clock to pass ${iso}`);
+}

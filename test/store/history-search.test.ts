@@ -10,8 +10,8 @@ import { appendMessages } from '../../src/store/messages.ts';
 import { createSearch, deleteSearch, saveSearchRun } from '../../src/store/searches.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
+import { clockPast } from '../helpers/wait.ts';
 
-const tick = () => new Promise((r) => setTimeout(r, 5));
 const ids = (items: HistoryItem[]) => items.map((i) => i.id);
 
 function searchRun(query: string, answerText: string) {
@@ -81,7 +81,7 @@ for (const target of await testDatabases()) {
       const inMessage = await chatWith(null, 'a long note that mentions narwhal once among many other words of the day');
       const inTitle = await chatWith('Narwhal', 'x');
       const tieOld = await createSearch(db.pool, { query: 'narwhal tusk' });
-      await tick(); // distinct updatedAt: the tie is broken by it, not by id
+      await clockPast(tieOld.updatedAt); // distinct updatedAt: the tie is broken by it, not by id
       const tieNew = await createSearch(db.pool, { query: 'narwhal tusk' });
       const order = ids(await searchHistory(db.pool, 'narwhal', 50));
       assert.deepEqual(order, [inTitle.id, tieNew.id, tieOld.id, inMessage.id]);
