@@ -22,7 +22,12 @@ interface Profile {
 const args = process.argv.slice(2);
 const topIdx = args.indexOf('--top');
 const TOP = topIdx >= 0 ? Number(args[topIdx + 1]) : 25;
-const files = args.filter((a, i) => a.endsWith('.cpuprofile') && i !== topIdx + 1);
+// --window FROM:TO (seconds since the profile began) keeps only the samples in it, e.g. the
+// measured job without the process's start-up; --timeline prints busy ms per second to find it.
+const winIdx = args.indexOf('--window');
+const [FROM, TO] = winIdx >= 0 ? args[winIdx + 1]!.split(':').map(Number) : [0, Infinity];
+const TIMELINE = args.includes('--timeline');
+const files = args.filter((a) => a.endsWith('.cpuprofile'));
 
 /** Groups a script URL: a package name, a project folder (src/http, actors), or a Node internal. */
 function group(url: string): string {
@@ -41,8 +46,18 @@ for (const file of files) {
   const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
-  for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0));
-  const total = (p.endTime - p.startTime) / 1000;
+  const perSecond: number[] = [];
+  let at = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    const dt = p.timeDeltas[i] ?? 0;
+    at += dt;
+    const sec = at / 1e6;
+    if (sec < FROM! || sec > TO!) continue;
+    self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + dt);
+    if (byId.get(p.samples[i]!)!.callFrame.functionName !== '(idle)') perSecond[Math.floor(sec)] = (perSecond[Math.floor(sec)] ?? 0) + dt / 1000;
+  }
+  const total = (Math.min(TO!, (p.endTime - p.startTime) / 1e6) - FROM!) * 1000;
+  if (TIMELINE) console.log(`  busy ms per second: ${perSecond.map((ms, i) => `${i}:${(ms ?? 0).toFixed(0)}`).join(' ')}`);
   let idle = 0;
   const fn = new Map<string, number>();
   const grp = new Map<string, number>();
