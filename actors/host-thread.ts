@@ -10,6 +10,9 @@ import type { ToHost } from './runtime/protocol.ts';
 const port = parentPort!;
 const deps = await createRunDeps(workerData as RunDepsInput);
 const host = createHost(runners, deps, (batch) => port.postMessage(batch));
-port.on('message', (msg: ToHost) => host.receive(msg));
+// The supervisor sends a turn's messages as one array (hosts.ts).
+port.on('message', (msgs: ToHost[]) => {
+  for (let i = 0; i < msgs.length; i++) host.receive(msgs[i]!);
+});
 port.postMessage({ t: 'ready' });
 startLagReport((report) => port.postMessage(report), (workerData as RunDepsInput).config.OVERLOAD_LAG_MS > 0);

@@ -22,6 +22,28 @@ export interface WorkerSetup {
   cleanup(): Promise<void>;
 }
 
+/**
+ * Messages to one worker go out once per event-loop turn, in order: the starts of one loop iteration
+ * and the releases of one batch of ended runs cross as one postMessage (each wakes the worker).
+ */
+function batched(worker: Worker): (msg: ToHost) => void {
+  let queue: ToHost[] = [];
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    const msgs = queue;
+    queue = [];
+    worker.postMessage(msgs);
+  };
+  return (msg) => {
+    queue.push(msg);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+}
+
 export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?: unknown) => void, onLag?: (index: number, p99Ms: number) => void): HostFactory {
   return (index, onBatch, onExit) => {
     const { input, transferList, cleanup } = setup();
@@ -53,7 +75,7 @@ export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?:
     });
     return {
       ready,
-      send: (msg: ToHost) => worker.postMessage(msg),
+      send: batched(worker),
       terminate: async () => {
         stopping = true;
         await worker.terminate();

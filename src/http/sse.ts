@@ -10,6 +10,19 @@ const OPENED = commentFrame('open');
 export const DEFAULT_SSE_QUEUE_CAP = 1024 * 1024;
 
 const open = new Set<SseSink>();
+
+// Sinks written in this turn. One microtask per turn sends them all: the frames of a whole batch from
+// an actor thread (many runs, many sinks) cost one queueMicrotask, not one per sink (each makes an
+// AsyncResource and a bound function in Node).
+let dirty: SseSink[] = [];
+let flushQueued = false;
+
+function flushDirty(): void {
+  flushQueued = false;
+  const sinks = dirty;
+  dirty = [];
+  for (let i = 0; i < sinks.length; i++) sinks[i]!.flushPending();
+}
 let heartbeat: NodeJS.Timeout | null = null;
 let heartbeatMs = 15_000;
 
@@ -92,23 +105,34 @@ export class SseSink implements Subscriber {
       return;
     }
     this.pending = chunk;
-    queueMicrotask(this.flushPending);
+    dirty.push(this);
+    if (!flushQueued) {
+      flushQueued = true;
+      queueMicrotask(flushDirty);
+    }
   }
 
-  private readonly flushPending = (): void => {
+  /** Sends what this turn wrote (flushDirty, once per turn for every sink written in it). */
+  flushPending(): void {
     const chunk = this.pending;
     this.pending = null;
     if (chunk === null || this.closed) return;
     const res = this.reply.res;
-    let ok = true;
-    res.cork(() => {
-      ok = res.write(chunk);
-    });
-    if (!ok) {
+    this.outgoing = chunk;
+    res.cork(this.corkedWrite);
+    this.outgoing = '';
+    if (!this.writeOk) {
       this.queue = [];
       this.queued = 0;
       res.onWritable(() => this.drain());
     }
+  }
+
+  /** The write inside a cork, bound once: a closure per write is garbage on the delta path. */
+  private outgoing = '';
+  private writeOk = true;
+  private readonly corkedWrite = (): void => {
+    this.writeOk = this.reply.res.write(this.outgoing);
   };
 
   /** Ends the response after what is queued. */
