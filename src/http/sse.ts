@@ -15,6 +15,18 @@ const open = new Set<SseSink>();
 // an actor thread (many runs, many sinks) cost one queueMicrotask, not one per sink (each makes an
 // AsyncResource and a bound function in Node).
 let dirty: SseSink[] = [];
+
+// Opened sinks whose head waits for their first frames; one shared timer sends what waits too long.
+const HEAD_WAIT_MS = 20;
+const headless = new Set<SseSink>();
+let headTimer: NodeJS.Timeout | null = null;
+
+function sendHeads(): void {
+  headTimer = null;
+  for (const sink of headless) sink.sendHead();
+  headless.clear();
+}
+
 let flushQueued = false;
 
 function flushDirty(): void {
@@ -58,30 +70,48 @@ export class SseSink implements Subscriber {
     reply.onAbort(() => this.markClosed());
   }
 
-  /** Writes the status line and headers (once; the first write or end opens it too). */
+  /**
+   * Opens the stream (once; the first write or end opens it too). The status line, headers and `: open`
+   * go out with the stream's first frames in one write (a start's `meta` follows within a thread
+   * crossing), or after HEAD_WAIT_MS when nothing comes: one socket write per start saved.
+   */
   open(): void {
     if (this.opened) return;
     this.opened = true;
     const reply = this.reply;
     if (reply.aborted || reply.started) return this.markClosed();
     reply.started = true;
-    const res = reply.res;
-    res.cork(() => {
-      res
-        .writeStatus('200 OK')
-        .writeHeader('content-type', 'text/event-stream; charset=utf-8')
-        .writeHeader('cache-control', 'no-cache')
-        .writeHeader('x-accel-buffering', 'no');
-      reply.writeShared(res);
-      // Headers go out now, so a client sees the stream open before the first event.
-      res.write(OPENED);
-    });
     open.add(this);
     if (!heartbeat) {
       heartbeat = setInterval(beat, heartbeatMs);
       heartbeat.unref();
     }
+    headless.add(this);
+    if (!headTimer) headTimer = setTimeout(sendHeads, HEAD_WAIT_MS);
   }
+
+  /** The status line, headers and `: open`, once, inside the cork of the first write. */
+  private writeHead(): void {
+    if (this.headSent) return;
+    this.headSent = true;
+    headless.delete(this);
+    const reply = this.reply;
+    reply.res
+      .writeStatus('200 OK')
+      .writeHeader('content-type', 'text/event-stream; charset=utf-8')
+      .writeHeader('cache-control', 'no-cache')
+      .writeHeader('x-accel-buffering', 'no');
+    reply.writeShared(reply.res);
+    reply.res.write(OPENED);
+  }
+
+  /** HEAD_WAIT_MS passed without a frame: the client sees the stream open now. */
+  sendHead(): void {
+    if (this.closed || this.headSent) return;
+    this.reply.res.cork(this.corkedHead);
+  }
+
+  private readonly corkedHead = (): void => this.writeHead();
 
   onClose(fn: () => void): void {
     if (this.closed) fn();
@@ -131,7 +161,9 @@ export class SseSink implements Subscriber {
   /** The write inside a cork, bound once: a closure per write is garbage on the delta path. */
   private outgoing = '';
   private writeOk = true;
+  private headSent = false;
   private readonly corkedWrite = (): void => {
+    this.writeHead();
     this.writeOk = this.reply.res.write(this.outgoing);
   };
 
@@ -145,6 +177,7 @@ export class SseSink implements Subscriber {
     this.pending = null;
     this.queue = null;
     res.cork(() => {
+      this.writeHead();
       res.end(rest);
     });
     this.markClosed();
@@ -180,6 +213,7 @@ export class SseSink implements Subscriber {
     if (this.closed) return;
     this.closed = true;
     open.delete(this);
+    headless.delete(this);
     const hooks = this.closeHooks;
     this.closeHooks = [];
     for (const h of hooks) h();
