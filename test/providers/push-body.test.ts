@@ -1,9 +1,11 @@
-// PushBody (src/providers/push-body.ts) on its own, with a fake transport: chunks kept until a reader
-// comes, synchronous delivery, the Body methods the SDKs use, cancellation, the pause past the
-// high-water mark, and async iteration for any other consumer.
+// PushBody (src/providers/push-body.ts) on its own, with a fake transport, and eachFrame reading one:
+// chunks kept until a reader comes, synchronous delivery, the Body methods the SDKs use, cancellation,
+// the pause past the high-water mark, and async iteration for any other consumer.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PushBody, type BodySource } from '../../src/providers/push-body.ts';
+import { eachFrame } from '../../src/providers/session.ts';
+import { openaiFrames, SseFrames } from '../../src/providers/sse.ts';
 
 /** A transport that records what the body asked of it. */
 function source(): BodySource & { cancelled: Error[]; resumed: number } {
@@ -190,4 +192,49 @@ test('async iteration: kept then live chunks, a failure after them, return() can
   left.push(bytes('1'));
   for await (const _ of left) break;
   assert.equal(src2.cancelled.length, 1);
+});
+
+const chunk = (content: string, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
+const contents = (frames: any[]) => frames.map((f) => f.choices[0].delta.content);
+
+test('eachFrame over a PushBody: frames in order across reads, split frames included', async () => {
+  const body = new PushBody(source());
+  const whole = chunk('one') + chunk('two') + chunk('three', 'stop');
+  body.push(bytes(whole.slice(0, 10))); // kept until eachFrame subscribes
+  const frames: any[] = [];
+  const ac = new AbortController();
+  const done = eachFrame({ body, headers: new Headers() } as unknown as Response, new SseFrames(new Headers(), openaiFrames), ac.signal, (f) => frames.push(f));
+  body.push(bytes(whole.slice(10, 50)));
+  body.push(bytes(whole.slice(50)));
+  assert.deepEqual(contents(frames), ['one', 'two', 'three']); // synchronously, inside push
+  body.end();
+  await done;
+});
+
+test('eachFrame over a PushBody: an error frame rejects after the frames before it and cancels the body', async () => {
+  const src = source();
+  const body = new PushBody(src);
+  const frames: any[] = [];
+  const ac = new AbortController();
+  const done = eachFrame({ body } as unknown as Response, new SseFrames(new Headers(), openaiFrames), ac.signal, (f) => frames.push(f));
+  body.push(bytes(chunk('one') + `data: ${JSON.stringify({ error: { message: 'Overloaded', code: 'overloaded' } })}\n\n` + chunk('late')));
+  await assert.rejects(done, (err: any) => err.error?.message === 'Overloaded');
+  assert.deepEqual(contents(frames), ['one']);
+  assert.equal(src.cancelled.length, 1);
+});
+
+test('eachFrame over a PushBody: a failure rejects with it; an abort as the body ends still throws', async () => {
+  const body = new PushBody(source());
+  const ac = new AbortController();
+  const sse = () => new SseFrames(new Headers(), openaiFrames);
+  const cut = eachFrame({ body } as unknown as Response, sse(), ac.signal, () => {});
+  body.fail(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
+  await assert.rejects(cut, { code: 'UND_ERR_SOCKET' });
+
+  const late = new PushBody(source());
+  const ended = eachFrame({ body: late } as unknown as Response, sse(), ac.signal, () => {});
+  ac.abort();
+  late.end();
+  await assert.rejects(ended, { name: 'AbortError' });
 });
