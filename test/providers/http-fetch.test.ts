@@ -153,38 +153,40 @@ test('an abort before the headers rejects the fetch with an AbortError and close
   }
 });
 
+/** `/held` sends one event and holds the rest; any other path gets a whole body. */
+function heldOrDone(req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  if (req.url === '/held') res.write('data: 1\n\n');
+  else res.end('data: done\n\n');
+}
+
+/** The first request's connection closes, and the next request comes on another one. */
+async function nextOnAnotherConnection(server: Server): Promise<void> {
+  await closed(server.sockets[0]!);
+  assert.equal(await (await fetch10s(`${server.base}/next`)).text(), 'data: done\n\n');
+  assert.notEqual(server.sockets[1], server.sockets[0]);
+}
+
 test('an abort mid-body fails the body with the AbortError; the connection is not reused', { timeout: 15_000 }, async () => {
-  const server = await serve((req, res) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    if (req.url === '/held') res.write('data: 1\n\n');
-    else res.end('data: done\n\n');
-  });
+  const server = await serve(heldOrDone);
   try {
     const ac = new AbortController();
     const res = await fetch10s(`${server.base}/held`, { method: 'POST', body: '{}', signal: ac.signal });
     const read = readAll(res.body as unknown as PushBody, () => ac.abort());
     await assert.rejects(read, (err: unknown) => isAbortError(err));
     assert.equal(getEventListeners(ac.signal, 'abort').length, 0);
-    await closed(server.sockets[0]!);
-    assert.equal(await (await fetch10s(`${server.base}/next`)).text(), 'data: done\n\n');
-    assert.notEqual(server.sockets[1], server.sockets[0]);
+    await nextOnAnotherConnection(server);
   } finally {
     await server.close();
   }
 });
 
 test('a consumer that leaves early cancels the request; the connection is not reused', { timeout: 15_000 }, async () => {
-  const server = await serve((req, res) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    if (req.url === '/held') res.write('data: 1\n\n');
-    else res.end('data: done\n\n');
-  });
+  const server = await serve(heldOrDone);
   try {
     const res = await fetch10s(`${server.base}/held`);
     for await (const _ of res.body as unknown as AsyncIterable<Uint8Array>) break;
-    await closed(server.sockets[0]!);
-    await (await fetch10s(`${server.base}/next`)).text();
-    assert.notEqual(server.sockets[1], server.sockets[0]);
+    await nextOnAnotherConnection(server);
   } finally {
     await server.close();
   }
