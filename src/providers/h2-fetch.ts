@@ -40,7 +40,8 @@ function timeoutError(code: (typeof H2_TIMEOUT_CODES)[number], message: string):
   return Object.assign(new Error(message), { code });
 }
 
-function abortError(signal: AbortSignal): Error {
+/** The error an abort rejects with (http-fetch.ts too): the signal's reason, or the platform's AbortError. */
+export function abortError(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError');
 }
 

@@ -1,12 +1,16 @@
-// The `fetch` handed to both provider SDKs. It is undici's `request` (Node streams) behind the
-// fetch signature, instead of the global fetch (web streams): both SDKs iterate any async-iterable
-// body, and skipping web streams roughly halves the cost of each streamed chunk and the memory of
-// each open stream. https origins that offer HTTP/2 go through h2-fetch.ts instead (PROVIDER_HTTP2).
-// One connection pool per thread serves every provider call of that thread.
+// The `fetch` handed to both provider SDKs. On HTTP/1.1 it is undici's dispatch handler API behind the
+// fetch signature, instead of the global fetch (web streams) or undici's `request` (a Readable): the
+// promise resolves at the headers with a Response whose body is a PushBody (push-body.ts), to which the
+// handler hands each socket read as it is parsed. eachFrame (session.ts) subscribes to it and turns each
+// read into frames synchronously: no stream, no async iterator and no promise per chunk, and an open
+// stream holds only the handler, the body and the subscriber. https origins that offer HTTP/2 go through
+// h2-fetch.ts instead (PROVIDER_HTTP2), whose body stays a Readable. One connection pool per thread serves
+// every provider call of that thread.
 import type { Readable } from 'node:stream';
 import * as consume from 'node:stream/consumers';
-import { Agent, request } from 'undici';
-import { createH2Transport } from './h2-fetch.ts';
+import { Agent, type Dispatcher, util } from 'undici';
+import { abortError, createH2Transport } from './h2-fetch.ts';
+import { PushBody, type BodySource } from './push-body.ts';
 
 type FetchInit = {
   method?: string;
@@ -54,25 +58,138 @@ export function createProviderFetch(options: ProviderFetchOptions): typeof fetch
 /** One fetch, so one connection pool, per thread (per options): every client built here shares it. */
 const fetches = new Map<string, typeof fetch>();
 
-/** The Response the SDKs read: status, headers, and the body as a Node Readable (sse.ts iterates it). */
-function response(url: string, status: number, raw: Record<string, string | string[] | undefined>, body: Readable) {
-  return {
-    ok: status >= 200 && status < 300,
-    status,
-    statusText: '',
-    url,
-    redirected: false,
-    type: 'basic',
-    headers: webHeaders(raw),
-    body,
-    get bodyUsed() {
-      return body.readableDidRead;
-    },
-    text: () => consume.text(body),
-    json: () => consume.json(body),
-    arrayBuffer: () => consume.arrayBuffer(body),
-    blob: () => consume.blob(body),
-  };
+/**
+ * The Response the SDKs read: status, headers, and the body, a PushBody (HTTP/1.1) or a Node Readable
+ * (HTTP/2); eachFrame reads either. The SDKs read error bodies and whole responses with `text`/`json`.
+ */
+class ProviderResponse {
+  readonly redirected = false;
+  readonly type = 'basic';
+
+  constructor(
+    readonly url: string,
+    readonly status: number,
+    readonly statusText: string,
+    readonly headers: Headers,
+    readonly body: PushBody | Readable,
+  ) {}
+
+  get ok(): boolean {
+    return this.status >= 200 && this.status < 300;
+  }
+
+  get bodyUsed(): boolean {
+    const body = this.body;
+    return body instanceof PushBody ? body.bodyUsed : body.readableDidRead;
+  }
+
+  text(): Promise<string> {
+    const body = this.body;
+    return body instanceof PushBody ? body.text() : consume.text(body);
+  }
+
+  json(): Promise<unknown> {
+    const body = this.body;
+    return body instanceof PushBody ? body.json() : consume.json(body);
+  }
+
+  arrayBuffer(): Promise<ArrayBuffer> {
+    const body = this.body;
+    return body instanceof PushBody ? body.arrayBuffer() : consume.arrayBuffer(body);
+  }
+
+  blob() {
+    const body = this.body;
+    return body instanceof PushBody ? body.blob() : consume.blob(body);
+  }
+}
+
+/** The raw header list undici's parser gives (name, value, name, value…) as web Headers; values are latin1. */
+function headersOf(raw: Buffer[]): Headers {
+  const h = new Headers();
+  for (let i = 0; i + 1 < raw.length; i += 2) h.append(util.headerNameToString(raw[i]!), raw[i + 1]!.toString('latin1'));
+  return h;
+}
+
+/**
+ * One HTTP/1.1 request through undici's dispatch handler API (the callbacks undici's own `request`
+ * implements; its newer `onRequestStart`… names are adapted to these by a wrapper per call). It is
+ * also its body's source (cancel, resume) and its signal's abort listener (`handleEvent`), so a
+ * request costs this object, the Response and the body. The abort listener is removed when the
+ * request ends, so a long-lived signal gathers none.
+ */
+class DispatchRequest implements Dispatcher.DispatchHandler, BodySource {
+  private abort: ((err?: Error) => void) | null = null;
+  private resumeParser: (() => void) | null = null;
+  private body: PushBody | null = null;
+  /** The signal fired before undici handed us `abort`: given to it in onConnect. */
+  private reason: Error | null = null;
+  private ended = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly signal: AbortSignal | null,
+    private readonly resolve: (res: ProviderResponse) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    signal?.addEventListener('abort', this);
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    if (this.reason) abort(this.reason);
+    else this.abort = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    if (statusCode < 200) return true; // 1xx: the real headers follow
+    const headers = headersOf(rawHeaders); // first: if it throws, undici aborts and the fetch rejects
+    this.resumeParser = resume;
+    const body = (this.body = new PushBody(this));
+    this.resolve(new ProviderResponse(this.url, statusCode, statusText, headers, body));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.body!.push(chunk);
+  }
+
+  onComplete(): void {
+    if (this.end()) this.body!.end();
+  }
+
+  /** A failure before the headers rejects the fetch; after them it fails the body. */
+  onError(err: Error): void {
+    if (!this.end()) return;
+    if (this.body) this.body.fail(err);
+    else this.reject(err);
+  }
+
+  /** The signal fired: the fetch rejects with its reason, or the body fails with it; the connection is closed. */
+  handleEvent(): void {
+    const reason = abortError(this.signal!);
+    if (this.abort) this.abort(reason); // undici calls onError(reason) at once
+    else this.reason = reason;
+    this.onError(reason);
+  }
+
+  /** The body's consumer left early: close the connection rather than reuse it mid-body. */
+  cancel(reason: Error): void {
+    if (this.abort) this.abort(reason);
+    else this.onError(reason);
+  }
+
+  /** Out of the parser's call: resume() asserts that no parser is running, and a consumer may read from inside one. */
+  resume(): void {
+    if (this.resumeParser && !this.ended) queueMicrotask(this.resumeParser);
+  }
+
+  /** True the first time: the request is over, its abort listener goes. */
+  private end(): boolean {
+    if (this.ended) return false;
+    this.ended = true;
+    this.signal?.removeEventListener('abort', this);
+    return true;
+  }
 }
 
 function makeFetch(options: ProviderFetchOptions): typeof fetch {
@@ -92,10 +209,15 @@ function makeFetch(options: ProviderFetchOptions): typeof fetch {
     const signal = init.signal ?? null;
     if (h2 && url.startsWith('https:')) {
       const reply = await h2.request(new URL(url), { method, headers, body, signal });
-      if (reply) return response(url, reply.status, reply.headers, reply.body);
+      if (reply) return new ProviderResponse(url, reply.status, '', webHeaders(reply.headers), reply.body);
     }
-    const res = await request(url, { method: method as 'GET', headers, body, signal: signal ?? undefined, dispatcher });
-    return response(url, res.statusCode, res.headers, res.body);
+    if (signal?.aborted) throw abortError(signal);
+    const { origin, pathname, search } = new URL(url);
+    return new Promise<ProviderResponse>((resolve, reject) => {
+      const handler = new DispatchRequest(url, signal, resolve, reject);
+      // A synchronous failure comes to handler.onError too.
+      dispatcher.dispatch({ origin, path: pathname + search, method, headers, body }, handler);
+    });
   };
   return providerFetch as unknown as typeof fetch;
 }

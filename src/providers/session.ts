@@ -2,6 +2,7 @@
 // streamed call, and map whatever it throws (an abort included) to a ProviderError. An adapter only
 // writes what differs per provider: the body, how a whole response and how a stream's frames read.
 import { isAbortError, ProviderAbortError, toProviderError } from './errors.ts';
+import { PushBody } from './push-body.ts';
 import type { SseFrames } from './sse.ts';
 import { streamBody } from './sse.ts';
 import type { CompletionRequest, ProviderName, ProviderSession, RoundEnd, TextSink, ToolResultInput } from './types.ts';
@@ -30,15 +31,28 @@ export function createSession<Body>(name: ProviderName, req: CompletionRequest, 
 }
 
 /**
- * Reads a streamed body: one await per socket read, then every frame it completed handed to `onFrame`
- * synchronously, in order. An in-stream error frame is thrown after the frames before it; an abort
- * that lands as the body ends is thrown too, so a cut stream is never mistaken for a complete one.
+ * Reads a streamed body: every frame a socket read completed is handed to `onFrame` synchronously, in
+ * order. An in-stream error frame is thrown after the frames before it (and stops the transfer); an
+ * abort that lands as the body ends is thrown too, so a cut stream is never mistaken for a complete one.
+ * A PushBody (http-fetch.ts on HTTP/1.1) is read with one subscription and one promise for the whole
+ * body; any other body (h2-fetch.ts's Readable, a web stream) with one await per read.
  */
 export async function eachFrame<F>(response: Response, sse: SseFrames, signal: AbortSignal, onFrame: (frame: F) => void): Promise<void> {
-  for await (const bytes of streamBody(response)) {
-    const frames = sse.feed(bytes) as F[];
-    for (let i = 0; i < frames.length; i++) onFrame(frames[i]!);
-    if (sse.failure !== undefined) throw sse.failure;
+  const body: unknown = response.body;
+  if (body instanceof PushBody) {
+    await new Promise<void>((resolve, reject) => {
+      // Throwing from here cancels the body and rejects with what was thrown (PushBody.subscribe).
+      body.subscribe((bytes) => handFrames(sse, bytes, onFrame), resolve, reject);
+    });
+  } else {
+    for await (const bytes of streamBody(response)) handFrames(sse, bytes, onFrame);
   }
   if (signal.aborted) throw signal.reason;
+}
+
+/** One read's frames to `onFrame`, then its error frame, if any, thrown. */
+function handFrames<F>(sse: SseFrames, bytes: Uint8Array, onFrame: (frame: F) => void): void {
+  const frames = sse.feed(bytes) as F[];
+  for (let i = 0; i < frames.length; i++) onFrame(frames[i]!);
+  if (sse.failure !== undefined) throw sse.failure;
 }

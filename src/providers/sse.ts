@@ -4,8 +4,9 @@
 //
 // Why: the SDKs' Stream decodes every chunk through four nested async iterators (bytes → SSE chunks →
 // lines → messages → JSON), each with its own promise hop, and copies the buffered bytes on every read.
-// Here one socket read is one await: its bytes are decoded and parsed synchronously into `frames`, which
-// the adapter's loop then walks without further awaits.
+// Here each socket read's bytes are decoded and parsed synchronously into `frames`, which the adapter's
+// loop then walks without awaits (eachFrame in session.ts: no await per read at all on HTTP/1.1, one on
+// HTTP/2).
 //
 // The frame filters below reproduce what each SDK's `Stream.fromSSEResponse` did that the adapters rely
 // on (openai 6.x and @anthropic-ai/sdk 1.x, core/streaming.mjs). One deliberate difference: an SSE event
@@ -53,10 +54,10 @@ export class SseFrames {
 }
 
 /**
- * The body of a streamed Response that the SDK has accepted. http-fetch.ts gives a Node Readable; a web
- * ReadableStream (the global fetch) is async-iterable too. Iterating it from a `for await` destroys it
- * (and so closes the connection) when the loop is left early, and the SDK's abort signal destroys it
- * with an AbortError.
+ * The body of a streamed Response that the SDK has accepted, when it is not a PushBody (eachFrame reads
+ * that one by subscribing): h2-fetch.ts gives a Node Readable; a web ReadableStream (the global fetch)
+ * is async-iterable too. Iterating it from a `for await` destroys it (and so closes the stream) when the
+ * loop is left early, and the SDK's abort signal destroys it with an AbortError.
  */
 export function streamBody(response: Response): AsyncIterable<Uint8Array> {
   const body = response.body as unknown as AsyncIterable<Uint8Array> | null;
