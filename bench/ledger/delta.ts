@@ -3,6 +3,7 @@ import { createParser } from 'eventsource-parser';
 import { request } from 'undici';
 import { deltaFrame } from '../../actors/runtime/frame.ts';
 import { openaiFrames, SseFrames } from '../../src/providers/sse.ts';
+import { actorDelta } from './actor.ts';
 import { childCpu, startSseClient, startUpstream } from './start.ts';
 import { DELTAS, startSseServer } from './sse-server.ts';
 import { CHUNK } from './upstream.ts';
@@ -58,9 +59,9 @@ export async function deltaLedger(): Promise<Stage[]> {
     sse,
     json,
     { ...both, inSum: false, note: 'what the adapter runs: SSE parse + JSON.parse + filter' },
-    { name: 'the actor (mailbox, text gate, event buffer)', cpuUs: 0, wallUs: 0, note: 'not measured: actors/** is being rewritten; to add after the mailbox lands' },
+    await actorDelta(N),
     await deltaCrossing(),
-    frame,
+    { ...frame, inSum: false, note: 'inside the actor\'s row (emitDelta builds it)' },
     await clientWrite(),
   ];
 }
