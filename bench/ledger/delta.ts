@@ -8,6 +8,7 @@ import { childCpu, startSseClient, startUpstream } from './start.ts';
 import { DELTAS, startSseServer } from './sse-server.ts';
 import { CHUNK } from './upstream.ts';
 import { deltaCrossing } from './crossing.ts';
+import { supervisorFanOut } from './supervisor.ts';
 import { time, type Stage } from './timing.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000) * 10;
@@ -61,6 +62,7 @@ export async function deltaLedger(): Promise<Stage[]> {
     { ...both, inSum: false, note: 'what the adapter runs: SSE parse + JSON.parse + filter' },
     await actorDelta(N),
     await deltaCrossing(),
+    await supervisorFanOut(N),
     { ...frame, inSum: false, note: 'inside the actor\'s row (emitDelta builds it)' },
     await clientWrite(),
   ];

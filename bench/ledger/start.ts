@@ -15,6 +15,7 @@ import { createBenchDb } from '../load/targets.ts';
 import { actorStart } from './actor.ts';
 import { startCrossings } from './crossing.ts';
 import { startSseServer } from './sse-server.ts';
+import { supervisorStart } from './supervisor.ts';
 import { time, type Stage } from './timing.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000);
@@ -136,6 +137,7 @@ export async function startLedger(): Promise<Stage[]> {
     ...(await databaseStages()),
     ...(await upstreamStages()),
     ...(await sseStages()),
+    await supervisorStart(N),
     ...(await startCrossings()),
     await actorStart(true, N),
     { ...(await actorStart(false, N)), inSum: false },
