@@ -4,7 +4,7 @@
 // pushes {t:'text'} into the chat actor's mailbox, which drains it through the chat run's receive
 // into the same TextGate and emitDelta. Both write to a real Outbox whose batches are dropped.
 // Prints ns per delta, the best of alternating trials (on a shared machine the best is the least
-// disturbed); it asserts nothing.
+// disturbed); it asserts nothing. The ledger (bench/ledger/actor.ts) measures the new path with newPath.
 import { chatBehavior } from '../actors/chat-run.ts';
 import { Actor } from '../actors/runtime/actor.ts';
 import { EventBuffer } from '../actors/runtime/event-buffer.ts';
@@ -14,9 +14,10 @@ import type { ChatRunRequest } from '../actors/chat-run.ts';
 import { fakeDeps } from '../test/runtime/fake-io.ts';
 
 const DELTAS = Number(process.env.DELTAS ?? 200_000);
-const PER_TURN = 64;
+/** Deltas per event-loop turn (one outbox flush each), as on a loaded actor thread. */
+export const PER_TURN = 64;
 const TRIALS = Number(process.env.TRIALS ?? 15);
-const turn = () => new Promise<void>((r) => setImmediate(r));
+export const turn = () => new Promise<void>((r) => setImmediate(r));
 
 /** The pre-mailbox path: gate.push (bound) → ctx.emitDelta → buffer + outbox. */
 function oldPath(outbox: Outbox): (text: string) => void {
@@ -41,7 +42,7 @@ function oldPath(outbox: Outbox): (text: string) => void {
 const request: ChatRunRequest = { chatId: null, createChat: false, storeChat: false, callId: null, provider: 'provider_b', model: 'm', messages: [{ role: 'user', content: 'hi' }], mode: 'stream' };
 
 /** The mailbox path: the callback chat-io.ts hands the provider, into a chat actor that is streaming. */
-function newPath(outbox: Outbox): (text: string) => void {
+export function newPath(outbox: Outbox): (text: string) => void {
   const behavior = { ...chatBehavior, execute: () => new Promise<never>(() => {}) };
   const actor = new Actor('run-new', behavior, request, fakeDeps({ provider: 'provider_b' }), outbox, { set: () => 0, clear: () => {} });
   actor.tell({ t: 'start' });
@@ -60,16 +61,18 @@ async function trial(make: (o: Outbox) => (text: string) => void): Promise<numbe
   return Number(process.hrtime.bigint() - start) / DELTAS;
 }
 
-const best = (xs: number[]) => Math.min(...xs);
-const old: number[] = [];
-const neu: number[] = [];
-await trial(oldPath);
-await trial(newPath);
-for (let t = 0; t < TRIALS; t++) {
-  old.push(await trial(oldPath));
-  neu.push(await trial(newPath));
+if (process.argv[1] === import.meta.filename) {
+  const best = (xs: number[]) => Math.min(...xs);
+  const old: number[] = [];
+  const neu: number[] = [];
+  await trial(oldPath);
+  await trial(newPath);
+  for (let t = 0; t < TRIALS; t++) {
+    old.push(await trial(oldPath));
+    neu.push(await trial(newPath));
+  }
+  console.log(`delta path, ${DELTAS} deltas × ${TRIALS} trials, ${PER_TURN} per event-loop turn (ns per delta, including the turn's flush)`);
+  console.log(`  old (direct emit):  ${best(old).toFixed(0)}`);
+  console.log(`  new (mailbox):      ${best(neu).toFixed(0)}`);
+  console.log(`  difference:         ${(best(neu) - best(old)).toFixed(0)} ns per delta`);
 }
-console.log(`delta path, ${DELTAS} deltas × ${TRIALS} trials, ${PER_TURN} per event-loop turn (ns per delta, including the turn's flush)`);
-console.log(`  old (direct emit):  ${best(old).toFixed(0)}`);
-console.log(`  new (mailbox):      ${best(neu).toFixed(0)}`);
-console.log(`  difference:         ${(best(neu) - best(old)).toFixed(0)} ns per delta`);

@@ -3,10 +3,12 @@ import { createParser } from 'eventsource-parser';
 import { request } from 'undici';
 import { deltaFrame } from '../../actors/runtime/frame.ts';
 import { openaiFrames, SseFrames } from '../../src/providers/sse.ts';
+import { actorDelta } from './actor.ts';
 import { childCpu, startSseClient, startUpstream } from './start.ts';
 import { DELTAS, startSseServer } from './sse-server.ts';
 import { CHUNK } from './upstream.ts';
-import { crossing } from './crossing.ts';
+import { deltaCrossing } from './crossing.ts';
+import { supervisorFanOut } from './supervisor.ts';
 import { time, type Stage } from './timing.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000) * 10;
@@ -58,10 +60,10 @@ export async function deltaLedger(): Promise<Stage[]> {
     sse,
     json,
     { ...both, inSum: false, note: 'what the adapter runs: SSE parse + JSON.parse + filter' },
-    { name: 'the actor (mailbox, text gate, event buffer)', cpuUs: 0, wallUs: 0, note: 'not measured: actors/** is being rewritten; to add after the mailbox lands' },
-    await crossing('thread crossing: postMessage of one delta, worker → main (both threads)', [{ run: 'b1c4f2d0-9a7e-4f1e-8d2b-5b4f6a3c2e10', frames: [deltaFrame('1764069999123.456|')] }],
-      'one message per delta: the outbox batches several deltas per message when busy, so this is the upper end'),
-    frame,
+    await actorDelta(N),
+    await deltaCrossing(),
+    await supervisorFanOut(N),
+    { ...frame, inSum: false, note: 'inside the actor\'s row (emitDelta builds it)' },
     await clientWrite(),
   ];
 }

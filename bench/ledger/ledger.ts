@@ -4,11 +4,28 @@
 //
 //   node --import tsx bench/ledger/ledger.ts            (LEDGER_OPS=2000: operations per round; Postgres
 //                                                       at BENCH_DATABASE_URL or 127.0.0.1:5432 for the statements)
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { stopAll } from '../../test/helpers/procs.ts';
+import type { Row } from '../load/measure.ts';
 import { deltaLedger } from './delta.ts';
 import { startLedger } from './start.ts';
-import { table } from './timing.ts';
+import { f, sum, table, type Stage } from './timing.ts';
+
+const RESULTS = path.join(import.meta.dirname, '../results.json');
+
+/** The whole service's CPU per start or per delta from the last `make bench` (bench/results.json), against a table's sum. */
+function compare(stages: Stage[], per: 'start' | 'delta'): string {
+  const what = per === 'start' ? 'CPU per start from bench/results.json (scenario start-rate, rate 500, service persisted)' : 'CPU per delta from bench/results.json (scenario stream, K=1000, service persisted)';
+  if (!existsSync(RESULTS)) return `compare with: ${what}: no bench/results.json`;
+  const { meta, runs = [] } = JSON.parse(readFileSync(RESULTS, 'utf8')) as { meta?: { date?: string; commit?: string }; runs?: Row[] };
+  const row = runs.find((r) => r.target === 'service' && r.persist === true && (per === 'start' ? r.scenario === 'start-rate' && r.rate === 500 : r.scenario === 'stream' && r.k === 1000));
+  const measured = per === 'start' ? row?.cpuUsPerStart : row?.cpuUsPerDelta;
+  if (measured == null) return `compare with: ${what}: no such row`;
+  const s = sum(stages, 'cpuUs');
+  return `compare with: ${what}: ${f(measured)} µs (${meta?.date ?? '?'}, commit ${meta?.commit ?? '?'}); sum ${f(s)} ÷ measured = ${(s / measured).toFixed(2)}\n`;
+}
 
 try {
   const load = os.loadavg()[0]!.toFixed(2);
@@ -16,7 +33,9 @@ try {
   const deltaStages = await deltaLedger();
   console.log(`Ledger, ${new Date().toISOString()}, Node ${process.version}, ${os.cpus().length} cores, load ${load} → ${os.loadavg()[0]!.toFixed(2)}\n`);
   console.log(table('One persisted start', startStages));
+  console.log(compare(startStages, 'start'));
   console.log(table('One relayed delta', deltaStages));
+  console.log(compare(deltaStages, 'delta'));
 } finally {
   await stopAll();
 }

@@ -12,8 +12,10 @@ import { cpuMicros, start, type Child } from '../../test/helpers/procs.ts';
 import { serviceBody } from '../load/bodies.ts';
 import { pgCpuMeter } from '../load/pg-cpu.ts';
 import { createBenchDb } from '../load/targets.ts';
-import { crossing } from './crossing.ts';
-import { START_FRAMES, startSseServer } from './sse-server.ts';
+import { actorStart } from './actor.ts';
+import { startCrossings } from './crossing.ts';
+import { startSseServer } from './sse-server.ts';
+import { supervisorStart } from './supervisor.ts';
 import { time, type Stage } from './timing.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000);
@@ -135,11 +137,9 @@ export async function startLedger(): Promise<Stage[]> {
     ...(await databaseStages()),
     ...(await upstreamStages()),
     ...(await sseStages()),
-    await crossing('thread crossing: the start request to the actor thread', {
-      kind: 'chat', key: randomUUID(), chatId: randomUUID(), runId: randomUUID(),
-      request: { ...streamCompletionSchema.parse(JSON.parse(body)), stream: true }, instanceId: null,
-    }, 'a representative shape (the runtime\'s own message is actors/**)'),
-    await crossing('thread crossing: the start\'s frames back (meta, delta, done)', [{ run: randomUUID(), frames: [...START_FRAMES] }], 'one batch; a short run\'s frames often share it'),
-    { name: 'actor start (mailbox, storage calls, provider session set-up)', cpuUs: 0, wallUs: 0, note: 'not measured: actors/** is being rewritten (the mailbox); to add after it lands' },
+    await supervisorStart(N),
+    ...(await startCrossings()),
+    await actorStart(true, N),
+    { ...(await actorStart(false, N)), inSum: false },
   ];
 }

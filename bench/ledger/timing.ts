@@ -57,13 +57,16 @@ export async function time(name: string, op: (i: number) => unknown, o: TimeOpti
   return best!;
 }
 
-const f = (v: number | undefined) => (v === undefined ? '—' : v >= 100 ? v.toFixed(0) : v.toFixed(1));
+/** The sum of the stages that count (`inSum` not false), per operation. */
+export const sum = (stages: Stage[], k: 'cpuUs' | 'otherUs'): number => stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s[k] ?? 0), 0);
+
+/** A µs figure as the tables print it. */
+export const f = (v: number | undefined) => (v === undefined ? '—' : v >= 100 ? v.toFixed(0) : v.toFixed(1));
 
 /** The stages as a Markdown table, with their sum. */
 export function table(title: string, stages: Stage[]): string {
   const out = [`### ${title}`, '', '| stage | CPU µs/op (this process) | other process µs/op | wall µs/op | note |', '|---|--:|--:|--:|---|'];
   for (const s of stages) out.push(`| ${s.inSum === false ? `(${s.name})` : s.name} | ${f(s.cpuUs)} | ${f(s.otherUs)} | ${f(s.wallUs)} | ${s.note ?? ''} |`);
-  const sum = (k: 'cpuUs' | 'otherUs') => stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s[k] ?? 0), 0);
-  out.push(`| **sum** | **${f(sum('cpuUs'))}** | **${f(sum('otherUs'))}** | | |`, '');
+  out.push(`| **sum** | **${f(sum(stages, 'cpuUs'))}** | **${f(sum(stages, 'otherUs'))}** | | |`, '');
   return out.join('\n');
 }

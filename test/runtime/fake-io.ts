@@ -95,9 +95,9 @@ export function fakeTool(name: string): ServiceTool {
   };
 }
 
-/** Deps with a provider whose sessions do nothing: every round is a recorded command. */
-export function fakeDeps(opts: { tools?: ServiceTool[]; maxToolRounds?: number; provider?: ProviderName } = {}): RunDeps {
-  const session: ProviderSession = { round: () => Promise.reject(new Error('a machine test never calls a provider')) };
+/** Deps with a provider whose sessions do nothing (every round is a recorded command), or are `session`. */
+export function fakeDeps(opts: { tools?: ServiceTool[]; maxToolRounds?: number; provider?: ProviderName; session?: ProviderSession } = {}): RunDeps {
+  const session: ProviderSession = opts.session ?? { round: () => Promise.reject(new Error('a machine test never calls a provider')) };
   const adapter = { name: opts.provider ?? 'provider_a', startSession: () => session, listModels: async () => [] } as ProviderAdapter;
   const config = { CHAT_MAX_TOOL_ROUNDS: opts.maxToolRounds ?? 3, TITLE_MODEL: 'title-model', instanceId: 'test' } as Partial<Config> as Config;
   return { config, pool: null as unknown as RunDeps['pool'], providers: new Map([[adapter.name, adapter]]), tools: opts.tools ?? [] };

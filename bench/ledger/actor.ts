@@ -1,0 +1,73 @@
+// The actor's rows of the ledger: a whole chat run through the real actor on its thread, and the
+// mailbox path of one delta. No I/O: every command is answered at once, so the database, the provider
+// and the thread crossing stay in their own rows.
+import { executeChat } from '../../actors/chat-io.ts';
+import type { ChatCommand, ChatMsg, ChatRunRequest } from '../../actors/chat-protocol.ts';
+import { chatBehavior } from '../../actors/chat-run.ts';
+import { defineRun, type Tell } from '../../actors/runtime/actor.ts';
+import { Outbox } from '../../actors/runtime/outbox.ts';
+import type { RunResult } from '../../actors/runtime/protocol.ts';
+import type { ProviderSession } from '../../src/providers/types.ts';
+import type { RunDeps } from '../../src/run-deps.ts';
+import { fakeDeps } from '../../test/runtime/fake-io.ts';
+import { newPath, PER_TURN, turn } from '../mailbox.ts';
+import { chatRequest, ROUND_END, TEXT } from './run-shapes.ts';
+import { time, type Stage } from './timing.ts';
+
+/**
+ * What each command's real executor (chat-io.ts) answers, at once. A round is the real executor's,
+ * on a session that hands its one text to the round's callback and resolves with the round's end.
+ */
+function answerAtOnce(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, signal: AbortSignal): Promise<ChatMsg> {
+  switch (cmd.c) {
+    case 'prepare':
+      return Promise.resolve({ t: 'prepared', runToken: cmd.req.storeChat ? 1 : null });
+    case 'round':
+      return executeChat(cmd, deps, tell, signal);
+    case 'store_answer':
+      return Promise.resolve({ t: 'answer_stored' });
+    default:
+      return Promise.reject(new Error(`the ledger's one-delta run does not expect a ${cmd.c} command`));
+  }
+}
+
+const session: ProviderSession = {
+  round: (_results, onText) => {
+    onText(TEXT);
+    return Promise.resolve(ROUND_END);
+  },
+};
+
+/** µs of CPU per chat run from its start to its end in the outbox's batch (the batches are dropped). */
+export async function actorStart(persist: boolean, ops: number): Promise<Stage> {
+  const run = defineRun({ ...chatBehavior, execute: answerAtOnce });
+  const deps = fakeDeps({ provider: 'provider_c', session });
+  const request: ChatRunRequest = chatRequest(persist);
+  let ended: (result: RunResult) => void = () => {};
+  const outbox = new Outbox((b) => {
+    for (const item of b.items) if (item.t === 'end') ended(item.result);
+  });
+  const s = await time(`actor: a whole chat run, ${persist ? 'persisted' : 'unpersisted'}`, async (i) => {
+    const result = await new Promise<RunResult>((resolve) => {
+      ended = resolve;
+      run.spawn(`run-${i}`, request, deps, outbox).tell({ t: 'start' });
+    });
+    if (!result.ok) throw new Error(`the ledger's run failed: ${result.message}`);
+  }, { ops });
+  const steps = persist ? 'prepare, round, store_answer' : 'prepare, round';
+  return {
+    ...s,
+    note: `the real Actor and chatBehavior, commands (${steps}) answered at once: mailbox, receive, session set-up, text gate, event buffer, `
+      + 'frames (meta, delta, done), the outbox\'s items and its one flush (a turn), the promises of perform; not the I/O (own rows)',
+  };
+}
+
+/** The mailbox path of one delta into a streaming chat actor, its outbox flushed once per PER_TURN deltas. */
+export async function actorDelta(ops: number): Promise<Stage> {
+  const push = newPath(new Outbox(() => {}));
+  const s = await time('actor: one delta through the mailbox', (i) => {
+    push(TEXT);
+    if (i % PER_TURN === PER_TURN - 1) return turn();
+  }, { ops });
+  return { ...s, note: `tell → receive → text gate → emitDelta (event buffer, deltaFrame, outbox item); one flush per ${PER_TURN} deltas, as a loaded thread would (bench/mailbox.ts)` };
+}
