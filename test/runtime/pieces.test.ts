@@ -8,6 +8,7 @@ import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import { Outbox } from '../../actors/runtime/outbox.ts';
 import type { Batch } from '../../actors/runtime/protocol.ts';
 import { turn } from './fake.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 test('the event buffer coalesces deltas into one and keeps only the latest state of a keyed event', () => {
   const b = new EventBuffer();
@@ -37,9 +38,25 @@ test('the outbox sends one batch per event-loop turn, one item per run with its 
     { t: 'frames', runId: 'r2', data: 'x', events: 1 },
   ]);
   out.frames('r1', 'd');
-  await turn();
-  assert.equal(batches.length, 2);
+  await waitFor(() => batches.length === 2, 10_000, 'the next batch');
   assert.deepEqual(batches[1]!.items, [{ t: 'frames', runId: 'r1', data: 'd', events: 1 }]);
+});
+
+test('batches are at least the gap apart: frames of later turns within it wait and cross together', async () => {
+  const batches: Batch[] = [];
+  const out = new Outbox((b) => batches.push(b), { gapMs: 1000 });
+  out.frames('r1', 'a');
+  await turn();
+  assert.equal(batches.length, 1, 'the first batch goes out at the end of its turn');
+  out.frames('r1', 'b');
+  await turn();
+  out.frames('r2', 'x');
+  out.end('r1', { ok: true, value: 1 });
+  await turn();
+  assert.equal(batches.length, 1, 'within the gap nothing more crosses');
+  await waitFor(() => batches.length === 2, 10_000, 'the batch after the gap');
+  assert.deepEqual(batches[1]!.items.map((i) => i.t), ['frames', 'frames', 'end']);
+  assert.equal((batches[1]!.items[0] as { data: string }).data, 'b');
 });
 
 test('a replay closes the run\'s open item, so frames after it land after it, in order', async () => {
