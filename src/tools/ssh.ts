@@ -152,10 +152,15 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
 
     // Ends the remote process: TERM first (`timeout` and shells forward it to the whole process group),
     // then KILL, then close the channel and connection, which also ends it on servers that kill on close.
+    let execRequested = false;
     const stop = () => {
       const ch = channel;
       if (!ch) {
-        conn.end();
+        // The exec is on its way: its callback stops the command once the channel exists. Closing the
+        // connection now would not (sshd lets a command without a terminal outlive its connection);
+        // it is closed only if the channel never comes.
+        if (execRequested) setTimeout(() => conn.end(), KILL_GRACE_MS).unref();
+        else conn.end();
         return;
       }
       sendSignal(ch, 'TERM');
@@ -189,6 +194,7 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
       if (!settled) finish(new ToolError(`SSH connection to ${where} closed before the command finished`));
     });
     conn.on('ready', () => {
+      execRequested = true;
       conn.exec(command, (err, stream) => {
         if (err) {
           finish(new ToolError(`SSH exec on ${where} failed: ${err.message}`, { cause: err }));
