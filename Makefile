@@ -19,7 +19,7 @@ sim: install
 # Four files at a time on two cores: most of a test's time is spent waiting (streams at a set rate,
 # child processes starting, timers), not computing; a full run used about half of two cores at 2.
 test: install chromium
-	node $(NODE_FLAGS) --test --test-concurrency=4 --test-timeout=120000 $(TESTS)
+	node $(NODE_FLAGS) --test --test-concurrency=4 --test-timeout=240000 $(TESTS)
 
 # The browser tests (test/browser) drive Debian's chromium through playwright-core. Installed here when
 # missing (apt-get, quietly, as root); when that cannot be done the browser suites say they were skipped.
