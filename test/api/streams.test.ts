@@ -13,7 +13,7 @@ for (const threads of [0, 2]) {
   describe(`chat streams (ACTOR_THREADS=${threads})`, () => {
     let t: TestServer;
     before(async () => {
-      t = await startTestServer({ actorThreads: threads, env: { SSE_HEARTBEAT_MS: '150', SSE_MAX_QUEUED_BYTES: String(4 * 1024 * 1024) } });
+      t = await startTestServer({ actorThreads: threads, env: { SSE_HEARTBEAT_MS: '150', SSE_MAX_QUEUED_BYTES: String(8 * 1024 * 1024) } });
     });
     after(() => t.close());
 
@@ -125,7 +125,8 @@ for (const threads of [0, 2]) {
       const big = { provider: 'provider_c', model: 'm', enabledTools: [], chatId: chat.id, messages: [{ role: 'user', content: sim({ reply: 'x'.repeat(24_000_000), deltas: 600, rate: 200 }) }] };
       const payload = JSON.stringify(big);
       // A raw socket that sends the request and never reads a byte of the answer. The answer is paced
-      // (8 MB/s) so that the reading client, even on a loaded machine, stays within the 4 MB cap.
+      // (8 MB/s) so that the reading client, even on a loaded machine, stays within the 8 MB cap (a second
+      // of slack: 4 MB was not enough on a loaded 2-core machine running four test files at once).
       const stuck = net.connect(t.server.port, '127.0.0.1');
       // Paused: it never reads, so it never sees the server close it either; the metric tells.
       stuck.pause();
