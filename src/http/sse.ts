@@ -15,9 +15,17 @@ const open = new Set<SseSink>();
 // an actor thread (many runs, many sinks) cost one queueMicrotask, not one per sink (each makes an
 // AsyncResource and a bound function in Node).
 let dirty: SseSink[] = [];
+let flushQueued = false;
+
+function flushDirty(): void {
+  flushQueued = false;
+  const sinks = dirty;
+  dirty = [];
+  for (let i = 0; i < sinks.length; i++) sinks[i]!.flushPending();
+}
 
 // Opened sinks whose head waits for their first frames; one shared timer sends what waits too long.
-const HEAD_WAIT_MS = 20;
+export const HEAD_WAIT_MS = 20;
 const headless = new Set<SseSink>();
 let headTimer: NodeJS.Timeout | null = null;
 
@@ -27,14 +35,6 @@ function sendHeads(): void {
   headless.clear();
 }
 
-let flushQueued = false;
-
-function flushDirty(): void {
-  flushQueued = false;
-  const sinks = dirty;
-  dirty = [];
-  for (let i = 0; i < sinks.length; i++) sinks[i]!.flushPending();
-}
 let heartbeat: NodeJS.Timeout | null = null;
 let heartbeatMs = 15_000;
 
@@ -58,6 +58,11 @@ export class SseSink implements Subscriber {
   private queued = 0;
   /** Frames written in this turn, not yet sent (flushPending). */
   private pending: string | null = null;
+  /** What corkedWrite sends, and whether the socket took it all. */
+  private outgoing = '';
+  private writeOk = true;
+  /** Status line and headers written (they go out with the first frames, or after HEAD_WAIT_MS). */
+  private headSent = false;
   closed = false;
   private opened = false;
   /** Set when the sink was dropped for being too slow (for metrics and logs). */
@@ -159,9 +164,6 @@ export class SseSink implements Subscriber {
   }
 
   /** The write inside a cork, bound once: a closure per write is garbage on the delta path. */
-  private outgoing = '';
-  private writeOk = true;
-  private headSent = false;
   private readonly corkedWrite = (): void => {
     this.writeHead();
     this.writeOk = this.reply.res.write(this.outgoing);

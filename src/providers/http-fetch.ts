@@ -84,23 +84,26 @@ class ProviderResponse {
   }
 
   text(): Promise<string> {
-    const body = this.body;
-    return body instanceof PushBody ? body.text() : consume.text(body);
+    return this.read('text');
   }
 
   json(): Promise<unknown> {
-    const body = this.body;
-    return body instanceof PushBody ? body.json() : consume.json(body);
+    return this.read('json');
   }
 
   arrayBuffer(): Promise<ArrayBuffer> {
-    const body = this.body;
-    return body instanceof PushBody ? body.arrayBuffer() : consume.arrayBuffer(body);
+    return this.read('arrayBuffer');
   }
 
   blob() {
+    return this.read('blob');
+  }
+
+  /** The whole body, as the PushBody reads itself or as node:stream/consumers reads a Readable. */
+  private read<K extends 'text' | 'json' | 'arrayBuffer' | 'blob'>(how: K): ReturnType<(typeof consume)[K]> {
     const body = this.body;
-    return body instanceof PushBody ? body.blob() : consume.blob(body);
+    const whole = body instanceof PushBody ? body[how]() : consume[how](body);
+    return whole as ReturnType<(typeof consume)[K]>;
   }
 }
 

@@ -3,6 +3,7 @@
 // refused with 503, the message and Retry-After, counted; the stream already running goes on; and
 // once the loops are on time again starts are taken again.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { simCompletion } from '../helpers/process.ts';
 import { deltaText, follow, metric, openChatStream, startDrainService } from '../helpers/drain.ts';
@@ -10,6 +11,12 @@ import { sim, waitFor, type SseEvent } from '../helpers/server.ts';
 
 const start = (url: string) =>
   fetch(`${url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: simCompletion(sim({ deltas: 3 })) });
+
+/** The state letter of /proc/<pid>/stat (`T`: stopped by a signal). */
+function processState(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+}
 
 const LAG_MS = 200;
 const FREEZE_MS = 4 * LAG_MS;
@@ -35,8 +42,10 @@ describe('overload shedding (OVERLOAD_LAG_MS)', () => {
       let refused: Response | null = null;
       for (let attempt = 0; attempt < 5 && !refused; attempt++) {
         service.child.kill('SIGSTOP');
+        // The freeze counts from when the kernel has stopped the process, not from the signal.
+        await waitFor(() => processState(service.child.pid!) === 'T', 10_000, 'the service to be stopped');
         const pending = start(url);
-        await new Promise((r) => setTimeout(r, FREEZE_MS));
+        await new Promise((r) => setTimeout(r, FREEZE_MS)); // the stimulus's length, not a wait for an outcome
         service.child.kill('SIGCONT');
         const res = await pending;
         if (res.status === 503) refused = res;

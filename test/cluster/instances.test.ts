@@ -42,9 +42,13 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
     const chatId = origin.meta.data.chatId as string;
     assert.deepEqual((await b.call('GET', '/v1/active-runs')).body.chats, [], 'the spec’s meaning: this process only');
     assert.ok((await clusterRuns(b)).chats.includes(chatId), '?scope=cluster lists the run on another instance');
-    const attaches = Array.from({ length: 9 }, (_, i) =>
-      new Promise((res) => setTimeout(res, i * 60 + Math.floor(Math.random() * 50))).then(() => suite.cluster.instances[i % 3]!.stream(`/v1/chats/${chatId}/stream/attach`)),
-    );
+    // Random moments of the run, chosen by its progress (deltas the origin has seen), not by the clock:
+    // the last attach comes by delta 26 of 40, so every one lands while the run is active.
+    const deltasSeen = () => origin.timeline.filter((e) => e.event === 'delta').length;
+    const attaches = Array.from({ length: 9 }, (_, i) => {
+      const after = i * 3 + Math.floor(Math.random() * 3);
+      return waitFor(() => deltasSeen() >= after, 30_000, `delta ${after} of the origin`).then(() => suite.cluster.instances[i % 3]!.stream(`/v1/chats/${chatId}/stream/attach`));
+    });
     // A client that drops mid-stream and re-attaches elsewhere gets everything too.
     const dropped = await b.stream(`/v1/chats/${chatId}/stream/attach`, undefined, { stopAfter: (_e, all) => all.length >= 3 });
     assert.equal(dropped.status, 200);

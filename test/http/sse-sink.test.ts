@@ -1,0 +1,84 @@
+// SseSink (src/http/sse.ts) against a recording stand-in for a uWS response: what one turn writes
+// leaves in one write with the head in front of it, an open stream with nothing to say still shows
+// its head, and an end carries what the turn wrote.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { HttpResponse } from '../../src/http/uws.ts';
+import { Reply } from '../../src/http/reply.ts';
+import { createSse } from '../../src/http/sse.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+/** Records every socket-level call; a cork's calls are one send, as uWS makes them. */
+function fakeRes() {
+  const sends: string[][] = [];
+  let corked: string[] | null = null;
+  const record = (what: string) => (corked ? corked.push(what) : sends.push([what]));
+  const res = {
+    onAborted: () => res,
+    cork(fn: () => void) {
+      corked = [];
+      fn();
+      sends.push(corked);
+      corked = null;
+      return res;
+    },
+    writeStatus: (s: string) => (record(`status ${s}`), res),
+    writeHeader: (k: string, v: string) => (record(`${k}: ${v}`), res),
+    write: (chunk: string) => (record(chunk), true),
+    end: (chunk: string) => (record(`end ${chunk}`), res),
+    onWritable: () => res,
+    close: () => res,
+  };
+  return { res: res as unknown as HttpResponse, sends };
+}
+
+const turn = () => new Promise<void>((r) => setImmediate(r));
+
+test('a turn\'s frames leave in one send, the head in front of the first', async () => {
+  const { res, sends } = fakeRes();
+  const sink = createSse(new Reply(res));
+  sink.open();
+  assert.equal(sends.length, 0, 'the head waits for the first frames');
+  sink.write('event: meta\n\n');
+  sink.write('event: delta\n\n');
+  await turn();
+  assert.equal(sends.length, 1);
+  assert.equal(sends[0]![0], 'status 200 OK');
+  assert.ok(sends[0]!.includes(': open\n\n'));
+  assert.equal(sends[0]!.at(-1), 'event: meta\n\nevent: delta\n\n');
+  sink.write('event: delta\n\n');
+  await turn();
+  assert.deepEqual(sends[1], ['event: delta\n\n'], 'later turns: frames only');
+});
+
+test('two streams written in one turn each send once', async () => {
+  const a = fakeRes();
+  const b = fakeRes();
+  const sa = createSse(new Reply(a.res));
+  const sb = createSse(new Reply(b.res));
+  sa.open();
+  sb.open();
+  for (const s of [sa, sb, sa, sb]) s.write('x');
+  await turn();
+  assert.deepEqual([a.sends.length, b.sends.length], [1, 1]);
+  assert.deepEqual([a.sends[0]!.at(-1), b.sends[0]!.at(-1)], ['xx', 'xx']);
+});
+
+test('an open stream with nothing to say still shows its head', async () => {
+  const { res, sends } = fakeRes();
+  createSse(new Reply(res)).open();
+  await waitFor(() => sends.length === 1, 10_000, 'the head');
+  assert.equal(sends[0]![0], 'status 200 OK');
+  assert.equal(sends[0]!.at(-1), ': open\n\n');
+});
+
+test('an end in the turn of its frames sends head, frames and end at once', () => {
+  const { res, sends } = fakeRes();
+  const sink = createSse(new Reply(res));
+  sink.open();
+  sink.write('event: done\n\n');
+  sink.end();
+  assert.equal(sends.length, 1);
+  assert.equal(sends[0]![0], 'status 200 OK');
+  assert.equal(sends[0]!.at(-1), 'end event: done\n\n');
+});
