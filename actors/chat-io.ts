@@ -3,12 +3,12 @@
 // provider's text callback only pushes messages into the run's mailbox.
 import type { RunDeps } from '../src/run-deps.ts';
 import { appendMessages } from '../src/store/messages.ts';
-import type { Tell } from './runtime/actor.ts';
+import type { Cancellation, Tell } from './runtime/actor.ts';
 import { runTool } from './chat-tools.ts';
 import type { ChatCommand, ChatMsg } from './chat-protocol.ts';
 import { failCall, prepareChat, storeAnswer, storeInterrupted } from './run-storage.ts';
 
-export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, signal: AbortSignal): Promise<ChatMsg> {
+export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, run: Cancellation): Promise<ChatMsg> {
   switch (cmd.c) {
     case 'prepare':
       return prepareChat(cmd.req, deps).then(
@@ -24,7 +24,7 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
       );
     }
     case 'tool':
-      return runTool(cmd, { config: deps.config, signal });
+      return runTool(cmd, { config: deps.config, signal: run.signal });
     case 'store_tool': {
       const { round, index } = cmd;
       return appendMessages(deps.pool, cmd.chatId, [cmd.message], cmd.runToken).then(

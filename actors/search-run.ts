@@ -9,7 +9,7 @@ import { saveSearchRun } from '../src/store/searches.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
 import type { RunDeps as Deps } from '../src/run-deps.ts';
 import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
-import { defineRun, type Control, type Io } from './runtime/actor.ts';
+import { defineRun, type Cancellation, type Control, type Io } from './runtime/actor.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { interruptionOf } from './run-failure.ts';
 
@@ -78,7 +78,8 @@ export type SearchState =
 
 type SearchIo = Io<SearchMsg, SearchRunValue, SearchCommand, Deps>;
 
-async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, signal: AbortSignal): Promise<SearchMsg> {
+async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run: Cancellation): Promise<SearchMsg> {
+  const { signal } = run;
   switch (cmd.c) {
     case 'search': {
       const { req } = cmd;

@@ -7,15 +7,14 @@
 // still goes out at the end of its turn; under load one thread crossing (a structured clone and a
 // wake-up of the main thread, ~5 µs of a delta's ~40 when every turn sent its own) carries the
 // frames of a millisecond, for at most a millisecond of added latency.
-import type { Batch, OutItem, RunResult } from './protocol.ts';
-
-type FramesItem = Extract<OutItem, { t: 'frames' }>;
+import type { Batch, BatchEntry, RunResult } from './protocol.ts';
 
 export const DEFAULT_GAP_MS = 1;
 
 export class Outbox {
-  private items: OutItem[] = [];
-  private open = new Map<string, FramesItem>();
+  private items: BatchEntry[] = [];
+  /** Where each run's frames item of this batch starts in `items` (runId, data, events). */
+  private open = new Map<string, number>();
   private scheduled = false;
   private lastFlush = -Infinity;
   private readonly send: (batch: Batch) => void;
@@ -27,14 +26,15 @@ export class Outbox {
   }
 
   frames(runId: string, data: string): void {
-    const item = this.open.get(runId);
-    if (item) {
-      item.data += data;
-      item.events++;
+    const at = this.open.get(runId);
+    if (at !== undefined) {
+      const items = this.items;
+      items[at + 1] = (items[at + 1] as string) + data;
+      items[at + 2] = (items[at + 2] as number) + 1;
     } else {
-      const fresh: FramesItem = { t: 'frames', runId, data, events: 1 };
-      this.open.set(runId, fresh);
-      this.enqueue(fresh);
+      this.open.set(runId, this.items.length);
+      this.items.push(runId, data, 1);
+      this.schedule();
     }
   }
 
@@ -62,8 +62,12 @@ export class Outbox {
     this.enqueue({ t: 'end', runId, result });
   }
 
-  private enqueue(item: OutItem): void {
+  private enqueue(item: Exclude<BatchEntry, string | number>): void {
     this.items.push(item);
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (!this.scheduled) {
       this.scheduled = true;
       const wait = this.lastFlush + this.gapMs - performance.now();

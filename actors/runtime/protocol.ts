@@ -73,7 +73,39 @@ export type OutItem =
   /** A failure inside a host, logged by the supervisor (a worker has no logger of its own). */
   | { t: 'log'; level: 'warn' | 'error'; message: string; error: string | null };
 
+/**
+ * A batch's items as they cross the thread boundary. A run's frames, nearly every item, cross as
+ * three plain values in a row (runId, data, events), not as an object: the structured clone of an
+ * object with its keys costs ~4x that of its values (docs/performance.md, fifth round). Every other
+ * item crosses as itself. A string always starts a frames item, since no other item is a string.
+ */
+export type BatchEntry = string | number | Exclude<OutItem, { t: 'frames' }>;
+
 export interface Batch {
   t: 'batch';
-  items: OutItem[];
+  items: BatchEntry[];
+}
+
+/** A batch's entries for a list of items (the ledger and tests build batches this way). */
+export function encodeItems(items: readonly OutItem[]): BatchEntry[] {
+  const out: BatchEntry[] = [];
+  for (const item of items) {
+    if (item.t === 'frames') out.push(item.runId, item.data, item.events);
+    else out.push(item);
+  }
+  return out;
+}
+
+/** The items of a batch, in order (off the hot path: the supervisor reads the entries in place). */
+export function batchItems(batch: Batch): OutItem[] {
+  const out: OutItem[] = [];
+  const e = batch.items;
+  for (let i = 0; i < e.length; i++) {
+    const entry = e[i]!;
+    if (typeof entry === 'string') {
+      out.push({ t: 'frames', runId: entry, data: e[i + 1] as string, events: e[i + 2] as number });
+      i += 2;
+    } else if (typeof entry === 'object') out.push(entry);
+  }
+  return out;
 }

@@ -229,15 +229,17 @@ export class Supervisor<T extends RunTypeMap> {
   }
 
   private onBatch(batch: Batch): void {
-    for (const item of batch.items) {
+    const entries = batch.items;
+    for (let i = 0; i < entries.length; i++) {
+      const item = entries[i]!;
+      if (typeof item === 'string') {
+        // A run's frames: runId, data, events (protocol.ts, BatchEntry).
+        this.onFrames(item, entries[i + 1] as string, entries[i + 2] as number);
+        i += 2;
+        continue;
+      }
+      if (typeof item !== 'object') continue;
       switch (item.t) {
-        case 'frames': {
-          const entry = this.runs.get(item.runId);
-          if (!entry) break;
-          for (const sub of entry.subscribers) sub.write(item.data);
-          this.stats.eventsSent += item.events * entry.subscribers.size;
-          break;
-        }
         case 'replay': {
           const p = this.pending.get(item.subId);
           if (!p) break;
@@ -272,6 +274,13 @@ export class Supervisor<T extends RunTypeMap> {
           break;
       }
     }
+  }
+
+  private onFrames(runId: string, data: string, events: number): void {
+    const entry = this.runs.get(runId);
+    if (!entry) return;
+    for (const sub of entry.subscribers) sub.write(data);
+    this.stats.eventsSent += events * entry.subscribers.size;
   }
 
   private finish(entry: Entry, result: RunResult): void {

@@ -4,9 +4,9 @@
 import { executeChat } from '../../actors/chat-io.ts';
 import type { ChatCommand, ChatMsg, ChatRunRequest } from '../../actors/chat-protocol.ts';
 import { chatBehavior } from '../../actors/chat-run.ts';
-import { defineRun, type Tell } from '../../actors/runtime/actor.ts';
+import { defineRun, type Cancellation, type Tell } from '../../actors/runtime/actor.ts';
 import { Outbox } from '../../actors/runtime/outbox.ts';
-import type { RunResult } from '../../actors/runtime/protocol.ts';
+import { batchItems, type RunResult } from '../../actors/runtime/protocol.ts';
 import type { ProviderSession } from '../../src/providers/types.ts';
 import type { RunDeps } from '../../src/run-deps.ts';
 import { fakeDeps } from '../../test/runtime/fake-io.ts';
@@ -18,12 +18,12 @@ import { time, type Stage } from './timing.ts';
  * What each command's real executor (chat-io.ts) answers, at once. A round is the real executor's,
  * on a session that hands its one text to the round's callback and resolves with the round's end.
  */
-function answerAtOnce(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, signal: AbortSignal): Promise<ChatMsg> {
+function answerAtOnce(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, run: Cancellation): Promise<ChatMsg> {
   switch (cmd.c) {
     case 'prepare':
       return Promise.resolve({ t: 'prepared', runToken: cmd.req.storeChat ? 1 : null });
     case 'round':
-      return executeChat(cmd, deps, tell, signal);
+      return executeChat(cmd, deps, tell, run);
     case 'store_answer':
       return Promise.resolve({ t: 'answer_stored' });
     default:
@@ -45,7 +45,7 @@ export async function actorStart(persist: boolean, ops: number): Promise<Stage> 
   const request: ChatRunRequest = chatRequest(persist);
   let ended: (result: RunResult) => void = () => {};
   const outbox = new Outbox((b) => {
-    for (const item of b.items) if (item.t === 'end') ended(item.result);
+    for (const item of batchItems(b)) if (item.t === 'end') ended(item.result);
   });
   const s = await time(`actor: a whole chat run, ${persist ? 'persisted' : 'unpersisted'}`, async (i) => {
     const result = await new Promise<RunResult>((resolve) => {

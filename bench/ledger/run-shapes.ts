@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-protocol.ts';
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
-import type { Batch, OutItem, RunResult, ToHost } from '../../actors/runtime/protocol.ts';
+import { encodeItems, type Batch, type OutItem, type RunResult, type ToHost } from '../../actors/runtime/protocol.ts';
 import type { RoundEnd } from '../../src/providers/types.ts';
 import { streamCompletionSchema } from '../../src/schemas.ts';
 import { serviceBody } from '../load/bodies.ts';
@@ -51,4 +51,4 @@ export const startMessage = (runId: string, request: ChatRunRequest): ToHost => 
 export const framesItem = (runId: string, frames: readonly string[]): OutItem => ({ t: 'frames', runId, data: frames.join(''), events: frames.length });
 
 /** One outbox batch of `items`. */
-export const batch = (...items: OutItem[]): Batch => ({ t: 'batch', items });
+export const batch = (...items: OutItem[]): Batch => ({ t: 'batch', items: encodeItems(items) });

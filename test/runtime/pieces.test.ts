@@ -6,7 +6,7 @@ import { Actor, type Behavior } from '../../actors/runtime/actor.ts';
 import { EventBuffer } from '../../actors/runtime/event-buffer.ts';
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import { Outbox } from '../../actors/runtime/outbox.ts';
-import type { Batch } from '../../actors/runtime/protocol.ts';
+import { batchItems, type Batch } from '../../actors/runtime/protocol.ts';
 import { turn } from './fake.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -33,13 +33,13 @@ test('the outbox sends one batch per event-loop turn, one item per run with its 
   assert.equal(batches.length, 0, 'nothing crosses before the turn ends');
   await turn();
   assert.equal(batches.length, 1);
-  assert.deepEqual(batches[0]!.items, [
+  assert.deepEqual(batchItems(batches[0]!), [
     { t: 'frames', runId: 'r1', data: 'abc', events: 3 },
     { t: 'frames', runId: 'r2', data: 'x', events: 1 },
   ]);
   out.frames('r1', 'd');
   await waitFor(() => batches.length === 2, 10_000, 'the next batch');
-  assert.deepEqual(batches[1]!.items, [{ t: 'frames', runId: 'r1', data: 'd', events: 1 }]);
+  assert.deepEqual(batchItems(batches[1]!), [{ t: 'frames', runId: 'r1', data: 'd', events: 1 }]);
 });
 
 test('batches are at least the gap apart: frames of later turns within it wait and cross together', async () => {
@@ -55,8 +55,8 @@ test('batches are at least the gap apart: frames of later turns within it wait a
   await turn();
   assert.equal(batches.length, 1, 'within the gap nothing more crosses');
   await waitFor(() => batches.length === 2, 10_000, 'the batch after the gap');
-  assert.deepEqual(batches[1]!.items.map((i) => i.t), ['frames', 'frames', 'end']);
-  assert.equal((batches[1]!.items[0] as { data: string }).data, 'b');
+  assert.deepEqual(batchItems(batches[1]!).map((i) => i.t), ['frames', 'frames', 'end']);
+  assert.equal((batchItems(batches[1]!)[0] as { data: string }).data, 'b');
 });
 
 test('a replay closes the run\'s open item, so frames after it land after it, in order', async () => {
@@ -68,10 +68,10 @@ test('a replay closes the run\'s open item, so frames after it land after it, in
   out.end('r1', { ok: true, value: 1 });
   await turn();
   assert.deepEqual(
-    batches[0]!.items.map((i) => i.t),
+    batchItems(batches[0]!).map((i) => i.t),
     ['frames', 'replay', 'frames', 'end'],
   );
-  assert.deepEqual(batches[0]!.items[2], { t: 'frames', runId: 'r1', data: 'b', events: 1 });
+  assert.deepEqual(batchItems(batches[0]!)[2], { t: 'frames', runId: 'r1', data: 'b', events: 1 });
 });
 
 test('a message told while another is handled waits its turn, and a throw in receive ends the run once, logged', () => {
