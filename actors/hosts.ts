@@ -22,25 +22,41 @@ export interface WorkerSetup {
   cleanup(): Promise<void>;
 }
 
+/** How long a release may wait for other messages to cross with (it only lets a worker forget a run). */
+export const RELEASE_WAIT_MS = 20;
+
 /**
  * Messages to one worker go out once per event-loop turn, in order: the starts of one loop iteration
- * and the releases of one batch of ended runs cross as one postMessage (each wakes the worker).
+ * and the releases of one batch of ended runs cross as one postMessage (each wakes the worker). A turn
+ * with only releases waits up to RELEASE_WAIT_MS for a start or a cancel to go with: at a few hundred
+ * starts a second that saves the worker one wake-up per run.
  */
-function batched(worker: Worker): (msg: ToHost) => void {
+export function batched(post: (msgs: ToHost[]) => void): (msg: ToHost) => void {
   let queue: ToHost[] = [];
   let scheduled = false;
+  let lazy: NodeJS.Timeout | null = null;
   const flush = (): void => {
     scheduled = false;
     const msgs = queue;
     queue = [];
-    worker.postMessage(msgs);
+    if (msgs.length > 0) post(msgs);
+  };
+  const flushLazy = (): void => {
+    lazy = null;
+    if (!scheduled) flush();
   };
   return (msg) => {
     queue.push(msg);
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(flush);
+    if (scheduled) return;
+    if (msg.t === 'release') {
+      if (!lazy) {
+        lazy = setTimeout(flushLazy, RELEASE_WAIT_MS);
+        lazy.unref();
+      }
+      return;
     }
+    scheduled = true;
+    setImmediate(flush);
   };
 }
 
@@ -75,7 +91,7 @@ export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?:
     });
     return {
       ready,
-      send: batched(worker),
+      send: batched((msgs) => worker.postMessage(msgs)),
       terminate: async () => {
         stopping = true;
         await worker.terminate();

@@ -1,0 +1,42 @@
+// The supervisor's messages to a worker (actors/hosts.ts): one crossing per event-loop turn, and a
+// release that waits for company, since each crossing wakes the worker.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { batched, RELEASE_WAIT_MS } from '../../actors/hosts.ts';
+import type { ToHost } from '../../actors/runtime/protocol.ts';
+import { turn } from './fake.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const start = (runId: string): ToHost => ({ t: 'start', runId, kind: 'chat', request: {} });
+const release = (runId: string): ToHost => ({ t: 'release', runId });
+
+test('the messages of one turn cross once, in order, at the end of the turn', async () => {
+  const posts: ToHost[][] = [];
+  const send = batched((msgs) => posts.push(msgs));
+  send(start('a'));
+  send(release('x'));
+  send(start('b'));
+  assert.equal(posts.length, 0, 'nothing crosses before the turn ends');
+  await turn();
+  assert.deepEqual(posts, [[start('a'), release('x'), start('b')]]);
+});
+
+test('a release alone waits for the next start and crosses with it', async () => {
+  const posts: ToHost[][] = [];
+  const send = batched((msgs) => posts.push(msgs));
+  send(release('x'));
+  await turn();
+  assert.equal(posts.length, 0, `a lone release waits (up to ${RELEASE_WAIT_MS} ms)`);
+  send(start('a'));
+  await turn();
+  assert.deepEqual(posts, [[release('x'), start('a')]]);
+});
+
+test('a release with no company crosses on its own after the wait', async () => {
+  const posts: ToHost[][] = [];
+  const send = batched((msgs) => posts.push(msgs));
+  send(release('x'));
+  send(release('y'));
+  await waitFor(() => posts.length === 1, 10_000, 'the releases');
+  assert.deepEqual(posts, [[release('x'), release('y')]]);
+});
