@@ -9,3 +9,10 @@ export const ccBody = (deltas: number, rate: number) =>
 /** The service's stream endpoint, text only (`enabledTools: []`: no round's text is held to look for tool calls). */
 export const serviceBody = (provider: string, persist: boolean, deltas: number, rate: number) =>
   JSON.stringify({ provider, model: 'm', persist, enabledTools: [], messages: [{ role: 'user', content: `load __I__\n${simLine(deltas, rate)}` }] });
+
+const SIM_ASK = /SIM \{\\"deltas\\":\d+,\\"rate\\":\d+/;
+
+/** The same body asking the simulator for `deltas` at `rate` (the warm-ups); null when it asks for no stamped stream. */
+export function withDeltas(body: string, deltas: number, rate: number): string | null {
+  return SIM_ASK.test(body) ? body.replace(SIM_ASK, `SIM {\\"deltas\\":${deltas},\\"rate\\":${rate}`) : null;
+}

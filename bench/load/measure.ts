@@ -4,6 +4,7 @@
 // (capacity.ts) and the start-rate sweep (start-rate.ts).
 import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
+import { withDeltas } from './bodies.ts';
 import type { PgCpuMeter } from './pg-cpu.ts';
 import { cpuMicros, rssKb, rssSamples, sleep, start, waitForQuiet, type Child } from '../../test/helpers/procs.ts';
 
@@ -128,13 +129,33 @@ function rssTrace(pid: number, everyMs = 200) {
 }
 
 /**
+ * One-delta starts in every warm-up (BENCH_START_WARM_UP), at up to 500/s. A start runs most of its
+ * code once, and V8 optimizes a function only after many calls: after the 200 starts of the old
+ * warm-up, TurboFan still compiled on the helper threads through the measured job (~10 % of the
+ * service's CPU in `perf`), after 10,000 it did not, and a start cost 1,300–1,500 µs instead of
+ * 1,900–2,100 (docs/performance.md, fifth round). nginx has no JIT; a long-running service is warm.
+ */
+const START_WARM_UP = Number(process.env.BENCH_START_WARM_UP ?? 5000);
+
+/** The warm-up before a measured job: the start path's JIT, then (streams) the delta path, the pools. */
+async function warmUp(job: GenJob): Promise<void> {
+  const jobs: GenJob[] = [];
+  const oneDelta = job.mode === 'streams' ? withDeltas(job.body, 1, 1) : null;
+  if (oneDelta && START_WARM_UP > 0) jobs.push({ ...job, body: oneDelta, k: START_WARM_UP, deltas: 1, rate: 1, startsPerSec: Math.min(job.startsPerSec, 500) });
+  if (job.deltas > 1) jobs.push({ ...job, body: withDeltas(job.body, 20, 100) ?? job.body, k: Math.min(job.k, 200), deltas: 20, rate: 100 });
+  for (const j of jobs) {
+    const warm = await generate(j);
+    if (warm.failed > 0) console.error(`[bench] warm-up: ${warm.failed} failed ${JSON.stringify(warm.reasons)}`);
+  }
+}
+
+/**
  * Warm-up (JIT, connection setup), idle RSS, then the measured job with CPU and RSS around it. The
  * steady phase is from the end of the ramp (K ÷ starts per second) to the end of the first stream
  * (deltas ÷ rate): the time every stream is open, when the streams are long enough to overlap.
  */
 export async function measure(pid: number | null, simPid: number, job: GenJob, pgMeter?: PgCpuMeter | null): Promise<Measured> {
-  const warm = await generate({ ...job, k: Math.min(job.k, 200), deltas: 20, rate: 100 });
-  if (warm.failed > 0) console.error(`[bench] warm-up: ${warm.failed} failed ${JSON.stringify(warm.reasons)}`);
+  await warmUp(job);
   await sleep(500);
   const loadAvg1 = await waitForQuiet();
   // A one-delta job is short, so the process's idle CPU (timers, the GC of the warm-up's garbage) is a

@@ -1,0 +1,56 @@
+// Where a start's CPU goes, kernel included: Linux `perf record` on the service while one-delta streams
+// start at a steady rate (the start-rate row's load). V8's profiles (BENCH_PROFILE, prof.ts) sample wall
+// time per thread, so a syscall that wakes another process is charged for the wait that follows; perf
+// samples CPU cycles of every thread of the process, so what it shows is what the start costs.
+//
+//   node --import tsx bench/load/perf-starts.ts [rate=500] [seconds=6] [persist=0|1] [warm-up starts=rate × 2]
+//
+// Needs `perf` (Debian's linux-perf) and perf_event_paranoid ≤ 2 for one's own processes. The service
+// runs with --perf-basic-prof so JIT frames have names. Prints the split by thread and by binary, then
+// the top symbols by self time; the raw perf.data stays in bench/out/perf-starts/.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { serviceBody } from './bodies.ts';
+import { generate } from './measure.ts';
+import { createBenchDb, OUT, startService, startSimulator } from './targets.ts';
+import { stopAll } from '../../test/helpers/procs.ts';
+
+const rate = Number(process.argv[2] ?? 500);
+const seconds = Number(process.argv[3] ?? 6);
+const persist = process.argv[4] === '1';
+const warmStarts = Number(process.argv[5] ?? rate * 2);
+const out = path.join(OUT, 'perf-starts');
+mkdirSync(out, { recursive: true });
+const data = path.join(out, 'perf.data');
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-perf-'));
+const db = persist ? await createBenchDb() : { url: null, drop: async () => {} };
+
+const job = (k: number) => ({
+  mode: 'streams' as const, host: '127.0.0.1', port: 0, path: '/v1/chat-completions/stream',
+  body: serviceBody('provider_c', persist, 1, 1), kind: 'sse' as const, k, deltas: 1, rate: 1, startsPerSec: rate,
+});
+
+try {
+  const sim = await startSimulator();
+  const { child, port } = await startService({ sim: sim.urls, databaseUrl: db.url, maxActiveRuns: rate * seconds * 2, dataDir, nodeFlags: ['--perf-basic-prof'] });
+  const pid = child.proc.pid!;
+  await generate({ ...job(warmStarts), port });
+  // perf runs for the middle of the measured job: it starts with the job and stops a second early.
+  const perf = spawn('perf', ['record', '-q', '-F', '997', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(seconds - 1)], { stdio: 'inherit' });
+  const exited = new Promise((resolve) => perf.on('exit', resolve));
+  const r = await generate({ ...job(rate * seconds), port });
+  await exited;
+  console.log(`${rate * seconds} starts at ${rate}/s (${persist ? 'persisted' : 'unpersisted'}): failed ${r.failed}, ttfd p50 ${r.ttfdMs.p50} ms`);
+  const report = (sort: string, lines: number) => execFileSync('perf', ['report', '-i', data, '--no-children', '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
+    .split('\n').filter((l) => l && !l.startsWith('#')).slice(0, lines).join('\n');
+  console.log('\n== by thread\n' + report('pid', 12));
+  console.log('\n== by binary\n' + report('dso', 12));
+  console.log('\n== top symbols\n' + report('sym', 60));
+} finally {
+  await stopAll();
+  await db.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+process.exit(0);
