@@ -14,9 +14,8 @@
 // passed it on as `''` and failed the round on JSON.parse('').
 import * as A from '@anthropic-ai/sdk';
 import * as O from 'openai';
+import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
-
-const STREAM: TextDecodeOptions = { stream: true };
 
 /** A frame filter: turns one SSE event into a frame in `sse.frames`, a `sse.failure`, or nothing. */
 export type FrameFilter = (ev: EventSourceMessage, sse: SseFrames) => void;
@@ -32,7 +31,9 @@ export class SseFrames {
   failure: unknown = undefined;
   /** Set by a filter that saw the stream's end marker (`[DONE]`); later events are ignored. */
   done = false;
-  private readonly decoder = new TextDecoder();
+  /** Node's own UTF-8 decoder keeps a character split across reads, as TextDecoder's stream mode does,
+   * at less than half its cost per read (TextDecoder streams through ICU's converter). */
+  private readonly decoder = new StringDecoder('utf8');
   private readonly parser: EventSourceParser;
 
   constructor(
@@ -48,7 +49,7 @@ export class SseFrames {
 
   feed(bytes: Uint8Array): unknown[] {
     this.frames.length = 0;
-    this.parser.feed(this.decoder.decode(bytes, STREAM));
+    this.parser.feed(this.decoder.write(bytes));
     return this.frames;
   }
 }

@@ -8,6 +8,7 @@ import { ProviderAbortError, isAbortError, toProviderError } from '../../src/pro
 import { providerKeyVariable, createProviders } from '../../src/providers/index.ts';
 import { isResponsesModel } from '../../src/providers/provider-a.ts';
 import { toMessagesParams } from '../../src/providers/provider-b.ts';
+import { openaiFrames, SseFrames } from '../../src/providers/sse.ts';
 import { ProviderError } from '../../src/providers/types.ts';
 import type { ImageAttachment, TextAttachment } from '../../src/types.ts';
 
@@ -131,4 +132,14 @@ test('createProviders builds only providers with a key', () => {
   for (const [name, adapter] of all) assert.equal(adapter.name, name);
   assert.equal(providerKeyVariable('provider_c'), 'PROVIDER_C_API_KEY');
   assert.equal(providerKeyVariable('provider_d'), 'AGENT_PROVIDER_API_KEY');
+});
+
+test('an SSE body decodes a character split across socket reads, byte by byte', () => {
+  const text = 'é😀 ünï';
+  const bytes = Buffer.from(`data: ${JSON.stringify({ choices: [{ delta: { content: text } }] })}\n\ndata: [DONE]\n\n`);
+  const sse = new SseFrames(new Headers(), openaiFrames);
+  const frames: unknown[] = [];
+  for (let i = 0; i < bytes.length; i++) frames.push(...sse.feed(bytes.subarray(i, i + 1)));
+  assert.deepEqual(frames, [{ choices: [{ delta: { content: text } }] }]);
+  assert.equal(sse.done, true);
 });
