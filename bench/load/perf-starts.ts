@@ -3,7 +3,10 @@
 // time per thread, so a syscall that wakes another process is charged for the wait that follows; perf
 // samples CPU cycles of every thread of the process, so what it shows is what the start costs.
 //
-//   node --import tsx bench/load/perf-starts.ts [rate=500] [seconds=6] [persist=0|1] [warm-up starts=rate × 2]
+//   node --import tsx bench/load/perf-starts.ts [rate=500] [seconds=6] [persist=0|1] [warm-up starts=5000]
+//
+// PERF_DELTAS=D:R streams D deltas at R/s instead (the delta path): the streams start at `rate` for
+// `seconds`, and perf records from the end of that ramp to the end of the first stream (D ÷ R − seconds).
 //
 // Needs `perf` (Debian's linux-perf) and perf_event_paranoid ≤ 2 for one's own processes. The service
 // runs with --perf-basic-prof so JIT frames have names. Prints the split by thread and by binary, then
@@ -20,29 +23,34 @@ import { stopAll } from '../../test/helpers/procs.ts';
 const rate = Number(process.argv[2] ?? 500);
 const seconds = Number(process.argv[3] ?? 6);
 const persist = process.argv[4] === '1';
-const warmStarts = Number(process.argv[5] ?? rate * 2);
+const warmStarts = Number(process.argv[5] ?? 5000);
+const [deltas, deltaRate] = (process.env.PERF_DELTAS ?? '1:1').split(':').map(Number) as [number, number];
+// One-delta starts: the middle of the job (from its start to a second before its end). Streams: the
+// steady phase, when every stream is open.
+const [recordFrom, recordFor] = deltas > 1 ? [seconds, deltas / deltaRate - seconds] : [0, seconds - 1];
+if (!(recordFor > 0)) throw new Error(`PERF_DELTAS=${deltas}:${deltaRate} leaves no steady phase after a ${seconds} s ramp`);
 const out = path.join(OUT, 'perf-starts');
 mkdirSync(out, { recursive: true });
 const data = path.join(out, 'perf.data');
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-perf-'));
 const db = persist ? await createBenchDb() : { url: null, drop: async () => {} };
 
-const job = (k: number) => ({
+const job = (k: number, d: number, r: number) => ({
   mode: 'streams' as const, host: '127.0.0.1', port: 0, path: '/v1/chat-completions/stream',
-  body: serviceBody('provider_c', persist, 1, 1), kind: 'sse' as const, k, deltas: 1, rate: 1, startsPerSec: rate,
+  body: serviceBody('provider_c', persist, d, r), kind: 'sse' as const, k, deltas: d, rate: r, startsPerSec: rate,
 });
 
 try {
   const sim = await startSimulator();
-  const { child, port } = await startService({ sim: sim.urls, databaseUrl: db.url, maxActiveRuns: rate * seconds * 2, dataDir, nodeFlags: ['--perf-basic-prof'] });
+  const { child, port } = await startService({ sim: sim.urls, databaseUrl: db.url, maxActiveRuns: rate * seconds * 2, dataDir, nodeFlags: ['--perf-basic-prof', '--logfile=/dev/null', '--no-logfile-per-isolate'] });
   const pid = child.proc.pid!;
-  await generate({ ...job(warmStarts), port });
-  // perf runs for the middle of the measured job: it starts with the job and stops a second early.
-  const perf = spawn('perf', ['record', '-q', '-F', '997', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(seconds - 1)], { stdio: 'inherit' });
+  await generate({ ...job(warmStarts, 1, 1), port });
+  const perf = spawn('perf', ['record', '-q', '-D', String(recordFrom * 1000), '-F', '997', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(recordFrom + recordFor)], { stdio: 'inherit' });
   const exited = new Promise((resolve) => perf.on('exit', resolve));
-  const r = await generate({ ...job(rate * seconds), port });
+  const r = await generate({ ...job(rate * seconds, deltas, deltaRate), port });
   await exited;
-  console.log(`${rate * seconds} starts at ${rate}/s (${persist ? 'persisted' : 'unpersisted'}): failed ${r.failed}, ttfd p50 ${r.ttfdMs.p50} ms`);
+  const what = deltas > 1 ? `streams of ${deltas} deltas at ${deltaRate}/s` : 'one-delta streams';
+  console.log(`${rate * seconds} ${what} started at ${rate}/s (${persist ? 'persisted' : 'unpersisted'}): failed ${r.failed}, ttfd p50 ${r.ttfdMs.p50} ms; perf from ${recordFrom} s for ${recordFor} s`);
   const report = (sort: string, lines: number) => execFileSync('perf', ['report', '-i', data, '--no-children', '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
     .split('\n').filter((l) => l && !l.startsWith('#')).slice(0, lines).join('\n');
   console.log('\n== by thread\n' + report('pid', 12));
