@@ -45,10 +45,13 @@ try {
   const { child, port } = await startService({ sim: sim.urls, databaseUrl: db.url, maxActiveRuns: rate * seconds * 2, dataDir, nodeFlags: ['--perf-basic-prof', '--logfile=/dev/null', '--no-logfile-per-isolate'] });
   const pid = child.proc.pid!;
   await generate({ ...job(warmStarts, 1, 1), port });
-  const perf = spawn('perf', ['record', '-q', '-D', String(recordFrom * 1000), '-F', '997', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(recordFrom + recordFor)], { stdio: 'inherit' });
-  const exited = new Promise((resolve) => perf.on('exit', resolve));
+  rmSync(data, { force: true });
+  const delay = recordFrom > 0 ? ['-D', String(recordFrom * 1000)] : [];
+  const perf = spawn('perf', ['record', '-q', ...delay, '-F', '997', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(recordFrom + recordFor)], { stdio: 'inherit' });
+  const exited = new Promise<number | null>((resolve) => perf.on('exit', resolve));
   const r = await generate({ ...job(rate * seconds, deltas, deltaRate), port });
-  await exited;
+  const code = await exited;
+  if (code !== 0) throw new Error(`perf record exited with ${code}`);
   const what = deltas > 1 ? `streams of ${deltas} deltas at ${deltaRate}/s` : 'one-delta streams';
   console.log(`${rate * seconds} ${what} started at ${rate}/s (${persist ? 'persisted' : 'unpersisted'}): failed ${r.failed}, ttfd p50 ${r.ttfdMs.p50} ms; perf from ${recordFrom} s for ${recordFor} s`);
   const report = (sort: string, lines: number) => execFileSync('perf', ['report', '-i', data, '--no-children', '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
