@@ -79,19 +79,18 @@ export type SearchState =
 type SearchIo = Io<SearchMsg, SearchRunValue, SearchCommand, Deps>;
 
 async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run: Cancellation): Promise<SearchMsg> {
-  const { signal } = run;
   switch (cmd.c) {
     case 'search': {
       const { req } = cmd;
       const contents = { highlights: { maxCharacters: SNIPPET_CHARS }, summary: { query: req.query } };
       const search = { ...req.endpoint, query: req.query, type: req.type, numResults: req.numResults, includeDomains: req.includeDomains, excludeDomains: req.excludeDomains, contents };
-      return engineASearch(search, { signal, timeoutMs: SEARCH_TIMEOUT_MS }).then(
+      return engineASearch(search, { signal: run.signal, timeoutMs: SEARCH_TIMEOUT_MS }).then(
         (r): SearchMsg => ({ t: 'search_done', outcome: { ok: true, value: { requestId: r.requestId, results: r.results } } }),
         (err: unknown): SearchMsg => ({ t: 'search_done', outcome: { ok: false, error: messageOf(err) } }),
       );
     }
     case 'answer':
-      return engineAAnswer({ ...cmd.req.endpoint, query: cmd.req.query }, { signal, timeoutMs: ANSWER_TIMEOUT_MS }).then(
+      return engineAAnswer({ ...cmd.req.endpoint, query: cmd.req.query }, { signal: run.signal, timeoutMs: ANSWER_TIMEOUT_MS }).then(
         (r): SearchMsg => {
           const answerCitations = r.citations.map((c) => ({ ...c, text: clip(c.text, CITATION_TEXT_CHARS) }));
           return { t: 'answer_done', outcome: { ok: true, value: { answerText: r.answerText, answerRequestId: r.answerRequestId, answerCitations } } };

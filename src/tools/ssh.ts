@@ -153,13 +153,16 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
     // Ends the remote process: TERM first (`timeout` and shells forward it to the whole process group),
     // then KILL, then close the channel and connection, which also ends it on servers that kill on close.
     let execRequested = false;
+    const endWithoutChannel = () => {
+      if (!channel) conn.end();
+    };
     const stop = () => {
       const ch = channel;
       if (!ch) {
         // The exec is on its way: its callback stops the command once the channel exists. Closing the
         // connection now would not (sshd lets a command without a terminal outlive its connection);
-        // it is closed only if the channel never comes.
-        if (execRequested) setTimeout(() => conn.end(), KILL_GRACE_MS).unref();
+        // it is closed only if the channel never comes (when it does, that stop closes it after KILL).
+        if (execRequested) setTimeout(endWithoutChannel, KILL_GRACE_MS).unref();
         else conn.end();
         return;
       }

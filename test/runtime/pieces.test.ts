@@ -2,7 +2,7 @@
 // the mailbox's order.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Actor, type Behavior } from '../../actors/runtime/actor.ts';
+import { Actor, RunCancelled, type Behavior } from '../../actors/runtime/actor.ts';
 import { EventBuffer } from '../../actors/runtime/event-buffer.ts';
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import { Outbox } from '../../actors/runtime/outbox.ts';
@@ -113,4 +113,38 @@ test('a message told while another is handled waits its turn, and a throw in rec
   assert.equal(ends, 1);
   assert.equal(frames.at(-1), sseFrame('error', { type: 'error', message: 'boom' }));
   assert.deepEqual(logs, ['run r threw', 'run r could not record its failure']);
+});
+
+test('the run\'s signal, made when first read, is aborted by a stop that came before or after the read', () => {
+  const seen: Array<{ aborted: boolean; reason: unknown }> = [];
+  let signal: AbortSignal | null = null;
+  const sink = { frames: () => {}, replay: () => {}, replayFailed: () => {}, end: () => {}, log: () => {} };
+  const behavior: Behavior<null, null, null, { s: 'on' }, { t: 'noop' }, { c: 'look' }> = {
+    initial: () => ({ s: 'on' }),
+    receive(state, msg, io) {
+      if (msg.t === 'stop') io.perform({ c: 'look' });
+      return state;
+    },
+    crashed(_state, err) {
+      throw err;
+    },
+    execute(_cmd, _deps, _tell, run) {
+      signal = run.signal;
+      seen.push({ aborted: run.signal.aborted, reason: run.signal.reason });
+      return new Promise(() => {});
+    },
+  };
+  const timers = { set: () => 0, clear: () => {} };
+  // Stopped before anything read the signal: the command performed after sees it aborted, with why.
+  new Actor('a', behavior, null, null, sink, timers).tell({ t: 'stop', message: 'enough' });
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0]!.aborted, true);
+  assert.ok(seen[0]!.reason instanceof RunCancelled);
+  // Read first, stopped after: the signal read is the one aborted.
+  const b = new Actor('b', behavior, null, null, sink, timers);
+  const read = b.signal;
+  assert.equal(read.aborted, false);
+  b.tell({ t: 'stop', message: 'enough' });
+  assert.equal(read.aborted, true);
+  assert.equal(signal, read, 'the command got the signal read before the stop');
 });
