@@ -147,9 +147,12 @@ function roundEnded(state: ChatState & { s: 'streaming' }, end: RoundEnd, io: Ch
   return whenStored(run, { then: 'tools', calls }, io);
 }
 
-/** The rounds are over: the answer is stored, unless the run was asked to end meanwhile. */
+/**
+ * The rounds are over: the answer is stored, unless the run was asked to end meanwhile. `cancelled`
+ * says so without reading `signal`, which would make the run's AbortController for every run.
+ */
 function answered(run: ChatData, io: ChatIo): ChatState {
-  if (io.signal.aborted) return caught(run, io.signal.reason ?? new Error('run cancelled'), io);
+  if (io.cancelled) return caught(run, io.signal.reason ?? new Error('run cancelled'), io);
   return whenStored(run, { then: 'answer' }, io);
 }
 

@@ -211,6 +211,32 @@ test('a shutdown before any text stores nothing but the failed LlmCall', () => {
   assert.deepEqual(m.sink.result, { ok: false, outcome: 'cancelled', message: SHUTDOWN });
 });
 
+test('a run nobody stops never makes its AbortController; a cancel that beats the round end still ends the run', () => {
+  // The actor makes its controller when its signal is first read (~15 µs of a start): the chat run
+  // must decide from `cancelled`, not from the signal, whether it was asked to end.
+  const controllerOf = (m: ReturnType<typeof chat>) => (m.actor as unknown as { controller: AbortController | null }).controller;
+  const plain = chat();
+  plain.tell({ t: 'start' });
+  plain.tell({ t: 'prepared', runToken: 1 });
+  plain.tell({ t: 'text', round: 1, text: 'Hi' });
+  plain.tell({ t: 'round_end', round: 1, end: end() });
+  plain.tell({ t: 'answer_stored' });
+  assert.deepEqual(plain.sink.names(), ['meta', 'delta', 'done']);
+  assert.equal(controllerOf(plain), null, 'no AbortController was made for a run nobody stopped');
+
+  // The provider's round ended whole just after a shutdown reached the run: the cut wins.
+  const cut = chat();
+  cut.tell({ t: 'start' });
+  cut.tell({ t: 'prepared', runToken: 1 });
+  cut.tell({ t: 'text', round: 1, text: 'Half' });
+  cut.tell({ t: 'cancel', why: 'shutdown', message: SHUTDOWN });
+  cut.tell({ t: 'round_end', round: 1, end: end() });
+  assert.equal(cut.sent('store_answer').length, 0, 'a cancelled run does not store a whole answer');
+  assert.deepEqual(cut.sent('store_interrupted').map((c) => c.text), ['Half']);
+  cut.tell({ t: 'interrupted_stored', error: null });
+  assert.deepEqual(cut.sink.result, { ok: false, outcome: 'cancelled', message: SHUTDOWN });
+});
+
 test('a throw inside receive ends the run through its failure path, logged, with one terminal event', () => {
   const m = chat();
   m.tell({ t: 'start' });
