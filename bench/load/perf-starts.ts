@@ -9,16 +9,19 @@
 // `seconds`, and perf records from the end of that ramp to the end of the first stream (D ÷ R − seconds).
 //
 // Needs `perf` (Debian's linux-perf) and perf_event_paranoid ≤ 2 for one's own processes. The service
-// runs with --perf-basic-prof so JIT frames have names. Prints the split by thread and by binary, then
-// the top symbols by self time; the raw perf.data stays in bench/out/perf-starts/.
+// runs with --perf-basic-prof so JIT frames have names. Prints the service's CPU per start (or per delta
+// over the recorded window), its split by owner (perf-owners.ts: ours, the packages we must keep, Node,
+// V8, the kernel), by thread and by binary, then the top symbols by self time; the raw perf.data stays
+// in bench/out/perf-starts/.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { serviceBody } from './bodies.ts';
 import { generate } from './measure.ts';
+import { busiestTids, ownerShares, ownerTable } from './perf-owners.ts';
 import { createBenchDb, OUT, startService, startSimulator } from './targets.ts';
-import { stopAll } from '../../test/helpers/procs.ts';
+import { cpuMicros, stopAll } from '../../test/helpers/procs.ts';
 
 const rate = Number(process.argv[2] ?? 500);
 const seconds = Number(process.argv[3] ?? 6);
@@ -49,11 +52,23 @@ try {
   const delay = recordFrom > 0 ? ['-D', String(recordFrom * 1000)] : [];
   const perf = spawn('perf', ['record', '-q', ...delay, '-F', '997', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(recordFrom + recordFor)], { stdio: 'inherit' });
   const exited = new Promise<number | null>((resolve) => perf.on('exit', resolve));
+  // The service's CPU over what is divided: the whole job for starts, the recorded window for deltas.
+  const cpu: number[] = [];
+  const at = (s: number) => setTimeout(() => cpu.push(cpuMicros(pid)), s * 1000);
+  if (deltas > 1) (at(recordFrom), at(recordFrom + recordFor));
+  else cpu.push(cpuMicros(pid));
   const r = await generate({ ...job(rate * seconds, deltas, deltaRate), port });
+  if (deltas === 1) cpu.push(cpuMicros(pid));
   const code = await exited;
   if (code !== 0) throw new Error(`perf record exited with ${code}`);
   const what = deltas > 1 ? `streams of ${deltas} deltas at ${deltaRate}/s` : 'one-delta streams';
   console.log(`${rate * seconds} ${what} started at ${rate}/s (${persist ? 'persisted' : 'unpersisted'}): failed ${r.failed}, ttfd p50 ${r.ttfdMs.p50} ms; perf from ${recordFrom} s for ${recordFor} s`);
+  const units = deltas > 1 ? rate * seconds * deltaRate * recordFor : rate * seconds;
+  const unitUs = cpu.length === 2 ? (cpu[1]! - cpu[0]!) / units : null;
+  const unit = deltas > 1 ? 'delta' : 'start';
+  console.log(`\nCPU per ${unit}: ${unitUs === null ? 'not read' : `${unitUs.toFixed(1)} µs`} (the service's user + system time ÷ ${units} ${unit}s)`);
+  const actorThreads = Number(process.env.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1));
+  console.log('\n== by owner\n' + ownerTable(ownerShares(data, busiestTids(data, 1 + actorThreads)), unitUs, unit));
   const report = (sort: string, lines: number) => execFileSync('perf', ['report', '-i', data, '--no-children', '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
     .split('\n').filter((l) => l && !l.startsWith('#')).slice(0, lines).join('\n');
   console.log('\n== by thread\n' + report('pid', 12));
