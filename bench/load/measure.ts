@@ -32,6 +32,11 @@ export interface Row {
   rssKbPerStream: number | null;
   /** (median RSS while every stream is open − idle RSS after the warm-up) ÷ K; null when no such phase. */
   rssKbPerStreamSteady?: number | null;
+  /**
+   * CPU per delta while every stream is open and none starts or ends (the steady phase, less a margin
+   * at each edge): the relay alone. `cpuUsPerDelta` is the whole job's, its starts' share included.
+   */
+  cpuUsPerDeltaSteady?: number | null;
   /** Start-burst and start-rate rows: CPU of the process under test over the job ÷ K. */
   cpuUsPerStart?: number | null;
   /** The idle process's CPU over the job's time ÷ K (read over a second of idling before it): included in cpuUsPerStart. */
@@ -103,6 +108,8 @@ export interface Measured {
   cpuUs: number | null;
   rssKbPerStream: number | null;
   rssKbPerStreamSteady: number | null;
+  /** CPU of the process over the steady phase ÷ the deltas sent in it; null when the phase is too short. */
+  cpuUsPerDeltaSteady: number | null;
   pgCpuUs: number | null;
   /** What the process would have spent idling over the job's time (one-delta jobs only). */
   idleCpuUs: number | null;
@@ -150,6 +157,29 @@ async function warmUp(job: GenJob): Promise<void> {
 }
 
 /**
+ * The process's CPU over the steady phase (every stream open, none starting or ending), read by two
+ * timers from the job's start, less STEADY_MARGIN_S at each edge for the last starts' and first ends'
+ * stragglers. In it every stream sends `rate` deltas a second, so the deltas are K × rate × seconds.
+ */
+const STEADY_MARGIN_S = 0.25;
+const STEADY_MIN_S = 1;
+
+function steadyCpu(pid: number, job: GenJob) {
+  const from = job.k / job.startsPerSec + STEADY_MARGIN_S;
+  const to = job.deltas / job.rate - STEADY_MARGIN_S;
+  if (job.deltas <= 1 || to - from < STEADY_MIN_S) return null;
+  const at: number[] = [];
+  const timers = [from, to].map((s) => setTimeout(() => at.push(cpuMicros(pid)), s * 1000));
+  return {
+    /** null when the job ended before the window did (a failed job): both readings are needed. */
+    perDelta(): number | null {
+      for (const t of timers) clearTimeout(t);
+      return at.length === 2 ? (at[1]! - at[0]!) / (job.k * job.rate * (to - from)) : null;
+    },
+  };
+}
+
+/**
  * Warm-up (JIT, connection setup), idle RSS, then the measured job with CPU and RSS around it. The
  * steady phase is from the end of the ramp (K ÷ starts per second) to the end of the first stream
  * (deltas ÷ rate): the time every stream is open, when the streams are long enough to overlap.
@@ -174,6 +204,7 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
   const simTrace = rssTrace(simPid);
   const pg = pgMeter ? await pgMeter.start() : null;
   const t0 = performance.now();
+  const window = pid ? steadyCpu(pid, job) : null;
   const result = await generate(job);
   const jobSeconds = (performance.now() - t0) / 1000;
   const pgCpuUs = pg ? await pg.stop() : null;
@@ -187,6 +218,7 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
     cpuUs: pid ? cpuMicros(pid) - cpu0 : null,
     rssKbPerStream: rss ? (rss.peak - idle) / job.k : null,
     rssKbPerStreamSteady: steady === null ? null : (steady - idle) / job.k,
+    cpuUsPerDeltaSteady: window?.perDelta() ?? null,
     pgCpuUs,
     idleCpuUs: idleCpuUsPerS === null ? null : idleCpuUsPerS * jobSeconds,
     simCpuUs: cpuMicros(simPid) - sim0,
@@ -212,6 +244,7 @@ export function toRow(base: Base, m: Measured, floor: Row | undefined, note?: st
     cpuUsPerDelta: m.cpuUs === null || g.deltas === 0 ? null : r2(m.cpuUs / g.deltas),
     rssKbPerStream: r2(m.rssKbPerStream),
     ...(m.rssKbPerStreamSteady !== null ? { rssKbPerStreamSteady: r2(m.rssKbPerStreamSteady) } : {}),
+    ...(m.cpuUsPerDeltaSteady !== null ? { cpuUsPerDeltaSteady: r2(m.cpuUsPerDeltaSteady) } : {}),
     ...(perStart(base.scenario) ? { cpuUsPerStart: m.cpuUs === null ? null : r2(m.cpuUs / g.streams) } : {}),
     ...(perStart(base.scenario) && m.idleCpuUs !== null ? { idleCpuUsPerStart: r2(m.idleCpuUs / g.streams) } : {}),
     ...(perStart(base.scenario) && m.pgCpuUs !== null ? { pgCpuUsPerStart: r2(m.pgCpuUs / g.streams) } : {}),

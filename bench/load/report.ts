@@ -43,15 +43,18 @@ export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Rec
   out.push(...startRateTable(rows), ...capacityTable(rows));
   const streams = rows.filter((r) => r.scenario === 'stream' && !r.variant);
   out.push('', '## Ratios (CPU per delivered delta)', '');
-  out.push('| K | service (provider_c, persist) | nginx | peer | service ÷ nginx | peer ÷ service |');
-  out.push('|--:|--:|--:|--:|--:|--:|');
+  out.push('The steady columns count only the time every stream is open and none starts or ends (the relay alone); the others divide the whole job, its starts included, by its deltas.', '');
+  out.push('| K | service (provider_c, persist) | nginx | peer | service ÷ nginx | peer ÷ service | service, steady | nginx, steady | service ÷ nginx, steady |');
+  out.push('|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
   const ks = [...new Set(streams.map((r) => r.k))];
   for (const k of ks) {
     const pick = (t: string) => streams.find((r) => r.k === k && r.target === t && (t !== 'service' || (r.provider === 'provider_c' && r.persist)));
     const s = pick('service')?.cpuUsPerDelta;
     const n = pick('nginx')?.cpuUsPerDelta;
     const p = pick('peer')?.cpuUsPerDelta;
-    out.push(`| ${k} | ${fmt(s)} | ${fmt(n)} | ${fmt(p)} | ${ratio(s, n)} | ${ratio(p, s)} |`);
+    const ss = pick('service')?.cpuUsPerDeltaSteady;
+    const ns = pick('nginx')?.cpuUsPerDeltaSteady;
+    out.push(`| ${k} | ${fmt(s)} | ${fmt(n)} | ${fmt(p)} | ${ratio(s, n)} | ${ratio(p, s)} | ${fmt(ss)} | ${fmt(ns)} | ${ratio(ss, ns)} |`);
   }
   out.push('', '## Cost curve (service: provider_c, persisted; floor: the simulator itself)', '');
   out.push('| K | rate | service µs/delta | nginx µs/delta | floor µs/delta | service KB/stream (peak) | service KB/stream (steady) | nginx KB/stream | floor KB/stream |');
