@@ -27,7 +27,7 @@ export interface ChatStartRecord {
 
 // `ord` keeps each member's rows in its own order; messages of one chat keep theirs (seq follows the
 // insert order). The FK checks of messages and calls run at statement end, after the chats exist.
-const CREATE_CHATS = `WITH input AS (
+export const CREATE_CHATS = `WITH input AS (
        SELECT * FROM json_to_recordset($1::json)
          AS x(ord int, id text, title text, provider text, model text, prompt text, tools json, msgs json,
               call_id text, instance_id text)
@@ -81,19 +81,27 @@ export type FinishRow = MessageRow & { call_found: number; stale: number };
 // so two groups cannot deadlock on each other's rows) and reads its latest version; a member whose
 // token is no longer its chat's is `stale` and writes nothing; the others store their message (when
 // their chat and call exist) and end their call. The caller keeps one member per chat in a group.
-const FINISH_MANY = `WITH input AS (
+//
+// Chats and calls are looked up by `id = ANY (ARRAY(...))`, never by joining or `IN (SELECT ...)`:
+// the planner takes json_to_recordset for 100 rows, and for 100 keys against a few thousand rows the
+// cached generic plan of a named statement hashed the keys and read the whole table (a seq scan of
+// `chats` per answer, its cost growing with every chat ever stored: 5 ms at 20,000 chats, most of
+// Postgres's CPU per persisted run in the bench). An array of keys is probed through the primary key
+// at any size. test/store/group-commit.test.ts pins the plans.
+export const FINISH_MANY = `WITH input AS (
        SELECT * FROM json_to_recordset($1::json)
          AS x(ord int, call_id text, chat_id text, msg_id text, content text, metadata jsonb, latency int,
               input_tokens int, output_tokens int, total_tokens int, status text, store boolean, token int, error text)
      ),
-     held AS (SELECT id, run_token FROM chats WHERE id IN (SELECT chat_id FROM input) ORDER BY id FOR UPDATE),
+     held AS (SELECT id, run_token FROM chats WHERE id = ANY (ARRAY(SELECT chat_id FROM input)) ORDER BY id FOR UPDATE),
      stale AS (SELECT i.ord FROM input i JOIN held h ON h.id = i.chat_id WHERE i.token IS NOT NULL AND h.run_token <> i.token),
      ok AS (SELECT * FROM input i WHERE NOT EXISTS (SELECT 1 FROM stale s WHERE s.ord = i.ord)),
      writing AS (
-       SELECT ok.* FROM ok WHERE ok.store AND EXISTS (SELECT 1 FROM llm_calls l WHERE l.id = ok.call_id)
+       SELECT ok.* FROM ok
+        WHERE ok.store AND ok.call_id = ANY (ARRAY(SELECT l.id FROM llm_calls l WHERE l.id = ANY (ARRAY(SELECT call_id FROM ok))))
      ),
      chat AS (
-       UPDATE chats SET updated_at = now() WHERE id IN (SELECT chat_id FROM writing) RETURNING id
+       UPDATE chats SET updated_at = now() WHERE id = ANY (ARRAY(SELECT chat_id FROM writing)) RETURNING id
      ),
      msg AS (
        INSERT INTO messages (id, chat_id, role, content, metadata)
@@ -106,7 +114,7 @@ const FINISH_MANY = `WITH input AS (
           SET status = ok.status, finished_at = now(), error = ok.error,
               latency_ms = ok.latency, input_tokens = ok.input_tokens, output_tokens = ok.output_tokens,
               total_tokens = ok.total_tokens, message_id = (SELECT msg.id FROM msg WHERE msg.id = ok.msg_id)
-         FROM ok WHERE l.id = ok.call_id
+         FROM ok WHERE l.id = ANY (ARRAY(SELECT call_id FROM ok)) AND l.id = ok.call_id
        RETURNING l.id
      )
      SELECT i.ord, msg.*,

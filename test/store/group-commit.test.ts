@@ -8,6 +8,7 @@ import type { Database, Queryable } from '../../src/db/types.ts';
 import { createChat, startChatRun } from '../../src/store/chats.ts';
 import { FencedWriteError, FIRST_RUN_TOKEN } from '../../src/store/fencing.ts';
 import { finishLlmCallWithMessage } from '../../src/store/llm-calls.ts';
+import { CREATE_CHATS, FINISH_MANY } from '../../src/store/run-groups.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 
@@ -95,6 +96,32 @@ for (const target of await testDatabases()) {
       assert.deepEqual((await listMessages(db.pool, fresh.id)).map((m) => m.content).slice(-1), ['on time']);
       // The current run's answer still lands.
       assert.equal((await answer(q, { callId: later, chatId: moved.id, content: 'current', runToken: token }))?.content, 'current');
+    });
+
+    it('reads no table whole: the cached generic plans find chats, messages and calls by key', async () => {
+      // A named statement runs on a generic plan, where json_to_recordset counts as 100 rows: with
+      // `id IN (SELECT ...)` the answer's statement hashed those and read every chat (a seq scan per
+      // answer, growing with the table). A few thousand analysed chats, messages and calls are enough to tempt the planner.
+      await db.pool.query(`INSERT INTO chats (id, initiated_provider, initiated_model, last_used_provider, last_used_model)
+                           SELECT 'plan-' || g, 'p', 'm', 'p', 'm' FROM generate_series(1, 3000) g`);
+      await db.pool.query(`INSERT INTO messages (id, chat_id, role, content) SELECT id || '-m', id, 'user', 'q' FROM chats WHERE id LIKE 'plan-%'`);
+      await db.pool.query(`INSERT INTO llm_calls (id, chat_id, provider, model, status) SELECT id || '-c', id, 'p', 'm', 'succeeded' FROM chats WHERE id LIKE 'plan-%'`);
+      await db.pool.query('ANALYZE chats, messages, llm_calls');
+      const client = await db.pool.connect();
+      try {
+        await client.query('SET plan_cache_mode = force_generic_plan');
+        for (const [name, text] of [['create_probe', CREATE_CHATS], ['finish_probe', FINISH_MANY]] as const) {
+          await client.query(`PREPARE ${name}(json) AS ${text}`);
+          const plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE ${name}('[]')`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+          await client.query(`DEALLOCATE ${name}`);
+          assert.doesNotMatch(plan, /Seq Scan on (chats|messages|llm_calls)\b/, `${name}'s generic plan reads a table whole:\n${plan}`);
+          // The start's statement only inserts; the answer's locks its chats through their key.
+          if (name === 'finish_probe') assert.match(plan, /chats_pkey/, `${name}'s plan finds its chats by key:\n${plan}`);
+        }
+      } finally {
+        await client.query('RESET plan_cache_mode').catch(() => {});
+        client.release();
+      }
     });
   });
 }
