@@ -186,6 +186,7 @@ function steadyCpu(pid: number, job: GenJob) {
  */
 export async function measure(pid: number | null, simPid: number, job: GenJob, pgMeter?: PgCpuMeter | null): Promise<Measured> {
   await warmUp(job);
+  await pgMeter?.analyze();
   await sleep(500);
   const loadAvg1 = await waitForQuiet();
   // A one-delta job is short, so the process's idle CPU (timers, the GC of the warm-up's garbage) is a

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { serviceBody } from './bodies.ts';
 import { generate } from './measure.ts';
 import { busiestTids, ownerShares, ownerTable } from './perf-owners.ts';
-import { createBenchDb, OUT, startService, startSimulator } from './targets.ts';
+import { analyzeDb, createBenchDb, OUT, startService, startSimulator } from './targets.ts';
 import { cpuMicros, stopAll } from '../../test/helpers/procs.ts';
 
 const rate = Number(process.argv[2] ?? 500);
@@ -48,6 +48,7 @@ try {
   const { child, port } = await startService({ sim: sim.urls, databaseUrl: db.url, maxActiveRuns: rate * seconds * 2, dataDir, nodeFlags: ['--perf-basic-prof', '--logfile=/dev/null', '--no-logfile-per-isolate'] });
   const pid = child.proc.pid!;
   await generate({ ...job(warmStarts, 1, 1), port });
+  if (db.url) await analyzeDb(db.url);
   rmSync(data, { force: true });
   const delay = recordFrom > 0 ? ['-D', String(recordFrom * 1000)] : [];
   const perf = spawn('perf', ['record', '-q', ...delay, '-F', '997', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(recordFrom + recordFor)], { stdio: 'inherit' });

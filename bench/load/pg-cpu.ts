@@ -7,11 +7,14 @@
 // when a table has grown enough (the 5,000 warm-up starts grow it) and would charge a whole table's
 // analyze to the job it falls in. The figure is a lower bound: the client backends only.
 import pg from 'pg';
+import { analyzeDb } from './targets.ts';
 import { cpuMicros } from '../../test/helpers/procs.ts';
 
 export interface PgCpuMeter {
   /** Starts counting; `stop` returns the backends' CPU in µs since `start`. */
   start(): Promise<{ stop(): Promise<number> }>;
+  /** ANALYZE of the database (targets.ts, analyzeDb): after a warm-up, before the measured job. */
+  analyze(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -49,6 +52,7 @@ export async function pgCpuMeter(dbUrl: string): Promise<PgCpuMeter> {
         },
       };
     },
+    analyze: () => analyzeDb(dbUrl),
     close: () => admin.end(),
   };
 }

@@ -110,6 +110,24 @@ export interface BenchDb {
   drop(): Promise<void>;
 }
 
+/**
+ * ANALYZE of a bench database after a warm-up: what autovacuum has done by then in a long-running
+ * deployment. A fresh database has no statistics, and a service's named statements keep the generic
+ * plan made from its first executions until an ANALYZE invalidates it: a plan made while the tables
+ * held a handful of rows reads them whole once the warm-up has stored thousands (autovacuum's first
+ * look comes a minute or more in, often after the job). Measured: the answer's group statement
+ * seq-scanned chats and llm_calls through a whole start-rate job without it.
+ */
+export async function analyzeDb(url: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('ANALYZE');
+  } finally {
+    await c.end();
+  }
+}
+
 /** A scratch Postgres database for the persisted runs, or null (embedded) when none is reachable. */
 let benchDbs = 0;
 
