@@ -169,7 +169,14 @@ function steadyCpu(pid: number, job: GenJob) {
   const to = job.deltas / job.rate - STEADY_MARGIN_S;
   if (job.deltas <= 1 || to - from < STEADY_MIN_S) return null;
   const at: number[] = [];
-  const timers = [from, to].map((s) => setTimeout(() => at.push(cpuMicros(pid)), s * 1000));
+  const read = () => {
+    try {
+      at.push(cpuMicros(pid));
+    } catch {
+      // The process is gone (a failed job): no figure, and no throw from a timer.
+    }
+  };
+  const timers = [from, to].map((s) => setTimeout(read, s * 1000));
   return {
     /** null when the job ended before the window did (a failed job): both readings are needed. */
     perDelta(): number | null {

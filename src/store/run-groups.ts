@@ -85,7 +85,7 @@ export type FinishRow = MessageRow & { call_found: number; stale: number };
 // Chats and calls are looked up by `id = ANY (ARRAY(...))`, never by joining or `IN (SELECT ...)`:
 // the planner takes json_to_recordset for 100 rows, and for 100 keys against a few thousand rows the
 // cached generic plan of a named statement hashed the keys and read the whole table (a seq scan of
-// `chats` per answer, its cost growing with every chat ever stored: 5 ms at 20,000 chats, most of
+// `chats` per answer, its cost growing with every chat ever stored: 6 ms at 20,000 chats, most of
 // Postgres's CPU per persisted run in the bench). An array of keys is probed through the primary key
 // at any size. test/store/group-commit.test.ts pins the plans.
 export const FINISH_MANY = `WITH input AS (
