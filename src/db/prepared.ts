@@ -21,6 +21,11 @@ export function usePreparedStatements(pool: pg.Pool): void {
   usesNames.add(pool);
 }
 
+/** Whether `db` is a pool whose connections keep named statements (and so their cached plans). */
+export function usesPreparedStatements(db: Queryable): boolean {
+  return usesNames.has(db);
+}
+
 /**
  * `text` as a named statement when `db` is a marked pool, else as it is (a pool client inside a
  * transaction, the embedded database). pg copies the config, so the cached object is never changed.

@@ -15,6 +15,7 @@ import { lastRunSql, toLastRun, type LastRunRow } from './llm-call-rows.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { starJoin } from './stars-sql.ts';
 import { cleanText, isIssuedId, trimToNull } from './values.ts';
+import { noteRunWrites } from './first-analyze.ts';
 
 export interface NewChat {
   /** Given when the caller must know the id before the row exists (a run registered under it); else a new UUID. */
@@ -79,7 +80,9 @@ const createChatSql = variants(
  * (with `call`) joins the other starts of the same turn in one statement (group commit).
  */
 export function createChat(db: Queryable, input: NewChat): Promise<ChatSummary> {
-  return input.call ? startChat(db, input) : createChatAlone(db, input);
+  if (!input.call) return createChatAlone(db, input);
+  noteRunWrites(db, 1);
+  return startChat(db, input);
 }
 
 const startChat = groupCommit<NewChat, ChatSummary>(createChatAlone, async (db, inputs) => {

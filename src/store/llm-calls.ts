@@ -13,6 +13,7 @@ import { FencedWriteError } from './fencing.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { finishCalls, type FinishRecord, type FinishRow } from './run-groups.ts';
 import { cleanText, toJson } from './values.ts';
+import { noteRunWrites } from './first-analyze.ts';
 
 
 /** What a call cut by a crash or restart reads as its error (chat.lastRun shows it). */
@@ -112,6 +113,7 @@ const FINISH_WITH_MESSAGE = `WITH held AS (SELECT run_token FROM chats WHERE id 
  * was deleted during the call); the call is marked succeeded either way.
  */
 export function finishLlmCallWithMessage(db: Queryable, input: FinishLlmCall): Promise<Message | null> {
+  noteRunWrites(db, 1);
   return finishGrouped(db, input);
 }
 

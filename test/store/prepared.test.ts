@@ -8,6 +8,8 @@ import { openDatabase } from '../../src/db/pool.ts';
 import { prepared, usePreparedStatements } from '../../src/db/prepared.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, getChat } from '../../src/store/chats.ts';
+import { analyzeIfNeverAnalyzed, FIRST_ANALYZE_AFTER, RUN_TABLES } from '../../src/store/first-analyze.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { testDatabases } from '../helpers/db.ts';
 
 /** The test database's URL, to open more pools on it. */
@@ -57,6 +59,29 @@ for (const target of await testDatabases()) {
         assert.deepEqual(await preparedStatements(plain), []);
       } finally {
         await Promise.all([marked.end(), plain.end()]);
+      }
+    });
+
+    it('a new database\'s run tables are analysed after the first run writes, when autovacuum has not got there', async () => {
+      // Named statements keep plans made on near-empty tables until an ANALYZE: the pool makes the first
+      // one itself. Autovacuum is off for the run tables here, so only the service can analyse them.
+      const connectionString = urlOf(db);
+      const pool = new pg.Pool({ connectionString, max: 2 });
+      usePreparedStatements(pool);
+      const analysed = async () =>
+        (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_user_tables WHERE relname = ANY ($1) AND last_analyze IS NOT NULL', [RUN_TABLES])).rows[0]!.n;
+      try {
+        for (const t of RUN_TABLES) await pool.query(`ALTER TABLE ${t} SET (autovacuum_enabled = off)`);
+        assert.equal(await analysed(), 0, 'the new database was never analysed');
+        for (let done = 0; done < FIRST_ANALYZE_AFTER; done += 50) {
+          await Promise.all(Array.from({ length: 50 }, () =>
+            createChat(pool, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call: { id: randomUUID(), instanceId: 'i' } })));
+        }
+        await waitFor(async () => (await analysed()) === RUN_TABLES.length, 20_000, 'the run tables\' first ANALYZE');
+        assert.equal(await analyzeIfNeverAnalyzed(pool), false, 'an analysed database is left to autovacuum');
+      } finally {
+        for (const t of RUN_TABLES) await pool.query(`ALTER TABLE ${t} RESET (autovacuum_enabled)`).catch(() => {});
+        await pool.end();
       }
     });
 
