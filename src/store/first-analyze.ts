@@ -9,12 +9,16 @@
 // (docs/performance.md, sixth round). So once a pool has made FIRST_ANALYZE_AFTER run writes, it checks,
 // once, whether the run tables were ever analysed, and analyses them itself if not. A database that
 // autovacuum (or anyone) has analysed is left to it.
+//
+// Why 10,000: analysed at 300, 500 or 1,000 runs the answer's statement is still planned as whole-table
+// reads (right at that size, ~0.1 ms), and that plan would be kept as the tables grow; at 3,000 runs it
+// is planned by key (EXPLAIN of the generic plan). 10,000 writes are ~5,000 runs, past that point.
 import type { Queryable } from '../db/types.ts';
 import { usesPreparedStatements } from '../db/prepared.ts';
 
 export const RUN_TABLES = ['chats', 'messages', 'llm_calls'] as const;
 /** Run writes (starts and answers, each counted once whether it goes alone or in a group) before the one check. */
-export const FIRST_ANALYZE_AFTER = 1000;
+export const FIRST_ANALYZE_AFTER = 10_000;
 
 const written = new WeakMap<object, number>();
 
