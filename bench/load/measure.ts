@@ -157,9 +157,32 @@ async function warmUp(job: GenJob): Promise<void> {
 }
 
 /**
- * The process's CPU over the steady phase (every stream open, none starting or ending), read by two
- * timers from the job's start, less STEADY_MARGIN_S at each edge for the last starts' and first ends'
- * stragglers. In it every stream sends `rate` deltas a second, so the deltas are K × rate × seconds.
+ * The process's CPU between two moments, `fromS` and `toS` seconds from now, read by two timers.
+ * `stop()` gives the difference, or null when either reading is missing (the job ended first, or the
+ * process is gone: a reading that fails is skipped, never thrown from a timer).
+ */
+export function cpuWindow(pid: number, fromS: number, toS: number): { stop(): number | null } {
+  const at: number[] = [];
+  const read = () => {
+    try {
+      at.push(cpuMicros(pid));
+    } catch {
+      // The process is gone (a failed job): no figure.
+    }
+  };
+  const timers = [fromS, toS].map((s) => setTimeout(read, s * 1000));
+  return {
+    stop() {
+      for (const t of timers) clearTimeout(t);
+      return at.length === 2 ? at[1]! - at[0]! : null;
+    },
+  };
+}
+
+/**
+ * CPU per delta over the steady phase (every stream open, none starting or ending), less
+ * STEADY_MARGIN_S at each edge for the last starts' and first ends' stragglers. In it every stream
+ * sends `rate` deltas a second, so the deltas are K × rate × seconds.
  */
 const STEADY_MARGIN_S = 0.25;
 const STEADY_MIN_S = 1;
@@ -168,20 +191,11 @@ function steadyCpu(pid: number, job: GenJob) {
   const from = job.k / job.startsPerSec + STEADY_MARGIN_S;
   const to = job.deltas / job.rate - STEADY_MARGIN_S;
   if (job.deltas <= 1 || to - from < STEADY_MIN_S) return null;
-  const at: number[] = [];
-  const read = () => {
-    try {
-      at.push(cpuMicros(pid));
-    } catch {
-      // The process is gone (a failed job): no figure, and no throw from a timer.
-    }
-  };
-  const timers = [from, to].map((s) => setTimeout(read, s * 1000));
+  const window = cpuWindow(pid, from, to);
   return {
-    /** null when the job ended before the window did (a failed job): both readings are needed. */
     perDelta(): number | null {
-      for (const t of timers) clearTimeout(t);
-      return at.length === 2 ? (at[1]! - at[0]!) / (job.k * job.rate * (to - from)) : null;
+      const us = window.stop();
+      return us === null ? null : us / (job.k * job.rate * (to - from));
     },
   };
 }

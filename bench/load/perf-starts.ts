@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { serviceBody } from './bodies.ts';
-import { generate } from './measure.ts';
+import { cpuWindow, generate } from './measure.ts';
 import { busiestTids, ownerShares, ownerTable } from './perf-owners.ts';
 import { analyzeDb, createBenchDb, OUT, startService, startSimulator } from './targets.ts';
 import { cpuMicros, stopAll } from '../../test/helpers/procs.ts';
@@ -54,25 +54,24 @@ try {
   const perf = spawn('perf', ['record', '-q', ...delay, '-F', '997', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(recordFrom + recordFor)], { stdio: 'inherit' });
   const exited = new Promise<number | null>((resolve) => perf.on('exit', resolve));
   // The service's CPU over what is divided: the whole job for starts, the recorded window for deltas.
-  const cpu: number[] = [];
-  const at = (s: number) => setTimeout(() => cpu.push(cpuMicros(pid)), s * 1000);
-  if (deltas > 1) (at(recordFrom), at(recordFrom + recordFor));
-  else cpu.push(cpuMicros(pid));
+  const window = deltas > 1 ? cpuWindow(pid, recordFrom, recordFrom + recordFor) : null;
+  const cpu0 = cpuMicros(pid);
   const r = await generate({ ...job(rate * seconds, deltas, deltaRate), port });
-  if (deltas === 1) cpu.push(cpuMicros(pid));
+  const cpuUs = window ? window.stop() : cpuMicros(pid) - cpu0;
   const code = await exited;
   if (code !== 0) throw new Error(`perf record exited with ${code}`);
   const what = deltas > 1 ? `streams of ${deltas} deltas at ${deltaRate}/s` : 'one-delta streams';
   console.log(`${rate * seconds} ${what} started at ${rate}/s (${persist ? 'persisted' : 'unpersisted'}): failed ${r.failed}, ttfd p50 ${r.ttfdMs.p50} ms; perf from ${recordFrom} s for ${recordFor} s`);
   const units = deltas > 1 ? rate * seconds * deltaRate * recordFor : rate * seconds;
-  const unitUs = cpu.length === 2 ? (cpu[1]! - cpu[0]!) / units : null;
+  const unitUs = cpuUs === null ? null : cpuUs / units;
   const unit = deltas > 1 ? 'delta' : 'start';
   console.log(`\nCPU per ${unit}: ${unitUs === null ? 'not read' : `${unitUs.toFixed(1)} µs`} (the service's user + system time ÷ ${units} ${unit}s)`);
-  const actorThreads = Number(process.env.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1));
-  console.log('\n== by owner\n' + ownerTable(ownerShares(data, busiestTids(data, 1 + actorThreads)), unitUs, unit));
   const report = (sort: string, lines: number) => execFileSync('perf', ['report', '-i', data, '--no-children', '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
     .split('\n').filter((l) => l && !l.startsWith('#')).slice(0, lines).join('\n');
-  console.log('\n== by thread\n' + report('pid', 12));
+  const byThread = report('pid', 12);
+  const actorThreads = Number(process.env.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1));
+  console.log('\n== by owner\n' + ownerTable(ownerShares(data, busiestTids(byThread, 1 + actorThreads)), unitUs, unit));
+  console.log('\n== by thread\n' + byThread);
   console.log('\n== by binary\n' + report('dso', 12));
   console.log('\n== top symbols\n' + report('sym', 60));
 } finally {
