@@ -36,8 +36,15 @@ export async function startCrossings(): Promise<Stage[]> {
   ];
 }
 
-export function deltaCrossing(): Promise<Stage> {
+/**
+ * A delta's share of one outbox batch: the outbox sends at most one batch a millisecond
+ * (actors/runtime/outbox.ts), so under the bench's delta load a batch carries `items` deltas of as many
+ * runs (rate × streams ÷ 1,000).
+ */
+export async function deltaCrossing(items: number): Promise<Stage> {
   const [, delta] = runFrames(chatRequest(true));
-  return crossing('thread crossing: postMessage of one delta, worker → main (both threads)', batch(framesItem(randomUUID(), [delta!])),
-    'a Batch with one frames item per delta: the outbox batches several deltas per message when busy, so this is the upper end');
+  const n = Math.max(1, Math.round(items));
+  const s = await crossing(`thread crossing of a batch of ${n} delta items`, batch(...Array.from({ length: n }, () => framesItem(randomUUID(), [delta!]))), '');
+  return { ...s, cpuUs: s.cpuUs / n, wallUs: s.wallUs / n, name: 'thread crossing: one delta\'s share of a batch, worker → main (both threads)',
+    note: `a Batch of ${n} frames items of ${n} runs, the millisecond's deltas under the bench's load (the outbox's 1 ms gap)` };
 }

@@ -15,16 +15,21 @@ import { f, sum, table, type Stage } from './timing.ts';
 
 const RESULTS = path.join(import.meta.dirname, '../results.json');
 
-/** The whole service's CPU per start or per delta from the last `make bench` (bench/results.json), against a table's sum. */
+/**
+ * The whole service's CPU per start or per delta from the last `make bench` (bench/results.json), against
+ * a table's sum. A delta is compared with the sweep's steady phase (the relay alone, every stream open,
+ * none starting), which is what the delta's stages add up; the whole job's figure carries its starts.
+ */
 function compare(stages: Stage[], per: 'start' | 'delta'): string {
-  const what = per === 'start' ? 'CPU per start from bench/results.json (scenario start-rate, rate 500, service persisted)' : 'CPU per delta from bench/results.json (scenario stream, K=1000, service persisted)';
+  const what = per === 'start' ? 'CPU per start from bench/results.json (scenario start-rate, rate 500, service persisted)' : 'CPU per delta, steady phase (whole job), from bench/results.json (scenario stream, K=1000, service persisted)';
   if (!existsSync(RESULTS)) return `compare with: ${what}: no bench/results.json`;
   const { meta, runs = [] } = JSON.parse(readFileSync(RESULTS, 'utf8')) as { meta?: { date?: string; commit?: string }; runs?: Row[] };
   const row = runs.find((r) => r.target === 'service' && r.persist === true && (per === 'start' ? r.scenario === 'start-rate' && r.rate === 500 : r.scenario === 'stream' && r.k === 1000));
-  const measured = per === 'start' ? row?.cpuUsPerStart : row?.cpuUsPerDelta;
+  const measured = per === 'start' ? row?.cpuUsPerStart : (row?.cpuUsPerDeltaSteady ?? row?.cpuUsPerDelta);
   if (measured == null) return `compare with: ${what}: no such row`;
   const s = sum(stages, 'cpuUs');
-  return `compare with: ${what}: ${f(measured)} µs (${meta?.date ?? '?'}, commit ${meta?.commit ?? '?'}); sum ${f(s)} ÷ measured = ${(s / measured).toFixed(2)}\n`;
+  const whole = per === 'delta' && row?.cpuUsPerDeltaSteady != null ? ` (${f(row.cpuUsPerDelta ?? undefined)})` : '';
+  return `compare with: ${what}: ${f(measured)}${whole} µs (${meta?.date ?? '?'}, commit ${meta?.commit ?? '?'}); sum ${f(s)} ÷ measured = ${(s / measured).toFixed(2)}\n`;
 }
 
 try {

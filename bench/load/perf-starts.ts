@@ -13,6 +13,10 @@
 // over the recorded window), its split by owner (perf-owners.ts: ours, the packages we must keep, Node,
 // V8, the kernel), by thread and by binary, then the top symbols by self time; the raw perf.data stays
 // in bench/out/perf-starts/.
+//
+// PERF_SCOPE=postgres (with persist=1) records the whole machine instead and reports only the Postgres
+// processes: where the database's share of a persisted start goes (the create and answer statements'
+// inserts, indexes, WAL), which the service's own figures do not show.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -27,6 +31,7 @@ const rate = Number(process.argv[2] ?? 500);
 const seconds = Number(process.argv[3] ?? 6);
 const persist = process.argv[4] === '1';
 const warmStarts = Number(process.argv[5] ?? 5000);
+const pgScope = process.env.PERF_SCOPE === 'postgres';
 const [deltas, deltaRate] = (process.env.PERF_DELTAS ?? '1:1').split(':').map(Number) as [number, number];
 // One-delta starts: the middle of the job (from its start to a second before its end). Streams: the
 // steady phase, when every stream is open.
@@ -51,7 +56,7 @@ try {
   if (db.url) await analyzeDb(db.url);
   rmSync(data, { force: true });
   const delay = recordFrom > 0 ? ['-D', String(recordFrom * 1000)] : [];
-  const perf = spawn('perf', ['record', '-q', ...delay, '-F', '997', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(recordFrom + recordFor)], { stdio: 'inherit' });
+  const perf = spawn('perf', ['record', '-q', ...delay, '-F', '997', '-g', ...(pgScope ? ['-a'] : ['-p', String(pid)]), '-o', data, '--', 'sleep', String(recordFrom + recordFor)], { stdio: 'inherit' });
   const exited = new Promise<number | null>((resolve) => perf.on('exit', resolve));
   // The service's CPU over what is divided: the whole job for starts, the recorded window for deltas.
   const window = deltas > 1 ? cpuWindow(pid, recordFrom, recordFrom + recordFor) : null;
@@ -66,14 +71,19 @@ try {
   const unitUs = cpuUs === null ? null : cpuUs / units;
   const unit = deltas > 1 ? 'delta' : 'start';
   console.log(`\nCPU per ${unit}: ${unitUs === null ? 'not read' : `${unitUs.toFixed(1)} µs`} (the service's user + system time ÷ ${units} ${unit}s)`);
-  const report = (sort: string, lines: number) => execFileSync('perf', ['report', '-i', data, '--no-children', '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
+  const report = (sort: string, lines: number) => execFileSync('perf', ['report', '-i', data, ...(pgScope ? ['--comms', 'postgres'] : []), '--no-children', '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
     .split('\n').filter((l) => l && !l.startsWith('#')).slice(0, lines).join('\n');
-  const byThread = report('pid', 12);
-  const actorThreads = Number(process.env.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1));
-  console.log('\n== by owner\n' + ownerTable(ownerShares(data, busiestTids(byThread, 1 + actorThreads)), unitUs, unit));
-  console.log('\n== by thread\n' + byThread);
-  console.log('\n== by binary\n' + report('dso', 12));
-  console.log('\n== top symbols\n' + report('sym', 60));
+  if (pgScope) {
+    console.log('\n== Postgres, by symbol (percent of the machine)\n' + report('sym', 70));
+    console.log('\n== Postgres, by process\n' + report('pid', 12));
+  } else {
+    const byThread = report('pid', 12);
+    const actorThreads = Number(process.env.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1));
+    console.log('\n== by owner\n' + ownerTable(ownerShares(data, busiestTids(byThread, 1 + actorThreads)), unitUs, unit));
+    console.log('\n== by thread\n' + byThread);
+    console.log('\n== by binary\n' + report('dso', 12));
+    console.log('\n== top symbols\n' + report('sym', 60));
+  }
 } finally {
   await stopAll();
   await db.drop();
