@@ -23,27 +23,45 @@ const url = z.string().url('must be a URL');
 /** Chosen from the load test's overload row (README, "Overload shedding"). */
 export const OVERLOAD_LAG_MS_DEFAULT = 100;
 
+/** `item` when it is an origin (`scheme://host[:port]`, no path; a trailing slash is dropped); else null. */
+function asOrigin(item: string): string | null {
+  try {
+    const origin = new URL(item).origin;
+    return origin === item.replace(/\/$/, '') ? origin : null;
+  } catch {
+    return null;
+  }
+}
+
+const commaList = (v: string) => v.split(',').map((s) => s.trim()).filter((s) => s !== '');
+
 /** `*`, or comma-separated origins as a browser sends them (`scheme://host[:port]`, no path). */
 const corsOrigins = z
   .string()
   .transform((v, ctx): '*' | string[] => {
-    const items = v.split(',').map((s) => s.trim()).filter((s) => s !== '');
+    const items = commaList(v);
     if (items.length === 1 && items[0] === '*') return '*';
     if (items.length === 0) items.push('');
     for (const item of items) {
-      let origin: string | null = null;
-      try {
-        origin = new URL(item).origin;
-      } catch {
-        // reported below
-      }
-      if (origin !== item.replace(/\/$/, '')) {
+      if (asOrigin(item) === null) {
         ctx.addIssue({ code: 'custom', message: `must be * or comma-separated origins such as https://app.example.com (got ${item})` });
         return z.NEVER;
       }
     }
     return items.map((s) => s.replace(/\/$/, ''));
   });
+
+/** Comma-separated `http://host:port` origins that speak HTTP/2 with prior knowledge (h2c). */
+const h2cOrigins = z.string().transform((v, ctx): string[] => {
+  const items = commaList(v);
+  const origins = items.map(asOrigin);
+  const bad = items.find((item, i) => origins[i] === null || !item.startsWith('http:'));
+  if (bad !== undefined) {
+    ctx.addIssue({ code: 'custom', message: `must be comma-separated http origins such as http://127.0.0.1:8000 (got ${bad})` });
+    return z.NEVER;
+  }
+  return origins as string[];
+});
 const optionalText = z.string().optional().transform((v) => (v && v.trim() ? v.trim() : undefined));
 
 const schema = z.object({
@@ -98,6 +116,8 @@ const schema = z.object({
   PROVIDER_TIMEOUT_MS: int(1000).default(600_000),
   /** HTTP/2 toward https provider origins that offer it (src/providers/h2-fetch.ts); false: HTTP/1.1 only. */
   PROVIDER_HTTP2: bool.default(true),
+  /** `http` provider origins that speak HTTP/2 without TLS (prior knowledge): their calls share connections too. */
+  PROVIDER_H2C_ORIGINS: h2cOrigins.default([]),
 
   ENGINE_A_API_KEY: optionalText,
   ENGINE_A_BASE_URL: url.optional(),

@@ -6,6 +6,8 @@
 // connections; node:http2 lets open streams finish, and a stream the server refused unprocessed (past
 // nginx's `keepalive_requests`, say) is sent again on another connection. An origin that answers ALPN
 // with http/1.1 gets `null` from `request` and goes to the HTTP/1.1 path (http-fetch.ts) from then on.
+// An `http:` origin has no ALPN to ask: it comes here only when configured as speaking HTTP/2 with
+// prior knowledge (h2c, PROVIDER_H2C_ORIGINS), and gets a cleartext session at once.
 import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -52,22 +54,28 @@ export function abortError(signal: AbortSignal): Error {
 export function createH2Transport(options: H2Options) {
   const origins = new Map<string, Origin>();
 
-  /** TLS first, so ALPN decides: an HTTP/2 session on the socket, or null for an HTTP/1.1-only origin. */
+  /**
+   * TLS first, so ALPN decides: an HTTP/2 session on the socket, or null for an HTTP/1.1-only origin.
+   * A cleartext origin (h2c) gets its session on the TCP connection at once.
+   */
   const open = (url: URL): Promise<ClientHttp2Session | null> =>
     new Promise((resolve, reject) => {
-      const socket = tls.connect({
-        host: url.hostname,
-        port: Number(url.port || 443),
-        servername: net.isIP(url.hostname) ? undefined : url.hostname, // no SNI for an address
-        ALPNProtocols: ['h2', 'http/1.1'],
-        ca: options.ca,
-      });
+      const cleartext = url.protocol === 'http:';
+      const socket = cleartext
+        ? net.connect({ host: url.hostname, port: Number(url.port || 80) })
+        : tls.connect({
+            host: url.hostname,
+            port: Number(url.port || 443),
+            servername: net.isIP(url.hostname) ? undefined : url.hostname, // no SNI for an address
+            ALPNProtocols: ['h2', 'http/1.1'],
+            ca: options.ca,
+          });
       const connectMs = Math.min(options.timeoutMs, 30_000);
       const timer = setTimeout(() => socket.destroy(timeoutError('H2_CONNECT_TIMEOUT', `connect timed out after ${connectMs} ms`)), connectMs);
       const fail = (err: Error) => (clearTimeout(timer), reject(err)); // a no-op once settled
       socket.on('error', fail);
-      socket.once('secureConnect', () => {
-        if (socket.alpnProtocol !== 'h2') {
+      socket.once(cleartext ? 'connect' : 'secureConnect', () => {
+        if (!cleartext && (socket as tls.TLSSocket).alpnProtocol !== 'h2') {
           clearTimeout(timer);
           socket.destroy();
           resolve(null);

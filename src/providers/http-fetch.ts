@@ -38,8 +38,10 @@ function webHeaders(raw: Record<string, string | string[] | undefined>): Headers
 
 export type ProviderFetchOptions = {
   timeoutMs: number;
-  /** HTTP/2 toward https origins that offer it (ALPN); false keeps every call on HTTP/1.1. */
+  /** HTTP/2 toward https origins that offer it (ALPN); false keeps those calls on HTTP/1.1. */
   http2?: boolean;
+  /** `http:` origins (scheme, host, port) that speak HTTP/2 with prior knowledge (h2c): HTTP/2 there too. */
+  h2cOrigins?: readonly string[];
   /** Extra trusted CA (tests); the system's otherwise. */
   ca?: string;
 };
@@ -49,7 +51,7 @@ export type ProviderFetchOptions = {
  * apply their own overall timeout through the abort signal.
  */
 export function createProviderFetch(options: ProviderFetchOptions): typeof fetch {
-  const key = `${options.timeoutMs}:${options.http2 !== false}:${options.ca ?? ''}`;
+  const key = `${options.timeoutMs}:${options.http2 !== false}:${options.ca ?? ''}:${options.h2cOrigins?.join(' ') ?? ''}`;
   let made = fetches.get(key);
   if (!made) fetches.set(key, (made = makeFetch(options)));
   return made;
@@ -203,19 +205,22 @@ function makeFetch(options: ProviderFetchOptions): typeof fetch {
     bodyTimeout: timeoutMs,
     connect: { timeout: Math.min(timeoutMs, 30_000), ...(options.ca ? { ca: options.ca } : {}) },
   });
-  const h2 = options.http2 === false ? null : createH2Transport({ timeoutMs, ca: options.ca });
+  const h2c = new Set(options.h2cOrigins ?? []);
+  const tlsH2 = options.http2 !== false;
+  const h2 = tlsH2 || h2c.size > 0 ? createH2Transport({ timeoutMs, ca: options.ca }) : null;
   const providerFetch = async (input: string | URL | Request, init: FetchInit = {}) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const method = init.method ?? 'GET';
     const headers = plainHeaders(init.headers);
     const body = init.body ?? null;
     const signal = init.signal ?? null;
-    if (h2 && url.startsWith('https:')) {
-      const reply = await h2.request(new URL(url), { method, headers, body, signal });
+    const parsed = new URL(url);
+    if (h2 && (parsed.protocol === 'https:' ? tlsH2 : h2c.has(parsed.origin))) {
+      const reply = await h2.request(parsed, { method, headers, body, signal });
       if (reply) return new ProviderResponse(url, reply.status, '', webHeaders(reply.headers), reply.body);
     }
     if (signal?.aborted) throw abortError(signal);
-    const { origin, pathname, search } = new URL(url);
+    const { origin, pathname, search } = parsed;
     return new Promise<ProviderResponse>((resolve, reject) => {
       const handler = new DispatchRequest(url, signal, resolve, reject);
       // A synchronous failure comes to handler.onError too.

@@ -38,12 +38,13 @@ export type ProviderConfig = Pick<Config, 'PROVIDER_TIMEOUT_MS' | 'AGENT_PROVIDE
       | 'AGENT_PROVIDER_API_KEY'
       | 'AGENT_PROVIDER_MODEL'
       | 'PROVIDER_HTTP2'
+      | 'PROVIDER_H2C_ORIGINS'
     >
   >;
 
 export function createProviders(config: ProviderConfig): Map<ProviderName, ProviderAdapter> {
   // SDK retries happen only before a stream has started, so they never duplicate streamed text.
-  const fetch = createProviderFetch({ timeoutMs: config.PROVIDER_TIMEOUT_MS, http2: config.PROVIDER_HTTP2 ?? true });
+  const fetch = createProviderFetch({ timeoutMs: config.PROVIDER_TIMEOUT_MS, http2: config.PROVIDER_HTTP2 ?? true, h2cOrigins: config.PROVIDER_H2C_ORIGINS });
   const common = { maxRetries: 2, timeout: config.PROVIDER_TIMEOUT_MS, fetch };
   // null (not undefined) keeps the SDKs from picking up OPENAI_* / ANTHROPIC_* values from the environment.
   const openai = (apiKey: string, baseURL: string | undefined) =>

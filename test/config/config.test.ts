@@ -56,3 +56,13 @@ describe('PROVIDER_HTTP2', () => {
     assert.match(configError({ PROVIDER_HTTP2: 'maybe' }), /^invalid configuration: PROVIDER_HTTP2: /);
   });
 });
+
+describe('PROVIDER_H2C_ORIGINS', () => {
+  it('is empty by default, takes comma-separated http origins, and names a value that is not one', () => {
+    assert.deepEqual(loadConfig({}).PROVIDER_H2C_ORIGINS, []);
+    assert.deepEqual(loadConfig({ PROVIDER_H2C_ORIGINS: ' http://10.0.0.5:8000/, http://gateway:9000' }).PROVIDER_H2C_ORIGINS, ['http://10.0.0.5:8000', 'http://gateway:9000']);
+    for (const bad of ['https://c.example', 'http://c.example/v1', 'gateway:9000']) {
+      assert.equal(configError({ PROVIDER_H2C_ORIGINS: bad }), `invalid configuration: PROVIDER_H2C_ORIGINS: must be comma-separated http origins such as http://127.0.0.1:8000 (got ${bad})`);
+    }
+  });
+});
