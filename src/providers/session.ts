@@ -1,6 +1,7 @@
 // The one scaffold every provider session shares: build the round's body, make the whole or the
 // streamed call, and map whatever it throws (an abort included) to a ProviderError. An adapter only
 // writes what differs per provider: the body, how a whole response and how a stream's frames read.
+import { finished, Readable } from 'node:stream';
 import { isAbortError, ProviderAbortError, toProviderError } from './errors.ts';
 import { PushBody } from './push-body.ts';
 import type { SseFrames } from './sse.ts';
@@ -34,8 +35,10 @@ export function createSession<Body>(name: ProviderName, req: CompletionRequest, 
  * Reads a streamed body: every frame a socket read completed is handed to `onFrame` synchronously, in
  * order. An in-stream error frame is thrown after the frames before it (and stops the transfer); an
  * abort that lands as the body ends is thrown too, so a cut stream is never mistaken for a complete one.
- * A PushBody (http-fetch.ts on HTTP/1.1) is read with one subscription and one promise for the whole
- * body; any other body (h2-fetch.ts's Readable, a web stream) with one await per read.
+ * A PushBody (http-fetch.ts on HTTP/1.1) and a Node Readable (h2-fetch.ts's HTTP/2 stream) are read
+ * with one subscription and one promise for the whole body: on HTTP/2 one socket read carries many
+ * streams' chunks, and an async iterator's promise and generator resumption per chunk cost more than
+ * the chunk's parse. Any other body (a web stream) is read with one await per read.
  */
 export async function eachFrame<F>(response: Response, sse: SseFrames, signal: AbortSignal, onFrame: (frame: F) => void): Promise<void> {
   const body: unknown = response.body;
@@ -43,6 +46,22 @@ export async function eachFrame<F>(response: Response, sse: SseFrames, signal: A
     await new Promise<void>((resolve, reject) => {
       // Throwing from here cancels the body and rejects with what was thrown (PushBody.subscribe).
       body.subscribe((bytes) => handFrames(sse, bytes, onFrame), resolve, reject);
+    });
+  } else if (body instanceof Readable) {
+    await new Promise<void>((resolve, reject) => {
+      // As a `for await` would: a throw from here destroys the stream (no more transfer) and rejects;
+      // finished() reports an error, an abort or a close before the end as the iterator would have.
+      const onData = (bytes: Uint8Array) => {
+        try {
+          handFrames(sse, bytes, onFrame);
+        } catch (err) {
+          body.off('data', onData);
+          body.destroy();
+          reject(err);
+        }
+      };
+      body.on('data', onData);
+      finished(body, { writable: false }, (err) => (err ? reject(err) : resolve()));
     });
   } else {
     for await (const bytes of streamBody(response)) handFrames(sse, bytes, onFrame);
