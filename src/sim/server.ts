@@ -1,7 +1,7 @@
 // The offline provider simulator: one node:http server whose path prefixes stand in for the four
 // providers, the two search engines and a small web site. See README.md for the scripting language.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createSecureServer } from 'node:http2';
+import { createServer as createH2cServer, createSecureServer } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { handleChat } from './chat-completions.ts';
 import { defaultReplyFromEnv, type DefaultReply } from './default-reply.ts';
@@ -86,13 +86,17 @@ export interface SimOptions {
   port?: number;
   host?: string;
   tls?: { key: string; cert: string };
+  /** Cleartext HTTP/2 with prior knowledge instead of HTTP/1.1 (ignored with `tls`). */
+  h2c?: boolean;
   /** The unscripted answer; fields left out come from SIM_DEFAULT_REPLY / SIM_DEFAULT_RATE. */
   defaultReply?: Partial<DefaultReply>;
 }
 
 /**
  * `tls`: serve https, HTTP/2 where the client offers it (ALPN) and HTTP/1.1 otherwise, as real providers
- * do; the bench measures the service's HTTP/2 transport against it. Plain http otherwise.
+ * do; the bench measures the service's HTTP/2 transport against it. `h2c`: plain http, HTTP/2 only
+ * (prior knowledge), as a cleartext gateway that multiplexes would (PROVIDER_H2C_ORIGINS). Plain http
+ * (HTTP/1.1) otherwise.
  */
 export async function startSimulator(opts: SimOptions = {}): Promise<SimHandle> {
   const host = opts.host ?? '127.0.0.1';
@@ -106,9 +110,12 @@ export async function startSimulator(opts: SimOptions = {}): Promise<SimHandle> 
     });
   };
   // node:http2's compatibility request and response stand in for node:http's in every handler.
+  const settings = { maxConcurrentStreams: 1000 };
   const server = opts.tls
-    ? createSecureServer({ ...opts.tls, allowHTTP1: true, settings: { maxConcurrentStreams: 1000 } }, onRequest as never)
-    : createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, onRequest);
+    ? createSecureServer({ ...opts.tls, allowHTTP1: true, settings }, onRequest as never)
+    : opts.h2c
+      ? createH2cServer({ settings }, onRequest as never)
+      : createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, onRequest);
 
   // closeAllConnections() misses sockets a scripted disconnect already half-closed; track them all
   // so close() never waits for one.
