@@ -22,6 +22,7 @@ import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
 import { ccBody, serviceBody } from './bodies.ts';
 import { failedRow, generate, measure, toRow, type Base, type Row } from './measure.ts';
+import { h2cEnv } from './drive.ts';
 import { costChart, latencyChart } from './charts.ts';
 import { markdown } from './report.ts';
 import { childByName, openFilesLimit, sleep, stopAll, type Child } from '../../test/helpers/procs.ts';
@@ -61,7 +62,9 @@ const HUGE_K = 10000;
 const HUGE_K_CASES = new Set((env.BENCH_HUGE_K_CASES ?? 'provider_c:true').split(','));
 // The peer resets connections from K=5,000 on (ECONNRESET) and each failed stream waits out its deadline.
 const PEER_MAX_K = Number(env.BENCH_PEER_MAX_K ?? 5000);
-const EXTRAS = new Set((env.BENCH_EXTRAS ?? 'provider_b,web_search,embedded,tls').split(',').filter(Boolean));
+// h2c: the persisted service with the provider over cleartext HTTP/2 (PROVIDER_H2C_ORIGINS) beside the
+// HTTP/1.1 rows: the start burst, the sweep's TLS_KS steps, and `service-h2c` in the start-rate and capacity targets.
+const EXTRAS = new Set((env.BENCH_EXTRAS ?? 'provider_b,web_search,embedded,tls,h2c').split(',').filter(Boolean));
 /** The `tls` rows' K: the provider over https, HTTP/1.1 against HTTP/2 (src/providers/h2-fetch.ts). */
 const TLS_KS = new Set((env.BENCH_TLS_K ?? '1000,5000').split(',').map(Number));
 const EXTRAS_K = Number(env.BENCH_EXTRAS_K ?? 1000);
@@ -140,6 +143,7 @@ async function main(): Promise<void> {
   };
   // The `tls` rows' simulator: https, HTTP/2 or HTTP/1.1 by ALPN; the service trusts its certificate.
   const secureSim = TARGETS.has('service') && EXTRAS.has('tls') && (BURST_K > 0 || SWEEP.some((s) => TLS_KS.has(s.k))) ? await startSecureSimulator() : null;
+  const h2cSim = TARGETS.has('service') && EXTRAS.has('h2c') ? await startSimulator({ h2c: true }) : null;
   type RunOptions = { note?: string; dataDir?: string; via?: typeof secureSim };
   const serviceRun = (base: Base, body: string, step: Step, floor: Row | undefined, o: RunOptions = {}) => {
     const upstream = o.via ?? { child: sim.child, urls: sim.urls, env: {} };
@@ -157,6 +161,12 @@ async function main(): Promise<void> {
       });
     }
   };
+  /** The `h2c` row: the same persisted run with the provider over cleartext HTTP/2, one connection for up to 100 streams. */
+  const h2cRun = (base: Base, body: string, step: Step, floor: Row | undefined) =>
+    h2cSim && base.persist ? serviceRun({ ...base, variant: 'h2c' }, body, step, floor, {
+      via: { ...h2cSim, env: h2cEnv(h2cSim.urls) },
+      note: 'the provider over cleartext HTTP/2 with prior knowledge (the simulator with SIM_H2C=1, PROVIDER_H2C_ORIGINS): up to 100 streams per connection; added is over the HTTP/1.1 floor',
+    }) : Promise.resolve(undefined);
   try {
     if (BURST_K > 0) {
       // The start burst first: K streams of one delta each, started at STARTS/s: what a start costs. It is
@@ -167,8 +177,9 @@ async function main(): Promise<void> {
         await serviceRun({ target: 'service', provider: 'provider_c', persist, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', persist, 1, 1), step, floor);
       }
       await tlsRuns({ target: 'service', provider: 'provider_c', persist: true, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', true, 1, 1), step, floor);
+      await h2cRun({ target: 'service', provider: 'provider_c', persist: true, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', true, 1, 1), step, floor);
     }
-    const drive = { sim, nginx, peer: peerProbe ? null : peer, peerDown: peerProbe, dbUrl: db.url, pgMeter, withService };
+    const drive = { sim, h2cSim, nginx, peer: peerProbe ? null : peer, peerDown: peerProbe, dbUrl: db.url, pgMeter, withService };
     if (START_RATES.length) await runStartRates(drive, run);
     if (CAPACITY) {
       for (const row of await runCapacity({ ...drive, log, overBudget })) {
@@ -202,6 +213,7 @@ async function main(): Promise<void> {
         rmSync(embeddedDir, { recursive: true, force: true });
       }
       if (TLS_KS.has(k)) await tlsRuns({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream' }, serviceBody('provider_c', true, deltas, rate), step, floor);
+      if (TLS_KS.has(k)) await h2cRun({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream' }, serviceBody('provider_c', true, deltas, rate), step, floor);
       if (CHECKS && REATTACH && TARGETS.has('service')) {
         await run({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'reattach' }, () =>
           reattachRow({ sim: sim.urls, dbUrl: db.url, step, STARTS, floor, withService, generate, serviceBody }));

@@ -67,7 +67,9 @@ export function nextK(lo: number, hi: number | null): number | null {
 }
 
 const whoOf = (target: string): Who | null =>
-  target === 'service' ? { target: 'service', persist: true } : target === 'floor' || target === 'nginx' || target === 'peer' ? { target } : null;
+  target === 'service' ? { target: 'service', persist: true }
+  : target === 'service-h2c' ? { target: 'service', persist: true, h2c: true }
+  : target === 'floor' || target === 'nginx' || target === 'peer' ? { target } : null;
 
 /** Runs the search for every target in BENCH_CAPACITY_TARGETS; one `capacity` row each. */
 export async function runCapacity(c: CapacityContext): Promise<Row[]> {
@@ -89,7 +91,8 @@ export async function runCapacity(c: CapacityContext): Promise<Row[]> {
   for (const target of TARGETS) {
     const who = whoOf(target);
     if (!who) continue;
-    const base: Base = { target: who.target, provider: 'provider_c', persist: who.target === 'service' ? true : null, k: 0, rate: RATE, scenario: 'capacity' };
+    const h2c = 'h2c' in who && who.h2c === true;
+    const base: Base = { target: who.target, provider: 'provider_c', persist: who.target === 'service' ? true : null, k: 0, rate: RATE, scenario: 'capacity', ...(h2c ? { variant: 'h2c' } : {}) };
     const probes: CapacityProbe[] = [];
     let best: Row | null = null;
     let lo = 0;
@@ -105,7 +108,7 @@ export async function runCapacity(c: CapacityContext): Promise<Row[]> {
       const floorMiss = who.target === 'floor' ? null : miss(floor, null);
       const row = who.target === 'floor' ? floor
         : floorMiss ? failedRow({ ...base, k }, `not run: the floor itself misses at this K (${floorMiss})`)
-        : await driveOnce(c, who, { ...base, k, variant: 'step' }, stepAt(k), floor).catch((err: Error) => failedRow({ ...base, k }, `run failed: ${err.message.split('\n')[0]}`));
+        : await driveOnce(c, who, { ...base, k, variant: h2c ? 'h2c-step' : 'step' }, stepAt(k), floor).catch((err: Error) => failedRow({ ...base, k }, `run failed: ${err.message.split('\n')[0]}`));
       const why = miss(row, who.target === 'floor' ? null : floor);
       probes.push({ k, pass: why === null, why: why ?? 'held', addedP99Ms: row.addedP99Ms, ttfdP99Ms: row.ttfdP99Ms, failed: row.failed, loadAvg1: row.loadAvg1 });
       c.log(`capacity ${target} K=${k}: ${why ?? 'held'} (added p99 ${row.addedP99Ms}, latency p99 ${row.latencyP99Ms}, ttfd p99 ${row.ttfdP99Ms}, load ${row.loadAvg1})`);
@@ -119,7 +122,7 @@ export async function runCapacity(c: CapacityContext): Promise<Row[]> {
     const note = [stopped, lo === 0 && !stopped ? `missed already at K = ${MIN}` : null, hi === null && lo >= MAX ? `held at the largest K tried (${MAX})` : null]
       .filter(Boolean).join('; ') || undefined;
     rows.push({
-      ...(best ?? failedRow(base, '')), ...base, k: lo, variant: undefined, capacityStreams: lo, capacityProbes: probes,
+      ...(best ?? failedRow(base, '')), ...base, k: lo, variant: base.variant, capacityStreams: lo, capacityProbes: probes,
       ...(note ? { note } : { note: undefined }),
     });
   }

@@ -8,10 +8,12 @@ import type { PgCpuMeter } from './pg-cpu.ts';
 import { peerHeaders, type SimUrls } from './targets.ts';
 import type { Child } from '../../test/helpers/procs.ts';
 
-export type WithService = <T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>) => Promise<T>;
+export type WithService = <T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>, dataDir?: string, env?: Record<string, string>) => Promise<T>;
 
 export interface DriveContext {
   sim: { child: Child; urls: SimUrls; port: number };
+  /** The simulator speaking cleartext HTTP/2 (prior knowledge), for the service's `h2c` runs; null: none. */
+  h2cSim: { child: Child; urls: SimUrls } | null;
   nginx: { child: Child; port: number } | null;
   /** Null with `peerDown` saying why. */
   peer: { child: Child; port: number } | null;
@@ -29,7 +31,11 @@ export interface Step {
   startsPerSec: number;
 }
 
-export type Who = { target: 'floor' | 'nginx' | 'peer' } | { target: 'service'; persist: boolean };
+/** `h2c`: the service calls the h2c simulator over HTTP/2 (PROVIDER_H2C_ORIGINS) instead of HTTP/1.1. */
+export type Who = { target: 'floor' | 'nginx' | 'peer' } | { target: 'service'; persist: boolean; h2c?: boolean };
+
+/** The service's environment for a provider origin spoken to over h2c. */
+export const h2cEnv = (urls: SimUrls) => ({ PROVIDER_H2C_ORIGINS: new URL(urls.provider_c).origin });
 
 /** Measures `who` at `step`; `floor` is the floor's row at the same step (null for the floor itself). */
 export async function driveOnce(c: DriveContext, who: Who, base: Base, step: Step, floor: Row | undefined, note?: string): Promise<Row> {
@@ -49,10 +55,12 @@ export async function driveOnce(c: DriveContext, who: Who, base: Base, step: Ste
       return toRow(base, await measure(c.peer.child.pid, c.sim.child.pid, cc(c.peer.port, '/v1/chat/completions', peerHeaders(c.sim.urls))), floor, note);
     case 'service': {
       const body = serviceBody('provider_c', who.persist, deltas, rate);
-      return c.withService(c.sim.urls, c.dbUrl, k * 2 + 1000, async (svc) => {
+      const upstream = who.h2c ? c.h2cSim : c.sim;
+      if (!upstream) return failedRow(base, 'no h2c simulator (BENCH_EXTRAS without h2c)');
+      return c.withService(upstream.urls, c.dbUrl, k * 2 + 1000, async (svc) => {
         const job: GenJob = { mode: 'streams', host: '127.0.0.1', port: svc.port, path: '/v1/chat-completions/stream', body, kind: 'sse', k, deltas, rate, startsPerSec };
-        return toRow(base, await measure(svc.pid, c.sim.child.pid, job, who.persist ? c.pgMeter : null), floor, note);
-      });
+        return toRow(base, await measure(svc.pid, upstream.child.pid, job, who.persist ? c.pgMeter : null), floor, note);
+      }, undefined, who.h2c ? h2cEnv(upstream.urls) : undefined);
     }
   }
 }

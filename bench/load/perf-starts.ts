@@ -14,6 +14,8 @@
 // V8, the kernel), by thread and by binary, then the top symbols by self time; the raw perf.data stays
 // in bench/out/perf-starts/.
 //
+// PERF_H2C=1 serves the provider over cleartext HTTP/2 (the simulator with SIM_H2C=1, PROVIDER_H2C_ORIGINS).
+//
 // PERF_SCOPE=postgres (with persist=1) records the whole machine instead and reports only the Postgres
 // processes: where the database's share of a persisted start goes (the create and answer statements'
 // inserts, indexes, WAL), which the service's own figures do not show.
@@ -22,6 +24,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { serviceBody } from './bodies.ts';
+import { h2cEnv } from './drive.ts';
 import { cpuWindow, generate } from './measure.ts';
 import { busiestTids, ownerShares, ownerTable } from './perf-owners.ts';
 import { analyzeDb, createBenchDb, OUT, startService, startSimulator } from './targets.ts';
@@ -49,8 +52,9 @@ const job = (k: number, d: number, r: number) => ({
 });
 
 try {
-  const sim = await startSimulator();
-  const { child, port } = await startService({ sim: sim.urls, databaseUrl: db.url, maxActiveRuns: rate * seconds * 2, dataDir, nodeFlags: ['--perf-basic-prof', '--logfile=/dev/null', '--no-logfile-per-isolate'] });
+  const h2c = process.env.PERF_H2C === '1';
+  const sim = await startSimulator({ h2c });
+  const { child, port } = await startService({ sim: sim.urls, databaseUrl: db.url, maxActiveRuns: rate * seconds * 2, dataDir, env: h2c ? h2cEnv(sim.urls) : undefined, nodeFlags: ['--perf-basic-prof', '--logfile=/dev/null', '--no-logfile-per-isolate'] });
   const pid = child.proc.pid!;
   await generate({ ...job(warmStarts, 1, 1), port });
   if (db.url) await analyzeDb(db.url);

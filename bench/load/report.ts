@@ -88,7 +88,7 @@ function startRateTable(rows: Row[]): string[] {
   for (const r of sr) {
     const nginx = sr.find((x) => x.target === 'nginx' && x.rate === r.rate)?.cpuUsPerStart;
     const cpu = r.target === 'floor' ? `(simulator ${fmt(r.simCpuUsPerDelta)})` : fmt(r.cpuUsPerStart);
-    out.push(`| ${r.target} | ${r.persist ?? '—'} | ${r.rate} | ${r.k} | ${cpu} | ${fmt(r.idleCpuUsPerStart)} | ${r.target === 'floor' ? '—' : ratio(r.cpuUsPerStart, nginx)} | ${fmt(r.pgCpuUsPerStart)} | `
+    out.push(`| ${r.target}${r.variant ? ` (${r.variant})` : ''} | ${r.persist ?? '—'} | ${r.rate} | ${r.k} | ${cpu} | ${fmt(r.idleCpuUsPerStart)} | ${r.target === 'floor' ? '—' : ratio(r.cpuUsPerStart, nginx)} | ${fmt(r.pgCpuUsPerStart)} | `
       + `${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} |`);
   }
   return out;
@@ -102,11 +102,13 @@ function capacityTable(rows: Row[]): string[] {
   out.push('| target | streams | added p99 at it | ttfd p99 at it | steps tried (K: held / missed) | note |', '|---|--:|--:|--:|---|---|');
   for (const r of cap) {
     const steps = (r.capacityProbes ?? []).map((p) => `${p.k}: ${p.pass ? 'held' : p.why}`).join('; ');
-    out.push(`| ${r.target}${r.persist ? ' (persisted)' : ''} | ${r.capacityStreams ?? '—'} | ${fmt(r.addedP99Ms)} | ${fmt(r.ttfdP99Ms)} | ${steps.replaceAll('|', '/')} | ${(r.note ?? '').replaceAll('|', '/')} |`);
+    out.push(`| ${r.target}${r.persist ? ' (persisted)' : ''}${r.variant ? ` (${r.variant})` : ''} | ${r.capacityStreams ?? '—'} | ${fmt(r.addedP99Ms)} | ${fmt(r.ttfdP99Ms)} | ${steps.replaceAll('|', '/')} | ${(r.note ?? '').replaceAll('|', '/')} |`);
   }
-  const of = (t: string) => cap.find((r) => r.target === t)?.capacityStreams;
+  const of = (t: string, variant?: string) => cap.find((r) => r.target === t && r.variant === variant)?.capacityStreams;
   const s = of('service');
   const n = of('nginx');
   out.push('', `**service ÷ nginx capacity: ${s == null || !n ? '—' : (s / n).toFixed(2)}** (${s ?? '—'} ÷ ${n ?? '—'} streams; target ≥ 0.6)`);
+  const h = of('service', 'h2c');
+  if (h != null && n) out.push('', `service with the provider over h2c ÷ nginx: ${(h / n).toFixed(2)} (${h} ÷ ${n} streams; nginx relays HTTP/1.1 upstream)`);
   return out;
 }

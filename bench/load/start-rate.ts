@@ -4,7 +4,8 @@
 // the process under test and, for persisted service rows, `pgCpuUsPerStart` of the bench database's
 // Postgres backends (pg-cpu.ts).
 // Knobs (env): BENCH_START_RATES=100,250,500 (empty: off)  BENCH_START_RATE_S=4 (seconds of starts per
-//   rate: K = rate × this)  BENCH_START_RATE_TARGETS=floor,nginx,peer,service
+//   rate: K = rate × this)  BENCH_START_RATE_TARGETS=floor,nginx,peer,service,service-h2c (the last: persisted,
+//   the provider over h2c, variant `h2c`)
 import { driveOnce, type DriveContext, type Who } from './drive.ts';
 import type { Base, Row } from './measure.ts';
 
@@ -23,9 +24,10 @@ export async function runStartRates(c: DriveContext, run: (base: Base, go: () =>
     const whos: Who[] = [
       ...(['nginx', 'peer'] as const).filter((t) => TARGETS.has(t)).map((target) => ({ target })),
       ...(TARGETS.has('service') ? [true, false].map((persist) => ({ target: 'service' as const, persist })) : []),
+      ...(TARGETS.has('service-h2c') ? [{ target: 'service' as const, persist: true, h2c: true }] : []),
     ];
     for (const who of whos) {
-      const base = baseOf(who.target, who.target === 'service' ? who.persist : null);
+      const base: Base = { ...baseOf(who.target, who.target === 'service' ? who.persist : null), ...('h2c' in who && who.h2c ? { variant: 'h2c' } : {}) };
       await run(base, () => driveOnce(c, who, base, step, floor));
     }
   }

@@ -22,10 +22,12 @@ export interface SimUrls {
 }
 
 /** `tls`: PEM files; the simulator then serves https, HTTP/2 or HTTP/1.1 by ALPN, as real providers do. */
-export async function startSimulator(tls?: { certFile: string; keyFile: string }): Promise<{ child: Child; urls: SimUrls; port: number }> {
-  const tlsEnv: Record<string, string> = tls ? { SIM_TLS_CERT_FILE: tls.certFile, SIM_TLS_KEY_FILE: tls.keyFile } : {};
-  const { child, line } = await start(tls ? 'simulator-tls' : 'simulator', process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/sim/main.ts')], {
-    env: { SIM_PORT: '0', SIM_HOST: '127.0.0.1', SIM_DEFAULT_REPLY: 'echo', ...tlsEnv },
+/** The simulator in its own process: plain HTTP/1.1; https (`tls`); or cleartext HTTP/2 only (`h2c`). */
+export async function startSimulator(o: { tls?: { certFile: string; keyFile: string }; h2c?: boolean } = {}): Promise<{ child: Child; urls: SimUrls; port: number }> {
+  const { tls, h2c } = o;
+  const modeEnv: Record<string, string> = tls ? { SIM_TLS_CERT_FILE: tls.certFile, SIM_TLS_KEY_FILE: tls.keyFile } : h2c ? { SIM_H2C: '1' } : {};
+  const { child, line } = await start(tls ? 'simulator-tls' : h2c ? 'simulator-h2c' : 'simulator', process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/sim/main.ts')], {
+    env: { SIM_PORT: '0', SIM_HOST: '127.0.0.1', SIM_DEFAULT_REPLY: 'echo', ...modeEnv },
     ready: (l) => l.startsWith('{'),
   });
   const urls = JSON.parse(line) as SimUrls;
@@ -37,7 +39,7 @@ export async function startSecureSimulator() {
   const dir = path.join(OUT, 'tls');
   mkdirSync(dir, { recursive: true });
   const { certFile, keyFile } = selfSignedCertificate(dir);
-  const secure = await startSimulator({ certFile, keyFile });
+  const secure = await startSimulator({ tls: { certFile, keyFile } });
   return { child: secure.child, urls: secure.urls, env: { NODE_EXTRA_CA_CERTS: certFile } as Record<string, string> };
 }
 
