@@ -31,7 +31,7 @@ export async function startUpstream(): Promise<{ child: Child; port: number }> {
   return { child, port: JSON.parse(line).port };
 }
 
-export async function startSseClient(port: number): Promise<{ child: Child; run(path: string, requests: number, connections: number, body?: string): Promise<void> }> {
+export async function startSseClient(port: number): Promise<{ child: Child; run(path: string, requests: number, connections: number, body?: string, close?: boolean): Promise<void> }> {
   const waiting: Array<() => void> = [];
   const { child } = await start('ledger-sse-client', process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'sse-client.ts'), String(port)], {
     stdin: true,
@@ -39,9 +39,9 @@ export async function startSseClient(port: number): Promise<{ child: Child; run(
   });
   return {
     child,
-    run: (p, requests, connections, body) => new Promise<void>((resolve) => {
+    run: (p, requests, connections, body, close) => new Promise<void>((resolve) => {
       waiting.push(resolve);
-      child.proc.stdin!.write(JSON.stringify({ path: p, requests, connections, body }) + '\n');
+      child.proc.stdin!.write(JSON.stringify({ path: p, requests, connections, body, close }) + '\n');
     }),
   };
 }
@@ -101,7 +101,7 @@ async function upstreamStages(): Promise<Stage[]> {
     return [
       { ...sdk, cpuUs: sdk.cpuUs - cannedOnly.cpuUs, note: `minus the canned Response (${cannedOnly.cpuUs.toFixed(1)} µs)` },
       { ...reuse, note: 'other = the upstream server process' },
-      { ...fresh, name: 'extra for a new upstream connection', cpuUs: fresh.cpuUs - reuse.cpuUs, otherUs: (fresh.otherUs ?? 0) - (reuse.otherUs ?? 0), note: 'new connection minus reuse; paid by a start when no idle connection is left' },
+      { ...fresh, inSum: false, name: 'extra for a new upstream connection', cpuUs: fresh.cpuUs - reuse.cpuUs, otherUs: (fresh.otherUs ?? 0) - (reuse.otherUs ?? 0), note: 'new connection minus reuse; paid by a start only when no idle connection is left: at 500 starts/s after the warm-up the pool reuses (bench/load/upstream-conns.ts: 35 connections for 1,000 starts), so not in the sum' },
       { ...viaFetch, inSum: false, note: 'the service\'s fetch under the SDK: undici plus the Response shim (not added to the sum: the undici rows are)' },
     ];
   } finally {
@@ -113,15 +113,17 @@ async function sseStages(): Promise<Stage[]> {
   const server = await startSseServer();
   const client = await startSseClient(server.port);
   try {
-    const per = (p: string, body?: string) => time(`uWS answer ${p}`, () => client.run(p, 200, 20, body), { ops: 10, warm: 2, rounds: 3 }, childCpu(client.child));
+    const per = (p: string, body?: string, close?: boolean) => time(`uWS answer ${p}`, () => client.run(p, 200, 20, body, close), { ops: 10, warm: 2, rounds: 3 }, childCpu(client.child));
     const sep = await per('/separate');
     const cork = await per('/corked');
     const post = await per('/corked', serviceBody('provider_c', true, 1, 1).replace('__I__', '1'));
+    const closing = await per('/corked', undefined, true);
     const scale = (s: Stage) => ({ ...s, cpuUs: s.cpuUs / 200, wallUs: s.wallUs / 200, otherUs: (s.otherUs ?? 0) / 200 });
     return [
       { ...scale(sep), name: 'SSE response of a start: status+headers+meta, delta, done, end (4 socket writes)', note: 'other = the client process' },
       { ...scale(post), name: 'extra for the request: a POST with the start\'s JSON body read through onData', cpuUs: (post.cpuUs - cork.cpuUs) / 200, wallUs: (post.wallUs - cork.wallUs) / 200, otherUs: ((post.otherUs ?? 0) - (cork.otherUs ?? 0)) / 200, note: 'corked POST minus corked GET (uWS parses both)' },
       { ...scale(cork), inSum: false, name: 'the same bytes in one corked write', note: 'what the corked start would cost instead' },
+      { ...scale(closing), name: 'client connection: accept, then close after the answer', cpuUs: (closing.cpuUs - cork.cpuUs) / 200, wallUs: (closing.wallUs - cork.wallUs) / 200, otherUs: ((closing.otherUs ?? 0) - (cork.otherUs ?? 0)) / 200, note: 'a corked GET on a connection of its own (`connection: close`) minus one on a kept-alive connection: the bench\'s generator opens a connection per stream' },
     ];
   } finally {
     await client.child.stop();

@@ -20,7 +20,7 @@
 // processes: where the database's share of a persisted start goes (the create and answer statements'
 // inserts, indexes, WAL), which the service's own figures do not show.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { serviceBody } from './bodies.ts';
@@ -29,6 +29,19 @@ import { cpuWindow, generate } from './measure.ts';
 import { busiestTids, ownerShares, ownerTable } from './perf-owners.ts';
 import { analyzeDb, createBenchDb, OUT, startService, startSimulator } from './targets.ts';
 import { cpuMicros, stopAll } from '../../test/helpers/procs.ts';
+
+/** Voluntary context switches of every thread of `pid`: each is a sleep, so the next run is a wake-up. */
+function wakeUps(pid: number): number {
+  let n = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      n += Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))![1]);
+    } catch {
+      // the thread ended since the listing
+    }
+  }
+  return n;
+}
 
 const rate = Number(process.argv[2] ?? 500);
 const seconds = Number(process.argv[3] ?? 6);
@@ -65,8 +78,10 @@ try {
   // The service's CPU over what is divided: the whole job for starts, the recorded window for deltas.
   const window = deltas > 1 ? cpuWindow(pid, recordFrom, recordFrom + recordFor) : null;
   const cpu0 = cpuMicros(pid);
+  const wakes0 = wakeUps(pid);
   const r = await generate({ ...job(rate * seconds, deltas, deltaRate), port });
   const cpuUs = window ? window.stop() : cpuMicros(pid) - cpu0;
+  const wakes = wakeUps(pid) - wakes0;
   const code = await exited;
   if (code !== 0) throw new Error(`perf record exited with ${code}`);
   const what = deltas > 1 ? `streams of ${deltas} deltas at ${deltaRate}/s` : 'one-delta streams';
@@ -75,6 +90,7 @@ try {
   const unitUs = cpuUs === null ? null : cpuUs / units;
   const unit = deltas > 1 ? 'delta' : 'start';
   console.log(`\nCPU per ${unit}: ${unitUs === null ? 'not read' : `${unitUs.toFixed(1)} µs`} (the service's user + system time ÷ ${units} ${unit}s)`);
+  console.log(`Thread wake-ups per ${deltas > 1 ? 'stream' : 'start'}: ${(wakes / (rate * seconds)).toFixed(2)} (voluntary context switches of all the service's threads over the job; the ledger's wake-up row)`);
   const report = (sort: string, lines: number) => execFileSync('perf', ['report', '-i', data, ...(pgScope ? ['--comms', 'postgres'] : []), '--no-children', '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
     .split('\n').filter((l) => l && !l.startsWith('#')).slice(0, lines).join('\n');
   if (pgScope) {
