@@ -104,5 +104,21 @@ for (const target of await testDatabases()) {
       const { rows } = await db.pool.query(`SELECT now() - last_beat < interval '1 minute' AS fresh FROM instances WHERE id = 'new'`);
       assert.equal(rows[0].fresh, true);
     });
+
+    it('the sweeps find running calls through the running partial index, the only one left (sql/009)', async () => {
+      // Thousands of ended calls and a few running ones, analysed: a sweep must not read the table whole.
+      await db.pool.query(`INSERT INTO llm_calls (id, provider, model, status) SELECT 'ended-' || g, 'p', 'm', 'succeeded' FROM generate_series(1, 3000) g`);
+      const running = [await call('a'), await call(null)];
+      await db.pool.query('ANALYZE llm_calls');
+      const { rows: idx } = await db.pool.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'llm_calls' AND indexdef LIKE '%running%' ORDER BY 1`);
+      assert.deepEqual(idx.map((r) => r.indexname), ['llm_calls_running_instance_idx']);
+      for (const where of [`status = 'running'`, `status = 'running' AND instance_id IS DISTINCT FROM 'me'`]) {
+        const plan = (await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT id FROM llm_calls WHERE ${where}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+        assert.match(plan, /llm_calls_running_instance_idx/, `${where}:\n${plan}`);
+        assert.doesNotMatch(plan, /Seq Scan/, `${where}:\n${plan}`);
+      }
+      assert.equal(await markInterruptedLlmCalls(db.pool), running.length);
+      await db.pool.query(`DELETE FROM llm_calls WHERE id LIKE 'ended-%'`);
+    });
   });
 }
