@@ -133,7 +133,9 @@ for (const threads of [0, 2]) {
       stuck.pause();
       stuck.on('error', () => undefined);
       stuck.write(`POST /v1/chat-completions/stream HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
-      await waitFor(async () => (await t.call('GET', '/v1/active-runs')).body.chats.includes(chat.id), 10_000, 'the run to start');
+      // The request carries the 24 MB reply script: reading, parsing and forwarding it took over 10 s on a
+      // loaded, slow CI machine. The deadline only bounds a failure; the wait ends when the run is listed.
+      await waitFor(async () => (await t.call('GET', '/v1/active-runs')).body.chats.includes(chat.id), 90_000, 'the run to start');
       const reader = await t.stream(`/v1/chats/${chat.id}/stream/attach`);
       assert.equal(reader.events.at(-1)!.event, 'done');
       assert.equal(rebuilt(reader.events).length, 24_000_000);
