@@ -113,8 +113,10 @@ describe('web client: chat', { skip: skip ?? false }, () => {
   });
 
   it('stop keeps the partial answer, stored and shown as stopped', async () => {
-    const reply = Array.from({ length: 80 }, (_, i) => `word${i + 1}`).join(' ');
-    await send(sim({ reply, deltas: 80, rate: 10 }, 'count to eighty'));
+    // 600 deltas at 10/s: a minute, so that Stop lands long before the end even on a loaded CI machine
+    // (at 80 deltas a clean-clone run once saw the answer end first, and no `stopped` note came).
+    const reply = Array.from({ length: 600 }, (_, i) => `word${i + 1}`).join(' ');
+    await send(sim({ reply, deltas: 600, rate: 10 }, 'count to six hundred'));
     await web.page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
     const chatId = chatIdOf();
     await web.page.click('.stop');
@@ -123,7 +125,7 @@ describe('web client: chat', { skip: skip ?? false }, () => {
     const stored = await storedMessage(chatId);
     assert.equal(stored.metadata?.stopped, true);
     assert.ok(stored.content.length > 10, 'the text shown before Stop is kept');
-    // 80 deltas at 10/s: stopped after a second or two, far from the whole answer.
+    // Stopped after a second or two, far from the whole answer.
     assert.ok(reply.startsWith(stored.content) && stored.content.length < reply.length, `a prefix: ${JSON.stringify(stored.content)}`);
     assert.equal(await web.page.textContent(ANSWER), stored.content);
     assert.equal(await web.page.textContent('.msg.assistant .note'), 'stopped');
