@@ -44,7 +44,7 @@ export async function startCrossings(): Promise<Stage[]> {
 export async function deltaCrossing(items: number): Promise<Stage> {
   const [, delta] = runFrames(chatRequest(true));
   const n = Math.max(1, Math.round(items));
-  const s = await crossing(`thread crossing of a batch of ${n} delta items`, batch(...Array.from({ length: n }, () => framesItem(randomUUID(), [delta!]))), '');
-  return { ...s, cpuUs: s.cpuUs / n, wallUs: s.wallUs / n, name: 'thread crossing: one delta\'s share of a batch, worker → main (both threads)',
-    note: `a Batch of ${n} frames items of ${n} runs, the millisecond's deltas under the bench's load (the outbox's 1 ms gap)` };
+  const s = await crossing('thread crossing: one delta\'s share of a batch, worker → main (both threads)', batch(...Array.from({ length: n }, () => framesItem(randomUUID(), [delta!]))),
+    `a Batch of ${n} frames items of ${n} runs, the millisecond's deltas under the bench's load (the outbox's 1 ms gap)`);
+  return { ...s, cpuUs: s.cpuUs / n, wallUs: s.wallUs / n };
 }

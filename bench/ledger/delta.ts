@@ -26,24 +26,25 @@ const WINDOW_MS = 2000;
  * RATE chunks a second, each through the service's provider fetch (http-fetch.ts: undici's dispatch
  * handler, a PushBody with one subscriber), so many reads share an event-loop turn as they do in the
  * service. The CPU is read over a window while every stream is open (no connect, no request), the
- * steady phase of the bench's `cpuUsPerDeltaSteady`. Also counts the reads per turn, for the crossing row.
+ * steady phase of the bench's `cpuUsPerDeltaSteady`. The note says how many reads shared a turn.
  */
-async function upstreamRead(): Promise<{ stage: Stage; perTurn: number }> {
+async function upstreamRead(): Promise<Stage> {
   const up = await startUpstream();
   const pf = createProviderFetch({ timeoutMs: 120_000 });
   const url = `http://127.0.0.1:${up.port}/chunks?n=${RATE * 8}&rate=${RATE}`;
-  let best: { stage: Stage; perTurn: number } | null = null;
+  let best: Stage | null = null;
   try {
     for (let round = 0; round < 2; round++) {
       let chunks = 0;
       let turns = 0;
       let inTurn = false;
       const endTurn = () => void (inTurn = false);
-      const started = new Set<number>();
+      let opened = 0;
       let allOpen: () => void = () => {};
       const open = new Promise<void>((resolve) => (allOpen = resolve));
-      const streams = Array.from({ length: STREAMS }, async (_, i) => {
+      const streams = Array.from({ length: STREAMS }, async () => {
         const r = (await pf(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' })) as unknown as { body: PushBody };
+        let first = true;
         await new Promise<void>((resolve, reject) => r.body.subscribe(() => {
           chunks++;
           if (!inTurn) {
@@ -51,7 +52,7 @@ async function upstreamRead(): Promise<{ stage: Stage; perTurn: number }> {
             turns++;
             setImmediate(endTurn);
           }
-          if (started.size < STREAMS && !started.has(i) && started.add(i).size === STREAMS) allOpen();
+          if (first && (first = false, ++opened === STREAMS)) allOpen();
         }, resolve, reject));
       });
       await open;
@@ -67,7 +68,7 @@ async function upstreamRead(): Promise<{ stage: Stage; perTurn: number }> {
         cpuUs: (c.user + c.system) / n, wallUs: (WINDOW_MS * 1000) / n, otherUs: otherUs / n,
         note: `${n} chunks over ${WINDOW_MS / 1000} s with every stream open, ${(n / t).toFixed(1)} reads per event-loop turn; other = the upstream server`,
       };
-      if (!best || stage.cpuUs < best.stage.cpuUs) best = { stage, perTurn: n / t };
+      if (!best || stage.cpuUs < best.cpuUs) best = stage;
     }
     return best!;
   } finally {
@@ -89,7 +90,7 @@ async function clientWrite(): Promise<Stage> {
 }
 
 export async function deltaLedger(): Promise<Stage[]> {
-  const { stage: upstream } = await upstreamRead();
+  const upstream = await upstreamRead();
   const decoder = new TextDecoder();
   let events = 0;
   const parser = createParser({ onEvent: () => void events++ });

@@ -176,8 +176,9 @@ async function main(): Promise<void> {
       for (const persist of TARGETS.has('service') ? [true, false] : []) {
         await serviceRun({ target: 'service', provider: 'provider_c', persist, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', persist, 1, 1), step, floor);
       }
-      await tlsRuns({ target: 'service', provider: 'provider_c', persist: true, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', true, 1, 1), step, floor);
-      await h2cRun({ target: 'service', provider: 'provider_c', persist: true, k: BURST_K, rate: 1, scenario: 'start-burst' }, serviceBody('provider_c', true, 1, 1), step, floor);
+      const persisted: Base = { target: 'service', provider: 'provider_c', persist: true, k: BURST_K, rate: 1, scenario: 'start-burst' };
+      await tlsRuns(persisted, serviceBody('provider_c', true, 1, 1), step, floor);
+      await h2cRun(persisted, serviceBody('provider_c', true, 1, 1), step, floor);
     }
     const drive = { sim, h2cSim, nginx, peer: peerProbe ? null : peer, peerDown: peerProbe, dbUrl: db.url, pgMeter, withService };
     if (START_RATES.length) await runStartRates(drive, run);
@@ -212,8 +213,11 @@ async function main(): Promise<void> {
         });
         rmSync(embeddedDir, { recursive: true, force: true });
       }
-      if (TLS_KS.has(k)) await tlsRuns({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream' }, serviceBody('provider_c', true, deltas, rate), step, floor);
-      if (TLS_KS.has(k)) await h2cRun({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream' }, serviceBody('provider_c', true, deltas, rate), step, floor);
+      if (TLS_KS.has(k)) {
+        const base: Base = { target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream' };
+        await tlsRuns(base, serviceBody('provider_c', true, deltas, rate), step, floor);
+        await h2cRun(base, serviceBody('provider_c', true, deltas, rate), step, floor);
+      }
       if (CHECKS && REATTACH && TARGETS.has('service')) {
         await run({ target: 'service', provider: 'provider_c', persist: true, k, rate, scenario: 'stream', variant: 'reattach' }, () =>
           reattachRow({ sim: sim.urls, dbUrl: db.url, step, STARTS, floor, withService, generate, serviceBody }));

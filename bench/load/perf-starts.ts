@@ -18,7 +18,10 @@
 //
 // PERF_SCOPE=postgres (with persist=1) records the whole machine instead and reports only the Postgres
 // processes: where the database's share of a persisted start goes (the create and answer statements'
-// inserts, indexes, WAL), which the service's own figures do not show.
+// inserts, indexes, WAL), which the service's own figures do not show. Its table is inclusive (a
+// function with what it calls: ExecInsertIndexTuples, XLogFlush, AfterTriggerEndQuery) and in percent of
+// Postgres's own samples; Debian's postgres has no symbols for its static functions, so some frames
+// read [unknown].
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -90,12 +93,13 @@ try {
   const unitUs = cpuUs === null ? null : cpuUs / units;
   const unit = deltas > 1 ? 'delta' : 'start';
   console.log(`\nCPU per ${unit}: ${unitUs === null ? 'not read' : `${unitUs.toFixed(1)} µs`} (the service's user + system time ÷ ${units} ${unit}s)`);
-  console.log(`Thread wake-ups per ${deltas > 1 ? 'stream' : 'start'}: ${(wakes / (rate * seconds)).toFixed(2)} (voluntary context switches of all the service's threads over the job; the ledger's wake-up row)`);
-  const report = (sort: string, lines: number) => execFileSync('perf', ['report', '-i', data, ...(pgScope ? ['--comms', 'postgres'] : []), '--no-children', '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
+  console.log(`Thread wake-ups per ${deltas > 1 ? 'stream' : 'start'}: ${(wakes / (rate * seconds)).toFixed(2)} (voluntary context switches of all the service's threads over the job)`);
+  const report = (sort: string, lines: number, extra: string[] = ['--no-children']) => execFileSync('perf', ['report', '-i', data, ...extra, '--sort', sort, '--stdio', '-g', 'none', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 })
     .split('\n').filter((l) => l && !l.startsWith('#')).slice(0, lines).join('\n');
   if (pgScope) {
-    console.log('\n== Postgres, by symbol (percent of the machine)\n' + report('sym', 70));
-    console.log('\n== Postgres, by process\n' + report('pid', 12));
+    const postgres = ['--comms', 'postgres', '--percentage', 'relative'];
+    console.log('\n== Postgres, inclusive (children counted), percent of its samples\n' + report('sym', 80, [...postgres, '--children']));
+    console.log('\n== Postgres, by process\n' + report('pid', 12, [...postgres, '--no-children']));
   } else {
     const byThread = report('pid', 12);
     const actorThreads = Number(process.env.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1));

@@ -2,6 +2,7 @@
 // chunks kept until a reader comes, synchronous delivery, the Body methods the SDKs use, cancellation,
 // the pause past the high-water mark, and async iteration for any other consumer.
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { PushBody, type BodySource } from '../../src/providers/push-body.ts';
 import { eachFrame } from '../../src/providers/session.ts';
@@ -234,6 +235,52 @@ test('eachFrame over a PushBody: a failure rejects with it; an abort as the body
 
   const late = new PushBody(source());
   const ended = eachFrame({ body: late } as unknown as Response, sse(), ac.signal, () => {});
+  ac.abort();
+  late.end();
+  await assert.rejects(ended, { name: 'AbortError' });
+});
+
+// The HTTP/2 transport's body is a node Readable (h2-fetch.ts): eachFrame reads it with `data` events,
+// one promise for the whole body, and must keep what a `for await` over it gave.
+test('eachFrame over a node Readable: frames in order, synchronously per chunk; the end resolves', async () => {
+  const body = new PassThrough();
+  const frames: any[] = [];
+  const done = eachFrame({ body } as unknown as Response, new SseFrames(new Headers(), openaiFrames), new AbortController().signal, (f) => frames.push(f));
+  const whole = chunk('one') + chunk('two') + chunk('three', 'stop');
+  body.write(whole.slice(0, 10));
+  body.write(whole.slice(10));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(contents(frames), ['one', 'two', 'three']);
+  body.end();
+  await done;
+});
+
+test('eachFrame over a node Readable: an error frame rejects after the frames before it and destroys the stream', async () => {
+  const body = new PassThrough();
+  const frames: any[] = [];
+  const done = eachFrame({ body } as unknown as Response, new SseFrames(new Headers(), openaiFrames), new AbortController().signal, (f) => frames.push(f));
+  body.write(chunk('one') + `data: ${JSON.stringify({ error: { message: 'Overloaded', code: 'overloaded' } })}\n\n` + chunk('late'));
+  await assert.rejects(done, (err: any) => err.error?.message === 'Overloaded');
+  assert.deepEqual(contents(frames), ['one']);
+  assert.equal(body.destroyed, true, 'the transfer stops: the HTTP/2 stream is reset');
+});
+
+test('eachFrame over a node Readable: an error or a close before the end rejects; an abort as it ends still throws', async () => {
+  const sse = () => new SseFrames(new Headers(), openaiFrames);
+  const read = (body: PassThrough, signal = new AbortController().signal) => eachFrame({ body } as unknown as Response, sse(), signal, () => {});
+  const failed = new PassThrough();
+  const cut = read(failed);
+  failed.destroy(Object.assign(new Error('stream reset'), { code: 'ERR_HTTP2_STREAM_ERROR' }));
+  await assert.rejects(cut, { code: 'ERR_HTTP2_STREAM_ERROR' });
+
+  const closed = new PassThrough();
+  const early = read(closed);
+  closed.destroy();
+  await assert.rejects(early, { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+
+  const ac = new AbortController();
+  const late = new PassThrough();
+  const ended = read(late, ac.signal);
   ac.abort();
   late.end();
   await assert.rejects(ended, { name: 'AbortError' });
