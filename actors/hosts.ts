@@ -31,7 +31,7 @@ export const RELEASE_WAIT_MS = 20;
  * with only releases waits up to RELEASE_WAIT_MS for a start or a cancel to go with: at a few hundred
  * starts a second that saves the worker one wake-up per run.
  */
-export function batched(post: (msgs: ToHost[]) => void): (msg: ToHost) => void {
+export function batched(post: (msgs: ToHost[]) => void, releaseWaitMs = RELEASE_WAIT_MS): (msg: ToHost) => void {
   let queue: ToHost[] = [];
   let scheduled = false;
   let lazy: NodeJS.Timeout | null = null;
@@ -50,7 +50,7 @@ export function batched(post: (msgs: ToHost[]) => void): (msg: ToHost) => void {
     if (scheduled) return;
     if (msg.t === 'release') {
       if (!lazy) {
-        lazy = setTimeout(flushLazy, RELEASE_WAIT_MS);
+        lazy = setTimeout(flushLazy, releaseWaitMs);
         lazy.unref();
       }
       return;

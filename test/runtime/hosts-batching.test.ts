@@ -2,7 +2,7 @@
 // release that waits for company, since each crossing wakes the worker.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { batched, RELEASE_WAIT_MS } from '../../actors/hosts.ts';
+import { batched } from '../../actors/hosts.ts';
 import type { ToHost } from '../../actors/runtime/protocol.ts';
 import { turn } from './fake.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -23,10 +23,12 @@ test('the messages of one turn cross once, in order, at the end of the turn', as
 
 test('a release alone waits for the next start and crosses with it', async () => {
   const posts: ToHost[][] = [];
-  const send = batched((msgs) => posts.push(msgs));
+  // A wait far longer than any stall of a loaded machine: with the default 20 ms, a turn that took
+  // longer on CI let the release cross on its own before the assertion (a clock-dependent failure).
+  const send = batched((msgs) => posts.push(msgs), 60_000);
   send(release('x'));
   await turn();
-  assert.equal(posts.length, 0, `a lone release waits (up to ${RELEASE_WAIT_MS} ms)`);
+  assert.equal(posts.length, 0, 'a lone release waits for company (up to its wait)');
   send(start('a'));
   await turn();
   assert.deepEqual(posts, [[release('x'), start('a')]]);
