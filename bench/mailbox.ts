@@ -42,9 +42,9 @@ function oldPath(outbox: Outbox): (text: string) => void {
 const request: ChatRunRequest = { chatId: null, createChat: false, storeChat: false, callId: null, provider: 'provider_b', model: 'm', messages: [{ role: 'user', content: 'hi' }], mode: 'stream' };
 
 /** The mailbox path: the callback chat-io.ts hands the provider, into a chat actor that is streaming. */
-export function newPath(outbox: Outbox): (text: string) => void {
+export function newPath(outbox: Outbox, runId = 'run-new'): (text: string) => void {
   const behavior = { ...chatBehavior, execute: () => new Promise<never>(() => {}) };
-  const actor = new Actor('run-new', behavior, request, fakeDeps({ provider: 'provider_b' }), outbox, { set: () => 0, clear: () => {} });
+  const actor = new Actor(runId, behavior, request, fakeDeps({ provider: 'provider_b' }), outbox, { set: () => 0, clear: () => {} });
   actor.tell({ t: 'start' });
   const round = 1;
   return (text) => actor.tell({ t: 'text', round, text });

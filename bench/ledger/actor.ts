@@ -53,7 +53,7 @@ export async function actorStart(persist: boolean, ops: number): Promise<Stage> 
       run.spawn(`run-${i}`, request, deps, outbox).tell({ t: 'start' });
     });
     if (!result.ok) throw new Error(`the ledger's run failed: ${result.message}`);
-  }, { ops });
+  }, { ops, paced: true });
   const steps = persist ? 'prepare, round, store_answer' : 'prepare, round';
   return {
     ...s,
@@ -62,12 +62,17 @@ export async function actorStart(persist: boolean, ops: number): Promise<Stage> 
   };
 }
 
-/** The mailbox path of one delta into a streaming chat actor, its outbox flushed once per PER_TURN deltas. */
-export async function actorDelta(ops: number): Promise<Stage> {
-  const push = newPath(new Outbox(() => {}));
+/**
+ * The mailbox path of one delta into `streams` streaming chat actors, taken in turn as a thread serving
+ * that many streams meets them (each delta finds its actor's state out of the cache), the outbox
+ * flushed once per PER_TURN deltas.
+ */
+export async function actorDelta(ops: number, streams: number): Promise<Stage> {
+  const outbox = new Outbox(() => {});
+  const paths = Array.from({ length: streams }, (_, i) => newPath(outbox, `run-${i}`));
   const s = await time('actor: one delta through the mailbox', (i) => {
-    push(TEXT);
+    paths[i % streams]!(TEXT);
     if (i % PER_TURN === PER_TURN - 1) return turn();
   }, { ops });
-  return { ...s, note: `tell → receive → text gate → emitDelta (event buffer, deltaFrame, outbox item); one flush per ${PER_TURN} deltas, as a loaded thread would (bench/mailbox.ts)` };
+  return { ...s, note: `tell → receive → text gate → emitDelta (event buffer, deltaFrame, outbox item), ${streams} actors in turn; one flush per ${PER_TURN} deltas, as a loaded thread would (bench/mailbox.ts)` };
 }

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { batch, chatRequest, chatResult, framesItem, runFrames, startMessage } from './run-shapes.ts';
-import { time, type Stage } from './timing.ts';
+import { per, time, type Stage } from './timing.ts';
 
 export async function crossing(name: string, payload: unknown, note: string): Promise<Stage> {
   const code = `const { parentPort, workerData } = require('node:worker_threads');
@@ -21,19 +21,30 @@ export async function crossing(name: string, payload: unknown, note: string): Pr
     w.postMessage(perRound);
   }), { ops: 20, warm: 5 });
   await w.terminate();
-  return { ...s, cpuUs: s.cpuUs / perRound, wallUs: s.wallUs / perRound, note };
+  return { ...per(s, perRound), note };
 }
 
-/** The crossings of one persisted start: its start message to the actor thread, its frames and end back. */
+/**
+ * The crossings of one persisted start, paced (one start every 2 ms, as the start-rate row): its start
+ * message to a sleeping thread and its frames and end back to a sleeping main thread, as one round trip
+ * (the worker answers each start with the start's batch). Both threads' CPU, their wake-ups included.
+ */
 export async function startCrossings(): Promise<Stage[]> {
   const runId = randomUUID();
   const request = chatRequest(true);
-  return [
-    await crossing('thread crossing: the start to the actor thread', [startMessage(runId, request)],
-      'a turn\'s array with one start message (a ChatRunRequest as the route builds it); posted worker → main here, the other way in the service'),
-    await crossing('thread crossing: the start\'s frames and end back (meta, delta, done)', batch(framesItem(runId, runFrames(request)), { t: 'end', runId, result: chatResult(request) }),
-      'one Batch: a frames item and the end; a short run\'s frames often share one'),
-  ];
+  const reply = batch(framesItem(runId, runFrames(request)), { t: 'end', runId, result: chatResult(request) });
+  const code = `const { parentPort, workerData } = require('node:worker_threads');
+    parentPort.on('message', () => parentPort.postMessage(workerData));`;
+  const w = new Worker(code, { eval: true, workerData: reply });
+  let done: () => void = () => {};
+  w.on('message', () => done());
+  const start = [startMessage(runId, request)];
+  const s = await time('thread crossings of a start: its start message to the actor thread, its frames and end back', () => new Promise<void>((resolve) => {
+    done = resolve;
+    w.postMessage(start);
+  }), { ops: 1000, paced: true });
+  await w.terminate();
+  return [{ ...s, note: 'a turn\'s array with one start message (a ChatRunRequest as the route builds it) to a sleeping worker, and one Batch back (a frames item: meta, delta, done; the end) to this sleeping thread' }];
 }
 
 /**
@@ -46,5 +57,5 @@ export async function deltaCrossing(items: number): Promise<Stage> {
   const n = Math.max(1, Math.round(items));
   const s = await crossing('thread crossing: one delta\'s share of a batch, worker → main (both threads)', batch(...Array.from({ length: n }, () => framesItem(randomUUID(), [delta!]))),
     `a Batch of ${n} frames items of ${n} runs, the millisecond's deltas under the bench's load (the outbox's 1 ms gap)`);
-  return { ...s, cpuUs: s.cpuUs / n, wallUs: s.wallUs / n };
+  return per(s, n);
 }

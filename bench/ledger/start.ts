@@ -16,7 +16,7 @@ import { actorStart } from './actor.ts';
 import { startCrossings } from './crossing.ts';
 import { startSseServer } from './sse-server.ts';
 import { supervisorStart } from './supervisor.ts';
-import { time, type Stage } from './timing.ts';
+import { minus, time, type Stage } from './timing.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000);
 
@@ -60,12 +60,12 @@ async function databaseStages(): Promise<Stage[]> {
       await createChat(db.pool, { id: chatId, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'load 1\nSIM {"deltas":1}' }], call: { id: callId, instanceId: null } });
       made.push({ chatId, callId });
     };
-    const note = 'one statement on one pooled connection (named), one after the other; other = its Postgres backend';
-    const create = await time('db: createChat with its input and LlmCall', newChat, { ops: N }, pgCpu);
+    const note = 'one statement on one pooled connection (named), one every 2 ms; other = its Postgres backend';
+    const create = await time('db: createChat with its input and LlmCall', newChat, { ops: N, paced: true }, pgCpu);
     const finish = await time('db: finishLlmCallWithMessage', () => {
       const { chatId, callId } = made.pop()!;
       return finishLlmCallWithMessage(db.pool, { callId, chatId, assistant: { content: '1764069999123.456|' }, usage: { inputTokens: 3, outputTokens: 1, totalTokens: 4 }, latencyMs: 5 });
-    }, { ops: Math.floor(made.length / 5), warm: 10, rounds: 3 }, pgCpu);
+    }, { ops: Math.floor(made.length / 5), warm: 10, rounds: 3, paced: true }, pgCpu);
     return [{ ...create, note }, { ...finish, note }];
   } finally {
     await meter.close();
@@ -79,29 +79,29 @@ async function upstreamStages(): Promise<Stage[]> {
   const url = `http://127.0.0.1:${up.port}/`;
   try {
     const shared = new Agent({ keepAliveTimeout: 30_000 });
-    const reuse = await time('undici request, reused keep-alive connection', async () => (await request(url, { dispatcher: shared })).body.text(), { ops: N }, childCpu(up.child));
+    const reuse = await time('undici request, reused keep-alive connection', async () => (await request(url, { dispatcher: shared })).body.text(), { ops: N, paced: true }, childCpu(up.child));
     const fresh = await time('undici request, new connection each', async () => {
       const a = new Agent();
       await (await request(url, { dispatcher: a })).body.text();
       await a.close();
-    }, { ops: Math.round(N / 2) }, childCpu(up.child));
+    }, { ops: Math.round(N / 2), paced: true }, childCpu(up.child));
     await shared.close();
     // The SDK's own work: a fetch that answers at once, so what is left is building and sending the request.
     const canned = async () => new Response('data: [DONE]\n\n', { status: 200, headers: { 'content-type': 'text/event-stream' } });
     const client = new OpenAI({ apiKey: 'k', baseURL: url, organization: null, project: null, maxRetries: 2, timeout: 120_000, fetch: canned });
     const messages = [{ role: 'user' as const, content: 'load 1\nSIM {"deltas":1}' }];
     const sdk = await time('openai SDK: build and send the request (fetch answers at once)', () =>
-      client.chat.completions.create({ model: 'm', messages, stream: true, stream_options: { include_usage: true } }, { signal: new AbortController().signal }).asResponse(), { ops: N });
-    const cannedOnly = await time('(the canned fetch alone, subtracted above)', () => canned(), { ops: N });
+      client.chat.completions.create({ model: 'm', messages, stream: true, stream_options: { include_usage: true } }, { signal: new AbortController().signal }).asResponse(), { ops: N, paced: true });
+    const cannedOnly = await time('(the canned fetch alone, subtracted above)', () => canned(), { ops: N, paced: true });
     const pf = createProviderFetch({ timeoutMs: 120_000 });
     const viaFetch = await time('provider fetch (http-fetch.ts) POST, reused connection', async () => {
       const r = await pf(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
       await r.text();
-    }, { ops: N }, childCpu(up.child));
+    }, { ops: N, paced: true }, childCpu(up.child));
     return [
-      { ...sdk, cpuUs: sdk.cpuUs - cannedOnly.cpuUs, note: `minus the canned Response (${cannedOnly.cpuUs.toFixed(1)} µs)` },
+      { ...minus(sdk, cannedOnly), note: `minus the canned Response (${cannedOnly.cpuUs.toFixed(1)} µs)` },
       { ...reuse, note: 'other = the upstream server process' },
-      { ...fresh, inSum: false, name: 'extra for a new upstream connection', cpuUs: fresh.cpuUs - reuse.cpuUs, otherUs: (fresh.otherUs ?? 0) - (reuse.otherUs ?? 0), note: 'new connection minus reuse; paid by a start only when no idle connection is left: at 500 starts/s after the warm-up the pool reuses (bench/load/upstream-conns.ts: 35 connections for 1,000 starts), so not in the sum' },
+      { ...minus(fresh, reuse), inSum: false, name: 'extra for a new upstream connection', note: 'new connection minus reuse; paid by a start only when no idle connection is left: at 500 starts/s after the warm-up the pool reuses (bench/load/upstream-conns.ts: 35 connections for 1,000 starts), so not in the sum' },
       { ...viaFetch, inSum: false, note: 'the service\'s fetch under the SDK: undici plus the Response shim (not added to the sum: the undici rows are)' },
     ];
   } finally {
@@ -109,21 +109,25 @@ async function upstreamStages(): Promise<Stage[]> {
   }
 }
 
+/**
+ * The client side of a start, paced as the bench's generator starts streams (one every 2 ms, each on a
+ * connection of its own): the uWS answer in this process, the client in its own. Each operation is one
+ * request on a new connection, less what asking the client process for it costs here (a stdin line out
+ * and a stdout line back, measured with no request).
+ */
 async function sseStages(): Promise<Stage[]> {
   const server = await startSseServer();
   const client = await startSseClient(server.port);
   try {
-    const per = (p: string, body?: string, close?: boolean) => time(`uWS answer ${p}`, () => client.run(p, 200, 20, body, close), { ops: 10, warm: 2, rounds: 3 }, childCpu(client.child));
-    const sep = await per('/separate');
-    const cork = await per('/corked');
-    const post = await per('/corked', serviceBody('provider_c', true, 1, 1).replace('__I__', '1'));
-    const closing = await per('/corked', undefined, true);
-    const scale = (s: Stage) => ({ ...s, cpuUs: s.cpuUs / 200, wallUs: s.wallUs / 200, otherUs: (s.otherUs ?? 0) / 200 });
+    const answer = (p: string, body?: string) => time(`uWS answer ${p}`, () => client.run(p, 1, 1, body, true), { ops: Math.min(N, 500), paced: true }, childCpu(client.child));
+    const ipc = await time('asking the client process (no request)', () => client.run('/', 0, 0), { ops: Math.min(N, 500), paced: true }, childCpu(client.child));
+    const sep = await answer('/separate');
+    const cork = await answer('/corked');
+    const post = await answer('/corked', serviceBody('provider_c', true, 1, 1).replace('__I__', '1'));
     return [
-      { ...scale(sep), name: 'SSE response of a start: status+headers+meta, delta, done, end (4 socket writes)', note: 'other = the client process' },
-      { ...scale(post), name: 'extra for the request: a POST with the start\'s JSON body read through onData', cpuUs: (post.cpuUs - cork.cpuUs) / 200, wallUs: (post.wallUs - cork.wallUs) / 200, otherUs: ((post.otherUs ?? 0) - (cork.otherUs ?? 0)) / 200, note: 'corked POST minus corked GET (uWS parses both)' },
-      { ...scale(cork), inSum: false, name: 'the same bytes in one corked write', note: 'what the corked start would cost instead' },
-      { ...scale(closing), name: 'client connection: accept, then close after the answer', cpuUs: (closing.cpuUs - cork.cpuUs) / 200, wallUs: (closing.wallUs - cork.wallUs) / 200, otherUs: ((closing.otherUs ?? 0) - (cork.otherUs ?? 0)) / 200, note: 'a corked GET on a connection of its own (`connection: close`) minus one on a kept-alive connection: the bench\'s generator opens a connection per stream' },
+      { ...minus(sep, ipc), name: 'client connection and SSE response of a start: accept, the request, status+headers+meta, delta, done, end (4 socket writes), the close', note: 'a GET on a connection of its own (`connection: close`), as the bench\'s generator opens one per stream; other = the client process' },
+      { ...minus(post, cork), name: 'extra for the request: a POST with the start\'s JSON body read through onData', note: 'corked POST minus corked GET (uWS parses both)' },
+      { ...minus(cork, ipc), inSum: false, name: 'the same with the answer in one corked write', note: 'what the corked start would cost instead' },
     ];
   } finally {
     await client.child.stop();
@@ -133,7 +137,7 @@ async function sseStages(): Promise<Stage[]> {
 
 export async function startLedger(): Promise<Stage[]> {
   const body = serviceBody('provider_c', true, 1, 1).replace('__I__', '1');
-  const parse = await time('request: JSON.parse + streamCompletionSchema (zod)', () => streamCompletionSchema.parse(JSON.parse(body)), { ops: N * 10 });
+  const parse = await time('request: JSON.parse + streamCompletionSchema (zod)', () => streamCompletionSchema.parse(JSON.parse(body)), { ops: N, paced: true });
   return [
     { ...parse, note: 'the route\'s body, without the uWS body read' },
     ...(await databaseStages()),

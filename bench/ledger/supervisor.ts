@@ -6,7 +6,7 @@ import type { Batch, ToHost } from '../../actors/runtime/protocol.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import { Supervisor, type HostFactory } from '../../actors/runtime/supervisor.ts';
 import { batch, chatRequest, chatResult, framesItem, runFrames } from './run-shapes.ts';
-import { time, type Stage } from './timing.ts';
+import { per, time, type Stage } from './timing.ts';
 
 /** A subscriber that counts what it is written (ASCII frames: characters are bytes) and ends. */
 class CountingSubscriber implements Subscriber {
@@ -59,7 +59,7 @@ export async function supervisorStart(ops: number): Promise<Stage> {
     const sub = new CountingSubscriber();
     const r = await start(sup, `chat-${i}`, sub).result;
     if (!r.ok || sub.written === 0) throw new Error('the ledger\'s supervisor run did not end as a short run does');
-  }, { ops });
+  }, { ops, paced: true });
   return {
     ...s,
     note: 'the registry maps, the Entry, the handle, the subscriber\'s onClose hooks, onBatch fan-out of 2 batches (meta; delta, done, end), finish, '
@@ -74,5 +74,5 @@ export async function supervisorFanOut(ops: number, runs = 64): Promise<Stage> {
   const runIds = Array.from({ length: runs }, (_, i) => start(sup, `chat-${i}`, new CountingSubscriber()).runId);
   const turnBatch = batch(...runIds.map((runId) => framesItem(runId, [delta!])));
   const s = await time(`supervisor: fan-out of a batch of ${runs} delta items`, () => onBatch(turnBatch), { ops: Math.max(10, Math.ceil(ops / runs)) });
-  return { ...s, cpuUs: s.cpuUs / runs, wallUs: s.wallUs / runs, name: 'supervisor: fan-out of one delta (onBatch, per item)', note: `a batch of ${runs} frames items for ${runs} runs, one subscriber each (counting what it is written); the SSE write has its own row` };
+  return { ...per(s, runs), name: 'supervisor: fan-out of one delta (onBatch, per item)', note: `a batch of ${runs} frames items for ${runs} runs, one subscriber each (counting what it is written); the SSE write has its own row` };
 }

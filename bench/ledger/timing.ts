@@ -1,6 +1,7 @@
 // Micro-benchmark timing for the ledger: CPU (this process's user + system time, every thread) and
 // wall time per operation, after a warm-up, best of a few rounds (the machine is shared: the lowest
 // round is the least disturbed one). Each stage is measured alone; the ledger adds them up.
+import { wakeUps } from '../../test/helpers/procs.ts';
 
 export interface Stage {
   /** The stage's name in the ledger. */
@@ -11,10 +12,18 @@ export interface Stage {
   wallUs: number;
   /** Other processes' CPU per operation (Postgres backends, a server child), when the stage has some. */
   otherUs?: number;
+  /**
+   * This process's thread wake-ups per operation (voluntary context switches): a stage that waits on
+   * another process or thread sleeps and is woken inside its own figure; the wake-up row counts the rest.
+   */
+  wakeUps?: number;
   note?: string;
   /** false: shown for comparison, left out of the sum. */
   inSum?: boolean;
 }
+
+/** This process's thread wake-ups so far. */
+export const selfWakeUps = () => wakeUps(process.pid);
 
 export interface TimeOptions {
   ops: number;
@@ -22,15 +31,56 @@ export interface TimeOptions {
   rounds?: number;
   /** Operations in flight at once, for async stages (default 1: one after the other). */
   concurrency?: number;
+  /**
+   * One operation every PACE_MS instead of back to back: the thread sleeps between them, as the
+   * service's threads do between starts at 500 a second, so each runs as a start does there, with
+   * caches, branch predictors and the allocator's free lists cold. Only the operation is timed (from
+   * after its timer's wake-up to its end), less an empty operation's timing.
+   */
+  paced?: boolean;
 }
+
+/** The start-rate row's pace: 500 starts a second. */
+export const PACE_MS = Number(process.env.LEDGER_PACE_MS ?? 2);
 
 const cpuNow = () => {
   const u = process.cpuUsage();
   return u.user + u.system;
 };
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** CPU and wall µs of `n` paced operations, each timed alone (the sleeps between them are not). */
+async function pacedOps(op: (i: number) => unknown, n: number): Promise<{ cpu: number; wall: number }> {
+  let cpu = 0;
+  let wall = 0;
+  for (let i = 0; i < n; i++) {
+    await sleep(PACE_MS);
+    const c0 = cpuNow();
+    const t0 = performance.now();
+    const r = op(i);
+    if (r instanceof Promise) await r;
+    wall += performance.now() - t0;
+    cpu += cpuNow() - c0;
+  }
+  return { cpu, wall: wall * 1000 };
+}
+
+let emptyPaced: { cpu: number; wall: number } | null = null;
+
+/** What timing an empty paced operation reads (the clocks' own cost), per operation. */
+async function pacedBaseline(): Promise<{ cpu: number; wall: number }> {
+  if (!emptyPaced) {
+    const n = 500;
+    const e = await pacedOps(() => {}, n);
+    emptyPaced = { cpu: e.cpu / n, wall: e.wall / n };
+  }
+  return emptyPaced;
+}
+
 /** Runs `op` ops times per round (warm first) and keeps the round with the least CPU. */
 export async function time(name: string, op: (i: number) => unknown, o: TimeOptions, other?: () => Promise<() => Promise<number>>): Promise<Stage> {
+  if (o.paced) return timePaced(name, op, o, other);
   const conc = o.concurrency ?? 1;
   const runOps = async (n: number) => {
     let next = 0;
@@ -46,27 +96,65 @@ export async function time(name: string, op: (i: number) => unknown, o: TimeOpti
   let best: Stage | null = null;
   for (let round = 0; round < (o.rounds ?? 3); round++) {
     const stopOther = other ? await other() : null;
+    const w0 = selfWakeUps();
     const c0 = cpuNow();
     const t0 = performance.now();
     await runOps(o.ops);
     const wallUs = ((performance.now() - t0) * 1000) / o.ops;
     const cpuUs = (cpuNow() - c0) / o.ops;
+    const wakes = (selfWakeUps() - w0) / o.ops;
     const otherUs = stopOther ? (await stopOther()) / o.ops : undefined;
-    if (!best || cpuUs < best.cpuUs) best = { name, cpuUs, wallUs, ...(otherUs !== undefined ? { otherUs } : {}) };
+    if (!best || cpuUs < best.cpuUs) best = { name, cpuUs, wallUs, wakeUps: wakes, ...(otherUs !== undefined ? { otherUs } : {}) };
   }
   return best!;
 }
 
+/**
+ * `time` with one operation every PACE_MS. Rounds are kept whole and the median round reported: a cold
+ * operation's cost varies more than a hot one's, and the least of a few would pick the warmest.
+ */
+async function timePaced(name: string, op: (i: number) => unknown, o: TimeOptions, other?: () => Promise<() => Promise<number>>): Promise<Stage> {
+  const base = await pacedBaseline();
+  await pacedOps(op, o.warm ?? Math.max(10, Math.round(o.ops / 10)));
+  const rounds: Stage[] = [];
+  for (let round = 0; round < (o.rounds ?? 3); round++) {
+    const stopOther = other ? await other() : null;
+    const w0 = selfWakeUps();
+    const { cpu, wall } = await pacedOps(op, o.ops);
+    // Each pacing sleep is one wake-up of this thread: what is left are the operations' own.
+    const wakes = Math.max(0, (selfWakeUps() - w0 - o.ops) / o.ops);
+    const otherUs = stopOther ? (await stopOther()) / o.ops : undefined;
+    rounds.push({ name, cpuUs: cpu / o.ops - base.cpu, wallUs: wall / o.ops - base.wall, wakeUps: wakes, ...(otherUs !== undefined ? { otherUs } : {}) });
+  }
+  rounds.sort((a, b) => a.cpuUs - b.cpuUs);
+  return rounds[Math.floor(rounds.length / 2)]!;
+}
+
+/** A stage's figures per one of the `n` units each operation did (frames of a response, messages of a round). */
+export const per = (s: Stage, n: number): Stage => ({
+  ...s, cpuUs: s.cpuUs / n, wallUs: s.wallUs / n,
+  ...(s.otherUs !== undefined ? { otherUs: s.otherUs / n } : {}),
+  ...(s.wakeUps !== undefined ? { wakeUps: s.wakeUps / n } : {}),
+});
+
+/** `a` less `b`, figure by figure: what one variant of an operation costs over another. */
+export const minus = (a: Stage, b: Stage): Stage => ({
+  ...a, cpuUs: a.cpuUs - b.cpuUs, wallUs: a.wallUs - b.wallUs,
+  ...(a.otherUs !== undefined ? { otherUs: a.otherUs - (b.otherUs ?? 0) } : {}),
+  ...(a.wakeUps !== undefined ? { wakeUps: a.wakeUps - (b.wakeUps ?? 0) } : {}),
+});
+
 /** The sum of the stages that count (`inSum` not false), per operation. */
-export const sum = (stages: Stage[], k: 'cpuUs' | 'otherUs'): number => stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s[k] ?? 0), 0);
+export const sum = (stages: Stage[], k: 'cpuUs' | 'otherUs' | 'wakeUps'): number => stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s[k] ?? 0), 0);
 
 /** A µs figure as the tables print it. */
 export const f = (v: number | undefined) => (v === undefined ? '—' : v >= 100 ? v.toFixed(0) : v.toFixed(1));
 
 /** The stages as a Markdown table, with their sum. */
 export function table(title: string, stages: Stage[]): string {
-  const out = [`### ${title}`, '', '| stage | CPU µs/op (this process) | other process µs/op | wall µs/op | note |', '|---|--:|--:|--:|---|'];
-  for (const s of stages) out.push(`| ${s.inSum === false ? `(${s.name})` : s.name} | ${f(s.cpuUs)} | ${f(s.otherUs)} | ${f(s.wallUs)} | ${s.note ?? ''} |`);
-  out.push(`| **sum** | **${f(sum(stages, 'cpuUs'))}** | **${f(sum(stages, 'otherUs'))}** | | |`, '');
+  const out = [`### ${title}`, '', '| stage | CPU µs/op (this process) | other process µs/op | wall µs/op | wake-ups/op | note |', '|---|--:|--:|--:|--:|---|'];
+  const w = (v: number | undefined) => (v === undefined ? '—' : v.toFixed(2));
+  for (const s of stages) out.push(`| ${s.inSum === false ? `(${s.name})` : s.name} | ${f(s.cpuUs)} | ${f(s.otherUs)} | ${f(s.wallUs)} | ${w(s.wakeUps)} | ${s.note ?? ''} |`);
+  out.push(`| **sum** | **${f(sum(stages, 'cpuUs'))}** | **${f(sum(stages, 'otherUs'))}** | | **${w(sum(stages, 'wakeUps'))}** | |`, '');
   return out.join('\n');
 }

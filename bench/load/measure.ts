@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
 import { withDeltas } from './bodies.ts';
 import type { PgCpuMeter } from './pg-cpu.ts';
-import { cpuMicros, rssKb, rssSamples, sleep, start, waitForQuiet, type Child } from '../../test/helpers/procs.ts';
+import { cpuMicros, rssKb, rssSamples, sleep, start, waitForQuiet, wakeUps, type Child } from '../../test/helpers/procs.ts';
 
 export interface Row {
   target: 'service' | 'floor' | 'nginx' | 'peer';
@@ -37,12 +37,20 @@ export interface Row {
    * at each edge): the relay alone. `cpuUsPerDelta` is the whole job's, its starts' share included.
    */
   cpuUsPerDeltaSteady?: number | null;
+  /** The process's thread wake-ups over the same steady phase ÷ its deltas (the ledger's wake-up row). */
+  wakeUpsPerDeltaSteady?: number | null;
   /** Start-burst and start-rate rows: CPU of the process under test over the job ÷ K. */
   cpuUsPerStart?: number | null;
   /** The idle process's CPU over the job's time ÷ K (read over a second of idling before it): included in cpuUsPerStart. */
   idleCpuUsPerStart?: number | null;
   /** The same for the bench database's Postgres backends (pg-cpu.ts); persisted service rows. */
   pgCpuUsPerStart?: number | null;
+  /**
+   * Start-burst and start-rate rows: the process's thread wake-ups (voluntary context switches of all its
+   * threads) over the job ÷ K. Each costs a sleep and a wake (epoll_wait, the scheduler, the loop's
+   * phases) that a stage measured in a busy loop does not pay: the ledger's wake-up row multiplies it.
+   */
+  wakeUpsPerStart?: number | null;
   /** Capacity rows: the largest K that held the bound (0: not even the smallest K). */
   capacityStreams?: number;
   capacityProbes?: CapacityProbe[];
@@ -110,9 +118,13 @@ export interface Measured {
   rssKbPerStreamSteady: number | null;
   /** CPU of the process over the steady phase ÷ the deltas sent in it; null when the phase is too short. */
   cpuUsPerDeltaSteady: number | null;
+  /** Its thread wake-ups over the same phase ÷ the same deltas. */
+  wakeUpsPerDeltaSteady: number | null;
   pgCpuUs: number | null;
   /** What the process would have spent idling over the job's time (one-delta jobs only). */
   idleCpuUs: number | null;
+  /** Thread wake-ups of the process over the job (one-delta jobs only). */
+  wakeUps: number | null;
   simCpuUs: number;
   simRssKbPerStream: number;
 }
@@ -157,15 +169,16 @@ async function warmUp(job: GenJob): Promise<void> {
 }
 
 /**
- * The process's CPU between two moments, `fromS` and `toS` seconds from now, read by two timers.
+ * The process's CPU (or another counter: `reading`) between two moments, `fromS` and `toS` seconds
+ * from now, read by two timers.
  * `stop()` gives the difference, or null when either reading is missing (the job ended first, or the
  * process is gone: a reading that fails is skipped, never thrown from a timer).
  */
-export function cpuWindow(pid: number, fromS: number, toS: number): { stop(): number | null } {
+export function cpuWindow(pid: number, fromS: number, toS: number, reading: (pid: number) => number = cpuMicros): { stop(): number | null } {
   const at: number[] = [];
   const read = () => {
     try {
-      at.push(cpuMicros(pid));
+      at.push(reading(pid));
     } catch {
       // The process is gone (a failed job): no figure.
     }
@@ -192,10 +205,16 @@ function steadyCpu(pid: number, job: GenJob) {
   const to = job.deltas / job.rate - STEADY_MARGIN_S;
   if (job.deltas <= 1 || to - from < STEADY_MIN_S) return null;
   const window = cpuWindow(pid, from, to);
+  const wakes = cpuWindow(pid, from, to, wakeUps);
+  const deltas = job.k * job.rate * (to - from);
   return {
     perDelta(): number | null {
       const us = window.stop();
-      return us === null ? null : us / (job.k * job.rate * (to - from));
+      return us === null ? null : us / deltas;
+    },
+    wakeUpsPerDelta(): number | null {
+      const n = wakes.stop();
+      return n === null ? null : n / deltas;
     },
   };
 }
@@ -220,6 +239,7 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
   }
   const idle = pid ? rssKb(pid) : 0;
   const cpu0 = pid ? cpuMicros(pid) : 0;
+  const wakes0 = pid && job.deltas === 1 ? wakeUps(pid) : null;
   const sim0 = cpuMicros(simPid);
   const simIdle = rssKb(simPid);
   const trace = pid ? rssTrace(pid) : null;
@@ -238,9 +258,11 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
     loadAvg1,
     result,
     cpuUs: pid ? cpuMicros(pid) - cpu0 : null,
+    wakeUps: wakes0 === null ? null : wakeUps(pid!) - wakes0,
     rssKbPerStream: rss ? (rss.peak - idle) / job.k : null,
     rssKbPerStreamSteady: steady === null ? null : (steady - idle) / job.k,
     cpuUsPerDeltaSteady: window?.perDelta() ?? null,
+    wakeUpsPerDeltaSteady: window?.wakeUpsPerDelta() ?? null,
     pgCpuUs,
     idleCpuUs: idleCpuUsPerS === null ? null : idleCpuUsPerS * jobSeconds,
     simCpuUs: cpuMicros(simPid) - sim0,
@@ -248,6 +270,7 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
   };
 }
 
+const r3 = (v: number) => Number(v.toFixed(3));
 export const r2 = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? null : Number(v.toFixed(2)));
 const diff = (a: number | null, b: number | null | undefined) => (a === null || b === null || b === undefined ? null : r2(a - b));
 const perStart = (s: Row['scenario']) => s === 'start-burst' || s === 'start-rate';
@@ -267,9 +290,11 @@ export function toRow(base: Base, m: Measured, floor: Row | undefined, note?: st
     rssKbPerStream: r2(m.rssKbPerStream),
     ...(m.rssKbPerStreamSteady !== null ? { rssKbPerStreamSteady: r2(m.rssKbPerStreamSteady) } : {}),
     ...(m.cpuUsPerDeltaSteady !== null ? { cpuUsPerDeltaSteady: r2(m.cpuUsPerDeltaSteady) } : {}),
+    ...(m.wakeUpsPerDeltaSteady !== null ? { wakeUpsPerDeltaSteady: r3(m.wakeUpsPerDeltaSteady) } : {}),
     ...(perStart(base.scenario) ? { cpuUsPerStart: m.cpuUs === null ? null : r2(m.cpuUs / g.streams) } : {}),
     ...(perStart(base.scenario) && m.idleCpuUs !== null ? { idleCpuUsPerStart: r2(m.idleCpuUs / g.streams) } : {}),
     ...(perStart(base.scenario) && m.pgCpuUs !== null ? { pgCpuUsPerStart: r2(m.pgCpuUs / g.streams) } : {}),
+    ...(perStart(base.scenario) && m.wakeUps !== null ? { wakeUpsPerStart: r2(m.wakeUps / g.streams) } : {}),
     streams: g.streams,
     failed: g.failed,
     lost: g.lost,

@@ -23,7 +23,7 @@
 // Postgres's own samples; Debian's postgres has no symbols for its static functions, so some frames
 // read [unknown].
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { serviceBody } from './bodies.ts';
@@ -31,20 +31,7 @@ import { h2cEnv } from './drive.ts';
 import { cpuWindow, generate } from './measure.ts';
 import { busiestTids, ownerShares, ownerTable } from './perf-owners.ts';
 import { analyzeDb, createBenchDb, OUT, startService, startSimulator } from './targets.ts';
-import { cpuMicros, stopAll } from '../../test/helpers/procs.ts';
-
-/** Voluntary context switches of every thread of `pid`: each is a sleep, so the next run is a wake-up. */
-function wakeUps(pid: number): number {
-  let n = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      n += Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))![1]);
-    } catch {
-      // the thread ended since the listing
-    }
-  }
-  return n;
-}
+import { cpuMicros, stopAll, wakeUps } from '../../test/helpers/procs.ts';
 
 const rate = Number(process.argv[2] ?? 500);
 const seconds = Number(process.argv[3] ?? 6);

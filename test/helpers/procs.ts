@@ -112,6 +112,24 @@ export function cpuMicros(pid: number): number {
   return sum;
 }
 
+/**
+ * Voluntary context switches of every thread of the process tree (nginx's workers are its children):
+ * each is a sleep (epoll_wait, a futex), so the thread's next run is a wake-up.
+ */
+export function wakeUps(pid: number): number {
+  let n = 0;
+  for (const p of processTree(pid)) {
+    for (const tid of readdirSync(`/proc/${p}/task`)) {
+      try {
+        n += Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${p}/task/${tid}/status`, 'utf8'))![1]);
+      } catch {
+        // the thread ended since the listing
+      }
+    }
+  }
+  return n;
+}
+
 export function rssKb(pid: number): number {
   let sum = 0;
   for (const p of processTree(pid)) {
