@@ -65,7 +65,7 @@ async function databaseStages(): Promise<Stage[]> {
     const finish = await time('db: finishLlmCallWithMessage', () => {
       const { chatId, callId } = made.pop()!;
       return finishLlmCallWithMessage(db.pool, { callId, chatId, assistant: { content: '1764069999123.456|' }, usage: { inputTokens: 3, outputTokens: 1, totalTokens: 4 }, latencyMs: 5 });
-    }, { ops: Math.floor(made.length / 5), warm: 10, rounds: 3, paced: true }, pgCpu);
+    }, { ops: Math.floor((made.length - 10) / 5), warm: 10, rounds: 5, paced: true }, pgCpu);
     return [{ ...create, note }, { ...finish, note }];
   } finally {
     await meter.close();

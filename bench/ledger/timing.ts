@@ -10,6 +10,8 @@ export interface Stage {
   cpuUs: number;
   /** µs of wall time per operation. */
   wallUs: number;
+  /** Paced stages: the CPU that ran while an operation was in progress (cpuUs counts its whole round). */
+  cpuInOpsUs?: number;
   /** Other processes' CPU per operation (Postgres backends, a server child), when the stage has some. */
   otherUs?: number;
   /**
@@ -34,8 +36,8 @@ export interface TimeOptions {
   /**
    * One operation every PACE_MS instead of back to back: the thread sleeps between them, as the
    * service's threads do between starts at 500 a second, so each runs as a start does there, with
-   * caches, branch predictors and the allocator's free lists cold. Only the operation is timed (from
-   * after its timer's wake-up to its end), less an empty operation's timing.
+   * caches, branch predictors and the allocator's free lists cold. The round's CPU, less an empty
+   * operation's round (the pacing timer's wake-ups), per operation.
    */
   paced?: boolean;
 }
@@ -50,10 +52,15 @@ const cpuNow = () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** CPU and wall µs of `n` paced operations, each timed alone (the sleeps between them are not). */
-async function pacedOps(op: (i: number) => unknown, n: number): Promise<{ cpu: number; wall: number }> {
-  let cpu = 0;
+/**
+ * CPU and wall µs of `n` paced operations. `cpu` is the whole round's, the sleeps included, so the work
+ * the operations leave to other threads (V8's concurrent marking and sweeping of their garbage, a
+ * worker's side) counts wherever it runs; `inOps` only what ran while an operation was in progress.
+ */
+async function pacedOps(op: (i: number) => unknown, n: number): Promise<{ cpu: number; inOps: number; wall: number }> {
+  let inOps = 0;
   let wall = 0;
+  const start = cpuNow();
   for (let i = 0; i < n; i++) {
     await sleep(PACE_MS);
     const c0 = cpuNow();
@@ -61,19 +68,20 @@ async function pacedOps(op: (i: number) => unknown, n: number): Promise<{ cpu: n
     const r = op(i);
     if (r instanceof Promise) await r;
     wall += performance.now() - t0;
-    cpu += cpuNow() - c0;
+    inOps += cpuNow() - c0;
   }
-  return { cpu, wall: wall * 1000 };
+  return { cpu: cpuNow() - start, inOps, wall: wall * 1000 };
 }
 
-let emptyPaced: { cpu: number; wall: number } | null = null;
+let emptyPaced: { cpu: number; inOps: number; wall: number } | null = null;
 
-/** What timing an empty paced operation reads (the clocks' own cost), per operation. */
-async function pacedBaseline(): Promise<{ cpu: number; wall: number }> {
+/** What an empty paced operation reads (the pacing timer's wake-up, the clocks' own cost), per operation. */
+async function pacedBaseline(): Promise<{ cpu: number; inOps: number; wall: number }> {
   if (!emptyPaced) {
-    const n = 500;
+    const n = 1000;
+    await pacedOps(() => {}, 100);
     const e = await pacedOps(() => {}, n);
-    emptyPaced = { cpu: e.cpu / n, wall: e.wall / n };
+    emptyPaced = { cpu: e.cpu / n, inOps: e.inOps / n, wall: e.wall / n };
   }
   return emptyPaced;
 }
@@ -110,21 +118,24 @@ export async function time(name: string, op: (i: number) => unknown, o: TimeOpti
 }
 
 /**
- * `time` with one operation every PACE_MS. Rounds are kept whole and the median round reported: a cold
+ * `time` with one operation every PACE_MS. Five rounds by default, the median reported: a cold
  * operation's cost varies more than a hot one's, and the least of a few would pick the warmest.
  */
 async function timePaced(name: string, op: (i: number) => unknown, o: TimeOptions, other?: () => Promise<() => Promise<number>>): Promise<Stage> {
   const base = await pacedBaseline();
   await pacedOps(op, o.warm ?? Math.max(10, Math.round(o.ops / 10)));
   const rounds: Stage[] = [];
-  for (let round = 0; round < (o.rounds ?? 3); round++) {
+  for (let round = 0; round < (o.rounds ?? 5); round++) {
     const stopOther = other ? await other() : null;
     const w0 = selfWakeUps();
-    const { cpu, wall } = await pacedOps(op, o.ops);
+    const { cpu, inOps, wall } = await pacedOps(op, o.ops);
     // Each pacing sleep is one wake-up of this thread: what is left are the operations' own.
     const wakes = Math.max(0, (selfWakeUps() - w0 - o.ops) / o.ops);
     const otherUs = stopOther ? (await stopOther()) / o.ops : undefined;
-    rounds.push({ name, cpuUs: cpu / o.ops - base.cpu, wallUs: wall / o.ops - base.wall, wakeUps: wakes, ...(otherUs !== undefined ? { otherUs } : {}) });
+    rounds.push({
+      name, cpuUs: cpu / o.ops - base.cpu, cpuInOpsUs: inOps / o.ops - base.inOps, wallUs: wall / o.ops - base.wall, wakeUps: wakes,
+      ...(otherUs !== undefined ? { otherUs } : {}),
+    });
   }
   rounds.sort((a, b) => a.cpuUs - b.cpuUs);
   return rounds[Math.floor(rounds.length / 2)]!;
@@ -134,6 +145,7 @@ async function timePaced(name: string, op: (i: number) => unknown, o: TimeOption
 export const per = (s: Stage, n: number): Stage => ({
   ...s, cpuUs: s.cpuUs / n, wallUs: s.wallUs / n,
   ...(s.otherUs !== undefined ? { otherUs: s.otherUs / n } : {}),
+  ...(s.cpuInOpsUs !== undefined ? { cpuInOpsUs: s.cpuInOpsUs / n } : {}),
   ...(s.wakeUps !== undefined ? { wakeUps: s.wakeUps / n } : {}),
 });
 
@@ -141,6 +153,7 @@ export const per = (s: Stage, n: number): Stage => ({
 export const minus = (a: Stage, b: Stage): Stage => ({
   ...a, cpuUs: a.cpuUs - b.cpuUs, wallUs: a.wallUs - b.wallUs,
   ...(a.otherUs !== undefined ? { otherUs: a.otherUs - (b.otherUs ?? 0) } : {}),
+  ...(a.cpuInOpsUs !== undefined ? { cpuInOpsUs: a.cpuInOpsUs - (b.cpuInOpsUs ?? 0) } : {}),
   ...(a.wakeUps !== undefined ? { wakeUps: a.wakeUps - (b.wakeUps ?? 0) } : {}),
 });
 
@@ -152,9 +165,9 @@ export const f = (v: number | undefined) => (v === undefined ? '—' : v >= 100 
 
 /** The stages as a Markdown table, with their sum. */
 export function table(title: string, stages: Stage[]): string {
-  const out = [`### ${title}`, '', '| stage | CPU µs/op (this process) | other process µs/op | wall µs/op | wake-ups/op | note |', '|---|--:|--:|--:|--:|---|'];
+  const out = [`### ${title}`, '', '| stage | CPU µs/op (this process) | of which in the op | other process µs/op | wall µs/op | wake-ups/op | note |', '|---|--:|--:|--:|--:|--:|---|'];
   const w = (v: number | undefined) => (v === undefined ? '—' : v.toFixed(2));
-  for (const s of stages) out.push(`| ${s.inSum === false ? `(${s.name})` : s.name} | ${f(s.cpuUs)} | ${f(s.otherUs)} | ${f(s.wallUs)} | ${w(s.wakeUps)} | ${s.note ?? ''} |`);
-  out.push(`| **sum** | **${f(sum(stages, 'cpuUs'))}** | **${f(sum(stages, 'otherUs'))}** | | **${w(sum(stages, 'wakeUps'))}** | |`, '');
+  for (const s of stages) out.push(`| ${s.inSum === false ? `(${s.name})` : s.name} | ${f(s.cpuUs)} | ${f(s.cpuInOpsUs)} | ${f(s.otherUs)} | ${f(s.wallUs)} | ${w(s.wakeUps)} | ${s.note ?? ''} |`);
+  out.push(`| **sum** | **${f(sum(stages, 'cpuUs'))}** | | **${f(sum(stages, 'otherUs'))}** | | **${w(sum(stages, 'wakeUps'))}** | |`, '');
   return out.join('\n');
 }
