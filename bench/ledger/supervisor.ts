@@ -43,18 +43,25 @@ const start = (sup: Supervisor<RunTypes>, key: string, sub: Subscriber) => {
   return started.handle;
 };
 
-/** µs of CPU per start, from `start` until its result settles. */
-export async function supervisorStart(ops: number): Promise<Stage> {
+/**
+ * A real Supervisor whose host answers every start as a short run does, each batch on a later turn: its
+ * meta, then its delta and done with its end (the frames of run-shapes.ts, whatever the request).
+ */
+export function shortRunSupervisor(maxActiveRuns: number): Supervisor<RunTypes> {
   const result = chatResult(request);
-  // The short run's batches, each on a later turn: its meta, then its delta and done with its end.
-  const sup = supervisor((msg, onBatch) => {
+  return supervisor((msg, onBatch) => {
     if (msg.t !== 'start') return;
     const { runId } = msg;
     setImmediate(() => {
       onBatch(batch(framesItem(runId, [meta!])));
       setImmediate(() => onBatch(batch(framesItem(runId, [delta!, done!]), { t: 'end', runId, result })));
     });
-  }, 1000);
+  }, maxActiveRuns);
+}
+
+/** µs of CPU per start, from `start` until its result settles. */
+export async function supervisorStart(ops: number): Promise<Stage> {
+  const sup = shortRunSupervisor(1000);
   const s = await time('supervisor: one start until its result settles', async (i) => {
     const sub = new CountingSubscriber();
     const r = await start(sup, `chat-${i}`, sub).result;
