@@ -4,12 +4,16 @@
 //
 //   node --import tsx bench/ledger/ledger.ts            (LEDGER_OPS=2000: operations per round; Postgres
 //                                                       at BENCH_DATABASE_URL or 127.0.0.1:5432 for the statements)
+//
+// The service itself is measured before and after the stages (measured.ts; LEDGER_SERVICE=0 skips it),
+// and each table is compared with that, then with the last `make bench`'s row (bench/results.json).
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stopAll } from '../../test/helpers/procs.ts';
 import type { Row } from '../load/measure.ts';
 import { deltaLedger } from './delta.ts';
+import { measureService, type ServiceFigures } from './measured.ts';
 import { startLedger } from './start.ts';
 import { wakeUpStage } from './wake.ts';
 import { f, sum, table, type Stage } from './timing.ts';
@@ -40,17 +44,44 @@ function compare(stages: Stage[], per: 'start' | 'delta'): string {
   return `compare with: ${what}: ${f(measured)}${whole} µs (${meta?.date ?? '?'}, commit ${meta?.commit ?? '?'}); sum ${f(s)} ÷ measured = ${(s / measured).toFixed(2)}\n`;
 }
 
+/** The sum against the service measured in this run, before and after the stages (measured.ts). */
+function compareSameRun(stages: Stage[], figures: Array<ServiceFigures | null>, per: 'start' | 'delta'): string {
+  const got = figures.filter((x): x is ServiceFigures => x !== null);
+  if (got.length === 0) return `compare with: the service in this run: not measured (LEDGER_SERVICE=0, or no Postgres)`;
+  const values = got.map((x) => (per === 'start' ? x.startCpuUs : x.deltaCpuUs));
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const what = per === 'start' ? 'CPU per persisted start at 500/s' : 'CPU per delta, steady phase, K = 1,000 × 20/s';
+  const s = sum(stages, 'cpuUs');
+  const wakes = got.map((x) => (per === 'start' ? x.startWakeUps : x.deltaWakeUps).toFixed(3)).join(' / ');
+  return `compare with: the service in this run (${what}, before / after the stages): ${values.map((v) => f(v)).join(' / ')} µs, `
+    + `${wakes} wake-ups per ${per}; sum ${f(s)} ÷ their mean = ${(s / mean).toFixed(2)}`;
+}
+
+/** The service's wake-ups per start, measured in this run, else the last bench's. */
+const startWakeUps = (figures: Array<ServiceFigures | null>): number | null => {
+  const got = figures.filter((x): x is ServiceFigures => x !== null);
+  if (got.length === 0) return benchRow('start').row?.wakeUpsPerStart ?? null;
+  return got.reduce((n, x) => n + x.startWakeUps, 0) / got.length;
+};
+
 try {
   const load = os.loadavg()[0]!.toFixed(2);
-  const startStages = await startLedger();
   const ops = Number(process.env.LEDGER_OPS ?? 2000);
-  startStages.push(await wakeUpStage('start', benchRow('start').row?.wakeUpsPerStart ?? null, startStages, ops));
+  const measureSvc = process.env.LEDGER_SERVICE !== '0';
+  const before = measureSvc ? await measureService() : null;
+  const startStages = await startLedger();
   const deltaStages = await deltaLedger();
-  deltaStages.push(await wakeUpStage('delta', benchRow('delta').row?.wakeUpsPerDeltaSteady ?? null, deltaStages, ops));
+  const after = measureSvc ? await measureService() : null;
+  const figures = [before, after];
+  startStages.push(await wakeUpStage('start', startWakeUps(figures), startStages, ops));
+  // No wake-up row for the delta: its stages that wake (the upstream read, the client write) are read
+  // under the bench's load, whose wake-ups cost less than the idle timer's that the row would price them at.
   console.log(`Ledger, ${new Date().toISOString()}, Node ${process.version}, ${os.cpus().length} cores, load ${load} → ${os.loadavg()[0]!.toFixed(2)}\n`);
   console.log(table('One persisted start', startStages));
+  console.log(compareSameRun(startStages, figures, 'start'));
   console.log(compare(startStages, 'start'));
   console.log(table('One relayed delta', deltaStages));
+  console.log(compareSameRun(deltaStages, figures, 'delta'));
   console.log(compare(deltaStages, 'delta'));
 } finally {
   await stopAll();

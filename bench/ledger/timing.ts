@@ -53,37 +53,35 @@ const cpuNow = () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * CPU and wall µs of `n` paced operations. `cpu` is the whole round's, the sleeps included, so the work
- * the operations leave to other threads (V8's concurrent marking and sweeping of their garbage, a
- * worker's side) counts wherever it runs; `inOps` only what ran while an operation was in progress.
+ * CPU and wall µs of `n` paced operations, each in a slot of its own (from its pacing timer's wake-up to
+ * the next slot's), alternating with as many empty slots; what is returned is per operation, real slots
+ * less empty ones. A slot's CPU counts the work its operation left to other threads (V8's concurrent
+ * marking and sweeping of its garbage, a worker's side) wherever it ran, and whatever else the process
+ * did meanwhile falls into real and empty slots alike. `inOps` counts only the CPU seen while an
+ * operation was in progress (less an empty one's reading).
  */
 async function pacedOps(op: (i: number) => unknown, n: number): Promise<{ cpu: number; inOps: number; wall: number }> {
-  let inOps = 0;
-  let wall = 0;
-  const start = cpuNow();
-  for (let i = 0; i < n; i++) {
-    await sleep(PACE_MS);
+  const slot = { cpu: [0, 0], inOps: [0, 0], wall: [0, 0] };
+  // Two slots per operation: each half the pace, so an operation still comes every PACE_MS.
+  const half = PACE_MS / 2;
+  await sleep(half);
+  let last = cpuNow();
+  for (let i = 0; i < 2 * n; i++) {
+    const real = i & 1;
     const c0 = cpuNow();
     const t0 = performance.now();
-    const r = op(i);
-    if (r instanceof Promise) await r;
-    wall += performance.now() - t0;
-    inOps += cpuNow() - c0;
+    if (real) {
+      const r = op(i >> 1);
+      if (r instanceof Promise) await r;
+    }
+    slot.wall[real]! += performance.now() - t0;
+    slot.inOps[real]! += cpuNow() - c0;
+    await sleep(half);
+    const now = cpuNow();
+    slot.cpu[real]! += now - last;
+    last = now;
   }
-  return { cpu: cpuNow() - start, inOps, wall: wall * 1000 };
-}
-
-let emptyPaced: { cpu: number; inOps: number; wall: number } | null = null;
-
-/** What an empty paced operation reads (the pacing timer's wake-up, the clocks' own cost), per operation. */
-async function pacedBaseline(): Promise<{ cpu: number; inOps: number; wall: number }> {
-  if (!emptyPaced) {
-    const n = 1000;
-    await pacedOps(() => {}, 100);
-    const e = await pacedOps(() => {}, n);
-    emptyPaced = { cpu: e.cpu / n, inOps: e.inOps / n, wall: e.wall / n };
-  }
-  return emptyPaced;
+  return { cpu: slot.cpu[1]! - slot.cpu[0]!, inOps: slot.inOps[1]! - slot.inOps[0]!, wall: (slot.wall[1]! - slot.wall[0]!) * 1000 };
 }
 
 /** Runs `op` ops times per round (warm first) and keeps the round with the least CPU. */
@@ -122,18 +120,17 @@ export async function time(name: string, op: (i: number) => unknown, o: TimeOpti
  * operation's cost varies more than a hot one's, and the least of a few would pick the warmest.
  */
 async function timePaced(name: string, op: (i: number) => unknown, o: TimeOptions, other?: () => Promise<() => Promise<number>>): Promise<Stage> {
-  const base = await pacedBaseline();
   await pacedOps(op, o.warm ?? Math.max(10, Math.round(o.ops / 10)));
   const rounds: Stage[] = [];
   for (let round = 0; round < (o.rounds ?? 5); round++) {
     const stopOther = other ? await other() : null;
     const w0 = selfWakeUps();
     const { cpu, inOps, wall } = await pacedOps(op, o.ops);
-    // Each pacing sleep is one wake-up of this thread: what is left are the operations' own.
-    const wakes = Math.max(0, (selfWakeUps() - w0 - o.ops) / o.ops);
+    // Each slot's pacing sleep is one wake-up of this thread: what is left are the operations' own.
+    const wakes = Math.max(0, (selfWakeUps() - w0 - 2 * o.ops) / o.ops);
     const otherUs = stopOther ? (await stopOther()) / o.ops : undefined;
     rounds.push({
-      name, cpuUs: cpu / o.ops - base.cpu, cpuInOpsUs: inOps / o.ops - base.inOps, wallUs: wall / o.ops - base.wall, wakeUps: wakes,
+      name, cpuUs: cpu / o.ops, cpuInOpsUs: inOps / o.ops, wallUs: wall / o.ops, wakeUps: wakes,
       ...(otherUs !== undefined ? { otherUs } : {}),
     });
   }

@@ -1,6 +1,6 @@
-// The ledger's wake-up rows: what a thread's sleep and wake-up costs (epoll_wait returning, the
-// scheduler switching the thread out and back in, libuv's loop phases), times the wake-ups a start (a
-// delta) makes in the service that its stages, each measured alone, did not make themselves.
+// The ledger's wake-up row for a start: what a thread's sleep and wake-up costs (epoll_wait returning,
+// the scheduler switching the thread out and back in, libuv's loop phases), times the wake-ups a start
+// makes in the service that its stages, each measured alone, did not make themselves.
 //
 // A stage that waits on another process (a statement, the upstream request) sleeps and is woken inside
 // its own figure; `time` counts those (Stage.wakeUps). The service, at 500 starts a second, is idle
@@ -24,19 +24,19 @@ export async function wakeUpCost(ops: number): Promise<{ us: number; asleep: Sta
  * 2 ms, the stages each wake for their own event where in the service several share a turn (a batch
  * of frames and the client's close, an answer and the next start); a negative row takes those back.
  */
-export async function wakeUpStage(per: 'start' | 'delta', measured: number | null, stages: Stage[], ops: number): Promise<Stage> {
+export async function wakeUpStage(per: 'start', measured: number | null, stages: Stage[], ops: number): Promise<Stage> {
   const { us, asleep } = await wakeUpCost(ops);
   const inStages = stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s.wakeUps ?? 0), 0);
   const name = 'event loop: the service\'s wake-ups beyond the stages\' own (or shared among them)';
-  const column = per === 'start' ? 'wakeUpsPerStart (start-rate row)' : 'wakeUpsPerDeltaSteady (stream row)';
-  if (measured == null) return { name, cpuUs: 0, wallUs: 0, note: `not counted: bench/results.json has no ${column}; ${us.toFixed(1)} µs each` };
+  const column = 'wakeUpsPerStart';
+  if (measured == null) return { name, cpuUs: 0, wallUs: 0, note: `not counted: no service measured in this run and no ${column} in bench/results.json; ${us.toFixed(1)} µs each` };
   const other = measured - inStages;
   return {
     name,
     cpuUs: other * us,
     wallUs: other * asleep.wallUs,
     wakeUps: other,
-    note: `${measured.toFixed(3)} per ${per} in the service (${column}) less the ${inStages.toFixed(3)} the stages above made alone, `
+    note: `${measured.toFixed(3)} per ${per} in the service (measured in this run; else bench/results.json's ${column}) less the ${inStages.toFixed(3)} the stages above made alone, `
       + `at ${us.toFixed(1)} µs each (a 1 ms timer's turn less a setImmediate turn, per wake-up counted)`,
   };
 }
