@@ -29,7 +29,7 @@ export async function crossing(name: string, payload: unknown, note: string): Pr
  * message to a sleeping thread and its frames and end back to a sleeping main thread, as one round trip
  * (the worker answers each start with the start's batch). Both threads' CPU, their wake-ups included.
  */
-export async function startCrossings(): Promise<Stage[]> {
+export async function startCrossings(): Promise<Stage> {
   const runId = randomUUID();
   const request = chatRequest(true);
   const reply = batch(framesItem(runId, runFrames(request)), { t: 'end', runId, result: chatResult(request) });
@@ -44,7 +44,7 @@ export async function startCrossings(): Promise<Stage[]> {
     w.postMessage(start);
   }), { ops: 1000, paced: true });
   await w.terminate();
-  return [{ ...s, note: 'a turn\'s array with one start message (a ChatRunRequest as the route builds it) to a sleeping worker, and one Batch back (a frames item: meta, delta, done; the end) to this sleeping thread' }];
+  return { ...s, note: 'a turn\'s array with one start message (a ChatRunRequest as the route builds it) to a sleeping worker, and one Batch back (a frames item: meta, delta, done; the end) to this sleeping thread' };
 }
 
 /**

@@ -10,7 +10,8 @@ import { startSseServer } from './sse-server.ts';
 import { CHUNK } from './upstream.ts';
 import { deltaCrossing } from './crossing.ts';
 import { supervisorFanOut } from './supervisor.ts';
-import { selfWakeUps, time, type Stage } from './timing.ts';
+import { waitFor } from '../../test/helpers/wait.ts';
+import { steadyWindow, time, type Stage } from './timing.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000) * 10;
 const CHUNK_BYTES = new TextEncoder().encode(CHUNK);
@@ -56,17 +57,14 @@ async function upstreamRead(): Promise<Stage> {
         }, resolve, reject));
       });
       await open;
-      const other = await childCpu(up.child)();
-      const [c0, n0, t0, w0] = [process.cpuUsage(), chunks, turns, selfWakeUps()];
-      await new Promise((resolve) => setTimeout(resolve, WINDOW_MS));
-      const c = process.cpuUsage(c0);
-      const [n, t, w] = [chunks - n0, turns - t0, selfWakeUps() - w0];
-      const otherUs = await other();
+      const t0 = turns;
+      const { units, ...figures } = await steadyWindow(WINDOW_MS, () => chunks, childCpu(up.child));
+      const perTurn = units / (turns - t0);
       await Promise.all(streams);
       const stage: Stage = {
+        ...figures,
         name: `socket read + HTTP/1.1 parse + PushBody (undici dispatch), per chunk, ${STREAMS} streams at ${RATE}/s`,
-        cpuUs: (c.user + c.system) / n, wallUs: (WINDOW_MS * 1000) / n, otherUs: otherUs / n, wakeUps: w / n,
-        note: `${n} chunks over ${WINDOW_MS / 1000} s with every stream open, ${(n / t).toFixed(1)} reads per event-loop turn; other = the upstream server`,
+        note: `${units} chunks over ${WINDOW_MS / 1000} s with every stream open, ${perTurn.toFixed(1)} reads per event-loop turn; other = the upstream server`,
       };
       if (!best || stage.cpuUs < best.cpuUs) best = stage;
     }
@@ -89,20 +87,12 @@ async function clientWrite(): Promise<Stage> {
     let best: Stage | null = null;
     for (let round = 0; round < 2; round++) {
       const done = client.run('/stream', STREAMS, STREAMS);
-      const deadline = performance.now() + 30_000;
-      while (server.streamsOpen() < STREAMS) {
-        if (performance.now() > deadline) throw new Error(`only ${server.streamsOpen()} of ${STREAMS} /stream responses opened`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      const other = await childCpu(client.child)();
-      const [c0, f0, t0, w0] = [process.cpuUsage(), server.streamFrames(), performance.now(), selfWakeUps()];
-      await new Promise((r) => setTimeout(r, WINDOW_MS));
-      const c = process.cpuUsage(c0);
-      const [frames, wallMs, w] = [server.streamFrames() - f0, performance.now() - t0, selfWakeUps() - w0];
+      await waitFor(() => server.streamsOpen() === STREAMS, 30_000, `${STREAMS} /stream responses open`);
+      const { units, ...figures } = await steadyWindow(WINDOW_MS, server.streamFrames, childCpu(client.child));
       const stage: Stage = {
+        ...figures,
         name: `client write: a delta frame in its own cork (uWS), ${STREAMS} streams at ${RATE}/s`,
-        cpuUs: (c.user + c.system) / frames, wallUs: (wallMs * 1000) / frames, otherUs: (await other()) / frames, wakeUps: w / frames,
-        note: `${frames} frames over ${WINDOW_MS / 1000} s with every stream open, a 1 ms tick writing each millisecond's share; other = the client process reading`,
+        note: `${units} frames over ${WINDOW_MS / 1000} s with every stream open, a 1 ms tick writing each millisecond's share; other = the client process reading`,
       };
       if (!best || stage.cpuUs < best.cpuUs) best = stage;
       await done;

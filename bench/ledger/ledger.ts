@@ -45,24 +45,17 @@ function compare(stages: Stage[], per: 'start' | 'delta'): string {
 }
 
 /** The sum against the service measured in this run, before and after the stages (measured.ts). */
-function compareSameRun(stages: Stage[], figures: Array<ServiceFigures | null>, per: 'start' | 'delta'): string {
-  const got = figures.filter((x): x is ServiceFigures => x !== null);
-  if (got.length === 0) return `compare with: the service in this run: not measured (LEDGER_SERVICE=0, or no Postgres)`;
-  const values = got.map((x) => (per === 'start' ? x.startCpuUs : x.deltaCpuUs));
-  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+function compareSameRun(stages: Stage[], service: ServiceFigures[], per: 'start' | 'delta'): string {
+  if (service.length === 0) return `compare with: the service in this run: not measured (LEDGER_SERVICE=0, or no Postgres)`;
+  const values = service.map((x) => (per === 'start' ? x.startCpuUs : x.deltaCpuUs));
   const what = per === 'start' ? 'CPU per persisted start at 500/s' : 'CPU per delta, steady phase, K = 1,000 × 20/s';
+  const wakes = service.map((x) => (per === 'start' ? x.startWakeUps : x.deltaWakeUps).toFixed(3)).join(' / ');
   const s = sum(stages, 'cpuUs');
-  const wakes = got.map((x) => (per === 'start' ? x.startWakeUps : x.deltaWakeUps).toFixed(3)).join(' / ');
   return `compare with: the service in this run (${what}, before / after the stages): ${values.map((v) => f(v)).join(' / ')} µs, `
-    + `${wakes} wake-ups per ${per}; sum ${f(s)} ÷ their mean = ${(s / mean).toFixed(2)}`;
+    + `${wakes} wake-ups per ${per}; sum ${f(s)} ÷ their mean = ${(s / mean(values)).toFixed(2)}`;
 }
 
-/** The service's wake-ups per start, measured in this run, else the last bench's. */
-const startWakeUps = (figures: Array<ServiceFigures | null>): number | null => {
-  const got = figures.filter((x): x is ServiceFigures => x !== null);
-  if (got.length === 0) return benchRow('start').row?.wakeUpsPerStart ?? null;
-  return got.reduce((n, x) => n + x.startWakeUps, 0) / got.length;
-};
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 try {
   const load = os.loadavg()[0]!.toFixed(2);
@@ -72,16 +65,17 @@ try {
   const startStages = await startLedger();
   const deltaStages = await deltaLedger();
   const after = measureSvc ? await measureService() : null;
-  const figures = [before, after];
-  startStages.push(await wakeUpStage('start', startWakeUps(figures), startStages, ops));
+  const service = [before, after].filter((x): x is ServiceFigures => x !== null);
+  const wakeUps = service.length ? mean(service.map((x) => x.startWakeUps)) : (benchRow('start').row?.wakeUpsPerStart ?? null);
+  startStages.push(await wakeUpStage(wakeUps, startStages, ops));
   // No wake-up row for the delta: its stages that wake (the upstream read, the client write) are read
   // under the bench's load, whose wake-ups cost less than the idle timer's that the row would price them at.
   console.log(`Ledger, ${new Date().toISOString()}, Node ${process.version}, ${os.cpus().length} cores, load ${load} → ${os.loadavg()[0]!.toFixed(2)}\n`);
   console.log(table('One persisted start', startStages));
-  console.log(compareSameRun(startStages, figures, 'start'));
+  console.log(compareSameRun(startStages, service, 'start'));
   console.log(compare(startStages, 'start'));
   console.log(table('One relayed delta', deltaStages));
-  console.log(compareSameRun(deltaStages, figures, 'delta'));
+  console.log(compareSameRun(deltaStages, service, 'delta'));
   console.log(compare(deltaStages, 'delta'));
 } finally {
   await stopAll();

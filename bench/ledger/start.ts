@@ -17,7 +17,7 @@ import { startCrossings } from './crossing.ts';
 import { startSseServer } from './sse-server.ts';
 import { STREAM_PATH, startRouteServer } from './route.ts';
 import { supervisorStart } from './supervisor.ts';
-import { minus, time, type Stage } from './timing.ts';
+import { minus, sum, time, type Stage } from './timing.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000);
 
@@ -111,46 +111,50 @@ async function upstreamStages(): Promise<Stage[]> {
 }
 
 /**
- * The client side of a start, paced as the bench's generator starts streams (one every 2 ms, each on a
- * connection of its own): the uWS answer in this process, the client in its own. Each operation is one
- * request on a new connection, less what asking the client process for it costs here (a stdin line out
- * and a stdout line back, measured with no request).
+ * Answers from a uWS server in this process to the ledger's client process, paced as the bench's
+ * generator starts streams (one every 2 ms, each request on a connection of its own): `answer` is one
+ * request's stage, less what asking the client process for it costs here (a stdin line out and a
+ * stdout line back, measured with no request). Other = the client process.
  */
-async function sseStages(): Promise<Stage[]> {
-  const server = await startSseServer();
-  const client = await startSseClient(server.port);
+async function withPacedClient<T>(port: number, fn: (answer: (path: string, body?: string) => Promise<Stage>) => Promise<T>): Promise<T> {
+  const client = await startSseClient(port);
   try {
-    const answer = (p: string, body?: string) => time(`uWS answer ${p}`, () => client.run(p, 1, 1, body, true), { ops: Math.min(N, 500), paced: true }, childCpu(client.child));
-    const ipc = await time('asking the client process (no request)', () => client.run('/', 0, 0), { ops: Math.min(N, 500), paced: true }, childCpu(client.child));
-    const sep = await answer('/separate');
-    const cork = await answer('/corked');
-    const post = await answer('/corked', serviceBody('provider_c', true, 1, 1).replace('__I__', '1'));
-    return [
-      { ...minus(sep, ipc), name: 'client connection and SSE response of a start: accept, the request, status+headers+meta, delta, done, end (4 socket writes), the close', note: 'a GET on a connection of its own (`connection: close`), as the bench\'s generator opens one per stream; other = the client process' },
-      { ...minus(post, cork), name: 'extra for the request: a POST with the start\'s JSON body read through onData', note: 'corked POST minus corked GET (uWS parses both)' },
-      { ...minus(cork, ipc), inSum: false, name: 'the same with the answer in one corked write', note: 'what the corked start would cost instead' },
-    ];
+    const ops = { ops: Math.min(N, 500), paced: true };
+    const ipc = await time('asking the client process (no request)', () => client.run('/', 0, 0), ops, childCpu(client.child));
+    return await fn(async (path, body) => minus(await time(`answer ${path}`, () => client.run(path, 1, 1, body, true), ops, childCpu(client.child)), ipc));
   } finally {
     await client.child.stop();
+  }
+}
+
+/** The client side of a start as the ledger's uWS answers it (sse-server.ts): the writes, the POST body. */
+async function sseStages(body: string): Promise<Stage[]> {
+  const server = await startSseServer();
+  try {
+    return await withPacedClient(server.port, async (answer) => {
+      const sep = await answer('/separate');
+      const cork = await answer('/corked');
+      const post = await answer('/corked', body);
+      return [
+        { ...sep, name: 'client connection and SSE response of a start: accept, the request, status+headers+meta, delta, done, end (4 socket writes), the close', note: 'a GET on a connection of its own (`connection: close`), as the bench\'s generator opens one per stream; other = the client process' },
+        { ...minus(post, cork), name: 'extra for the request: a POST with the start\'s JSON body read through onData', note: 'corked POST minus corked GET (uWS parses both)' },
+        { ...cork, inSum: false, name: 'the same with the answer in one corked write', note: 'what the corked start would cost instead' },
+      ];
+    });
+  } finally {
     server.close();
   }
 }
 
 /**
  * The main thread's part of a start, whole (route.ts): the service's router, completion route and SSE
- * sink over a real Supervisor answering at once, one POST on a connection of its own every 2 ms, less
- * what asking the client process costs.
+ * sink over a real Supervisor answering at once, one POST on a connection of its own every 2 ms.
  */
 async function mainThreadStage(body: string): Promise<Stage> {
   const server = await startRouteServer();
-  const client = await startSseClient(server.port);
   try {
-    const ops = { ops: Math.min(N, 500), paced: true };
-    const ipc = await time('asking the client process (no request)', () => client.run('/', 0, 0), ops, childCpu(client.child));
-    const whole = await time('main thread', () => client.run(STREAM_PATH, 1, 1, body, true), ops, childCpu(client.child));
-    return minus(whole, ipc);
+    return await withPacedClient(server.port, (answer) => answer(STREAM_PATH, body));
   } finally {
-    await client.child.stop();
     server.close();
   }
 }
@@ -159,11 +163,10 @@ export async function startLedger(): Promise<Stage[]> {
   const body = serviceBody('provider_c', true, 1, 1).replace('__I__', '1');
   const parse = await time('request: JSON.parse + streamCompletionSchema (zod)', () => streamCompletionSchema.parse(JSON.parse(body)), { ops: N, paced: true });
   const main = await mainThreadStage(body);
-  const sse = await sseStages();
-  const sup = await supervisorStart(N);
+  const pieces = [{ ...parse, note: 'the route\'s body, without the uWS body read' }, ...(await sseStages(body)), await supervisorStart(N)];
   // The main thread's stage holds these; they stay in the table, out of the sum, to show its parts.
-  const parts = [{ ...parse, note: 'the route\'s body, without the uWS body read' }, ...sse, sup].map((p) => ({ ...p, inSum: false }));
-  const own = main.cpuUs - parts.filter((p) => !p.name.startsWith('the same')).reduce((n, p) => n + p.cpuUs, 0);
+  const own = main.cpuUs - sum(pieces, 'cpuUs');
+  const parts = pieces.map((p) => ({ ...p, inSum: false }));
   return [
     {
       ...main,
@@ -174,7 +177,7 @@ export async function startLedger(): Promise<Stage[]> {
     ...parts,
     ...(await databaseStages()),
     ...(await upstreamStages()),
-    ...(await startCrossings()),
+    await startCrossings(),
     await actorStart(true, N),
     { ...(await actorStart(false, N)), inSum: false },
   ];

@@ -1,6 +1,7 @@
 // Micro-benchmark timing for the ledger: CPU (this process's user + system time, every thread) and
-// wall time per operation, after a warm-up, best of a few rounds (the machine is shared: the lowest
-// round is the least disturbed one). Each stage is measured alone; the ledger adds them up.
+// wall time per operation, after a warm-up. Back to back, the best of a few rounds (the machine is
+// shared: the lowest round is the least disturbed one); paced, the median of five. Each stage is
+// measured alone; the ledger adds them up.
 import { wakeUps } from '../../test/helpers/procs.ts';
 
 export interface Stage {
@@ -10,7 +11,7 @@ export interface Stage {
   cpuUs: number;
   /** µs of wall time per operation. */
   wallUs: number;
-  /** Paced stages: the CPU that ran while an operation was in progress (cpuUs counts its whole round). */
+  /** Paced stages: the CPU that ran while an operation was in progress (cpuUs counts its whole slot). */
   cpuInOpsUs?: number;
   /** Other processes' CPU per operation (Postgres backends, a server child), when the stage has some. */
   otherUs?: number;
@@ -36,8 +37,8 @@ export interface TimeOptions {
   /**
    * One operation every PACE_MS instead of back to back: the thread sleeps between them, as the
    * service's threads do between starts at 500 a second, so each runs as a start does there, with
-   * caches, branch predictors and the allocator's free lists cold. The round's CPU, less an empty
-   * operation's round (the pacing timer's wake-ups), per operation.
+   * caches, branch predictors and the allocator's free lists cold. Each operation's slot (to the next
+   * wake-up) less an empty slot interleaved with it (pacedOps).
    */
   paced?: boolean;
 }
@@ -136,6 +137,19 @@ async function timePaced(name: string, op: (i: number) => unknown, o: TimeOption
   }
   rounds.sort((a, b) => a.cpuUs - b.cpuUs);
   return rounds[Math.floor(rounds.length / 2)]!;
+}
+
+/**
+ * This process's figures over `windowMs` while a steady load runs: CPU, wall time and wake-ups per unit
+ * of `count` (chunks read, frames written) over the window, and `other`'s CPU (a child process) per unit.
+ */
+export async function steadyWindow(windowMs: number, count: () => number, other: () => Promise<() => Promise<number>>): Promise<Stage & { units: number }> {
+  const stopOther = await other();
+  const [c0, n0, t0, w0] = [process.cpuUsage(), count(), performance.now(), selfWakeUps()];
+  await sleep(windowMs);
+  const c = process.cpuUsage(c0);
+  const [units, wallMs, wakes] = [count() - n0, performance.now() - t0, selfWakeUps() - w0];
+  return { name: '', units, cpuUs: (c.user + c.system) / units, wallUs: (wallMs * 1000) / units, otherUs: (await stopOther()) / units, wakeUps: wakes / units };
 }
 
 /** A stage's figures per one of the `n` units each operation did (frames of a response, messages of a round). */

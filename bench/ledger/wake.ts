@@ -6,8 +6,8 @@
 // its own figure; `time` counts those (Stage.wakeUps). The service, at 500 starts a second, is idle
 // between starts, so each of a start's events (the client's request, the start crossing to the actor
 // thread, the upstream response, the frames crossing back, the client's close) wakes a thread that was
-// asleep: the start-rate row's `wakeUpsPerStart` counts them all.
-import { time, type Stage } from './timing.ts';
+// asleep: the service's `wakeUpsPerStart` (measured.ts, or the bench's start-rate row) counts them all.
+import { sum, time, type Stage } from './timing.ts';
 
 /** µs of this process's CPU per sleep and wake-up: a 1 ms timer's turn less a setImmediate turn. */
 export async function wakeUpCost(ops: number): Promise<{ us: number; asleep: Stage; busy: Stage }> {
@@ -18,25 +18,24 @@ export async function wakeUpCost(ops: number): Promise<{ us: number; asleep: Sta
 }
 
 /**
- * The row: the wake-ups per start the bench measured (null: no such row) less those the stages made
- * alone, at the micro-benchmark's cost each. The difference has either sign: the service wakes for
- * events no stage stands for (its timers, a second read of a response), and, paced one start every
- * 2 ms, the stages each wake for their own event where in the service several share a turn (a batch
- * of frames and the client's close, an answer and the next start); a negative row takes those back.
+ * The row: the service's wake-ups per start (null: not measured) less those the stages made alone, at
+ * the micro-benchmark's cost each. The difference has either sign: the service wakes for events no
+ * stage stands for (its timers, a second read of a response), and, paced one start every 2 ms, the
+ * stages each wake for their own event where in the service several share a turn (a batch of frames and
+ * the client's close, an answer and the next start); a negative row takes those back.
  */
-export async function wakeUpStage(per: 'start', measured: number | null, stages: Stage[], ops: number): Promise<Stage> {
+export async function wakeUpStage(measured: number | null, stages: Stage[], ops: number): Promise<Stage> {
   const { us, asleep } = await wakeUpCost(ops);
-  const inStages = stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s.wakeUps ?? 0), 0);
+  const inStages = sum(stages, 'wakeUps');
   const name = 'event loop: the service\'s wake-ups beyond the stages\' own (or shared among them)';
-  const column = 'wakeUpsPerStart';
-  if (measured == null) return { name, cpuUs: 0, wallUs: 0, note: `not counted: no service measured in this run and no ${column} in bench/results.json; ${us.toFixed(1)} µs each` };
+  if (measured == null) return { name, cpuUs: 0, wallUs: 0, note: `not counted: no service measured in this run and no wakeUpsPerStart in bench/results.json; ${us.toFixed(1)} µs each` };
   const other = measured - inStages;
   return {
     name,
     cpuUs: other * us,
     wallUs: other * asleep.wallUs,
     wakeUps: other,
-    note: `${measured.toFixed(3)} per ${per} in the service (measured in this run; else bench/results.json's ${column}) less the ${inStages.toFixed(3)} the stages above made alone, `
+    note: `${measured.toFixed(3)} per start in the service less the ${inStages.toFixed(3)} the stages above made alone, `
       + `at ${us.toFixed(1)} µs each (a 1 ms timer's turn less a setImmediate turn, per wake-up counted)`,
   };
 }

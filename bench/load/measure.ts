@@ -37,7 +37,7 @@ export interface Row {
    * at each edge): the relay alone. `cpuUsPerDelta` is the whole job's, its starts' share included.
    */
   cpuUsPerDeltaSteady?: number | null;
-  /** The process's thread wake-ups over the same steady phase ÷ its deltas (the ledger's wake-up row). */
+  /** The process's thread wake-ups over the same steady phase ÷ its deltas. */
   wakeUpsPerDeltaSteady?: number | null;
   /** Start-burst and start-rate rows: CPU of the process under test over the job ÷ K. */
   cpuUsPerStart?: number | null;
@@ -48,7 +48,7 @@ export interface Row {
   /**
    * Start-burst and start-rate rows: the process's thread wake-ups (voluntary context switches of all its
    * threads) over the job ÷ K. Each costs a sleep and a wake (epoll_wait, the scheduler, the loop's
-   * phases) that a stage measured in a busy loop does not pay: the ledger's wake-up row multiplies it.
+   * phases): the ledger's wake-up row prices those its stages did not make alone.
    */
   wakeUpsPerStart?: number | null;
   /** Capacity rows: the largest K that held the bound (0: not even the smallest K). */
@@ -224,8 +224,9 @@ function steadyCpu(pid: number, job: GenJob) {
  * steady phase is from the end of the ramp (K ÷ starts per second) to the end of the first stream
  * (deltas ÷ rate): the time every stream is open, when the streams are long enough to overlap.
  */
-export async function measure(pid: number | null, simPid: number, job: GenJob, pgMeter?: PgCpuMeter | null): Promise<Measured> {
-  await warmUp(job);
+export async function measure(pid: number | null, simPid: number, job: GenJob, pgMeter?: PgCpuMeter | null, o: { warm?: boolean } = {}): Promise<Measured> {
+  // warm: false for a second job on a process an earlier measure() already warmed with a stream job.
+  if (o.warm !== false) await warmUp(job);
   await pgMeter?.analyze();
   await sleep(500);
   const loadAvg1 = await waitForQuiet();

@@ -47,8 +47,8 @@ function parseSummary(text: string): ThreadCalls[] {
   return out;
 }
 
+/** Counts `job`'s syscalls in the process tree of `pid`, already warmed up. */
 async function traced(label: string, pid: number, job: GenJob): Promise<void> {
-  await generate({ ...job, k: warmStarts });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-syscalls-'));
   const file = path.join(dir, 'summary.txt');
   const pids = processTree(pid);
@@ -80,7 +80,9 @@ try {
   const bin = ensureNginx();
   if (bin) {
     const nginx = await startNginx(bin, sim.port, starts * 2);
-    await traced('nginx', nginx.child.pid, { mode: 'streams', host: '127.0.0.1', port: nginx.port, path: ccPath, headers: { authorization: 'Bearer k' }, body: ccBody(1, 1), kind: 'cc', k: starts, deltas: 1, rate: 1, startsPerSec: rate });
+    const job: GenJob = { mode: 'streams', host: '127.0.0.1', port: nginx.port, path: ccPath, headers: { authorization: 'Bearer k' }, body: ccBody(1, 1), kind: 'cc', k: starts, deltas: 1, rate: 1, startsPerSec: rate };
+    await generate({ ...job, k: warmStarts });
+    await traced('nginx', nginx.child.pid, job);
     await nginx.child.stop();
   }
   for (const persist of [false, true]) {
@@ -88,10 +90,8 @@ try {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-syscalls-data-'));
     const { child, port } = await startService({ sim: sim.urls, databaseUrl: db.url, maxActiveRuns: starts * 2, dataDir });
     const job: GenJob = { mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat-completions/stream', body: serviceBody('provider_c', persist, 1, 1), kind: 'sse', k: starts, deltas: 1, rate: 1, startsPerSec: rate };
-    if (db.url) {
-      await generate({ ...job, k: warmStarts });
-      await analyzeDb(db.url);
-    }
+    await generate({ ...job, k: warmStarts });
+    if (db.url) await analyzeDb(db.url);
     await traced(`service, ${persist ? 'persisted' : 'unpersisted'}`, child.proc.pid!, job);
     await child.stop();
     await db.drop();
