@@ -9,10 +9,12 @@ import { Outbox } from '../../actors/runtime/outbox.ts';
 import { batchItems, type RunResult } from '../../actors/runtime/protocol.ts';
 import type { ProviderSession } from '../../src/providers/types.ts';
 import type { RunDeps } from '../../src/run-deps.ts';
+import { createProviders } from '../../src/providers/index.ts';
 import { fakeDeps } from '../../test/runtime/fake-io.ts';
 import { newPath, PER_TURN, turn } from '../mailbox.ts';
 import { chatRequest, ROUND_END, TEXT } from './run-shapes.ts';
-import { time, type Stage } from './timing.ts';
+import { simBase } from './upstream.ts';
+import { steadyWindow, time, type Stage } from './timing.ts';
 
 /**
  * What each command's real executor (chat-io.ts) answers, at once. A round is the real executor's,
@@ -60,6 +62,48 @@ export async function actorStart(persist: boolean, ops: number): Promise<Stage> 
     note: `the real Actor and chatBehavior, commands (${steps}) answered at once: mailbox, receive, session set-up, text gate, event buffer, `
       + 'frames (meta, delta, done), the outbox\'s items and its one flush (a turn), the promises of perform; not the I/O (own rows)',
   };
+}
+
+/**
+ * The actor thread's part of a relayed delta, whole: `streams` real chat runs (the actor, chatBehavior,
+ * the real executor's round) on the service's provider_c adapter and fetch, each streaming from the
+ * upstream process at `rate` chunks a second as the simulator answers, their outbox batches encoded and
+ * dropped (the crossing is its own row). Read over `windowMs` while every stream is open: the socket
+ * read, undici's parse, the PushBody, SseFrames, the chunk's JSON, the adapter, the mailbox, the text
+ * gate, the delta frame and the outbox, per delta, with the caches as 1,000 streams leave them.
+ */
+export async function actorThreadDelta(upstream: { port: number }, other: () => Promise<() => Promise<number>>, o: { streams: number; rate: number; windowMs: number }): Promise<Stage & { units: number }> {
+  const seconds = Math.ceil((o.windowMs + 8000) / 1000);
+  const providers = createProviders({ PROVIDER_TIMEOUT_MS: 120_000, AGENT_PROVIDER_API_BASE_URL: '', PROVIDER_C_API_KEY: 'k', PROVIDER_C_BASE_URL: simBase(upstream.port, o.rate * seconds, o.rate) });
+  const deps = { ...fakeDeps(), providers };
+  const run = defineRun({ ...chatBehavior, execute: answerAtOnce });
+  let events = 0;
+  const open = new Set<string>();
+  let allOpen: () => void = () => {};
+  const opened = new Promise<void>((resolve) => (allOpen = resolve));
+  const ends: Array<Promise<RunResult>> = [];
+  const waiting = new Map<string, (r: RunResult) => void>();
+  const outbox = new Outbox((b) => {
+    const e = b.items;
+    for (let i = 0; i < e.length; i++) {
+      const entry = e[i]!;
+      if (typeof entry === 'string') {
+        events += e[i + 2] as number;
+        if (open.size < o.streams && !open.has(entry) && (open.add(entry), open.size === o.streams)) allOpen();
+        i += 2;
+      } else if (typeof entry === 'object' && entry.t === 'end') waiting.get(entry.runId)?.(entry.result);
+    }
+  });
+  for (let i = 0; i < o.streams; i++) {
+    const runId = `run-${i}`;
+    ends.push(new Promise<RunResult>((resolve) => waiting.set(runId, resolve)));
+    run.spawn(runId, chatRequest(true), deps, outbox).tell({ t: 'start' });
+  }
+  await opened;
+  const s = await steadyWindow(o.windowMs, () => events, other);
+  const failed = (await Promise.all(ends)).filter((r) => !r.ok);
+  if (failed.length) throw new Error(`${failed.length} of the ledger's streaming runs failed: ${(failed[0] as { message: string }).message}`);
+  return s;
 }
 
 /**

@@ -4,7 +4,7 @@ import { deltaFrame } from '../../actors/runtime/frame.ts';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import type { PushBody } from '../../src/providers/push-body.ts';
 import { openaiFrames, SseFrames } from '../../src/providers/sse.ts';
-import { actorDelta } from './actor.ts';
+import { actorDelta, actorThreadDelta } from './actor.ts';
 import { childCpu, startSseClient, startUpstream } from './start.ts';
 import { startSseServer } from './sse-server.ts';
 import { CHUNK } from './upstream.ts';
@@ -104,7 +104,25 @@ async function clientWrite(): Promise<Stage> {
   }
 }
 
+/** The actor thread's part, whole (actor.ts actorThreadDelta), against the ledger's upstream process. */
+async function actorThread(): Promise<Stage> {
+  const up = await startUpstream();
+  try {
+    const rounds = [];
+    for (let r = 0; r < 3; r++) rounds.push(await actorThreadDelta(up, childCpu(up.child), { streams: STREAMS, rate: RATE, windowMs: WINDOW_MS }));
+    const { units, ...s } = rounds.sort((a, b) => a.cpuUs - b.cpuUs)[1]!;
+    return {
+      ...s,
+      name: `actor thread, whole: socket read → undici → PushBody → SseFrames → provider_c adapter → actor → delta frame → outbox batch, ${STREAMS} streams at ${RATE}/s`,
+      note: `the median of three rounds, ${units} deltas over ${WINDOW_MS / 1000} s with every stream open; the batches encoded, not posted (the crossing's row); its parts measured alone are the next rows (out of the sum); other = the upstream server`,
+    };
+  } finally {
+    await up.child.stop();
+  }
+}
+
 export async function deltaLedger(): Promise<Stage[]> {
+  const whole = await actorThread();
   const upstream = await upstreamRead();
   // One decoder and parser per stream, taken in turn, as the actor thread meets 1,000 streams' chunks.
   let events = 0;
@@ -118,11 +136,12 @@ export async function deltaLedger(): Promise<Stage[]> {
   const both = await time('SseFrames.feed (the two above and the openai filter)', (i) => frames[i % STREAMS]!.feed(CHUNK_BYTES), { ops: N });
   const frame = await time('frame: deltaFrame(text)', (i) => deltaFrame(`1764069999${i}.456|`), { ops: N });
   return [
-    upstream,
-    { ...sse, note: `${STREAMS} parsers in turn` },
-    json,
+    whole,
+    { ...upstream, inSum: false },
+    { ...sse, inSum: false, note: `${STREAMS} parsers in turn` },
+    { ...json, inSum: false },
     { ...both, inSum: false, note: `what the adapter runs: SSE parse + JSON.parse + filter, ${STREAMS} in turn` },
-    await actorDelta(N, STREAMS),
+    { ...(await actorDelta(N, STREAMS)), inSum: false },
     await deltaCrossing(RATE * STREAMS / 1000),
     await supervisorFanOut(N),
     { ...frame, inSum: false, note: 'inside the actor\'s row (emitDelta builds it)' },

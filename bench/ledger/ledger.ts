@@ -51,9 +51,22 @@ function compareSameRun(stages: Stage[], service: ServiceFigures[], per: 'start'
   const what = per === 'start' ? 'CPU per persisted start at 500/s' : 'CPU per delta, steady phase, K = 1,000 × 20/s';
   const wakes = service.map((x) => (per === 'start' ? x.startWakeUps : x.deltaWakeUps).toFixed(3)).join(' / ');
   const s = sum(stages, 'cpuUs');
-  return `compare with: the service in this run (${what}, before / after the stages): ${values.map((v) => f(v)).join(' / ')} µs, `
-    + `${wakes} wake-ups per ${per}; sum ${f(s)} ÷ their mean = ${(s / mean(values)).toFixed(2)}`;
+  const threads = service.map((x) => (per === 'start' ? x.startThreads : x.deltaThreads)).map((t) => (t ? `main ${f(t.main)}, actor ${f(t.actor)}, rest ${f(t.rest)}` : '?')).join(' / ');
+  return `compare with: the service in this run (${what}, before / after the stages): ${values.map((v) => f(v)).join(' / ')} µs `
+    + `(by thread: ${threads}), ${wakes} wake-ups per ${per}; sum ${f(s)} ÷ their mean = ${(s / mean(values)).toFixed(2)}`;
 }
+
+/**
+ * What the service spends idling (its timers: prom-client's event-loop sampling, the pools' and the
+ * heartbeat's) over one start's share of a second at 500/s: the bench's start rows count it (measure.ts
+ * idleCpuUsPerStart), no stage above does.
+ */
+function idleStage(idleCpuUsPerS: number): Stage {
+  const us = idleCpuUsPerS / START_RATE;
+  return { name: 'the service idling: its timers over a start\'s 2 ms', cpuUs: us, wallUs: 1e6 / START_RATE, note: `the warm service's CPU while idle (${f(idleCpuUsPerS / 1000)} ms/s, measured.ts) ÷ ${START_RATE} starts a second` };
+}
+
+const START_RATE = 500;
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
@@ -68,6 +81,7 @@ try {
   const service = [before, after].filter((x): x is ServiceFigures => x !== null);
   const wakeUps = service.length ? mean(service.map((x) => x.startWakeUps)) : (benchRow('start').row?.wakeUpsPerStart ?? null);
   startStages.push(await wakeUpStage(wakeUps, startStages, ops));
+  if (service.length) startStages.push(idleStage(mean(service.map((x) => x.idleCpuUsPerS))));
   // No wake-up row for the delta: its stages that wake (the upstream read, the client write) are read
   // under the bench's load, whose wake-ups cost less than the idle timer's that the row would price them at.
   console.log(`Ledger, ${new Date().toISOString()}, Node ${process.version}, ${os.cpus().length} cores, load ${load} → ${os.loadavg()[0]!.toFixed(2)}\n`);

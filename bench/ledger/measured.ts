@@ -8,16 +8,24 @@ import os from 'node:os';
 import path from 'node:path';
 import type { GenJob } from '../load/gen.ts';
 import { serviceBody } from '../load/bodies.ts';
-import { measure } from '../load/measure.ts';
+import { measure, type ThreadSplit } from '../load/measure.ts';
 import { pgCpuMeter } from '../load/pg-cpu.ts';
 import { createBenchDb, startService, startSimulator } from '../load/targets.ts';
+import { cpuMicros, sleep } from '../../test/helpers/procs.ts';
 
 export interface ServiceFigures {
   startCpuUs: number;
   startWakeUps: number;
   deltaCpuUs: number;
   deltaWakeUps: number;
+  /** The same CPU by thread (measure.ts cpuUsByThread). */
+  startThreads: ThreadSplit | null;
+  deltaThreads: ThreadSplit | null;
+  /** The warm service's CPU per second while idle (its timers), read over IDLE_S after the jobs. */
+  idleCpuUsPerS: number;
 }
+
+const IDLE_S = 5;
 
 const job = (port: number, k: number, deltas: number, rate: number, startsPerSec: number): GenJob => ({
   mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat-completions/stream', body: serviceBody('provider_c', true, deltas, rate),
@@ -38,12 +46,19 @@ export async function measureService(): Promise<ServiceFigures | null> {
     const deltas = await measure(pid, sim.child.pid, job(port, 1000, 120, 20, 1000), meter);
     const starts = await measure(pid, sim.child.pid, job(port, 2000, 1, 1, 500), meter, { warm: false });
     const n = starts.result.streams;
+    await sleep(1000);
+    const idle0 = cpuMicros(pid);
+    await sleep(IDLE_S * 1000);
+    const idleCpuUsPerS = (cpuMicros(pid) - idle0) / IDLE_S;
     if (starts.cpuUs === null || starts.wakeUps === null || deltas.cpuUsPerDeltaSteady === null || deltas.wakeUpsPerDeltaSteady === null) return null;
     return {
       startCpuUs: starts.cpuUs / n,
       startWakeUps: starts.wakeUps / n,
       deltaCpuUs: deltas.cpuUsPerDeltaSteady,
       deltaWakeUps: deltas.wakeUpsPerDeltaSteady,
+      startThreads: starts.cpuUsByThread,
+      deltaThreads: deltas.cpuUsByThread,
+      idleCpuUsPerS,
     };
   } finally {
     await child.stop();

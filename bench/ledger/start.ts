@@ -5,6 +5,8 @@ import OpenAI from 'openai';
 import { Agent, request } from 'undici';
 import { openDatabase } from '../../src/db/pool.ts';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
+import { createProviders } from '../../src/providers/index.ts';
+import { toProviderMessages } from '../../src/chat/transcript.ts';
 import { streamCompletionSchema } from '../../src/schemas.ts';
 import { createChat } from '../../src/store/chats.ts';
 import { finishLlmCallWithMessage } from '../../src/store/llm-calls.ts';
@@ -17,6 +19,8 @@ import { startCrossings } from './crossing.ts';
 import { startSseServer } from './sse-server.ts';
 import { STREAM_PATH, startRouteServer } from './route.ts';
 import { supervisorStart } from './supervisor.ts';
+import { chatRequest } from './run-shapes.ts';
+import { simBase } from './upstream.ts';
 import { minus, sum, time, type Stage } from './timing.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000);
@@ -99,15 +103,40 @@ async function upstreamStages(): Promise<Stage[]> {
       const r = await pf(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
       await r.text();
     }, { ops: N, paced: true }, childCpu(up.child));
+    const round = await adapterRound(up);
     return [
-      { ...minus(sdk, cannedOnly), note: `minus the canned Response (${cannedOnly.cpuUs.toFixed(1)} µs)` },
-      { ...reuse, note: 'other = the upstream server process' },
+      { ...round, note: `${round.note}; its parts measured alone are the next three rows (out of the sum)` },
+      { ...minus(sdk, cannedOnly), inSum: false, note: `minus the canned Response (${cannedOnly.cpuUs.toFixed(1)} µs)` },
+      { ...reuse, inSum: false, note: 'undici\'s `request` API (the service uses `dispatch`, as the next row); other = the upstream server process' },
       { ...minus(fresh, reuse), inSum: false, name: 'extra for a new upstream connection', note: 'new connection minus reuse; paid by a start only when no idle connection is left: at 500 starts/s after the warm-up the pool reuses (bench/load/upstream-conns.ts: 35 connections for 1,000 starts), so not in the sum' },
-      { ...viaFetch, inSum: false, note: 'the service\'s fetch under the SDK: undici plus the Response shim (not added to the sum: the undici rows are)' },
+      { ...viaFetch, inSum: false, note: 'the service\'s fetch under the SDK: undici\'s dispatch, the PushBody, the Response shim' },
     ];
   } finally {
     await up.child.stop();
   }
+}
+
+/**
+ * The provider's side of a start, whole, as the actor thread runs it: the service's provider_c adapter
+ * (createProviders: the openai client on the service's fetch) starts a session for the bench's request
+ * and runs its streamed round against the ledger's upstream answering as the simulator does (a role
+ * chunk, one text chunk, the finish and usage chunks): the request's parameters, the SDK, undici's
+ * dispatch and the connection reused, the PushBody, eachFrame and SseFrames, the chunks' JSON and the
+ * adapter's reading of them. Paced as the bench starts streams; other = the upstream server.
+ */
+async function adapterRound(up: { child: Child; port: number }): Promise<Stage> {
+  const providers = createProviders({ PROVIDER_TIMEOUT_MS: 120_000, AGENT_PROVIDER_API_BASE_URL: '', PROVIDER_C_API_KEY: 'k', PROVIDER_C_BASE_URL: simBase(up.port, 1) });
+  const adapter = providers.get('provider_c')!;
+  const req = chatRequest(true);
+  let texts = 0;
+  const onText = () => void texts++;
+  const s = await time('provider_c adapter: a streamed round of one delta', async () => {
+    const session = adapter.startSession({ model: req.model, messages: toProviderMessages(null, req.messages), tools: [], stream: true, signal: new AbortController().signal });
+    const end = await session.round(null, onText);
+    if (end.finishReason !== 'stop') throw new Error(`the ledger's round ended with ${end.finishReason}`);
+  }, { ops: N, paced: true }, childCpu(up.child));
+  if (texts === 0) throw new Error('the adapter\'s rounds handed no text');
+  return { ...s, note: 'src/providers/chat-completions.ts on src/providers/http-fetch.ts, the upstream as the simulator answers; other = the upstream server' };
 }
 
 /**

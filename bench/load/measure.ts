@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
 import { withDeltas } from './bodies.ts';
 import type { PgCpuMeter } from './pg-cpu.ts';
-import { cpuMicros, rssKb, rssSamples, sleep, start, waitForQuiet, wakeUps, type Child } from '../../test/helpers/procs.ts';
+import { cpuMicros, rssKb, rssSamples, sleep, start, threadCpuMicros, waitForQuiet, wakeUps, type Child } from '../../test/helpers/procs.ts';
 
 export interface Row {
   target: 'service' | 'floor' | 'nginx' | 'peer';
@@ -39,6 +39,11 @@ export interface Row {
   cpuUsPerDeltaSteady?: number | null;
   /** The process's thread wake-ups over the same steady phase ÷ its deltas. */
   wakeUpsPerDeltaSteady?: number | null;
+  /**
+   * The service's CPU by thread (main, the busiest other: the actor thread, the rest): per start for a
+   * start row (the whole job), per delta of the steady phase for a stream row. Absent for one-thread processes.
+   */
+  cpuUsByThread?: ThreadSplit;
   /** Start-burst and start-rate rows: CPU of the process under test over the job ÷ K. */
   cpuUsPerStart?: number | null;
   /** The idle process's CPU over the job's time ÷ K (read over a second of idling before it): included in cpuUsPerStart. */
@@ -120,6 +125,8 @@ export interface Measured {
   cpuUsPerDeltaSteady: number | null;
   /** Its thread wake-ups over the same phase ÷ the same deltas. */
   wakeUpsPerDeltaSteady: number | null;
+  /** Per thread: per start for one-delta jobs (the whole job), per delta of the steady phase otherwise. */
+  cpuUsByThread: ThreadSplit | null;
   pgCpuUs: number | null;
   /** What the process would have spent idling over the job's time (one-delta jobs only). */
   idleCpuUs: number | null;
@@ -175,7 +182,18 @@ async function warmUp(job: GenJob): Promise<void> {
  * process is gone: a reading that fails is skipped, never thrown from a timer).
  */
 export function cpuWindow(pid: number, fromS: number, toS: number, reading: (pid: number) => number = cpuMicros): { stop(): number | null } {
-  const at: number[] = [];
+  const w = readingsWindow(pid, fromS, toS, reading);
+  return {
+    stop() {
+      const r = w.stop();
+      return r && r[1] - r[0];
+    },
+  };
+}
+
+/** The two readings of `cpuWindow`, or null when either is missing. */
+function readingsWindow<T>(pid: number, fromS: number, toS: number, reading: (pid: number) => T): { stop(): [T, T] | null } {
+  const at: T[] = [];
   const read = () => {
     try {
       at.push(reading(pid));
@@ -187,9 +205,32 @@ export function cpuWindow(pid: number, fromS: number, toS: number, reading: (pid
   return {
     stop() {
       for (const t of timers) clearTimeout(t);
-      return at.length === 2 ? at[1]! - at[0]! : null;
+      return at.length === 2 ? [at[0]!, at[1]!] : null;
     },
   };
+}
+
+/** µs of CPU per unit by thread: the main thread, the busiest other (the actor thread), the rest (V8's helpers, libuv's pool). */
+export interface ThreadSplit {
+  main: number;
+  actor: number;
+  rest: number;
+}
+
+/** Two threadCpuMicros readings as a split per unit; null for a process of one thread (nginx's master). */
+export function threadSplit(pid: number, readings: [Map<number, number>, Map<number, number>] | null, units: number): ThreadSplit | null {
+  if (!readings || readings[1].size < 2) return null;
+  const [a, b] = readings;
+  let main = 0;
+  let actor = 0;
+  let all = 0;
+  for (const [tid, us] of b) {
+    const d = us - (a.get(tid) ?? 0);
+    all += d;
+    if (tid === pid) main = d;
+    else if (d > actor) actor = d;
+  }
+  return { main: main / units, actor: actor / units, rest: (all - main - actor) / units };
 }
 
 /**
@@ -206,8 +247,10 @@ function steadyCpu(pid: number, job: GenJob) {
   if (job.deltas <= 1 || to - from < STEADY_MIN_S) return null;
   const window = cpuWindow(pid, from, to);
   const wakes = cpuWindow(pid, from, to, wakeUps);
+  const threads = readingsWindow(pid, from, to, threadCpuMicros);
   const deltas = job.k * job.rate * (to - from);
   return {
+    byThread: () => threadSplit(pid, threads.stop(), deltas),
     perDelta(): number | null {
       const us = window.stop();
       return us === null ? null : us / deltas;
@@ -241,6 +284,7 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
   const idle = pid ? rssKb(pid) : 0;
   const cpu0 = pid ? cpuMicros(pid) : 0;
   const wakes0 = pid && job.deltas === 1 ? wakeUps(pid) : null;
+  const threads0 = pid && job.deltas === 1 ? threadCpuMicros(pid) : null;
   const sim0 = cpuMicros(simPid);
   const simIdle = rssKb(simPid);
   const trace = pid ? rssTrace(pid) : null;
@@ -264,6 +308,7 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
     rssKbPerStreamSteady: steady === null ? null : (steady - idle) / job.k,
     cpuUsPerDeltaSteady: window?.perDelta() ?? null,
     wakeUpsPerDeltaSteady: window?.wakeUpsPerDelta() ?? null,
+    cpuUsByThread: threads0 ? threadSplit(pid!, [threads0, threadCpuMicros(pid!)], result.streams) : (window?.byThread() ?? null),
     pgCpuUs,
     idleCpuUs: idleCpuUsPerS === null ? null : idleCpuUsPerS * jobSeconds,
     simCpuUs: cpuMicros(simPid) - sim0,
@@ -292,6 +337,7 @@ export function toRow(base: Base, m: Measured, floor: Row | undefined, note?: st
     ...(m.rssKbPerStreamSteady !== null ? { rssKbPerStreamSteady: r2(m.rssKbPerStreamSteady) } : {}),
     ...(m.cpuUsPerDeltaSteady !== null ? { cpuUsPerDeltaSteady: r2(m.cpuUsPerDeltaSteady) } : {}),
     ...(m.wakeUpsPerDeltaSteady !== null ? { wakeUpsPerDeltaSteady: r3(m.wakeUpsPerDeltaSteady) } : {}),
+    ...(m.cpuUsByThread ? { cpuUsByThread: { main: r2(m.cpuUsByThread.main)!, actor: r2(m.cpuUsByThread.actor)!, rest: r2(m.cpuUsByThread.rest)! } } : {}),
     ...(perStart(base.scenario) ? { cpuUsPerStart: m.cpuUs === null ? null : r2(m.cpuUs / g.streams) } : {}),
     ...(perStart(base.scenario) && m.idleCpuUs !== null ? { idleCpuUsPerStart: r2(m.idleCpuUs / g.streams) } : {}),
     ...(perStart(base.scenario) && m.pgCpuUs !== null ? { pgCpuUsPerStart: r2(m.pgCpuUs / g.streams) } : {}),

@@ -112,6 +112,20 @@ export function cpuMicros(pid: number): number {
   return sum;
 }
 
+/** utime + stime of each thread of the process itself (not its children), in microseconds, by thread id. */
+export function threadCpuMicros(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      out.set(Number(tid), (Number(f[11]) + Number(f[12])) * 10_000);
+    } catch {
+      // the thread ended since the listing
+    }
+  }
+  return out;
+}
+
 /**
  * Voluntary context switches of every thread of the process tree (nginx's workers are its children):
  * each is a sleep (epoll_wait, a futex), so the thread's next run is a wake-up.
