@@ -16,9 +16,15 @@ export interface Metrics {
   startConflicts: client.Counter<'kind'>;
 }
 
+/** prom-client's event-loop delay sampling interval. */
+export const EVENT_LOOP_PRECISION_MS = 100;
+
 export function createMetrics(supervisor: RunSupervisor, admission?: Admission): Metrics {
   const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry });
+  // prom-client samples the event-loop delay on a timer: at its default 10 ms that timer is ~100 wake-ups a
+  // second of the main thread, idle or not (docs/performance.md, ninth round). A tenth of that is plenty for
+  // a dashboard's nodejs_eventloop_lag_*; the overload signal (css_event_loop_lag_p99_ms) has its own.
+  client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
   if (admission) admissionMetrics(registry, admission);
   new client.Gauge({
     name: 'css_active_runs',

@@ -42,7 +42,8 @@ type RuntimeMessage = { t: 'attach'; subId: number } | { t: 'fault'; error: unkn
 
 /** Where an actor's frames and end go: the host's outbox, or a test's recorder. */
 export interface FrameSink {
-  frames(runId: string, data: string): void;
+  /** `hold`: the run's first frames, which may wait briefly for its next to cross with them (outbox.ts). */
+  frames(runId: string, data: string, hold?: boolean): void;
   replay(runId: string, subId: number, data: string, ended: boolean): void;
   replayFailed(runId: string, subId: number, message: string): void;
   end(runId: string, result: RunResult): void;
@@ -133,6 +134,8 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   private state: S;
   private readonly mailbox: Array<M | Control | RuntimeMessage> = [];
   private draining = false;
+  /** A frame has gone to the sink: only the run's first may be held (FrameSink.frames). */
+  private emitted = false;
   private readonly buffer = new EventBuffer();
   private controller: AbortController | null = null;
   private readonly timers = new Set<unknown>();
@@ -248,20 +251,24 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   emit(event: string, data: unknown): void {
     if (this.finished) return;
     const frame = sseFrame(event, data);
+    const first = !this.emitted;
+    this.emitted = true;
     this.buffer.push(frame);
-    this.sink.frames(this.runId, frame);
+    this.sink.frames(this.runId, frame, first);
   }
 
   emitKeyed(key: string, event: string, data: unknown): void {
     if (this.finished) return;
     const frame = sseFrame(event, data);
     this.buffer.upsert(key, frame);
+    this.emitted = true;
     this.sink.frames(this.runId, frame);
   }
 
   emitDelta(text: string): void {
     if (this.finished || text.length === 0) return;
     this.buffer.appendText(text);
+    this.emitted = true;
     this.sink.frames(this.runId, deltaFrame(text));
   }
 

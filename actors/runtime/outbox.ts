@@ -10,22 +10,36 @@
 import type { Batch, BatchEntry, RunResult } from './protocol.ts';
 
 export const DEFAULT_GAP_MS = 1;
+/**
+ * How long a run's first frames (a start's `meta`) may wait for something else to cross with: the main
+ * thread holds them for the run's next frames anyway (src/http/sse.ts HEAD_WAIT_MS, 20 ms), so waiting
+ * here costs the client nothing, and a start whose first text follows within it crosses once, not twice.
+ */
+export const DEFAULT_HOLD_MS = 5;
 
 export class Outbox {
   private items: BatchEntry[] = [];
   /** Where each run's frames item of this batch starts in `items` (runId, data, events). */
   private open = new Map<string, number>();
-  private scheduled = false;
+  /** No flush pending; one due when the gap allows; or only held frames waiting, on the hold timer. */
+  private scheduled: 'no' | 'due' | 'held' = 'no';
+  private holdTimer: NodeJS.Timeout | null = null;
   private lastFlush = -Infinity;
   private readonly send: (batch: Batch) => void;
   private readonly gapMs: number;
+  private readonly holdMs: number;
 
-  constructor(send: (batch: Batch) => void, options: { gapMs?: number } = {}) {
+  constructor(send: (batch: Batch) => void, options: { gapMs?: number; holdMs?: number } = {}) {
     this.send = send;
     this.gapMs = options.gapMs ?? DEFAULT_GAP_MS;
+    this.holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
   }
 
-  frames(runId: string, data: string): void {
+  /**
+   * A run's frames. `hold`: they may wait up to holdMs for anything else to cross (a run's first
+   * frames); whatever comes next, of any run, takes them along.
+   */
+  frames(runId: string, data: string, hold = false): void {
     const at = this.open.get(runId);
     if (at !== undefined) {
       const items = this.items;
@@ -34,8 +48,9 @@ export class Outbox {
     } else {
       this.open.set(runId, this.items.length);
       this.items.push(runId, data, 1);
-      this.schedule();
     }
+    if (hold) this.hold();
+    else this.schedule();
   }
 
   replay(runId: string, subId: number, data: string, ended: boolean): void {
@@ -68,16 +83,26 @@ export class Outbox {
   }
 
   private schedule(): void {
-    if (!this.scheduled) {
-      this.scheduled = true;
-      const wait = this.lastFlush + this.gapMs - performance.now();
-      if (wait > 0) setTimeout(this.flush, wait);
-      else setImmediate(this.flush);
+    if (this.scheduled === 'due') return;
+    if (this.holdTimer) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = null;
     }
+    this.scheduled = 'due';
+    const wait = this.lastFlush + this.gapMs - performance.now();
+    if (wait > 0) setTimeout(this.flush, wait);
+    else setImmediate(this.flush);
+  }
+
+  private hold(): void {
+    if (this.scheduled !== 'no') return;
+    this.scheduled = 'held';
+    this.holdTimer = setTimeout(this.flush, this.holdMs);
   }
 
   private flush = (): void => {
-    this.scheduled = false;
+    this.scheduled = 'no';
+    this.holdTimer = null;
     this.lastFlush = performance.now();
     const items = this.items;
     this.items = [];

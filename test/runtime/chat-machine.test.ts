@@ -51,6 +51,7 @@ test('a plain answer: meta, deltas as they come, the answer stored once the inpu
   assert.equal(m.sink.result, null, 'done waits for the answer to be stored');
   m.tell({ t: 'answer_stored' });
   assert.deepEqual(m.sink.names(), ['meta', 'delta', 'delta', 'done']);
+  assert.deepEqual(m.sink.held, [true, false, false, false], 'only the first frame may wait to cross with the next');
   assert.deepEqual(m.sink.events().at(-1), ['done', { type: 'done', text: 'Hello world', usage }]);
   assert.equal(m.sink.ends, 1);
   assert.deepEqual(m.sink.result, {

@@ -15,9 +15,12 @@ export class RecordingSink implements FrameSink {
   ends = 0;
   readonly replays: Array<{ subId: number; data: string; ended: boolean; at: number }> = [];
   readonly logs: string[] = [];
-  frames(_runId: string, data: string): void {
+  /** Each frame's `hold` flag, in order. */
+  readonly held: boolean[] = [];
+  frames(_runId: string, data: string, hold = false): void {
     if (this.result) throw new Error('a frame after the end');
     this.data += data;
+    this.held.push(hold);
   }
   replay(_runId: string, subId: number, data: string, ended: boolean): void {
     this.replays.push({ subId, data, ended, at: this.data.length });

@@ -59,6 +59,29 @@ test('batches are at least the gap apart: frames of later turns within it wait a
   assert.equal((batchItems(batches[1]!)[0] as { data: string }).data, 'b');
 });
 
+test('a run\'s held first frames wait for what comes next, of any run, and cross with it', async () => {
+  const batches: Batch[] = [];
+  const out = new Outbox((b) => batches.push(b), { holdMs: 600_000 });
+  out.frames('r1', 'meta', true);
+  await turn();
+  assert.equal(batches.length, 0, 'held frames alone do not cross at the end of their turn');
+  out.frames('r1', 'delta');
+  await waitFor(() => batches.length === 1, 10_000, 'the batch the delta makes');
+  assert.deepEqual(batchItems(batches[0]!), [{ t: 'frames', runId: 'r1', data: 'metadelta', events: 2 }]);
+  out.frames('r2', 'meta', true);
+  out.end('r3', { ok: true, value: 1 });
+  await waitFor(() => batches.length === 2, 10_000, 'the batch another run\'s end makes');
+  assert.deepEqual(batchItems(batches[1]!).map((i) => i.t === 'frames' ? i.data : i.t), ['meta', 'end']);
+});
+
+test('held frames with nothing after them cross when the hold is over', async () => {
+  const batches: Batch[] = [];
+  const out = new Outbox((b) => batches.push(b), { holdMs: 1 });
+  out.frames('r1', 'meta', true);
+  await waitFor(() => batches.length === 1, 10_000, 'the held batch');
+  assert.deepEqual(batchItems(batches[0]!), [{ t: 'frames', runId: 'r1', data: 'meta', events: 1 }]);
+});
+
 test('a replay closes the run\'s open item, so frames after it land after it, in order', async () => {
   const batches: Batch[] = [];
   const out = new Outbox((b) => batches.push(b));
