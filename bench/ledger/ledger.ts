@@ -6,6 +6,7 @@
 //                                                       at BENCH_DATABASE_URL or 127.0.0.1:5432 for the statements)
 //
 // The service itself is measured before and after the stages (measured.ts; LEDGER_SERVICE=0 skips it),
+// LEDGER_RUNS=N measures the stages N times (the service between) and shows each row's median run,
 // and each table is compared with that, then with the last `make bench`'s row (bench/results.json).
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -53,7 +54,7 @@ function compareSameRun(stages: Stage[], service: ServiceFigures[], per: 'start'
   const s = sum(stages, 'cpuUs');
   const threads = service.map((x) => (per === 'start' ? x.startThreads : x.deltaThreads)).map((t) => (t ? `main ${f(t.main)}, actor ${f(t.actor)}, rest ${f(t.rest)}` : '?')).join(' / ');
   return `compare with: the service in this run (${what}, before / after the stages): ${values.map((v) => f(v)).join(' / ')} µs `
-    + `(by thread: ${threads}), ${wakes} wake-ups per ${per}; sum ${f(s)} ÷ their mean = ${(s / mean(values)).toFixed(2)}`;
+    + `(by thread: ${threads}), ${wakes} wake-ups per ${per}; sum ${f(s)} ÷ their mean = ${(s / mean(values)).toFixed(2)}, ÷ their median = ${(s / median(values)).toFixed(2)}`;
 }
 
 /**
@@ -68,17 +69,35 @@ function idleStage(idleCpuUsPerS: number): Stage {
 
 const START_RATE = 500;
 
+/** Row by row, the run whose CPU figure is the median of the runs' (the rows are in the same order in each). */
+function medianRows(runs: Stage[][]): Stage[] {
+  return runs[0]!.map((row, i) => {
+    const mid = runs.map((r) => r[i]!).sort((a, b) => a.cpuUs - b.cpuUs)[(runs.length - 1) >> 1]!;
+    return runs.length > 1 ? { ...mid, note: `${mid.note ?? ''} [median of ${runs.length} runs: ${runs.map((r) => f(r[i]!.cpuUs)).join(', ')}]` } : row;
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 try {
   const load = os.loadavg()[0]!.toFixed(2);
   const ops = Number(process.env.LEDGER_OPS ?? 2000);
   const measureSvc = process.env.LEDGER_SERVICE !== '0';
-  const before = measureSvc ? await measureService() : null;
-  const startStages = await startLedger();
-  const deltaStages = await deltaLedger();
-  const after = measureSvc ? await measureService() : null;
-  const service = [before, after].filter((x): x is ServiceFigures => x !== null);
+  // LEDGER_RUNS > 1: the stages measured that many times, the service before and after each, and each
+  // row the run whose figure is the median (one real measurement per row, not a mix of runs).
+  const runs = Number(process.env.LEDGER_RUNS ?? 1);
+  const measured = [measureSvc ? await measureService() : null];
+  const startRuns: Stage[][] = [];
+  const deltaRuns: Stage[][] = [];
+  for (let r = 0; r < runs; r++) {
+    startRuns.push(await startLedger());
+    deltaRuns.push(await deltaLedger());
+    measured.push(measureSvc ? await measureService() : null);
+  }
+  const startStages = medianRows(startRuns);
+  const deltaStages = medianRows(deltaRuns);
+  const service = measured.filter((x): x is ServiceFigures => x !== null);
   const wakeUps = service.length ? mean(service.map((x) => x.startWakeUps)) : (benchRow('start').row?.wakeUpsPerStart ?? null);
   startStages.push(await wakeUpStage(wakeUps, startStages, ops));
   if (service.length) startStages.push(idleStage(mean(service.map((x) => x.idleCpuUsPerS))));
