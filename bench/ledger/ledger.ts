@@ -17,7 +17,7 @@ import { deltaLedger } from './delta.ts';
 import { measureService, type ServiceFigures } from './measured.ts';
 import { startLedger } from './start.ts';
 import { wakeUpStage } from './wake.ts';
-import { f, sum, table, type Stage } from './timing.ts';
+import { f, medianRows, sum, table, type Stage } from './timing.ts';
 
 const RESULTS = path.join(import.meta.dirname, '../results.json');
 
@@ -68,14 +68,6 @@ function idleStage(idleCpuUsPerS: number): Stage {
 }
 
 const START_RATE = 500;
-
-/** Row by row, the run whose CPU figure is the median of the runs' (the rows are in the same order in each). */
-function medianRows(runs: Stage[][]): Stage[] {
-  return runs[0]!.map((row, i) => {
-    const mid = runs.map((r) => r[i]!).sort((a, b) => a.cpuUs - b.cpuUs)[(runs.length - 1) >> 1]!;
-    return runs.length > 1 ? { ...mid, note: `${mid.note ?? ''} [median of ${runs.length} runs: ${runs.map((r) => f(r[i]!.cpuUs)).join(', ')}]` } : row;
-  });
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;

@@ -171,6 +171,18 @@ export const minus = (a: Stage, b: Stage): Stage => ({
 /** The sum of the stages that count (`inSum` not false), per operation. */
 export const sum = (stages: Stage[], k: 'cpuUs' | 'otherUs' | 'wakeUps'): number => stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s[k] ?? 0), 0);
 
+/**
+ * Row by row, the run whose CPU figure is the median of the runs' (the rows come in the same order in
+ * each run), so every row stays one real measurement; the note lists every run's figure.
+ */
+export function medianRows(runs: Stage[][]): Stage[] {
+  if (runs.length === 1) return runs[0]!;
+  return runs[0]!.map((_, i) => {
+    const mid = runs.map((r) => r[i]!).sort((a, b) => a.cpuUs - b.cpuUs)[(runs.length - 1) >> 1]!;
+    return { ...mid, note: `${mid.note ?? ''} [median of ${runs.length} runs: ${runs.map((r) => f(r[i]!.cpuUs)).join(', ')}]` };
+  });
+}
+
 /** A µs figure as the tables print it. */
 export const f = (v: number | undefined) => (v === undefined ? '—' : v >= 100 ? v.toFixed(0) : v.toFixed(1));
 
