@@ -24,9 +24,10 @@ function flushDirty(): void {
   for (let i = 0; i < sinks.length; i++) sinks[i]!.flushPending();
 }
 
-// Opened sinks whose head waits for their first frames, and whose first frames wait for the next ones
-// (a start's `meta` for its first delta), so that a start's answer leaves in one socket write, or in
-// two for a run that is slower than this to its first token. One shared timer sends what waits too long.
+// Opened sinks whose head waits for their first frames, so that the two leave in one socket write. A
+// run's first frames (a start's `meta`) have already waited on the actor thread for its next ones
+// (actors/runtime/outbox.ts, DEFAULT_HOLD_MS), so a short start's whole answer comes in one batch. One
+// shared timer sends the head of a stream that has said nothing by HEAD_WAIT_MS.
 export const HEAD_WAIT_MS = 20;
 const headless = new Set<SseSink>();
 let headTimer: NodeJS.Timeout | null = null;
@@ -65,8 +66,6 @@ export class SseSink implements Subscriber {
   private writeOk = true;
   /** Status line and headers written (they go out with the first frames, or after HEAD_WAIT_MS). */
   private headSent = false;
-  /** The first frames are pending and wait for the next turn's (or the end, or HEAD_WAIT_MS). */
-  private holding = false;
   closed = false;
   private opened = false;
   /** Set when the sink was dropped for being too slow (for metrics and logs). */
@@ -81,8 +80,8 @@ export class SseSink implements Subscriber {
 
   /**
    * Opens the stream (once; the first write or end opens it too). The status line, headers and `: open`
-   * go out with the stream's first frames in one write (a start's `meta` follows within a thread
-   * crossing), or after HEAD_WAIT_MS when nothing comes: one socket write per start saved.
+   * go out with the stream's first frames in one write (they follow within a thread crossing), or after
+   * HEAD_WAIT_MS when nothing comes: one socket write per start saved.
    */
   open(): void {
     if (this.opened) return;
@@ -114,10 +113,9 @@ export class SseSink implements Subscriber {
     reply.res.write(OPENED);
   }
 
-  /** HEAD_WAIT_MS passed: the client sees the stream open now, with the frames that waited. */
+  /** HEAD_WAIT_MS passed: the client sees the stream open now (with this turn's frames, if any). */
   sendHead(): void {
     if (this.closed || this.headSent) return;
-    this.holding = false;
     if (this.pending !== null) this.flushPending();
     else this.reply.res.cork(this.corkedHead);
   }
@@ -140,24 +138,12 @@ export class SseSink implements Subscriber {
     }
     // The frames of one turn (a run's batch from the actor thread: meta, the first deltas, `done`)
     // go out in one corked write at the turn's end, or with end(): a socket write costs ~6 µs
-    // whatever its size (docs/performance.md, the ledger). Only a stream's first frames wait longer,
-    // for the next ones, at most HEAD_WAIT_MS.
+    // whatever its size (docs/performance.md, the ledger).
     if (this.pending !== null) {
       this.pending += chunk;
-      if (this.holding) this.release();
       return;
     }
     this.pending = chunk;
-    if (!this.headSent) {
-      this.holding = true;
-      return;
-    }
-    this.schedule();
-  }
-
-  /** The first frames have company: they go out at this turn's end. */
-  private release(): void {
-    this.holding = false;
     this.schedule();
   }
 

@@ -1,7 +1,7 @@
 // SseSink (src/http/sse.ts) against a recording stand-in for a uWS response: what one turn writes
-// leaves in one write with the head in front of it, a stream's first frames wait for the next ones
-// (at most HEAD_WAIT_MS), an open stream with nothing to say still shows its head, and an end carries
-// what waited.
+// leaves in one write at the turn's end with the head in front of it (a run's first frames wait on the
+// actor thread, not here), an open stream with nothing to say still shows its head after HEAD_WAIT_MS,
+// and an end carries what waited.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { HttpResponse } from '../../src/http/uws.ts';
@@ -35,15 +35,14 @@ function fakeRes() {
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
 
-test('a stream\'s first frames wait for the next turn\'s and leave with them in one send, the head in front', async () => {
+test('a stream\'s first frames leave at their turn\'s end in one send, the head in front; each later turn\'s at its end', async () => {
   const { res, sends } = fakeRes();
   const sink = createSse(new Reply(res));
   sink.open();
   assert.equal(sends.length, 0, 'the head waits for the first frames');
   sink.write('event: meta\n\n');
-  await turn();
-  assert.equal(sends.length, 0, 'the first frames wait for company');
   sink.write('event: delta\n\n');
+  assert.equal(sends.length, 0, 'nothing leaves before the turn ends');
   await turn();
   assert.equal(sends.length, 1);
   assert.equal(sends[0]![0], 'status 200 OK');
@@ -52,29 +51,6 @@ test('a stream\'s first frames wait for the next turn\'s and leave with them in 
   sink.write('event: delta\n\n');
   await turn();
   assert.deepEqual(sends[1], ['event: delta\n\n'], 'later turns: each turn\'s frames at its end');
-});
-
-test('first frames with no company leave with the head after the wait', async () => {
-  const { res, sends } = fakeRes();
-  const sink = createSse(new Reply(res));
-  sink.open();
-  sink.write('event: meta\n\n');
-  await waitFor(() => sends.length === 1, 10_000, 'the head and the first frames');
-  assert.equal(sends[0]![0], 'status 200 OK');
-  assert.equal(sends[0]!.at(-1), 'event: meta\n\n');
-});
-
-test('a short run\'s whole answer leaves in one send: first frames, the next turn\'s and the end', async () => {
-  const { res, sends } = fakeRes();
-  const sink = createSse(new Reply(res));
-  sink.open();
-  sink.write('event: meta\n\n');
-  await turn();
-  sink.write('event: delta\n\nevent: done\n\n');
-  sink.end();
-  assert.equal(sends.length, 1);
-  assert.equal(sends[0]![0], 'status 200 OK');
-  assert.equal(sends[0]!.at(-1), 'end event: meta\n\nevent: delta\n\nevent: done\n\n');
 });
 
 test('two streams written in one turn each send once', async () => {
