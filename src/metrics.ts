@@ -17,7 +17,7 @@ export interface Metrics {
 }
 
 /** prom-client's event-loop delay sampling interval. */
-export const EVENT_LOOP_PRECISION_MS = 100;
+const EVENT_LOOP_PRECISION_MS = 100;
 
 export function createMetrics(supervisor: RunSupervisor, admission?: Admission): Metrics {
   const registry = new client.Registry();

@@ -134,8 +134,6 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   private state: S;
   private readonly mailbox: Array<M | Control | RuntimeMessage> = [];
   private draining = false;
-  /** A frame has gone to the sink: only the run's first may be held (FrameSink.frames). */
-  private emitted = false;
   private readonly buffer = new EventBuffer();
   private controller: AbortController | null = null;
   private readonly timers = new Set<unknown>();
@@ -251,8 +249,8 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   emit(event: string, data: unknown): void {
     if (this.finished) return;
     const frame = sseFrame(event, data);
-    const first = !this.emitted;
-    this.emitted = true;
+    // Only a run's first frame may wait to cross with its next (FrameSink.frames).
+    const first = this.buffer.empty;
     this.buffer.push(frame);
     this.sink.frames(this.runId, frame, first);
   }
@@ -261,14 +259,12 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     if (this.finished) return;
     const frame = sseFrame(event, data);
     this.buffer.upsert(key, frame);
-    this.emitted = true;
     this.sink.frames(this.runId, frame);
   }
 
   emitDelta(text: string): void {
     if (this.finished || text.length === 0) return;
     this.buffer.appendText(text);
-    this.emitted = true;
     this.sink.frames(this.runId, deltaFrame(text));
   }
 

@@ -29,6 +29,11 @@ export class EventBuffer {
     this.tail = frame;
   }
 
+  /** Nothing emitted yet: the next frame is the run's first. */
+  get empty(): boolean {
+    return this.head === '' && this.keyed.size === 0 && this.text === '' && this.tail === '';
+  }
+
   /** All delta text so far: for a chat, the answer as streamed. */
   get deltaText(): string {
     return this.text;

@@ -4,16 +4,16 @@
 //
 // Batches are at least `gapMs` apart (1 ms by default): a batch whose turn comes sooner waits on a
 // timer for the rest of the gap, collecting what later turns emit. A lone frame after a quiet spell
-// still goes out at the end of its turn; under load one thread crossing (a structured clone and a
+// still goes out at the end of its turn, unless it is a run's first (held, below); under load one thread crossing (a structured clone and a
 // wake-up of the main thread, ~5 µs of a delta's ~40 when every turn sent its own) carries the
 // frames of a millisecond, for at most a millisecond of added latency.
 import type { Batch, BatchEntry, RunResult } from './protocol.ts';
 
 export const DEFAULT_GAP_MS = 1;
 /**
- * How long a run's first frames (a start's `meta`) may wait for something else to cross with: the main
- * thread holds them for the run's next frames anyway (src/http/sse.ts HEAD_WAIT_MS, 20 ms), so waiting
- * here costs the client nothing, and a start whose first text follows within it crosses once, not twice.
+ * How long a run's first frames (a start's `meta`, which carries no text) may wait for something else
+ * to cross with: a start whose first text follows within it crosses once, not twice, and its text never
+ * waits, since anything that is not held takes the held frames along at once.
  */
 export const DEFAULT_HOLD_MS = 5;
 
@@ -21,8 +21,9 @@ export class Outbox {
   private items: BatchEntry[] = [];
   /** Where each run's frames item of this batch starts in `items` (runId, data, events). */
   private open = new Map<string, number>();
-  /** No flush pending; one due when the gap allows; or only held frames waiting, on the hold timer. */
-  private scheduled: 'no' | 'due' | 'held' = 'no';
+  /** A flush is due (at the turn's end, or when the gap allows). */
+  private due = false;
+  /** Only held frames wait: their flush is on this timer. */
   private holdTimer: NodeJS.Timeout | null = null;
   private lastFlush = -Infinity;
   private readonly send: (batch: Batch) => void;
@@ -83,25 +84,24 @@ export class Outbox {
   }
 
   private schedule(): void {
-    if (this.scheduled === 'due') return;
+    if (this.due) return;
     if (this.holdTimer) {
       clearTimeout(this.holdTimer);
       this.holdTimer = null;
     }
-    this.scheduled = 'due';
+    this.due = true;
     const wait = this.lastFlush + this.gapMs - performance.now();
     if (wait > 0) setTimeout(this.flush, wait);
     else setImmediate(this.flush);
   }
 
   private hold(): void {
-    if (this.scheduled !== 'no') return;
-    this.scheduled = 'held';
+    if (this.due || this.holdTimer) return;
     this.holdTimer = setTimeout(this.flush, this.holdMs);
   }
 
   private flush = (): void => {
-    this.scheduled = 'no';
+    this.due = false;
     this.holdTimer = null;
     this.lastFlush = performance.now();
     const items = this.items;

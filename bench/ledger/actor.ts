@@ -9,10 +9,9 @@ import { Outbox } from '../../actors/runtime/outbox.ts';
 import { batchItems, type RunResult } from '../../actors/runtime/protocol.ts';
 import type { ProviderSession } from '../../src/providers/types.ts';
 import type { RunDeps } from '../../src/run-deps.ts';
-import { createProviders } from '../../src/providers/index.ts';
 import { fakeDeps } from '../../test/runtime/fake-io.ts';
 import { newPath, PER_TURN, turn } from '../mailbox.ts';
-import { chatRequest, ROUND_END, TEXT } from './run-shapes.ts';
+import { chatRequest, providerC, ROUND_END, TEXT } from './run-shapes.ts';
 import { simBase } from './upstream.ts';
 import { steadyWindow, time, type Stage } from './timing.ts';
 
@@ -74,31 +73,34 @@ export async function actorStart(persist: boolean, ops: number): Promise<Stage> 
  */
 export async function actorThreadDelta(upstream: { port: number }, other: () => Promise<() => Promise<number>>, o: { streams: number; rate: number; windowMs: number }): Promise<Stage & { units: number }> {
   const seconds = Math.ceil((o.windowMs + 8000) / 1000);
-  const providers = createProviders({ PROVIDER_TIMEOUT_MS: 120_000, AGENT_PROVIDER_API_BASE_URL: '', PROVIDER_C_API_KEY: 'k', PROVIDER_C_BASE_URL: simBase(upstream.port, o.rate * seconds, o.rate) });
-  const deps = { ...fakeDeps(), providers };
+  const adapter = providerC(simBase(upstream.port, o.rate * seconds, o.rate));
+  const deps = { ...fakeDeps(), providers: new Map([[adapter.name, adapter]]) };
   const run = defineRun({ ...chatBehavior, execute: answerAtOnce });
   let events = 0;
-  const open = new Set<string>();
+  // Runs that have sent frames, until all have (then every stream is open).
+  const heard = new Set<string>();
   let allOpen: () => void = () => {};
   const opened = new Promise<void>((resolve) => (allOpen = resolve));
-  const ends: Array<Promise<RunResult>> = [];
-  const waiting = new Map<string, (r: RunResult) => void>();
-  const outbox = new Outbox((b) => {
-    const e = b.items;
+  const ended = new Map<string, (r: RunResult) => void>();
+  // The entries read in place, as the supervisor reads them (no object per item in the measured window).
+  const outbox = new Outbox(({ items: e }) => {
     for (let i = 0; i < e.length; i++) {
       const entry = e[i]!;
-      if (typeof entry === 'string') {
-        events += e[i + 2] as number;
-        if (open.size < o.streams && !open.has(entry) && (open.add(entry), open.size === o.streams)) allOpen();
-        i += 2;
-      } else if (typeof entry === 'object' && entry.t === 'end') waiting.get(entry.runId)?.(entry.result);
+      if (typeof entry === 'object') {
+        if (entry.t === 'end') ended.get(entry.runId)!(entry.result);
+        continue;
+      }
+      events += e[i + 2] as number; // a frames item: runId, data, events
+      if (heard.size < o.streams && !heard.has(entry as string) && heard.add(entry as string).size === o.streams) allOpen();
+      i += 2;
     }
   });
-  for (let i = 0; i < o.streams; i++) {
+  const ends = Array.from({ length: o.streams }, (_, i) => {
     const runId = `run-${i}`;
-    ends.push(new Promise<RunResult>((resolve) => waiting.set(runId, resolve)));
+    const end = new Promise<RunResult>((resolve) => ended.set(runId, resolve));
     run.spawn(runId, chatRequest(true), deps, outbox).tell({ t: 'start' });
-  }
+    return end;
+  });
   await opened;
   const s = await steadyWindow(o.windowMs, () => events, other);
   const failed = (await Promise.all(ends)).filter((r) => !r.ok);

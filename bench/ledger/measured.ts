@@ -21,7 +21,11 @@ export interface ServiceFigures {
   /** The same CPU by thread (measure.ts cpuUsByThread). */
   startThreads: ThreadSplit | null;
   deltaThreads: ThreadSplit | null;
-  /** The warm service's CPU per second while idle (its timers), read over IDLE_S after the jobs. */
+  /**
+   * The warm service's CPU per second while idle (its timers), read over IDLE_S a second after both jobs.
+   * Not measure()'s idle reading: that one comes right after the stream job, and holds the GC of its
+   * garbage (12 ms/s against 1–2 here, one run).
+   */
   idleCpuUsPerS: number;
 }
 

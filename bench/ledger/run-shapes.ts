@@ -5,9 +5,15 @@ import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-protocol.ts';
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import { encodeItems, type Batch, type OutItem, type RunResult, type ToHost } from '../../actors/runtime/protocol.ts';
-import type { RoundEnd } from '../../src/providers/types.ts';
+import { createProviders } from '../../src/providers/index.ts';
+import type { ProviderAdapter, RoundEnd } from '../../src/providers/types.ts';
 import { streamCompletionSchema } from '../../src/schemas.ts';
 import { serviceBody } from '../load/bodies.ts';
+
+/** The service's provider_c adapter as it builds it (the openai client on the service's fetch), toward `baseUrl`. */
+export function providerC(baseUrl: string): ProviderAdapter {
+  return createProviders({ PROVIDER_TIMEOUT_MS: 120_000, AGENT_PROVIDER_API_BASE_URL: '', PROVIDER_C_API_KEY: 'k', PROVIDER_C_BASE_URL: baseUrl }).get('provider_c')!;
+}
 
 /** The one delta's text (a stamped simulator delta). */
 export const TEXT = '1764069999123.456|';

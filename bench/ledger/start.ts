@@ -5,7 +5,6 @@ import OpenAI from 'openai';
 import { Agent, request } from 'undici';
 import { openDatabase } from '../../src/db/pool.ts';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
-import { createProviders } from '../../src/providers/index.ts';
 import { toProviderMessages } from '../../src/chat/transcript.ts';
 import { streamCompletionSchema } from '../../src/schemas.ts';
 import { createChat } from '../../src/store/chats.ts';
@@ -19,7 +18,7 @@ import { startCrossings } from './crossing.ts';
 import { startSseServer } from './sse-server.ts';
 import { STREAM_PATH, startRouteServer } from './route.ts';
 import { supervisorStart } from './supervisor.ts';
-import { chatRequest } from './run-shapes.ts';
+import { chatRequest, providerC } from './run-shapes.ts';
 import { simBase } from './upstream.ts';
 import { minus, sum, time, type Stage } from './timing.ts';
 
@@ -125,8 +124,7 @@ async function upstreamStages(): Promise<Stage[]> {
  * adapter's reading of them. Paced as the bench starts streams; other = the upstream server.
  */
 async function adapterRound(up: { child: Child; port: number }): Promise<Stage> {
-  const providers = createProviders({ PROVIDER_TIMEOUT_MS: 120_000, AGENT_PROVIDER_API_BASE_URL: '', PROVIDER_C_API_KEY: 'k', PROVIDER_C_BASE_URL: simBase(up.port, 1) });
-  const adapter = providers.get('provider_c')!;
+  const adapter = providerC(simBase(up.port, 1));
   const req = chatRequest(true);
   let texts = 0;
   const onText = () => void texts++;

@@ -113,11 +113,13 @@ export class SseSink implements Subscriber {
     reply.res.write(OPENED);
   }
 
-  /** HEAD_WAIT_MS passed: the client sees the stream open now (with this turn's frames, if any). */
+  /**
+   * HEAD_WAIT_MS passed with no frames: the client sees the stream open now. (Frames never wait here:
+   * each turn's leave at its end, head in front, so none can be pending when a timer fires.)
+   */
   sendHead(): void {
     if (this.closed || this.headSent) return;
-    if (this.pending !== null) this.flushPending();
-    else this.reply.res.cork(this.corkedHead);
+    this.reply.res.cork(this.corkedHead);
   }
 
   private readonly corkedHead = (): void => this.writeHead();

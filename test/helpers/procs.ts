@@ -102,13 +102,16 @@ export function processTree(pid: number): number[] {
   return out;
 }
 
-/** utime + stime of the process tree (all threads), in microseconds (from clock ticks, 100/s). */
+/** utime + stime from a /proc `stat` file (a process's or a thread's), in microseconds (clock ticks, 100/s). */
+function statMicros(file: string): number {
+  const f = readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
+/** utime + stime of the process tree (all threads), in microseconds. */
 export function cpuMicros(pid: number): number {
   let sum = 0;
-  for (const p of processTree(pid)) {
-    const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    sum += (Number(f[11]) + Number(f[12])) * 10_000;
-  }
+  for (const p of processTree(pid)) sum += statMicros(`/proc/${p}/stat`);
   return sum;
 }
 
@@ -117,8 +120,7 @@ export function threadCpuMicros(pid: number): Map<number, number> {
   const out = new Map<number, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      out.set(Number(tid), (Number(f[11]) + Number(f[12])) * 10_000);
+      out.set(Number(tid), statMicros(`/proc/${pid}/task/${tid}/stat`));
     } catch {
       // the thread ended since the listing
     }

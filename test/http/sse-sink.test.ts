@@ -53,6 +53,17 @@ test('a stream\'s first frames leave at their turn\'s end in one send, the head 
   assert.deepEqual(sends[1], ['event: delta\n\n'], 'later turns: each turn\'s frames at its end');
 });
 
+test('a batch\'s frames written at once, a start\'s meta with its first delta, leave at the end of their turn', async () => {
+  const { res, sends } = fakeRes();
+  const sink = createSse(new Reply(res));
+  sink.open();
+  sink.write('event: meta\n\nevent: delta\n\n');
+  await turn();
+  assert.equal(sends.length, 1, 'the first delta does not wait for company');
+  assert.equal(sends[0]![0], 'status 200 OK');
+  assert.equal(sends[0]!.at(-1), 'event: meta\n\nevent: delta\n\n');
+});
+
 test('two streams written in one turn each send once', async () => {
   const a = fakeRes();
   const b = fakeRes();

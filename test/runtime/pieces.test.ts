@@ -23,6 +23,21 @@ test('the event buffer coalesces deltas into one and keeps only the latest state
   assert.ok(b.replay().endsWith(sseFrame('done', { text: 'abcd' })));
 });
 
+test('the event buffer is empty only until a run\'s first frame of any kind', () => {
+  const kinds: Array<(b: EventBuffer) => void> = [
+    (b) => b.push(sseFrame('meta', {})),
+    (b) => b.upsert('k', sseFrame('search', {})),
+    (b) => b.appendText('a'),
+    (b) => b.end(sseFrame('error', {})),
+  ];
+  for (const first of kinds) {
+    const b = new EventBuffer();
+    assert.equal(b.empty, true);
+    first(b);
+    assert.equal(b.empty, false);
+  }
+});
+
 test('the outbox sends one batch per event-loop turn, one item per run with its frames concatenated', async () => {
   const batches: Batch[] = [];
   const out = new Outbox((b) => batches.push(b));
