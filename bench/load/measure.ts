@@ -88,6 +88,8 @@ export interface CapacityProbe {
   ttfdP99Ms: number | null;
   failed: number | null;
   loadAvg1?: number;
+  /** Each run of a step decided by more than one (the fields above are the standing run's). */
+  runs?: { pass: boolean; addedP99Ms: number | null; ttfdP99Ms: number | null; loadAvg1?: number }[];
 }
 
 export type Base = Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate' | 'scenario' | 'variant'>;

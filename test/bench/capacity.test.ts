@@ -1,8 +1,8 @@
-// The capacity search's two decisions (bench/load/capacity.ts): which K to try next, and whether a
-// measured step held the bound. The search itself runs in `make bench`; these pin its rules.
+// The capacity search's decisions (bench/load/capacity.ts): which K to try next, whether a
+// measured run held the bound, and whether one run decides its step or a majority of runs must. The search itself runs in `make bench`; these pin its rules.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { miss, nextK } from '../../bench/load/capacity.ts';
+import { decisive, miss, nextK, verdict } from '../../bench/load/capacity.ts';
 import type { Row } from '../../bench/load/measure.ts';
 
 const row = (o: Partial<Row>): Row => ({
@@ -38,4 +38,28 @@ test('above the floor\'s own capacity no target holds, and the floor is judged b
   assert.match(miss(row({}), saturated)!, /the floor itself misses/);
   assert.match(miss(saturated, null)!, /latency p99 80 ms > 50/);
   assert.equal(miss(floor, null), null);
+});
+
+test('one run decides its step only far from the bound: half of each bound to spare, twice a bound, or a failure', () => {
+  assert.equal(decisive(row({ addedP99Ms: 25, ttfdP99Ms: 125 }), floor), true);
+  assert.equal(decisive(row({ addedP99Ms: 26, ttfdP99Ms: 20 }), floor), false);
+  assert.equal(decisive(row({ addedP99Ms: 10, ttfdP99Ms: 126 }), floor), false);
+  assert.equal(decisive(row({ addedP99Ms: 59 }), floor), false);
+  assert.equal(decisive(row({ addedP99Ms: 100 }), floor), false);
+  assert.equal(decisive(row({ addedP99Ms: 101 }), floor), true);
+  assert.equal(decisive(row({ ttfdP99Ms: 501 }), floor), true);
+  assert.equal(decisive(row({ addedP99Ms: 40, lost: 1 }), floor), true);
+  assert.equal(decisive(row({ failed: null, note: 'run failed: boom' }), floor), true);
+  assert.equal(decisive(row({ addedP99Ms: 40 }), row({ target: 'floor', latencyP99Ms: 80 })), true);
+});
+
+test('a step near the bound is decided by a majority of the runs, run until one agrees', () => {
+  assert.equal(verdict([true], 3), null);
+  assert.equal(verdict([true, true], 3), true);
+  assert.equal(verdict([false, false], 3), false);
+  assert.equal(verdict([true, false], 3), null);
+  assert.equal(verdict([true, false, false], 3), false);
+  assert.equal(verdict([false, true, true], 3), true);
+  assert.equal(verdict([false], 1), false);
+  assert.equal(verdict([true], 1), true);
 });
