@@ -156,14 +156,14 @@ export async function runCapacity(c: CapacityContext): Promise<Row[]> {
       // The floor is judged by its own p99; a target by its added p99 over the floor's.
       const judge = who.target === 'floor' ? null : floor;
       const say = (r: Row, i: number) =>
-        c.log(`capacity ${target} K=${k}${i ? ` run ${i + 1}` : ''}: ${miss(r, judge) ?? 'held'} (added p99 ${r.addedP99Ms}, latency p99 ${r.latencyP99Ms}, ttfd p99 ${r.ttfdP99Ms}, load ${r.loadAvg1})`);
+        c.log(`capacity ${target} K=${k}${i ? ` run ${i + 1}` : ''}: ${miss(r, judge) ?? 'held'} (added p99 ${r.addedP99Ms}, steady ${r.addedSteadyP99Ms ?? r.latencySteadyP99Ms}, latency p99 ${r.latencyP99Ms}, ttfd p99 ${r.ttfdP99Ms}, load ${r.loadAvg1})`);
       const step = judge ? await targetStep(c, who, { ...base, k, variant: h2c ? 'h2c-step' : 'step' }, judge, say)
         : (say(floor, 0), { row: floor, held: miss(floor, null) === null, runs: [floor] });
       const { row } = step;
       const why = step.held ? null : miss(row, judge);
       probes.push({
-        k, pass: step.held, why: why ?? 'held', addedP99Ms: row.addedP99Ms, ttfdP99Ms: row.ttfdP99Ms, failed: row.failed, loadAvg1: row.loadAvg1,
-        ...(step.runs.length > 1 ? { runs: step.runs.map((r) => ({ pass: miss(r, judge) === null, addedP99Ms: r.addedP99Ms, ttfdP99Ms: r.ttfdP99Ms, loadAvg1: r.loadAvg1 })) } : {}),
+        k, pass: step.held, why: why ?? 'held', addedP99Ms: row.addedP99Ms, addedSteadyP99Ms: row.addedSteadyP99Ms ?? null, ttfdP99Ms: row.ttfdP99Ms, failed: row.failed, loadAvg1: row.loadAvg1,
+        ...(step.runs.length > 1 ? { runs: step.runs.map((r) => ({ pass: miss(r, judge) === null, addedP99Ms: r.addedP99Ms, addedSteadyP99Ms: r.addedSteadyP99Ms ?? null, ttfdP99Ms: r.ttfdP99Ms, loadAvg1: r.loadAvg1 })) } : {}),
       });
       if (why === null) {
         lo = k;

@@ -29,10 +29,12 @@ export interface GenJob {
 }
 
 /** A stream tally with its samples summarized. */
-export interface GenResult extends Omit<Tally, 'latency' | 'ttfd'> {
+export interface GenResult extends Omit<Tally, 'latency' | 'latencySteady' | 'rampOver' | 'anyEnded' | 'ttfd'> {
   streams: number;
   ttfdMs: ReturnType<typeof summarize>;
   latencyMs: ReturnType<typeof summarize>;
+  /** The same over the deltas that arrived while every stream was open: the relay with no start or end beside it. */
+  latencySteadyMs: ReturnType<typeof summarize>;
   seconds: number;
   generatorCpuSeconds: number;
 }
@@ -40,7 +42,7 @@ export interface GenResult extends Omit<Tally, 'latency' | 'ttfd'> {
 async function runStreams(job: GenJob): Promise<GenResult> {
   const t: Tally = {
     ok: 0, failed: 0, lost: 0, duplicated: 0, outOfOrder: 0, deltas: 0, reasons: {},
-    latency: new Samples(), ttfd: new Samples(),
+    latency: new Samples(), latencySteady: new Samples(), rampOver: false, anyEnded: false, ttfd: new Samples(),
   };
   const streamMs = (job.deltas / job.rate) * 1000;
   const rampMs = (job.k / job.startsPerSec) * 1000;
@@ -66,6 +68,7 @@ async function runStreams(job: GenJob): Promise<GenResult> {
     for (; i < due; i++) all.push(runStream({ ...base, body: job.body.replaceAll('__I__', String(i)) }, t));
     if (i < job.k) await new Promise((r) => setTimeout(r, Math.max(1, gap)));
   }
+  t.rampOver = true;
   process.stdout.write(JSON.stringify({ phase: 'started', ms: Math.round(performance.now() - t0) }) + '\n');
   await Promise.all(all);
   const cpu = process.cpuUsage(cpu0);
@@ -80,6 +83,7 @@ async function runStreams(job: GenJob): Promise<GenResult> {
     reasons: t.reasons,
     ttfdMs: summarize(t.ttfd),
     latencyMs: summarize(t.latency),
+    latencySteadyMs: summarize(t.latencySteady),
     seconds: Number(((performance.now() - t0) / 1000).toFixed(2)),
     generatorCpuSeconds: Number(((cpu.user + cpu.system) / 1e6).toFixed(2)),
   };

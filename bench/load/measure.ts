@@ -69,6 +69,13 @@ export interface Row {
   note?: string;
   latencyP50Ms?: number | null;
   latencyP99Ms?: number | null;
+  /**
+   * Latency p99 of the deltas that arrived while every stream was open (after the last start, before
+   * the first end), and its excess over the floor's: the relay with no start or end competing for the
+   * CPU. The whole run's p99 includes both ramps.
+   */
+  latencySteadyP99Ms?: number | null;
+  addedSteadyP99Ms?: number | null;
   deltas?: number;
   seconds?: number;
   simCpuUsPerDelta?: number | null;
@@ -85,11 +92,13 @@ export interface CapacityProbe {
   pass: boolean;
   why: string;
   addedP99Ms: number | null;
+  /** Added p99 of the deltas while every stream was open (Row.addedSteadyP99Ms). */
+  addedSteadyP99Ms?: number | null;
   ttfdP99Ms: number | null;
   failed: number | null;
   loadAvg1?: number;
   /** Each run of a step decided by more than one (the fields above are the standing run's). */
-  runs?: { pass: boolean; addedP99Ms: number | null; ttfdP99Ms: number | null; loadAvg1?: number }[];
+  runs?: { pass: boolean; addedP99Ms: number | null; addedSteadyP99Ms?: number | null; ttfdP99Ms: number | null; loadAvg1?: number }[];
 }
 
 export type Base = Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate' | 'scenario' | 'variant'>;
@@ -351,6 +360,8 @@ export function toRow(base: Base, m: Measured, floor: Row | undefined, note?: st
     ...(note || isFloor ? { note: note ?? `no process under test; simulator ${r2(m.simCpuUs / Math.max(1, g.deltas))} µs/delta` } : {}),
     latencyP50Ms: lat.p50,
     latencyP99Ms: lat.p99,
+    latencySteadyP99Ms: g.latencySteadyMs.p99,
+    ...(isFloor ? {} : { addedSteadyP99Ms: diff(g.latencySteadyMs.p99, floor?.latencySteadyP99Ms) }),
     deltas: g.deltas,
     seconds: g.seconds,
     simCpuUsPerDelta: r2(m.simCpuUs / Math.max(1, g.deltas)),

@@ -99,10 +99,10 @@ function capacityTable(rows: Row[]): string[] {
   const cap = rows.filter((r) => r.scenario === 'capacity');
   if (!cap.length) return [];
   const out = ['', '## Capacity (largest K within the latency bound)', ''];
-  out.push('| target | streams | added p99 at it | ttfd p99 at it | steps tried (K: held / missed) | note |', '|---|--:|--:|--:|---|---|');
+  out.push('| target | streams | added p99 at it (steady) | ttfd p99 at it | steps tried (K: held / missed) | note |', '|---|--:|--:|--:|---|---|');
   for (const r of cap) {
     const steps = (r.capacityProbes ?? []).map((p) => `${p.k}: ${p.pass ? 'held' : p.why}${p.runs ? ` (${p.runs.filter((x) => x.pass).length} of ${p.runs.length} runs held)` : ''}`).join('; ');
-    out.push(`| ${r.target}${r.persist ? ' (persisted)' : ''}${r.variant ? ` (${r.variant})` : ''} | ${r.capacityStreams ?? '—'} | ${fmt(r.addedP99Ms)} | ${fmt(r.ttfdP99Ms)} | ${steps.replaceAll('|', '/')} | ${(r.note ?? '').replaceAll('|', '/')} |`);
+    out.push(`| ${r.target}${r.persist ? ' (persisted)' : ''}${r.variant ? ` (${r.variant})` : ''} | ${r.capacityStreams ?? '—'} | ${fmt(r.addedP99Ms)} (${fmt(r.addedSteadyP99Ms ?? r.latencySteadyP99Ms)}) | ${fmt(r.ttfdP99Ms)} | ${steps.replaceAll('|', '/')} | ${(r.note ?? '').replaceAll('|', '/')} |`);
   }
   const of = (t: string, variant?: string) => cap.find((r) => r.target === t && r.variant === variant)?.capacityStreams;
   const s = of('service');

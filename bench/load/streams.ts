@@ -14,6 +14,12 @@ export interface Tally {
   deltas: number;
   reasons: Record<string, number>;
   latency: Samples;
+  /** The deltas that arrived while every stream was open: after the last start, before the first end. */
+  latencySteady: Samples;
+  /** Set by the generator when its last stream has started. */
+  rampOver: boolean;
+  /** Set when the first stream is judged: its end (and the service's work for it) has begun. */
+  anyEnded: boolean;
   ttfd: Samples;
 }
 
@@ -61,6 +67,7 @@ export function runStream(job: StreamJob, t: Tally): Promise<void> {
     const judge = (err: string | null): void => {
       if (settled) return;
       settled = true;
+      t.anyEnded = true;
       clearTimeout(timer);
       if (status !== 200) fail(t, status ? `http ${status} ${answer.slice(0, 80)}` : `no response: ${err ?? 'closed'}`);
       else if (job.kind === 'cc' && !sawDone) fail(t, `ended without [DONE]: ${err ?? 'closed'}`);
@@ -88,7 +95,9 @@ export function runStream(job: StreamJob, t: Tally): Promise<void> {
       }
       if (stamp < last) t.outOfOrder++;
       last = stamp;
-      if (!skipLatency) t.latency.push(at - stamp);
+      if (skipLatency) return;
+      t.latency.push(at - stamp);
+      if (t.rampOver && !t.anyEnded) t.latencySteady.push(at - stamp);
     };
 
     const onEvent = (block: string, at: number): void => {
