@@ -4,9 +4,10 @@
 //
 // Batches are at least `gapMs` apart (1 ms by default): a batch whose turn comes sooner waits on a
 // timer for the rest of the gap, collecting what later turns emit. A lone frame after a quiet spell
-// still goes out at the end of its turn, unless it is a run's first (held, below); under load one thread crossing (a structured clone and a
-// wake-up of the main thread, ~5 µs of a delta's ~40 when every turn sent its own) carries the
-// frames of a millisecond, for at most a millisecond of added latency.
+// still goes out at the end of its turn, unless it is a run's first (held, below); under load one
+// thread crossing (a structured clone and a wake-up of the main thread, ~5 µs of a delta's ~40 when
+// every turn sent its own) carries the frames of a millisecond, for at most a millisecond of added
+// latency.
 import type { Batch, BatchEntry, RunResult } from './protocol.ts';
 
 export const DEFAULT_GAP_MS = 1;

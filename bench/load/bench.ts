@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
 import { ccBody, serviceBody } from './bodies.ts';
-import { failedRow, generate, measure, toRow, type Base, type Row } from './measure.ts';
+import { failedRow, generate, measure, steadyP99, toRow, type Base, type Row } from './measure.ts';
 import { h2cEnv } from './drive.ts';
 import { costChart, latencyChart } from './charts.ts';
 import { markdown } from './report.ts';
@@ -118,7 +118,7 @@ async function main(): Promise<void> {
     const row = await go().catch((err: Error) => failedRow(base, `run failed: ${err.message.split('\n')[0]}`));
     rows.push(row);
     log(`${row.target.padEnd(7)} ${row.scenario}${row.variant ? `/${row.variant}` : ''} ${row.provider} persist=${row.persist} K=${row.k}: `
-      + `ttfd p50 ${row.ttfdP50Ms} p99 ${row.ttfdP99Ms}, lat p50 ${row.latencyP50Ms} p99 ${row.latencyP99Ms}, added p99 ${row.addedP99Ms} (steady ${row.addedSteadyP99Ms ?? row.latencySteadyP99Ms}), `
+      + `ttfd p50 ${row.ttfdP50Ms} p99 ${row.ttfdP99Ms}, lat p50 ${row.latencyP50Ms} p99 ${row.latencyP99Ms}, added p99 ${row.addedP99Ms} (steady ${steadyP99(row)}), `
       + `cpu ${row.cpuUsPerDelta} µs/δ${row.cpuUsPerDeltaSteady != null ? ` (steady ${row.cpuUsPerDeltaSteady})` : ''}${row.cpuUsPerStart != null ? ` ${row.cpuUsPerStart} µs/start` : ''}, rss ${row.rssKbPerStream} KB/stream, `
       + `failed ${row.failed} lost ${row.lost} dup ${row.duplicated}${row.reasons ? ' ' + JSON.stringify(row.reasons) : ''} (load ${row.loadAvg1})`);
     return row;

@@ -21,7 +21,7 @@
 //   BENCH_CAPACITY_STARTS=500 BENCH_CAPACITY_HOLD_S=5 BENCH_CAPACITY_ADDED_P99_MS=50 BENCH_CAPACITY_TTFD_P99_MS=250
 //   BENCH_CAPACITY_REPEATS=3 (1: every step one run)
 import { driveOnce, type DriveContext, type Step, type Who } from './drive.ts';
-import { failedRow, type Base, type CapacityProbe, type Row } from './measure.ts';
+import { failedRow, steadyP99, type Base, type CapacityProbe, type Row } from './measure.ts';
 
 const env = process.env;
 export const CAPACITY = env.BENCH_CAPACITY !== '0';
@@ -98,15 +98,26 @@ const whoOf = (target: string): Who | null =>
   : target === 'service-h2c' ? { target: 'service', persist: true, h2c: true }
   : target === 'floor' || target === 'nginx' || target === 'peer' ? { target } : null;
 
+/** A step's outcome: its verdict, the run that stands for it, and every run with its own pass. */
+interface StepOutcome {
+  row: Row;
+  held: boolean;
+  runs: Row[];
+  passes: boolean[];
+}
+
+/** A run's figures as a capacity probe records them. */
+const figures = (r: Row) => ({ addedP99Ms: r.addedP99Ms, addedSteadyP99Ms: r.addedSteadyP99Ms ?? null, ttfdP99Ms: r.ttfdP99Ms, loadAvg1: r.loadAvg1 });
+
 /**
  * A target's step at one K: one run, or more while they are near the bound and no majority agrees.
  * The first run that agrees with the verdict is the step's row. Above the floor's own capacity: not run.
  */
-async function targetStep(c: CapacityContext, who: Who, base: Base, floor: Row, logRun: (row: Row, i: number) => void): Promise<{ row: Row; held: boolean; runs: Row[] }> {
+async function targetStep(c: CapacityContext, who: Who, base: Base, floor: Row, logRun: (row: Row, i: number) => void): Promise<StepOutcome> {
   const floorMiss = miss(floor, null);
   if (floorMiss) {
     const row = failedRow(base, `not run: the floor itself misses at this K (${floorMiss})`);
-    return { row, held: false, runs: [row] };
+    return { row, held: false, runs: [row], passes: [false] };
   }
   const runs: Row[] = [];
   const passes: boolean[] = [];
@@ -116,7 +127,7 @@ async function targetStep(c: CapacityContext, who: Who, base: Base, floor: Row, 
     runs.push(row);
     passes.push(miss(row, floor) === null);
     const held = runs.length === 1 && decisive(row, floor) ? passes[0]! : verdict(passes);
-    if (held !== null) return { row: runs[passes.indexOf(held)]!, held, runs };
+    if (held !== null) return { row: runs[passes.indexOf(held)]!, held, runs, passes };
   }
 }
 
@@ -156,14 +167,20 @@ export async function runCapacity(c: CapacityContext): Promise<Row[]> {
       // The floor is judged by its own p99; a target by its added p99 over the floor's.
       const judge = who.target === 'floor' ? null : floor;
       const say = (r: Row, i: number) =>
-        c.log(`capacity ${target} K=${k}${i ? ` run ${i + 1}` : ''}: ${miss(r, judge) ?? 'held'} (added p99 ${r.addedP99Ms}, steady ${r.addedSteadyP99Ms ?? r.latencySteadyP99Ms}, latency p99 ${r.latencyP99Ms}, ttfd p99 ${r.ttfdP99Ms}, load ${r.loadAvg1})`);
-      const step = judge ? await targetStep(c, who, { ...base, k, variant: h2c ? 'h2c-step' : 'step' }, judge, say)
-        : (say(floor, 0), { row: floor, held: miss(floor, null) === null, runs: [floor] });
+        c.log(`capacity ${target} K=${k}${i ? ` run ${i + 1}` : ''}: ${miss(r, judge) ?? 'held'} (added p99 ${r.addedP99Ms}, steady ${steadyP99(r)}, latency p99 ${r.latencyP99Ms}, ttfd p99 ${r.ttfdP99Ms}, load ${r.loadAvg1})`);
+      let step: StepOutcome;
+      if (judge) {
+        step = await targetStep(c, who, { ...base, k, variant: h2c ? 'h2c-step' : 'step' }, judge, say);
+      } else {
+        say(floor, 0);
+        const held = miss(floor, null) === null;
+        step = { row: floor, held, runs: [floor], passes: [held] };
+      }
       const { row } = step;
       const why = step.held ? null : miss(row, judge);
       probes.push({
-        k, pass: step.held, why: why ?? 'held', addedP99Ms: row.addedP99Ms, addedSteadyP99Ms: row.addedSteadyP99Ms ?? null, ttfdP99Ms: row.ttfdP99Ms, failed: row.failed, loadAvg1: row.loadAvg1,
-        ...(step.runs.length > 1 ? { runs: step.runs.map((r) => ({ pass: miss(r, judge) === null, addedP99Ms: r.addedP99Ms, addedSteadyP99Ms: r.addedSteadyP99Ms ?? null, ttfdP99Ms: r.ttfdP99Ms, loadAvg1: r.loadAvg1 })) } : {}),
+        k, pass: step.held, why: why ?? 'held', failed: row.failed, ...figures(row),
+        ...(step.runs.length > 1 ? { runs: step.runs.map((r, i) => ({ pass: step.passes[i]!, ...figures(r) })) } : {}),
       });
       if (why === null) {
         lo = k;

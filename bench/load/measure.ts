@@ -101,6 +101,9 @@ export interface CapacityProbe {
   runs?: { pass: boolean; addedP99Ms: number | null; addedSteadyP99Ms?: number | null; ttfdP99Ms: number | null; loadAvg1?: number }[];
 }
 
+/** The steady window's p99 as the bench shows it: the floor's own, a target's over the floor's. */
+export const steadyP99 = (r: Row): number | null | undefined => (r.target === 'floor' ? r.latencySteadyP99Ms : r.addedSteadyP99Ms);
+
 export type Base = Pick<Row, 'target' | 'provider' | 'persist' | 'k' | 'rate' | 'scenario' | 'variant'>;
 
 const GEN = path.join(import.meta.dirname, 'gen.ts');

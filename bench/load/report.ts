@@ -1,6 +1,6 @@
 // Turns the rows into what a reader looks at: Markdown tables (every run; the start burst; the ratios;
 // the cost curve). The charts are in charts.ts.
-import type { Row } from './measure.ts';
+import { steadyP99, type Row } from './measure.ts';
 
 const fmt = (v: number | null | undefined, d = 1): string => (v === null || v === undefined ? '—' : v.toFixed(d));
 const ratio = (a: number | null | undefined, b: number | null | undefined): string =>
@@ -102,7 +102,7 @@ function capacityTable(rows: Row[]): string[] {
   out.push('| target | streams | added p99 at it (steady) | ttfd p99 at it | steps tried (K: held / missed) | note |', '|---|--:|--:|--:|---|---|');
   for (const r of cap) {
     const steps = (r.capacityProbes ?? []).map((p) => `${p.k}: ${p.pass ? 'held' : p.why}${p.runs ? ` (${p.runs.filter((x) => x.pass).length} of ${p.runs.length} runs held)` : ''}`).join('; ');
-    out.push(`| ${r.target}${r.persist ? ' (persisted)' : ''}${r.variant ? ` (${r.variant})` : ''} | ${r.capacityStreams ?? '—'} | ${fmt(r.addedP99Ms)} (${fmt(r.addedSteadyP99Ms ?? r.latencySteadyP99Ms)}) | ${fmt(r.ttfdP99Ms)} | ${steps.replaceAll('|', '/')} | ${(r.note ?? '').replaceAll('|', '/')} |`);
+    out.push(`| ${r.target}${r.persist ? ' (persisted)' : ''}${r.variant ? ` (${r.variant})` : ''} | ${r.capacityStreams ?? '—'} | ${fmt(r.addedP99Ms)} (${fmt(steadyP99(r))}) | ${fmt(r.ttfdP99Ms)} | ${steps.replaceAll('|', '/')} | ${(r.note ?? '').replaceAll('|', '/')} |`);
   }
   const of = (t: string, variant?: string) => cap.find((r) => r.target === t && r.variant === variant)?.capacityStreams;
   const s = of('service');

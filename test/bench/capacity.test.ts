@@ -1,5 +1,6 @@
-// The capacity search's decisions (bench/load/capacity.ts): which K to try next, whether a
-// measured run held the bound, and whether one run decides its step or a majority of runs must. The search itself runs in `make bench`; these pin its rules.
+// The capacity search's decisions (bench/load/capacity.ts): which K to try next, whether a measured
+// run held the bound, and whether one run decides its step or a majority of runs must. The search
+// itself runs in `make bench`; these pin its rules.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decisive, miss, nextK, verdict } from '../../bench/load/capacity.ts';
