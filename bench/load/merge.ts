@@ -32,7 +32,8 @@ export function mergeResults(previous: Results | null, current: Results): Result
   for (const [name, check] of Object.entries(previous.checks ?? {})) {
     if (skipped(checks[name]) && !skipped(check)) {
       const from = (check as { from?: Provenance }).from ?? origin;
-      checks[name] = { ...(check as object), from };
+      // A check measured as a list (one entry per database) is kept whole beside its origin.
+      checks[name] = Array.isArray(check) ? { runs: check, from } : { ...(check as object), from };
     }
   }
   return { meta: current.meta, runs: [...current.runs, ...carried], checks };

@@ -16,7 +16,7 @@ const meta = (date: string, commit: string) => ({ date, commit, sweep: [], start
 const old: Results = {
   meta: meta('2026-11-25T18:00:00.000Z', 'aaa1111'),
   runs: [row({ cpuUsPerDelta: 40 }), row({ target: 'peer', cpuUsPerDelta: 50 }), row({ scenario: 'capacity', k: 1600, capacityStreams: 1600 })],
-  checks: { overloadShedding: { phases: 3 }, rollingRestart: { skipped: 'BENCH_ROLLING=0' } },
+  checks: { overloadShedding: { phases: 3 }, rollingRestart: { skipped: 'BENCH_ROLLING=0' }, historySearch: [{ database: 'postgres' }] },
 };
 const trimmed: Results = {
   meta: meta('2026-11-26T13:00:00.000Z', 'bbb2222'),
@@ -38,6 +38,7 @@ test('a check this run skipped keeps the earlier measurement with its origin; a 
   const merged = mergeResults(old, trimmed);
   assert.deepEqual(merged.checks.overloadShedding, { phases: 3, from: { date: '2026-11-25T18:00:00.000Z', commit: 'aaa1111' } });
   assert.deepEqual(merged.checks.rollingRestart, { lost: 0 });
+  assert.deepEqual(merged.checks.historySearch, { runs: [{ database: 'postgres' }], from: { date: '2026-11-25T18:00:00.000Z', commit: 'aaa1111' } });
 });
 
 test('a row carried twice keeps its first origin', () => {
