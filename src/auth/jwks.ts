@@ -13,7 +13,7 @@ export interface JwksOptions {
   log: Pick<Logger, 'warn'>;
   /** Least time between two fetches (refetch on an unknown `kid`, or retry after a failure). */
   cooldownMs?: number;
-  /** A set older than this is refetched (at most once per cooldown) before it is used again. */
+  /** A set older than this is refetched before it is used again, and dropped if that fails. */
   maxAgeMs?: number;
   timeoutMs?: number;
 }
@@ -46,7 +46,9 @@ export function createJwks(opts: JwksOptions): Jwks {
       local = createLocalJWKSet(await res.json());
       loadedAt = now();
     } catch (err) {
-      // A set we already hold stays in use: keys outlive a provider's outage far more often than not.
+      // A set is trusted for maxAgeMs after it was fetched, not for ever: a key the provider withdrew
+      // must stop working even if we cannot reach the provider to learn that.
+      if (now() - loadedAt >= maxAgeMs) local = undefined;
       log.warn({ err: String(err), jwksUrl: url }, 'JWKS fetch failed: JWTs not already verified are refused until it succeeds');
     }
   }
