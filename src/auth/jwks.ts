@@ -49,7 +49,7 @@ export function createJwks(opts: JwksOptions): Jwks {
       // A set is trusted for maxAgeMs after it was fetched, not for ever: a key the provider withdrew
       // must stop working even if we cannot reach the provider to learn that.
       if (now() - loadedAt >= maxAgeMs) local = undefined;
-      log.warn({ err: String(err), jwksUrl: url }, 'JWKS fetch failed: JWTs not already verified are refused until it succeeds');
+      log.warn({ err: String(err), jwksUrl: url }, 'JWKS fetch failed: JWTs that need a key from it are refused until a fetch succeeds');
     }
   }
 

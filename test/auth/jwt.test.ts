@@ -193,7 +193,7 @@ describe('a JWKS that cannot be fetched', () => {
       clock.t += 600_000; // ten minutes: the set must be refetched before it is trusted again
       assert.equal(await v.verify(await sign(rsa, clock.t, { sub: 'new-1' })), null);
       assert.equal(server.requests - before, 1);
-      assert.deepEqual(lines.map((l) => [l.level, l.msg]), [[40, 'JWKS fetch failed: JWTs not already verified are refused until it succeeds']]);
+      assert.deepEqual(lines.map((l) => [l.level, l.msg]), [[40, 'JWKS fetch failed: JWTs that need a key from it are refused until a fetch succeeds']]);
       assert.equal((await v.verify(cached))?.sub, 'cached', 'a verified token is a cache hit until its exp');
       assert.equal(await v.verify(await sign(rsa, clock.t, { sub: 'new-2' })), null);
       assert.equal(server.requests - before, 1, 'no second fetch inside the window');
