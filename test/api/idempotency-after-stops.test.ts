@@ -8,13 +8,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { keyed, rebuilt, wholeWithRetry } from '../helpers/idempotency.ts';
+import { apiDatabases, readSse, sim, startTestServer, waitFor, type StreamResult, type TestServer } from '../helpers/server.ts';
 
 // As reported: no enabledTools, so the service's default tools are offered and the run holds its first
 // text up to a second (actors/text-gate.ts) before the first delta, which the retry waits for.
 const body = (content: string, extra: Record<string, unknown> = {}) => ({ provider: 'provider_a', model: 'm', messages: [{ role: 'user', content }], ...extra });
-const keyed = (key: string) => ({ 'idempotency-key': key });
-const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
 const post = (t: TestServer, path: string, payload: unknown, headers: Record<string, string> = {}) =>
   fetch(t.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(payload) });
 
@@ -97,20 +96,12 @@ for (const db of apiDatabases()) {
       });
 
       it('a whole completion retried while it runs waits for it and gets the same answer', async () => {
-        const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
-        const key = randomUUID();
-        const b = body(sim({ reply: 'the same answer', firstByteDelayMs: 2_000 }), { chatId: chat.id });
-        const calls = providerCalls();
-        // The retry goes once the run has called the provider (whose answer the delay holds back).
-        const [first, waiting] = await Promise.all([
-          t.call('POST', '/v1/chat-completions', b, keyed(key)),
-          waitFor(() => providerCalls() > calls, 10_000, 'the run to call the provider').then(() => t.call('POST', '/v1/chat-completions', b, keyed(key))),
-        ]);
+        const { chatId, calls, first, waiting } = await wholeWithRetry(t, (id) => body(sim({ reply: 'the same answer', firstByteDelayMs: 2_000 }), { chatId: id }), providerCalls);
         assert.equal(first.status, 200);
         assert.equal(first.body.message.content, 'the same answer');
         assert.deepEqual([waiting.status, waiting.headers.get('idempotent-replayed'), waiting.body], [200, 'true', first.body]);
         assert.equal(providerCalls(), calls + 1);
-        const stored = (await t.call('GET', `/v1/chats/${chat.id}`)).body.chat;
+        const stored = (await t.call('GET', `/v1/chats/${chatId}`)).body.chat;
         assert.equal(stored.messages.filter((m: any) => m.role === 'assistant').length, 1);
       });
     });
