@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { keyed, rebuilt, wholeWithRetry } from '../helpers/idempotency.ts';
+import { readSse, sim, startTestServer, type StreamResult, type TestServer } from '../helpers/server.ts';
 
 const body = (content: string, extra: Record<string, unknown> = {}) => ({
   provider: 'provider_c',
@@ -13,8 +14,6 @@ const body = (content: string, extra: Record<string, unknown> = {}) => ({
   messages: [{ role: 'user', content }],
   ...extra,
 });
-const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
-const keyed = (key: string) => ({ 'idempotency-key': key });
 
 for (const threads of [0, 2]) {
   describe(`Idempotency-Key on completions (ACTOR_THREADS=${threads})`, () => {
@@ -69,15 +68,7 @@ for (const threads of [0, 2]) {
     });
 
     it('a whole completion retried while running waits for it, and after its end gets the same body', async () => {
-      const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
-      const key = randomUUID();
-      const b = body(sim({ reply: 'the same answer', firstByteDelayMs: 400 }), { chatId: chat.id });
-      const calls = providerCalls();
-      // The retry goes once the run has called the provider (whose answer the delay holds back).
-      const [first, waiting] = await Promise.all([
-        t.call('POST', '/v1/chat-completions', b, keyed(key)),
-        waitFor(() => providerCalls() > calls, 10_000, 'the run to call the provider').then(() => t.call('POST', '/v1/chat-completions', b, keyed(key))),
-      ]);
+      const { chatId, key, body: b, calls, first, waiting } = await wholeWithRetry(t, (id) => body(sim({ reply: 'the same answer', firstByteDelayMs: 400 }), { chatId: id }), providerCalls);
       assert.equal(first.status, 200);
       assert.equal(first.headers.get('idempotent-replayed'), null);
       assert.deepEqual([waiting.status, waiting.body], [200, first.body]);
@@ -85,7 +76,7 @@ for (const threads of [0, 2]) {
       const later = await t.call('POST', '/v1/chat-completions', { ...b, messages: [...b.messages] }, keyed(key));
       assert.deepEqual([later.status, later.body], [200, first.body]);
       assert.equal(providerCalls(), calls + 1);
-      const stored = (await t.call('GET', `/v1/chats/${chat.id}`)).body.chat;
+      const stored = (await t.call('GET', `/v1/chats/${chatId}`)).body.chat;
       assert.equal(stored.messages.filter((m: any) => m.role === 'assistant').length, 1);
     });
 
