@@ -170,8 +170,7 @@ export class Runs implements RunRegistry<RunTypes> {
   /** `process`: this process's runs; `cluster`: every live instance's. */
   async list(scope: ActiveRunsScope): Promise<RunInfo<Kind>[]> {
     if (scope === 'process' || !this.cluster) return this.supervisor.listNow();
-    const { chats, searches } = await guarded(this.cluster.list());
-    return [...chats.map((k) => remoteInfo('chat', k)), ...searches.map((k) => remoteInfo('search', k))];
+    return (await guarded(this.cluster.list())).map((r) => remoteInfo(r.kind, r.key));
   }
 
   /** The instance holding the key's lease when it is another one. */
