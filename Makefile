@@ -7,8 +7,11 @@ TESTS = $(shell find test -name '*.test.ts' -not -path '*/node_modules/*' | sort
 
 install: node_modules/.package-lock.json
 
+# A node_modules that is a link to another checkout's (a git worktree) is that checkout's to install: npm ci
+# here would empty the shared directory through the link while every other checkout uses it.
 node_modules/.package-lock.json: package-lock.json
-	npm ci --no-audit --no-fund
+	@if [ -L node_modules ]; then echo "make: node_modules links to $$(readlink node_modules): install there, not here"; \
+	else npm ci --no-audit --no-fund; fi
 
 run: install
 	node $(NODE_FLAGS) src/main.ts
