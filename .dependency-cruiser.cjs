@@ -7,7 +7,8 @@
 //                                   its own that imports nothing of the service (also its own tsconfig)
 //   base     src/config, log, clock, text, types, messages, errors, cpu-pool, open-files, attachments
 //   sim      src/sim/                the offline simulator, a program of its own: imports only itself
-//   clients  src/db, providers, engines, tools        the outside world: database, models, engines, tools
+//   clients  src/db, providers, engines, tools, auth  the outside world: database, models, engines, tools,
+//                                   the JWKS of single sign-on
 //   domain   src/store, chat, search, models, schemas, run-deps, openapi/resources
 //   kinds    actors/ (but runtime)   the run kinds (chat, search, title) and the hosts that run them
 //   http     src/http/               HTTP on uWebSockets.js: router, bodies, SSE, the error catalogue.
@@ -24,7 +25,7 @@ const layers = [
   { name: 'runtime', paths: ['^actors/runtime/'], may: [] },
   { name: 'base', paths: ['^src/(config|log|clock|text|types|messages|errors|cpu-pool|open-files|attachments)\\.ts$'], may: [] },
   { name: 'sim', paths: ['^src/sim/'], may: [] },
-  { name: 'clients', paths: ['^src/(db|providers|engines|tools)/'], may: ['base'] },
+  { name: 'clients', paths: ['^src/(db|providers|engines|tools|auth)/'], may: ['base'] },
   { name: 'domain', paths: ['^src/(store|chat|search|models)/', '^src/(schemas|run-deps)\\.ts$', '^src/openapi/resources\\.ts$'], may: ['base', 'clients'] },
   { name: 'kinds', paths: ['^actors/(?!runtime/)'], may: ['runtime', 'base', 'clients', 'domain'] },
   { name: 'http', paths: ['^src/http/'], may: ['runtime', 'base', 'clients', 'domain'] },
