@@ -5,15 +5,16 @@
 // Lowest first:
 //   runtime  actors/runtime/        the actor runtime (mailbox, supervisor, host, transport): a package of
 //                                   its own that imports nothing of the service (also its own tsconfig)
-//   base     src/config, log, clock, text, types, messages, errors, cpu-pool, open-files, attachments
+//   base     src/config, log, clock, text, types, messages, errors, cpu-pool, open-files, attachments,
+//            lifecycle (start and stop in one place, with no import of its own)
 //   sim      src/sim/                the offline simulator, a program of its own: imports only itself
-//   clients  src/db, providers, engines, tools, auth  the outside world: database, models, engines, tools,
-//                                   the JWKS of single sign-on
-//   domain   src/store, chat, search, models, schemas, run-deps, openapi/resources
+//   clients  src/db, providers, engines, tools     the outside world: database, models, engines, tools
+//   domain   src/store, chat, search, models, auth (who is calling), schemas, run-deps, openapi/resources
 //   kinds    actors/ (but runtime)   the run kinds (chat, search, title) and the hosts that run them
 //   http     src/http/               HTTP on uWebSockets.js: router, bodies, SSE, the error catalogue.
 //                                   Beside kinds, not above it: it imports no run kind and no service module
-//   service  src/cluster, runs, idempotent-start, admission, drain, readiness, heartbeat, metrics, context
+//   service  src/cluster, runs, idempotent-start, admission, drain, readiness, heartbeat, metrics, context,
+//            users, run-owners
 //   routes   src/routes, openapi/document, openapi/operations
 //   app      src/app, main, upstreams (the composition root; the only one that starts the simulator)
 //
@@ -23,15 +24,15 @@
 
 const layers = [
   { name: 'runtime', paths: ['^actors/runtime/'], may: [] },
-  { name: 'base', paths: ['^src/(config|log|clock|text|types|messages|errors|cpu-pool|open-files|attachments)\\.ts$'], may: [] },
+  { name: 'base', paths: ['^src/(config|log|clock|text|types|messages|errors|cpu-pool|open-files|attachments|lifecycle)\\.ts$'], may: [] },
   { name: 'sim', paths: ['^src/sim/'], may: [] },
-  { name: 'clients', paths: ['^src/(db|providers|engines|tools|auth)/'], may: ['base'] },
-  { name: 'domain', paths: ['^src/(store|chat|search|models)/', '^src/(schemas|run-deps)\\.ts$', '^src/openapi/resources\\.ts$'], may: ['base', 'clients'] },
+  { name: 'clients', paths: ['^src/(db|providers|engines|tools)/'], may: ['base'] },
+  { name: 'domain', paths: ['^src/(store|chat|search|models|auth)/', '^src/(schemas|run-deps)\\.ts$', '^src/openapi/resources\\.ts$'], may: ['base', 'clients'] },
   { name: 'kinds', paths: ['^actors/(?!runtime/)'], may: ['runtime', 'base', 'clients', 'domain'] },
   { name: 'http', paths: ['^src/http/'], may: ['runtime', 'base', 'clients', 'domain'] },
   {
     name: 'service',
-    paths: ['^src/cluster/', '^src/(runs|idempotent-start|admission|drain|readiness|heartbeat|metrics|context)\\.ts$'],
+    paths: ['^src/cluster/', '^src/(runs|idempotent-start|admission|drain|readiness|heartbeat|metrics|context|users|run-owners)\\.ts$'],
     may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http'],
   },
   { name: 'routes', paths: ['^src/routes/', '^src/openapi/(document|operations)\\.ts$'], may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http', 'service'] },
