@@ -1,6 +1,6 @@
-// Any error a handler throws, as the HTTP answer the router sends: catalogue errors as they are, the
-// lower layers' domain errors by their meaning (the cluster or the database out of reach: 503 with
-// Retry-After, the request may succeed soon), anything else as a logged 500.
+// Any error a handler throws, as the HTTP answer the router sends: catalogue errors as they are, domain
+// errors by their code (the cluster or the database out of reach: 503 with Retry-After, the request may
+// succeed soon), anything else as a logged 500.
 import { describeError } from '../db/pool.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { ErrorCodes, serviceErrorCode, type ErrorCode } from '../errors.ts';
