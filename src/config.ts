@@ -2,6 +2,7 @@
 // A bad value stops the start with a message naming the variable (see ConfigError).
 import os from 'node:os';
 import { z } from 'zod';
+import { ErrorCodes, ServiceError } from './errors.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])
@@ -160,9 +161,9 @@ const schema = z.object({
 
 export type Config = z.infer<typeof schema> & { actorThreads: number; instanceId: string };
 
-export class ConfigError extends Error {
+export class ConfigError extends ServiceError {
   constructor(message: string) {
-    super(message);
+    super(ErrorCodes.CONFIG, message);
     this.name = 'ConfigError';
   }
 }
