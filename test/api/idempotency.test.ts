@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { runVariants } from '../helpers/variants.ts';
 
 const body = (content: string, extra: Record<string, unknown> = {}) => ({
   provider: 'provider_c',
@@ -16,11 +17,11 @@ const body = (content: string, extra: Record<string, unknown> = {}) => ({
 const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
 const keyed = (key: string) => ({ 'idempotency-key': key });
 
-for (const threads of [0, 2]) {
-  describe(`Idempotency-Key on completions (ACTOR_THREADS=${threads})`, () => {
+for (const v of runVariants()) {
+  describe(`Idempotency-Key on completions (${v.name})`, () => {
     let t: TestServer;
     before(async () => {
-      t = await startTestServer({ actorThreads: threads });
+      t = await startTestServer({ db: v.db, actorThreads: v.actorThreads });
     });
     after(() => t.close());
 
