@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_IMAGE_BYTES, MAX_TEXT_SOURCE_BYTES } from '../../src/attachments.ts';
 import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
+import { storedRows } from '../helpers/store.ts';
 
 const MB = 1024 * 1024;
 /** The spec's figures, written out: the constants are what is under test, not the source of truth. */
@@ -40,14 +41,10 @@ interface Target {
 describe('attachment rules on every endpoint that takes attachments', () => {
   let t: TestServer;
   let chatId: string;
-  let stored: () => Promise<number>;
+  const stored = () => storedRows(t.server.ctx.pool);
   before(async () => {
     t = await startTestServer();
     chatId = (await t.call('POST', '/v1/chats', {})).body.chat.id;
-    stored = async () => {
-      const r = await t.server.ctx.pool.query('SELECT (SELECT count(*) FROM chats) + (SELECT count(*) FROM messages) + (SELECT count(*) FROM llm_calls) AS n');
-      return Number(r.rows[0].n);
-    };
   });
   after(() => t.close());
 
@@ -94,7 +91,7 @@ describe('attachment rules on every endpoint that takes attachments', () => {
     const r = await target.send(attachments);
     assert.equal(r.status, 400, `${target.name} ${label}: ${JSON.stringify(r.body).slice(0, 300)}`);
     assert.equal(r.body.message, `invalid request body: ${target.field}${field}: ${problem}`, target.name);
-    assert.equal(await stored(), before, `${target.name}: nothing stored`);
+    assert.deepEqual(await stored(), before, `${target.name}: nothing stored`);
     assert.equal(t.sim.requests.length, 0, `${target.name}: no provider asked`);
   }
 
@@ -154,15 +151,15 @@ describe('attachment rules on every endpoint that takes attachments', () => {
         assert.deepEqual([r.status, r.body.message], [400, 'invalid request body: messages[0].attachments: attachments are only allowed on user messages'], `${path} ${role}`);
       }
     }
-    assert.equal(await stored(), before);
+    assert.deepEqual(await stored(), before);
   });
 
   it('POST /v1/chats/:chatId/messages merges attachments into the stored metadata.attachments', async () => {
     const earlier = { kind: 'text', id: 'kept', filename: 'old.txt', mimeType: 'text/plain', sizeBytes: 3, text: 'old', truncated: false };
     const r = await t.call('POST', `/v1/chats/${chatId}/messages`, { role: 'user', content: 'hi', metadata: { note: 1, attachments: [earlier] }, attachments: [text('new')] });
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    const stored = (await t.call('GET', `/v1/chats/${chatId}`)).body.chat.messages.find((m: any) => m.id === r.body.message.id);
-    assert.equal(stored.metadata.note, 1);
-    assert.deepEqual(stored.metadata.attachments.map((a: any) => [a.filename, a.text]), [['old.txt', 'old'], ['a.txt', 'new']]);
+    const saved = (await t.call('GET', `/v1/chats/${chatId}`)).body.chat.messages.find((m: any) => m.id === r.body.message.id);
+    assert.equal(saved.metadata.note, 1);
+    assert.deepEqual(saved.metadata.attachments.map((a: any) => [a.filename, a.text]), [['old.txt', 'old'], ['a.txt', 'new']]);
   });
 });

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { apiDatabases, startTestServer, type TestServer } from '../helpers/server.ts';
+import { storedRows } from '../helpers/store.ts';
 
 type Kind = 'chat' | 'search';
 
@@ -70,15 +71,8 @@ async function namingRoutes(t: TestServer): Promise<Map<string, { kind: Kind; me
 for (const db of apiDatabases()) {
   describe(`unknown ids through the real lookup (${db})`, () => {
     let t: TestServer;
-    let stored: () => Promise<string>;
     before(async () => {
       t = await startTestServer({ db });
-      stored = async () => {
-        const r = await t.server.ctx.pool.query(
-          'SELECT (SELECT count(*) FROM chats) AS chats, (SELECT count(*) FROM messages) AS messages, (SELECT count(*) FROM searches) AS searches, (SELECT count(*) FROM llm_calls) AS calls',
-        );
-        return JSON.stringify(r.rows[0]);
-      };
     });
     after(() => t.close());
 
@@ -105,7 +99,7 @@ for (const db of apiDatabases()) {
       };
       const other = (kind: Kind): Kind => (kind === 'chat' ? 'search' : 'chat');
 
-      const before = await stored();
+      const before = await storedRows(t.server.ctx.pool);
       t.sim.clearRequests();
       let tried = 0;
       for (const [key, route] of await namingRoutes(t)) {
@@ -119,7 +113,7 @@ for (const db of apiDatabases()) {
         }
       }
       assert.equal(tried, Object.keys(CASES).length * 3);
-      assert.equal(await stored(), before, 'nothing was stored');
+      assert.deepEqual(await storedRows(t.server.ctx.pool), before, 'nothing was stored');
       assert.deepEqual(t.sim.requests.map((r) => r.upstream), [], 'no provider or engine was asked');
       // The live items were not touched by requests naming them as the other kind.
       assert.equal((await t.call('GET', `/v1/chats/${live.chat}`)).body.chat.title, 'live');
