@@ -13,6 +13,16 @@ export const MAX_INLINED_TEXT_CHARS = 200_000;
 const IMAGE_TYPES = ['image/png', 'image/jpeg'] as const;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
+/**
+ * Base64 that decodes to exactly the bytes it claims: padding only to close the last 4-character group,
+ * and never one character past a whole group (6 bits end no byte). Node's decoder would accept both and
+ * quietly drop the stray bits, so the stored image would not be the one the size was measured from.
+ */
+function isBase64(b64: string): boolean {
+  if (!BASE64.test(b64)) return false;
+  return b64.endsWith('=') ? b64.length % 4 === 0 : b64.length % 4 !== 1;
+}
+
 const imageSchema = z.object({
   kind: z.literal('image'),
   id: z.string().min(1).optional(),
@@ -58,7 +68,7 @@ function checkImage(a: z.infer<typeof imageSchema>, ctx: z.RefinementCtx): Attac
     return z.NEVER;
   }
   const b64 = a.dataUrl.slice(m[0].length);
-  if (!BASE64.test(b64)) {
+  if (!isBase64(b64)) {
     ctx.addIssue({ code: 'custom', message: 'dataUrl is not valid base64', path: ['dataUrl'] });
     return z.NEVER;
   }

@@ -46,7 +46,7 @@ class ChatRun {
       `data: {"id":"${this.id}","object":"chat.completion.chunk","created":${this.created},` +
       `"model":${JSON.stringify(input.model)},"service_tier":"default","system_fingerprint":"fp_sim","choices":`;
     // With include_usage every chunk carries "usage":null except the last one.
-    this.usageNull = input.includeUsage ? ',"usage":null' : '';
+    this.usageNull = this.reportsUsage() ? ',"usage":null' : '';
   }
 
   run(): void {
@@ -57,6 +57,11 @@ class ChatRun {
 
   callId(k: number): string {
     return `call_${this.hex}_${k}`;
+  }
+
+  /** Streams report usage when asked to; `noUsage` plays a compatible server that ignores the ask. */
+  reportsUsage(): boolean {
+    return this.input.includeUsage && this.p.directive.noUsage !== true;
   }
 
   usage(): Record<string, unknown> {
@@ -77,7 +82,7 @@ class ChatRun {
 
   end(finish: string): string {
     let out = this.chunk({}, finish);
-    if (this.input.includeUsage) out += `${this.chunkHead}[],"usage":${JSON.stringify(this.usage())}}\n\n`;
+    if (this.reportsUsage()) out += `${this.chunkHead}[],"usage":${JSON.stringify(this.usage())}}\n\n`;
     return out + 'data: [DONE]\n\n';
   }
 
@@ -113,7 +118,7 @@ class ChatRun {
       created: this.created,
       model: this.input.model,
       choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
-      usage: this.usage(),
+      ...(p.directive.noUsage ? {} : { usage: this.usage() }),
       service_tier: 'default',
       system_fingerprint: 'fp_sim',
     };

@@ -26,6 +26,7 @@ export interface Directive {
   firstByteDelayMs?: number;
   custom?: boolean;
   usage?: { input?: number; output?: number };
+  noUsage?: boolean;
   echoSystem?: boolean;
   echoInput?: boolean;
   searchStatus?: number;
@@ -62,7 +63,7 @@ const NUMBER_FIELDS = [
   'searchDelayMs',
   'answerDelayMs',
 ] as const;
-const BOOL_FIELDS = ['stamp', 'custom', 'echoSystem', 'echoInput'] as const;
+const BOOL_FIELDS = ['stamp', 'custom', 'echoSystem', 'echoInput', 'noUsage'] as const;
 const KNOWN = new Set<string>([
   ...NUMBER_FIELDS,
   ...BOOL_FIELDS,

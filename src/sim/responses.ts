@@ -75,7 +75,7 @@ class ResponseRun {
       tools: Array.isArray(b.tools) ? b.tools : [],
       top_p: b.top_p ?? 1,
       truncation: 'disabled',
-      usage: usage ? this.usage() : null,
+      usage: usage && this.p.directive.noUsage !== true ? this.usage() : null,
       user: null,
       metadata: isObject(b.metadata) ? b.metadata : {},
       ...extra,

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { keyed, rebuilt, wholeWithRetry } from '../helpers/idempotency.ts';
-import { readSse, sim, startTestServer, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { runVariants } from '../helpers/variants.ts';
 
 const body = (content: string, extra: Record<string, unknown> = {}) => ({
   provider: 'provider_c',
@@ -15,11 +16,11 @@ const body = (content: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-for (const threads of [0, 2]) {
-  describe(`Idempotency-Key on completions (ACTOR_THREADS=${threads})`, () => {
+for (const v of runVariants()) {
+  describe(`Idempotency-Key on completions (${v.name})`, () => {
     let t: TestServer;
     before(async () => {
-      t = await startTestServer({ actorThreads: threads });
+      t = await startTestServer({ db: v.db, actorThreads: v.actorThreads });
     });
     after(() => t.close());
 

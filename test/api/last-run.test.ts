@@ -2,13 +2,14 @@
 // last-run-crash.test.ts; a stop: stop.test.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, readSse, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { readSse, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { runVariants } from '../helpers/variants.ts';
 
-for (const db of apiDatabases()) {
-  describe(`chat lastRun (${db})`, () => {
+for (const v of runVariants()) {
+  describe(`chat lastRun (${v.name})`, () => {
     let t: TestServer;
     before(async () => {
-      t = await startTestServer({ db });
+      t = await startTestServer({ db: v.db, actorThreads: v.actorThreads });
     });
     after(() => t.close());
 

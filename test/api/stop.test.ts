@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { readSse, sim, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { runVariants } from '../helpers/variants.ts';
 
 /** Opens a stream, POSTs `stopPath` once `when` holds for an event, and reads the stream to its end. */
 async function streamAndStop(
@@ -43,11 +44,11 @@ const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({
 const reply = Array.from({ length: 60 }, (_, i) => `w${i + 1}`).join(' ');
 const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
 
-for (const threads of [0, 2]) {
-  describe(`stopping runs (ACTOR_THREADS=${threads})`, () => {
+for (const v of runVariants()) {
+  describe(`stopping runs (${v.name})`, () => {
     let t: TestServer;
     before(async () => {
-      t = await startTestServer({ actorThreads: threads });
+      t = await startTestServer({ db: v.db, actorThreads: v.actorThreads });
     });
     after(() => t.close());
 

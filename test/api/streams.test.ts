@@ -5,15 +5,16 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { readSse, sim, startStorm, stopAfterFirstDelta, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { runVariants } from '../helpers/variants.ts';
 
 /** The text a subscriber can rebuild: the replayed delta carries all earlier text, live ones follow. */
 const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
 
-for (const threads of [0, 2]) {
-  describe(`chat streams (ACTOR_THREADS=${threads})`, () => {
+for (const v of runVariants()) {
+  describe(`chat streams (${v.name})`, () => {
     let t: TestServer;
     before(async () => {
-      t = await startTestServer({ actorThreads: threads, env: { SSE_HEARTBEAT_MS: '150', SSE_MAX_QUEUED_BYTES: String(16 * 1024 * 1024) } });
+      t = await startTestServer({ db: v.db, actorThreads: v.actorThreads, env: { SSE_HEARTBEAT_MS: '150', SSE_MAX_QUEUED_BYTES: String(16 * 1024 * 1024) } });
     });
     after(() => t.close());
 

@@ -43,7 +43,9 @@ export async function startCluster(o: ClusterOptions): Promise<TestCluster> {
     HOST: '127.0.0.1',
     PORT: '0',
     LOG_LEVEL: 'info',
-    ACTOR_THREADS: '0',
+    // Mixed on purpose: a run on one instance is followed from another, so with i1's actors on a
+    // worker thread the frames cross a thread and an instance (tests that start on i0 attach on i1).
+    ACTOR_THREADS: id === 'i1' ? '1' : '0',
     PROVIDER_TIMEOUT_MS: '30000',
     DATABASE_URL: scratch.url,
     REDIS_URL: o.redisUrl,

@@ -61,3 +61,14 @@ export async function setStarred(db: Queryable, type: ItemType, id: string, star
   const item = type === 'chat' ? await starChat(db, id, starred) : await starSearch(db, id, starred);
   return item !== null;
 }
+
+/**
+ * The rows a refused request must not add, per table: chats, messages, searches and LlmCalls. Compare
+ * two readings with deepEqual.
+ */
+export async function storedRows(db: Queryable): Promise<Record<string, number>> {
+  const { rows } = await db.query<Record<string, number>>(
+    'SELECT (SELECT count(*)::int FROM chats) AS chats, (SELECT count(*)::int FROM messages) AS messages, (SELECT count(*)::int FROM searches) AS searches, (SELECT count(*)::int FROM llm_calls) AS calls',
+  );
+  return rows[0]!;
+}
