@@ -21,7 +21,7 @@ import { startHeartbeat } from './heartbeat.ts';
 import { corsPolicy } from './http/cors.ts';
 import { toHttpError } from './http/to-http-error.ts';
 import { mountRoutes, type Route } from './http/router.ts';
-import { setHeartbeatInterval } from './http/sse.ts';
+import { SseStreams } from './http/sse.ts';
 import { listenExclusive, uws } from './http/uws.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { createLogger } from './log.ts';
@@ -115,9 +115,10 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const providers = createProviders(config);
   const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS });
   const lag = config.OVERLOAD_LAG_MS > 0 ? new LagBoard() : null;
+  const sse = new SseStreams({ heartbeatMs: config.SSE_HEARTBEAT_MS, queueCap: config.SSE_MAX_QUEUED_BYTES });
   const { supervisor, runs, metrics } = await lc.open(
     'supervisor',
-    () => startSupervisor(config, db, providers, admission, lag, log),
+    () => startSupervisor(config, db, providers, { admission, lag, sse }, log),
     (s) => s.supervisor.shutdown(),
   );
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
@@ -158,12 +159,13 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     models,
     readiness,
     metrics,
+    sse,
   };
   lc.defer('overload lag', () => lag?.stop());
   // Loads in the background: the server does not wait for any provider's list.
   await lc.open('models', () => models.start(), () => models.stop());
 
-  setHeartbeatInterval(config.SSE_HEARTBEAT_MS);
+  lc.defer('sse streams', () => sse.close());
   const routes = appRoutes(ctx, opts);
   const app = uws.App();
   mountRoutes(app, routes, {
@@ -192,7 +194,13 @@ function warnAboutConfig(config: Config, simulated: string[], log: Logger): void
 }
 
 /** The supervisor and its actor hosts (worker threads, or inline), with what observes its runs. */
-function startSupervisor(config: Config, db: Database, providers: AppContext['providers'], admission: Admission, lag: LagBoard | null, log: Logger) {
+function startSupervisor(
+  config: Config,
+  db: Database,
+  providers: AppContext['providers'],
+  { admission, lag, sse }: { admission: Admission; lag: LagBoard | null; sse: SseStreams },
+  log: Logger,
+) {
   const workerSetup = (): WorkerSetup => {
     if (db.kind === 'postgres') {
       return { input: { config, databaseUrl: config.DATABASE_URL!, poolMax: 10 }, transferList: [], cleanup: async () => {} };
@@ -217,7 +225,7 @@ function startSupervisor(config: Config, db: Database, providers: AppContext['pr
     },
     admission,
   });
-  metrics = createMetrics(supervisor, admission);
+  metrics = createMetrics(supervisor, sse, admission);
   runs = new Runs(supervisor);
   return { supervisor, runs, metrics };
 }
