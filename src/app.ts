@@ -8,8 +8,10 @@ import type { RunTypes } from '../actors/runs.ts';
 import { Supervisor } from '../actors/runtime/supervisor.ts';
 import { Admission } from './admission.ts';
 import { bearerGuard } from './http/auth.ts';
+import { BodyPool } from './http/body-pool.ts';
 import { Cluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
+import { CpuPool } from './cpu-pool.ts';
 import { systemClock, type AppContext, type Clock } from './context.ts';
 import { openControlDb } from './db/control-pool.ts';
 import { openDatabase, redact } from './db/pool.ts';
@@ -42,7 +44,7 @@ import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
 import { Runs } from './runs.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
-import { availableTools, closeTools } from './tools/registry.ts';
+import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -57,6 +59,8 @@ export interface Server {
   ctx: AppContext;
   /** The router's table (the OpenAPI test checks that each one is documented). */
   routes: readonly Route[];
+  /** Big request bodies, parsed in the CPU pool (tests count them). */
+  bodies: BodyPool;
   close(): Promise<void>;
   /** SIGTERM: refuse new runs, let the running ones end (at most `graceMs`), then close. 0: close at once. */
   drain(graceMs: number): Promise<void>;
@@ -86,7 +90,8 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const upstreams = await lc.open('upstreams', () => resolveUpstreams(baseConfig), (u) => u.close());
   const config = upstreams.config;
   warnAboutConfig(config, upstreams.simulated, log);
-  lc.defer('tools', closeTools);
+  // The CPU-heavy work of this thread: big bodies, and fetch_url's HTML when the actors run inline.
+  const cpu = await lc.open('cpu pool', () => new CpuPool(), (p) => p.close());
 
   const db = await lc.open(
     'database',
@@ -118,7 +123,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const sse = new SseStreams({ heartbeatMs: config.SSE_HEARTBEAT_MS, queueCap: config.SSE_MAX_QUEUED_BYTES });
   const { supervisor, runs, metrics } = await lc.open(
     'supervisor',
-    () => startSupervisor(config, db, providers, { admission, lag, sse }, log),
+    () => startSupervisor(config, db, providers, { admission, lag, sse, cpu }, log),
     (s) => s.supervisor.shutdown(),
   );
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
@@ -167,9 +172,11 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
 
   lc.defer('sse streams', () => sse.close());
   const routes = appRoutes(ctx, opts);
+  const bodies = new BodyPool(cpu);
   const app = uws.App();
   mountRoutes(app, routes, {
     defaultBodyLimit: DEFAULT_BODY_LIMIT,
+    bodies,
     guard: bearerGuard(config.ADMIN_TOKEN),
     cors: corsPolicy(config.CORS_ORIGINS),
     onError: (err, req) => toHttpError(err, () => log.error({ err, method: req.method, path: req.path }, 'request failed')),
@@ -181,7 +188,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
   const close = () => lc.close();
   const drain = new Drain({ admission, readiness, supervisor, log, close });
-  return { url, port, ctx, routes, close, drain: (graceMs) => drain.run(graceMs), cut: () => drain.cut() };
+  return { url, port, ctx, routes, bodies, close, drain: (graceMs) => drain.run(graceMs), cut: () => drain.cut() };
 }
 
 function warnAboutConfig(config: Config, simulated: string[], log: Logger): void {
@@ -198,7 +205,7 @@ function startSupervisor(
   config: Config,
   db: Database,
   providers: AppContext['providers'],
-  { admission, lag, sse }: { admission: Admission; lag: LagBoard | null; sse: SseStreams },
+  { admission, lag, sse, cpu }: { admission: Admission; lag: LagBoard | null; sse: SseStreams; cpu: CpuPool },
   log: Logger,
 ) {
   const workerSetup = (): WorkerSetup => {
@@ -216,7 +223,7 @@ function startSupervisor(
     maxActiveRuns: config.MAX_ACTIVE_RUNS,
     factory:
       config.actorThreads === 0
-        ? inlineHosts(runDepsFrom(config, db.pool, providers))
+        ? inlineHosts(runDepsFrom(config, db.pool, cpu, providers))
         : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms) => lag.report(index, p99Ms) : undefined),
     log: (level, message, err) => log[level]({ err }, message),
     onEnd: (run, result) => {
