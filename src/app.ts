@@ -121,6 +121,8 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS });
   const lag = config.OVERLOAD_LAG_MS > 0 ? new LagBoard() : null;
   const sse = new SseStreams({ heartbeatMs: config.SSE_HEARTBEAT_MS, queueCap: config.SSE_MAX_QUEUED_BYTES });
+  // Closed after the supervisor: the streams of runs cut by its shutdown get their last frames first.
+  lc.defer('sse streams', () => sse.close());
   const { supervisor, runs, metrics } = await lc.open(
     'supervisor',
     () => startSupervisor(config, db, providers, { admission, lag, sse, cpu }, log),
@@ -170,7 +172,6 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   // Loads in the background: the server does not wait for any provider's list.
   await lc.open('models', () => models.start(), () => models.stop());
 
-  lc.defer('sse streams', () => sse.close());
   const routes = appRoutes(ctx, opts);
   const bodies = new BodyPool(cpu);
   const app = uws.App();

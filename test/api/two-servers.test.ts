@@ -67,10 +67,10 @@ describe('two servers in one process', () => {
     const closed = lines.map((l) => JSON.parse(l) as { msg: string; resource?: string }).filter((l) => l.msg === 'closed').map((l) => l.resource);
     assert.deepEqual(closed, [
       'listener',
-      'sse streams',
       'models',
       'overload lag',
       'supervisor',
+      'sse streams',
       'cluster',
       'write retries',
       'heartbeat',
