@@ -8,11 +8,14 @@ import type { RunTypes } from '../actors/runs.ts';
 import { Supervisor } from '../actors/runtime/supervisor.ts';
 import { Admission } from './admission.ts';
 import { bearerGuard } from './http/auth.ts';
+import { BodyPool } from './http/body-pool.ts';
 import { Cluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
+import { CpuPool } from './cpu-pool.ts';
 import { systemClock, type AppContext, type Clock } from './context.ts';
 import { openControlDb } from './db/control-pool.ts';
 import { openDatabase, redact } from './db/pool.ts';
+import type { Database } from './db/types.ts';
 import { servePool } from './db/remote-pool.ts';
 import { writeRetries } from './db/write-retry.ts';
 import { Drain } from './drain.ts';
@@ -20,10 +23,11 @@ import { startHeartbeat } from './heartbeat.ts';
 import { corsPolicy } from './http/cors.ts';
 import { toHttpError } from './http/to-http-error.ts';
 import { mountRoutes, type Route } from './http/router.ts';
-import { setHeartbeatInterval } from './http/sse.ts';
-import { listenExclusive, uws, type us_listen_socket } from './http/uws.ts';
+import { SseStreams } from './http/sse.ts';
+import { listenExclusive, uws } from './http/uws.ts';
+import { Lifecycle } from './lifecycle.ts';
 import { createLogger } from './log.ts';
-import { createMetrics } from './metrics.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
 import { createModelRegistry } from './models/registry.ts';
 import { openFilesLimit, openFilesWarning } from './open-files.ts';
 import { createProviders } from './providers/index.ts';
@@ -40,7 +44,7 @@ import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
 import { Runs } from './runs.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
-import { availableTools, closeTools } from './tools/registry.ts';
+import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -55,6 +59,8 @@ export interface Server {
   ctx: AppContext;
   /** The router's table (the OpenAPI test checks that each one is documented). */
   routes: readonly Route[];
+  /** Big request bodies, parsed in the CPU pool (tests count them). */
+  bodies: BodyPool;
   close(): Promise<void>;
   /** SIGTERM: refuse new runs, let the running ones end (at most `graceMs`), then close. 0: close at once. */
   drain(graceMs: number): Promise<void>;
@@ -73,78 +79,69 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
   const log = opts.log ?? createLogger(baseConfig.LOG_LEVEL);
   // A busy port fails the start now, not after the database and the actor threads are up.
   if (baseConfig.PORT !== 0) uws.us_listen_socket_close(await listenExclusive(uws.App(), baseConfig.HOST, baseConfig.PORT));
-  const upstreams = await resolveUpstreams(baseConfig);
-  const config = upstreams.config;
-  if ((config.CHAT_CODING_TOOL_ENABLED || config.CHAT_SHELL_TOOL_ENABLED) && !config.CHAT_CODING_SSH_HOST_KEY_SHA256) {
-    log.warn('remote tools accept any SSH host key: set CHAT_CODING_SSH_HOST_KEY_SHA256 to pin it');
-  }
-  if (upstreams.simulated.length > 0) log.warn({ simulated: upstreams.simulated }, 'served by the offline simulator (no key set)');
-  const filesWarning = openFilesWarning(openFilesLimit(), config.MAX_ACTIVE_RUNS);
-  if (filesWarning) log.warn(filesWarning);
+  const lifecycle = new Lifecycle((resource, err) =>
+    err === undefined ? log.debug({ resource }, 'closed') : log.warn({ err, resource }, 'closing failed'),
+  );
+  return lifecycle.start((lc) => assemble(lc, baseConfig, log, opts));
+}
 
-  const poolMax = 20;
-  const db = await openDatabase(config, { poolMax, onIdleError: (err) => log.warn({ err }, 'idle database connection failed') });
-  const control = openControlDb(db, config.DATABASE_URL, CONTROL_DEADLINE_MS);
-  const heartbeat = await startHeartbeat({ db: control, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log });
+/** Every start step, in order; each registers its close on `lc` as soon as it has opened something. */
+async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: ServerOptions): Promise<Server> {
+  const upstreams = await lc.open('upstreams', () => resolveUpstreams(baseConfig), (u) => u.close());
+  const config = upstreams.config;
+  warnAboutConfig(config, upstreams.simulated, log);
+  // The CPU-heavy work of this thread: big bodies, and fetch_url's HTML when the actors run inline.
+  const cpu = await lc.open('cpu pool', () => new CpuPool(), (p) => p.close());
+
+  const db = await lc.open(
+    'database',
+    () => openDatabase(config, { poolMax: 20, onIdleError: (err) => log.warn({ err }, 'idle database connection failed') }),
+    (d) => d.close(),
+  );
+  const control = await lc.open('control database', () => openControlDb(db, config.DATABASE_URL, CONTROL_DEADLINE_MS), (c) => c.close());
+  await lc.open(
+    'heartbeat',
+    () => startHeartbeat({ db: control, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log }),
+    (h) => h.stop(),
+  );
   const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId });
   if (interrupted > 0) log.warn({ interrupted }, 'marked LlmCalls interrupted by the last stop as failed');
   const readiness = new Readiness();
   readiness.add({ name: 'database', check: () => control.query('SELECT 1') });
+  // Runs on this thread whose failure met a database outage: give their writes a last chance, once
+  // the runs have ended and before the database closes.
+  lc.defer('write retries', () => writeRetries.drain(STOP_WRITE_GRACE_MS));
+  // The cluster joins after the supervisor (it serves the supervisor's runs) but leaves after it:
+  // the runs have ended and given their leases back by then, so leave now rather than after a TTL.
+  let cluster: Cluster | null = null;
+  lc.defer('cluster', () => cluster?.close());
 
-  const workerSetup = (): WorkerSetup => {
-    if (db.kind === 'postgres') {
-      return { input: { config, databaseUrl: config.DATABASE_URL!, poolMax: 10 }, transferList: [], cleanup: async () => {} };
-    }
-    const { port1, port2 } = new MessageChannel();
-    const cleanup = servePool(port1, db.pool);
-    return { input: { config, databaseUrl: null, poolMax: 1, dbPort: port2 }, transferList: [port2], cleanup };
-  };
   // One client (and one connection pool) per provider on this thread: routes, model lists and inline hosts share them.
   const providers = createProviders(config);
-  let metrics: ReturnType<typeof createMetrics> | undefined;
-  let runs: Runs | undefined;
   const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS });
   const lag = config.OVERLOAD_LAG_MS > 0 ? new LagBoard() : null;
-  const supervisor = new Supervisor<RunTypes>({
-    hosts: Math.max(1, config.actorThreads),
-    maxActiveRuns: config.MAX_ACTIVE_RUNS,
-    factory:
-      config.actorThreads === 0
-        ? inlineHosts(runDepsFrom(config, db.pool, providers))
-        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms) => lag.report(index, p99Ms) : undefined),
-    log: (level, message, err) => log[level]({ err }, message),
-    onEnd: (run, result) => {
-      runs?.ended(run);
-      metrics?.observeRun(run.kind, run.label, result.ok, (Date.now() - run.startedAt) / 1000);
-    },
-    admission,
-  });
-  metrics = createMetrics(supervisor, admission);
-  runs = new Runs(supervisor);
+  const sse = new SseStreams({ heartbeatMs: config.SSE_HEARTBEAT_MS, queueCap: config.SSE_MAX_QUEUED_BYTES });
+  // Closed after the supervisor: the streams of runs cut by its shutdown get their last frames first.
+  lc.defer('sse streams', () => sse.close());
+  const { supervisor, runs, metrics } = await lc.open(
+    'supervisor',
+    () => startSupervisor(config, db, providers, { admission, lag, sse, cpu }, log),
+    (s) => s.supervisor.shutdown(),
+  );
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
   await supervisor.ready();
-  let cluster: Cluster | null = null;
   if (config.REDIS_URL) {
-    try {
-      cluster = await Cluster.join({
-        url: config.REDIS_URL,
-        prefix: config.REDIS_KEY_PREFIX,
-        instanceId: config.instanceId,
-        leaseTtlMs: config.CLUSTER_LEASE_TTL_MS,
-        local: runs.localPort,
-        log,
-      });
-    } catch (err) {
-      lag?.stop();
-      await supervisor.shutdown();
-      await heartbeat.stop();
-      await control.close();
-      await db.close();
-      await upstreams.close();
-      throw err;
-    }
-    runs.useCluster(cluster);
-    readiness.add({ name: 'redis', check: () => cluster!.ping() });
+    cluster = await Cluster.join({
+      url: config.REDIS_URL,
+      prefix: config.REDIS_KEY_PREFIX,
+      instanceId: config.instanceId,
+      leaseTtlMs: config.CLUSTER_LEASE_TTL_MS,
+      local: runs.localPort,
+      log,
+    });
+    const joined = cluster;
+    runs.useCluster(joined);
+    readiness.add({ name: 'redis', check: () => joined.ping() });
     log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL) }, 'cluster mode: joined');
   }
 
@@ -169,13 +166,82 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     models,
     readiness,
     metrics,
+    sse,
   };
+  lc.defer('overload lag', () => lag?.stop());
   // Loads in the background: the server does not wait for any provider's list.
-  models.start();
+  await lc.open('models', () => models.start(), () => models.stop());
 
-  setHeartbeatInterval(config.SSE_HEARTBEAT_MS);
-  const registry = metrics.registry;
-  const routes: Route[] = withOpenApiRoute([
+  const routes = appRoutes(ctx, opts);
+  const bodies = new BodyPool(cpu);
+  const app = uws.App();
+  mountRoutes(app, routes, {
+    defaultBodyLimit: DEFAULT_BODY_LIMIT,
+    bodies,
+    guard: bearerGuard(config.ADMIN_TOKEN),
+    cors: corsPolicy(config.CORS_ORIGINS),
+    onError: (err, req) => toHttpError(err, () => log.error({ err, method: req.method, path: req.path }, 'request failed')),
+  });
+  const listenSocket = await lc.open('listener', () => listenExclusive(app, config.HOST, config.PORT), (s) => uws.us_listen_socket_close(s));
+  // Measured from here: the start-up's own stalls (migrations, worker boot) are no overload.
+  lag?.start((worstMs) => (admission.lagMs = worstMs));
+  const port = uws.us_socket_local_port(listenSocket);
+  const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+  const close = () => lc.close();
+  const drain = new Drain({ admission, readiness, supervisor, log, close });
+  return { url, port, ctx, routes, bodies, close, drain: (graceMs) => drain.run(graceMs), cut: () => drain.cut() };
+}
+
+function warnAboutConfig(config: Config, simulated: string[], log: Logger): void {
+  if ((config.CHAT_CODING_TOOL_ENABLED || config.CHAT_SHELL_TOOL_ENABLED) && !config.CHAT_CODING_SSH_HOST_KEY_SHA256) {
+    log.warn('remote tools accept any SSH host key: set CHAT_CODING_SSH_HOST_KEY_SHA256 to pin it');
+  }
+  if (simulated.length > 0) log.warn({ simulated }, 'served by the offline simulator (no key set)');
+  const filesWarning = openFilesWarning(openFilesLimit(), config.MAX_ACTIVE_RUNS);
+  if (filesWarning) log.warn(filesWarning);
+}
+
+/** The supervisor and its actor hosts (worker threads, or inline), with what observes its runs. */
+function startSupervisor(
+  config: Config,
+  db: Database,
+  providers: AppContext['providers'],
+  { admission, lag, sse, cpu }: { admission: Admission; lag: LagBoard | null; sse: SseStreams; cpu: CpuPool },
+  log: Logger,
+) {
+  const workerSetup = (): WorkerSetup => {
+    if (db.kind === 'postgres') {
+      return { input: { config, databaseUrl: config.DATABASE_URL!, poolMax: 10 }, transferList: [], cleanup: async () => {} };
+    }
+    const { port1, port2 } = new MessageChannel();
+    const cleanup = servePool(port1, db.pool);
+    return { input: { config, databaseUrl: null, poolMax: 1, dbPort: port2 }, transferList: [port2], cleanup };
+  };
+  let metrics: Metrics | undefined;
+  let runs: Runs | undefined;
+  const supervisor = new Supervisor<RunTypes>({
+    hosts: Math.max(1, config.actorThreads),
+    maxActiveRuns: config.MAX_ACTIVE_RUNS,
+    factory:
+      config.actorThreads === 0
+        ? inlineHosts(runDepsFrom(config, db.pool, cpu, providers))
+        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms) => lag.report(index, p99Ms) : undefined),
+    log: (level, message, err) => log[level]({ err }, message),
+    onEnd: (run, result) => {
+      runs?.ended(run);
+      metrics?.observeRun(run.kind, run.label, result.ok, (Date.now() - run.startedAt) / 1000);
+    },
+    admission,
+  });
+  metrics = createMetrics(supervisor, sse, admission);
+  runs = new Runs(supervisor);
+  return { supervisor, runs, metrics };
+}
+
+/** Every route of the service, and the tests' extra ones. */
+function appRoutes(ctx: AppContext, opts: ServerOptions): Route[] {
+  const registry = ctx.metrics.registry;
+  return withOpenApiRoute([
     ...systemRoutes(ctx),
     ...chatRoutes(ctx),
     ...completionRoutes(ctx),
@@ -191,44 +257,4 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
       handler: async (_req, reply) => reply.text(200, await registry.metrics(), registry.contentType),
     },
   ]);
-
-  const app = uws.App();
-  mountRoutes(app, routes, {
-    defaultBodyLimit: DEFAULT_BODY_LIMIT,
-    guard: bearerGuard(config.ADMIN_TOKEN),
-    cors: corsPolicy(config.CORS_ORIGINS),
-    onError: (err, req) => toHttpError(err, () => log.error({ err, method: req.method, path: req.path }, 'request failed')),
-  });
-
-  let listenSocket: us_listen_socket | undefined;
-  let closing: Promise<void> | undefined;
-  const close = () =>
-    (closing ??= (async () => {
-      if (listenSocket) uws.us_listen_socket_close(listenSocket);
-      models.stop();
-      lag?.stop();
-      await supervisor.shutdown();
-      // Runs have ended and given their leases back; leave the cluster now rather than after a TTL.
-      await cluster?.close();
-      // Runs on this thread whose failure met a database outage: give their writes a last chance.
-      await writeRetries.drain(STOP_WRITE_GRACE_MS);
-      await heartbeat.stop();
-      await control.close();
-      await db.close();
-      await closeTools();
-      await upstreams.close();
-    })());
-
-  try {
-    listenSocket = await listenExclusive(app, config.HOST, config.PORT);
-  } catch (err) {
-    await close();
-    throw err;
-  }
-  // Measured from here: the start-up's own stalls (migrations, worker boot) are no overload.
-  lag?.start((worstMs) => (admission.lagMs = worstMs));
-  const port = uws.us_socket_local_port(listenSocket);
-  const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
-  const drain = new Drain({ admission, readiness, supervisor, log, close });
-  return { url, port, ctx, routes, close, drain: (graceMs) => drain.run(graceMs), cut: () => drain.cut() };
 }

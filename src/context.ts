@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { RunSupervisor } from '../actors/runs.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import type { SseStreams } from './http/sse.ts';
 import type { Metrics } from './metrics.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { Readiness } from './readiness.ts';
@@ -31,4 +32,6 @@ export interface AppContext {
   /** GET /ready's checks (the database; cluster mode adds its own). */
   readiness: Readiness;
   metrics: Metrics;
+  /** This server's SSE streams: routes open theirs here. */
+  sse: SseStreams;
 }

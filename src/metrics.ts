@@ -3,7 +3,7 @@
 import client from 'prom-client';
 import type { RunSupervisor } from '../actors/runs.ts';
 import type { Admission, RefusalReason } from './admission.ts';
-import { openSseStreams } from './http/sse.ts';
+import type { SseStreams } from './http/sse.ts';
 
 export interface Metrics {
   registry: client.Registry;
@@ -19,7 +19,7 @@ export interface Metrics {
 /** prom-client's event-loop delay sampling interval. */
 const EVENT_LOOP_PRECISION_MS = 100;
 
-export function createMetrics(supervisor: RunSupervisor, admission?: Admission): Metrics {
+export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, 'openCount'>, admission?: Admission): Metrics {
   const registry = new client.Registry();
   // prom-client samples the event-loop delay on a timer: at its default 10 ms that timer is ~100 wake-ups a
   // second of the main thread, idle or not (docs/performance.md, ninth round). A tenth of that is plenty for
@@ -39,7 +39,7 @@ export function createMetrics(supervisor: RunSupervisor, admission?: Admission):
     },
     labelNames: ['kind'],
   });
-  new client.Gauge({ name: 'css_open_sse_streams', help: 'Open SSE responses', registers: [registry], collect() { this.set(openSseStreams()); } });
+  new client.Gauge({ name: 'css_open_sse_streams', help: 'Open SSE responses', registers: [registry], collect() { this.set(sse.openCount); } });
   new client.Counter({
     name: 'css_events_sent_total',
     help: 'SSE events delivered to subscribers',

@@ -3,6 +3,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import type { Config } from './config.ts';
+import { CpuPool } from './cpu-pool.ts';
 import { usePreparedStatements } from './db/prepared.ts';
 import { remotePool } from './db/remote-pool.ts';
 import { createProviders } from './providers/index.ts';
@@ -15,6 +16,8 @@ export interface RunDeps {
   pool: pg.Pool;
   providers: Map<ProviderName, ProviderAdapter>;
   tools: ServiceTool[];
+  /** The thread's CPU pool (the server's own for inline hosts). */
+  cpu: CpuPool;
 }
 
 /** Plain data handed to a worker thread (structured-cloned). */
@@ -27,8 +30,8 @@ export interface RunDepsInput {
 }
 
 /** `providers`: the thread's clients when it already has them (the main thread's, for inline hosts). */
-export function runDepsFrom(config: Config, pool: pg.Pool, providers = createProviders(config)): RunDeps {
-  return { config, pool, providers, tools: availableTools(config) };
+export function runDepsFrom(config: Config, pool: pg.Pool, cpu: CpuPool, providers = createProviders(config)): RunDeps {
+  return { config, pool, providers, tools: availableTools(config), cpu };
 }
 
 export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {
@@ -42,5 +45,6 @@ export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {
   } else {
     throw new Error('actor host has neither a database URL nor a database port');
   }
-  return runDepsFrom(input.config, pool);
+  // The thread's own: it ends with the thread.
+  return runDepsFrom(input.config, pool, new CpuPool());
 }

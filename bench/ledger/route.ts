@@ -4,7 +4,10 @@
 // the sink's head, frames and end are measured together, as they run on the service's main thread.
 // No database (a new chat's start reads none before the run) and no actor thread (own rows).
 import type { AppContext } from '../../src/context.ts';
+import { CpuPool } from '../../src/cpu-pool.ts';
+import { BodyPool } from '../../src/http/body-pool.ts';
 import { mountRoutes } from '../../src/http/router.ts';
+import { SseStreams } from '../../src/http/sse.ts';
 import { toHttpError } from '../../src/http/to-http-error.ts';
 import { uws } from '../../src/http/uws.ts';
 import type { ProviderAdapter, ProviderName } from '../../src/providers/types.ts';
@@ -21,17 +24,24 @@ export function startRouteServer(): Promise<{ port: number; close(): void }> {
     providers: new Map<ProviderName, ProviderAdapter>([['provider_c', {} as ProviderAdapter]]),
     metrics: { startConflicts: noop, runsStopped: noop },
     config: { SSE_MAX_QUEUED_BYTES: 1024 * 1024 },
+    sse: new SseStreams({ heartbeatMs: 15_000 }),
   } as unknown as AppContext;
   const app = uws.App();
   mountRoutes(app, completionRoutes(ctx), {
     defaultBodyLimit: 64 * 1024,
+    // Its bodies are small: the pool never starts a thread.
+    bodies: new BodyPool(new CpuPool()),
     guard: () => null,
     onError: (err) => toHttpError(err, (e) => console.error('[ledger route]', e)),
   });
   return new Promise((resolve, reject) => {
     app.listen('127.0.0.1', 0, (socket) => {
       if (!socket) return reject(new Error('uWS did not listen'));
-      resolve({ port: uws.us_socket_local_port(socket), close: () => uws.us_listen_socket_close(socket) });
+      const close = () => {
+        uws.us_listen_socket_close(socket);
+        ctx.sse.close();
+      };
+      resolve({ port: uws.us_socket_local_port(socket), close });
     });
   });
 }

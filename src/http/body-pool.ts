@@ -2,7 +2,7 @@
 // so twenty 30 MB bodies at once leave the event loop free for /health and every stream. Small ones
 // stay on the event loop: below OFFLOAD_BODY_BYTES a worker round trip costs more than the parse.
 import type { z } from 'zod';
-import { runInPool } from '../cpu-pool.ts';
+import type { CpuPool } from '../cpu-pool.ts';
 import { BODY_SCHEMAS, type BodySchemaName } from '../schemas.ts';
 import type { BodyOutcome, BodyTask } from './body-parse.ts';
 
@@ -12,19 +12,23 @@ const NAMES = new Map<z.ZodType, BodySchemaName>(
   (Object.entries(BODY_SCHEMAS) as Array<[BodySchemaName, z.ZodType]>).map(([name, schema]) => [schema, name]),
 );
 const WORKER = new URL('./body-worker.mjs', import.meta.url);
-let offloaded = 0;
 
 /** The name a worker knows `schema` by, or undefined for a schema it does not know (parsed here). */
 export const bodySchemaName = (schema: z.ZodType): BodySchemaName | undefined => NAMES.get(schema);
 
-/** Bodies parsed in the pool since start (tests and metrics). */
-export const offloadedBodies = () => offloaded;
+/** One server's big bodies, parsed in its CPU pool. */
+export class BodyPool {
+  /** Bodies parsed in the pool since start (tests and metrics). */
+  offloaded = 0;
 
-export function parseBodyInPool(buf: Buffer, schema: BodySchemaName): Promise<BodyOutcome> {
-  offloaded++;
-  // Moved, not copied. A Buffer sharing a pooled ArrayBuffer (small ones do) is copied first, since
-  // moving that memory would detach its neighbours; the bodies that get here are big and own theirs.
-  const own = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength ? buf : Buffer.from(buf);
-  const bytes = new Uint8Array(own.buffer, 0, own.byteLength);
-  return runInPool<BodyTask, BodyOutcome>(WORKER, { bytes, schema }, { transferList: [own.buffer as ArrayBuffer] });
+  constructor(private readonly cpu: CpuPool) {}
+
+  parse(buf: Buffer, schema: BodySchemaName): Promise<BodyOutcome> {
+    this.offloaded++;
+    // Moved, not copied. A Buffer sharing a pooled ArrayBuffer (small ones do) is copied first, since
+    // moving that memory would detach its neighbours; the bodies that get here are big and own theirs.
+    const own = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength ? buf : Buffer.from(buf);
+    const bytes = new Uint8Array(own.buffer, 0, own.byteLength);
+    return this.cpu.run<BodyTask, BodyOutcome>(WORKER, { bytes, schema }, { transferList: [own.buffer as ArrayBuffer] });
+  }
 }

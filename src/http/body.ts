@@ -3,7 +3,7 @@
 // checked in the CPU pool (body-pool.ts) so they never stall the event loop.
 import type { z } from 'zod';
 import { parseJsonBody, parseWith } from './body-parse.ts';
-import { bodySchemaName, OFFLOAD_BODY_BYTES, parseBodyInPool } from './body-pool.ts';
+import { bodySchemaName, OFFLOAD_BODY_BYTES } from './body-pool.ts';
 import { BAD_REQUEST, UNSUPPORTED_MEDIA_TYPE } from './errors.ts';
 import type { Req } from './reply.ts';
 
@@ -18,7 +18,7 @@ export async function readJson<S extends z.ZodType>(req: Req, schema: S): Promis
     throw UNSUPPORTED_MEDIA_TYPE(type);
   }
   const name = buf.length >= OFFLOAD_BODY_BYTES ? bodySchemaName(schema) : undefined;
-  const outcome = name ? await parseBodyInPool(buf, name) : parseJsonBody(buf, schema);
+  const outcome = name ? await req.offload.parse(buf, name) : parseJsonBody(buf, schema);
   if (!outcome.ok) throw BAD_REQUEST(outcome.message);
   return outcome.value as z.infer<S>;
 }

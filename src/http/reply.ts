@@ -1,6 +1,7 @@
 // One HTTP exchange on uWS: the request fields copied out synchronously (uWS request objects die
 // at the first await), the body read with a hard cap, and corked JSON replies that are safe to
 // call after the client has gone.
+import type { BodyPool } from './body-pool.ts';
 import type { HeaderList } from './cors.ts';
 import { BODY_LONGER_THAN_DECLARED, BODY_TOO_LARGE, CLIENT_CLOSED, statusLine, type HttpError } from './errors.ts';
 import type { HttpResponse } from './uws.ts';
@@ -19,6 +20,8 @@ export interface Req {
   headers: Record<string, string>;
   /** The whole body (empty when there is none); rejects with HttpError 413 past the route's cap. */
   body(): Promise<Buffer>;
+  /** Where this server parses a big body (its CPU pool, body-pool.ts). */
+  offload: BodyPool;
 }
 
 const JSON_HEADER = 'application/json; charset=utf-8';

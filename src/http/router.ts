@@ -2,6 +2,7 @@
 // server root and under `/api`, 404 for unknown paths and 405 for known paths with another method.
 // HEAD runs the GET route without sending its body; a CORS preflight from an allowed origin is
 // answered here, before auth, and every other response carries the CORS policy's headers.
+import type { BodyPool } from './body-pool.ts';
 import type { CorsPolicy } from './cors.ts';
 import { METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, type HttpError } from './errors.ts';
 import { bodyReader, Reply, type Req } from './reply.ts';
@@ -33,6 +34,8 @@ export interface RouterOptions {
   onError(err: unknown, req: Req): HttpError;
   /** null: CORS off, no CORS headers and no preflight answers. */
   cors?: CorsPolicy | null;
+  /** The server's pool for big bodies (readJson). */
+  bodies: BodyPool;
 }
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
@@ -95,7 +98,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     } catch {
       return reply.error(MALFORMED_PATH());
     }
-    const req: Req = { method, path, query, params, authorization, contentType, contentLength, headers: {}, body: EMPTY_BODY };
+    const req: Req = { method, path, query, params, authorization, contentType, contentLength, headers: {}, body: EMPTY_BODY, offload: opts.bodies };
     // Auth before 404/405, so an unauthenticated client cannot map the API.
     if (!found?.route.public) {
       const denied = opts.guard(authorization);

@@ -1,6 +1,6 @@
 // A Server-Sent Events response with real backpressure. uWS keeps what a socket could not take;
 // past that we queue, and a client whose queue passes the cap is dropped, so a slow reader never
-// slows the run or the other readers. One shared timer sends `: ping` to every open stream.
+// slows the run or the other readers. One timer per server sends `: ping` to every open stream.
 import { commentFrame } from '../../actors/runtime/frame.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Reply } from './reply.ts';
@@ -9,49 +9,110 @@ const HEARTBEAT = commentFrame('ping');
 const OPENED = commentFrame('open');
 export const DEFAULT_SSE_QUEUE_CAP = 1024 * 1024;
 
-const open = new Set<SseSink>();
-
-// Sinks written in this turn. One microtask per turn sends them all: the frames of a whole batch from
-// an actor thread (many runs, many sinks) cost one queueMicrotask, not one per sink (each makes an
-// AsyncResource and a bound function in Node).
-let dirty: SseSink[] = [];
-let flushQueued = false;
-
-function flushDirty(): void {
-  flushQueued = false;
-  const sinks = dirty;
-  dirty = [];
-  for (let i = 0; i < sinks.length; i++) sinks[i]!.flushPending();
-}
-
-// Opened sinks whose head waits for their first frames, so that the two leave in one socket write. A
-// run's first frames (a start's `meta`) have already waited on the actor thread for its next ones
-// (actors/runtime/outbox.ts, DEFAULT_HOLD_MS), so a short start's whole answer comes in one batch. One
-// shared timer sends the head of a stream that has said nothing by HEAD_WAIT_MS.
+/** How long an opened stream's head waits for its first frames before it goes out alone. */
 export const HEAD_WAIT_MS = 20;
-const headless = new Set<SseSink>();
-let headTimer: NodeJS.Timeout | null = null;
 
-function sendHeads(): void {
-  headTimer = null;
-  for (const sink of headless) sink.sendHead();
-  headless.clear();
+export interface SseOptions {
+  /** `: ping` to every open stream this often (SSE_HEARTBEAT_MS). */
+  heartbeatMs: number;
+  /** Bytes queued for one slow client before it is dropped (SSE_MAX_QUEUED_BYTES). */
+  queueCap?: number;
 }
 
-let heartbeat: NodeJS.Timeout | null = null;
-let heartbeatMs = 15_000;
+/**
+ * One server's SSE streams and what they share: the heartbeat timer, the head timer and the per-turn
+ * batch of written sinks. Built once per server (src/app.ts), so two servers in one process (tests)
+ * share no stream, timer or batch.
+ */
+export class SseStreams {
+  private readonly open = new Set<SseSink>();
+  // Sinks written in this turn. One microtask per turn sends them all: the frames of a whole batch from
+  // an actor thread (many runs, many sinks) cost one queueMicrotask, not one per sink (each makes an
+  // AsyncResource and a bound function in Node).
+  private dirty: SseSink[] = [];
+  private flushQueued = false;
+  // Opened sinks whose head waits for their first frames, so that the two leave in one socket write. A
+  // run's first frames (a start's `meta`) have already waited on the actor thread for its next ones
+  // (actors/runtime/outbox.ts, DEFAULT_HOLD_MS), so a short start's whole answer comes in one batch. One
+  // shared timer sends the head of a stream that has said nothing by HEAD_WAIT_MS.
+  private readonly headless = new Set<SseSink>();
+  private headTimer: NodeJS.Timeout | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private readonly heartbeatMs: number;
+  private readonly queueCap: number;
 
-/** Sets the heartbeat interval (process-wide: one timer serves every stream). */
-export function setHeartbeatInterval(ms: number): void {
-  heartbeatMs = ms;
-  if (heartbeat) {
-    clearInterval(heartbeat);
-    heartbeat = null;
+  constructor(opts: SseOptions) {
+    this.heartbeatMs = opts.heartbeatMs;
+    this.queueCap = opts.queueCap ?? DEFAULT_SSE_QUEUE_CAP;
   }
-}
 
-function beat(): void {
-  for (const sink of open) sink.write(HEARTBEAT);
+  /**
+   * An SSE response on `reply` that is not open yet: a route hands it to a run, and answers with a
+   * status instead when the run is refused. It opens at `open()` or its first frame.
+   */
+  create(reply: Reply): SseSink {
+    return new SseSink(reply, this, this.queueCap);
+  }
+
+  /** Open SSE streams of this server (for metrics). */
+  get openCount(): number {
+    return this.open.size;
+  }
+
+  /** Stops the shared timers (the server's stop); a stream opened later starts them again. */
+  close(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.headTimer) clearTimeout(this.headTimer);
+    this.heartbeat = this.headTimer = null;
+    this.headless.clear();
+  }
+
+  /** A sink opened: it gets heartbeats, and its head leaves with its first frames or at HEAD_WAIT_MS. */
+  opened(sink: SseSink): void {
+    this.open.add(sink);
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(this.beat, this.heartbeatMs);
+      this.heartbeat.unref();
+    }
+    this.headless.add(sink);
+    if (!this.headTimer) this.headTimer = setTimeout(this.sendHeads, HEAD_WAIT_MS);
+  }
+
+  /** The sink's head went out (with its first frames). */
+  headSent(sink: SseSink): void {
+    this.headless.delete(sink);
+  }
+
+  closed(sink: SseSink): void {
+    this.open.delete(sink);
+    this.headless.delete(sink);
+  }
+
+  /** The sink wrote in this turn: it sends at the turn's end. */
+  written(sink: SseSink): void {
+    this.dirty.push(sink);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      queueMicrotask(this.flushDirty);
+    }
+  }
+
+  private readonly flushDirty = (): void => {
+    this.flushQueued = false;
+    const sinks = this.dirty;
+    this.dirty = [];
+    for (let i = 0; i < sinks.length; i++) sinks[i]!.flushPending();
+  };
+
+  private readonly sendHeads = (): void => {
+    this.headTimer = null;
+    for (const sink of this.headless) sink.sendHead();
+    this.headless.clear();
+  };
+
+  private readonly beat = (): void => {
+    for (const sink of this.open) sink.write(HEARTBEAT);
+  };
 }
 
 export class SseSink implements Subscriber {
@@ -72,7 +133,7 @@ export class SseSink implements Subscriber {
   dropped = false;
   private closeHooks: Array<() => void> = [];
 
-  constructor(reply: Reply, cap = DEFAULT_SSE_QUEUE_CAP) {
+  constructor(reply: Reply, private readonly streams: SseStreams, cap = DEFAULT_SSE_QUEUE_CAP) {
     this.reply = reply;
     this.cap = cap;
     reply.onAbort(() => this.markClosed());
@@ -89,20 +150,14 @@ export class SseSink implements Subscriber {
     const reply = this.reply;
     if (reply.aborted || reply.started) return this.markClosed();
     reply.started = true;
-    open.add(this);
-    if (!heartbeat) {
-      heartbeat = setInterval(beat, heartbeatMs);
-      heartbeat.unref();
-    }
-    headless.add(this);
-    if (!headTimer) headTimer = setTimeout(sendHeads, HEAD_WAIT_MS);
+    this.streams.opened(this);
   }
 
   /** The status line, headers and `: open`, once, inside the cork of the first write. */
   private writeHead(): void {
     if (this.headSent) return;
     this.headSent = true;
-    headless.delete(this);
+    this.streams.headSent(this);
     const reply = this.reply;
     reply.res
       .writeStatus('200 OK')
@@ -150,11 +205,7 @@ export class SseSink implements Subscriber {
   }
 
   private schedule(): void {
-    dirty.push(this);
-    if (!flushQueued) {
-      flushQueued = true;
-      queueMicrotask(flushDirty);
-    }
+    this.streams.written(this);
   }
 
   /** Sends what this turn wrote (flushDirty, once per turn for every sink written in it). */
@@ -224,21 +275,9 @@ export class SseSink implements Subscriber {
   private markClosed(): void {
     if (this.closed) return;
     this.closed = true;
-    open.delete(this);
-    headless.delete(this);
+    this.streams.closed(this);
     const hooks = this.closeHooks;
     this.closeHooks = [];
     for (const h of hooks) h();
   }
 }
-
-/**
- * An SSE response on `reply` that is not open yet: a route hands it to a run, and answers with a
- * status instead when the run is refused. It opens at `open()` or its first frame.
- */
-export function createSse(reply: Reply, cap = DEFAULT_SSE_QUEUE_CAP): SseSink {
-  return new SseSink(reply, cap);
-}
-
-/** Open SSE streams on this process (for metrics). */
-export const openSseStreams = () => open.size;

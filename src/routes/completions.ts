@@ -10,7 +10,7 @@ import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
-import { createSse, type SseSink } from '../http/sse.ts';
+import type { SseSink } from '../http/sse.ts';
 import { ACTIVE_CHAT_STREAM_EXISTS } from '../messages.ts';
 import { providerKeyVariable } from '../providers/index.ts';
 import type { ProviderName } from '../providers/types.ts';
@@ -104,7 +104,7 @@ export function completionRoutes(app: AppContext): Route[] {
     }
     const request = runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, stored }, callId);
     // Refusals are decided before the stream opens, so they answer with a status, not an event.
-    const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+    const sink = app.sse.create(reply);
     // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.
     await startRun(keyed, request, body.provider, sink, !persist);
     sink.open();
@@ -130,7 +130,7 @@ export function completionRoutes(app: AppContext): Route[] {
 
   async function attach(req: Req, reply: Reply) {
     const chatId = req.params.chatId!;
-    const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+    const sink = app.sse.create(reply);
     if ((await runs.attach('chat', chatId, sink)) === 'not_found') throw notFound(ACTIVE_CHAT_STREAM_NOT_FOUND);
     sink.open();
   }

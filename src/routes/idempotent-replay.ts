@@ -10,7 +10,6 @@ import { nextRecord, recordedStream, recordedWhole, type KeyedRequest, type Stre
 import { REPLAYED_HEADERS, requestHash } from '../http/idempotency.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply } from '../http/reply.ts';
-import { createSse } from '../http/sse.ts';
 import type { IdempotencyMode, IdempotencyRecord } from '../store/idempotency.ts';
 
 export const keyedRequest = (key: string, mode: IdempotencyMode, endpoint: string, body: unknown, ids: { chatId: string | null; callId: string }): KeyedRequest => ({
@@ -62,7 +61,7 @@ export async function replayWhole(app: AppContext, record: IdempotencyRecord, re
 /** A retry of a stream: attach while the run is active, else its recorded outcome as one replay. */
 export async function replayStream(app: AppContext, record: IdempotencyRecord, reply: Reply): Promise<void> {
   reply.shared = [...(reply.shared ?? []), 'idempotent-replayed', 'true'];
-  const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+  const sink = app.sse.create(reply);
   const gone = clientGone(reply);
   for (;;) {
     const out = recordedStream(record);

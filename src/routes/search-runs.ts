@@ -10,7 +10,7 @@ import { badRequest, notFound, SEARCH_ENGINE_MISSING, ACTIVE_SEARCH_STREAM_NOT_F
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
-import { createSse, type SseSink } from '../http/sse.ts';
+import type { SseSink } from '../http/sse.ts';
 import { searchChatSchema, searchRunSchema } from '../schemas.ts';
 import { defaultSearchChatTitle, searchSeedMessage } from '../search/seed.ts';
 import { createChat } from '../store/chats.ts';
@@ -57,13 +57,13 @@ export function searchRunRoutes(app: AppContext): Route[] {
   }
 
   async function runStream(req: Req, reply: Reply) {
-    const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+    const sink = app.sse.create(reply);
     await startOrJoin(req, sink);
     sink.open();
   }
 
   async function attach(req: Req, reply: Reply) {
-    const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
+    const sink = app.sse.create(reply);
     if ((await runs.attach('search', req.params.searchId!, sink)) === 'not_found') throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
     sink.open();
   }

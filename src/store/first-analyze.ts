@@ -20,7 +20,9 @@ export const RUN_TABLES = ['chats', 'messages', 'llm_calls'] as const;
 /** Run writes (starts and answers, each counted once whether it goes alone or in a group) before the one check. */
 export const FIRST_ANALYZE_AFTER = 10_000;
 
-const written = new WeakMap<object, number>();
+/** Where a pool keeps its count: on the pool itself, so that it lives and dies with its server's pool. */
+const RUN_WRITES = Symbol('run writes before the first ANALYZE');
+type Counted = Queryable & { [RUN_WRITES]?: number };
 
 /**
  * Counts `n` run writes on `db`; the write that passes FIRST_ANALYZE_AFTER starts the check (not
@@ -28,9 +30,10 @@ const written = new WeakMap<object, number>();
  */
 export function noteRunWrites(db: Queryable, n: number): void {
   if (!usesPreparedStatements(db)) return;
-  const before = written.get(db) ?? 0;
+  const counted = db as Counted;
+  const before = counted[RUN_WRITES] ?? 0;
   if (before >= FIRST_ANALYZE_AFTER) return;
-  written.set(db, before + n);
+  counted[RUN_WRITES] = before + n;
   // A failure (a lost connection, a role that may not analyse) leaves the plans to autovacuum, as before.
   if (before + n >= FIRST_ANALYZE_AFTER) analyzeIfNeverAnalyzed(db).catch(() => {});
 }

@@ -142,7 +142,7 @@ export function createFetchUrlTool(options: FetchUrlOptions = {}): ServiceTool {
       let content = text;
       if (kind === 'html') {
         try {
-          ({ title, text: content } = await htmlToTextInPool({ html: text, baseUrl: res.url.href }, signal));
+          ({ title, text: content } = await htmlToTextInPool(ctx.cpu, { html: text, baseUrl: res.url.href }, signal));
         } catch (err) {
           if (timeout.aborted) throw new ToolError(`converting ${res.url.href} timed out after ${o.timeoutMs} ms`, { cause: err });
           if (ctx.signal.aborted) throw new ToolError(`fetching ${url.href} was cancelled`, { cause: err });

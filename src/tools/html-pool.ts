@@ -1,6 +1,6 @@
 // HTML to text for fetch_url, in the shared CPU pool (src/cpu-pool.ts): big pages take long enough
 // to stall every run sharing the thread.
-import { runInPool } from '../cpu-pool.ts';
+import type { CpuPool } from '../cpu-pool.ts';
 
 export interface HtmlTask {
   html: string;
@@ -15,6 +15,6 @@ export interface HtmlResult {
 
 const WORKER = new URL('./html-worker.mjs', import.meta.url);
 
-export async function htmlToTextInPool(task: HtmlTask, signal?: AbortSignal): Promise<HtmlResult> {
-  return runInPool<HtmlTask, HtmlResult>(WORKER, task, { signal });
+export async function htmlToTextInPool(cpu: CpuPool, task: HtmlTask, signal?: AbortSignal): Promise<HtmlResult> {
+  return cpu.run<HtmlTask, HtmlResult>(WORKER, task, { signal });
 }

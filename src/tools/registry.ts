@@ -2,7 +2,6 @@
 import type { Config } from '../config.ts';
 import { codingExecTool } from './coding-exec.ts';
 import { fetchUrlTool } from './fetch-url.ts';
-import { closeCpuPool } from '../cpu-pool.ts';
 import { shellExecTool } from './shell-exec.ts';
 import type { ServiceTool } from './types.ts';
 import { webSearchTool } from './web-search.ts';
@@ -15,9 +14,4 @@ export function availableTools(config: ToolFlags): ServiceTool[] {
   if (config.CHAT_CODING_TOOL_ENABLED) tools.push(codingExecTool);
   if (config.CHAT_SHELL_TOOL_ENABLED) tools.push(shellExecTool);
   return tools;
-}
-
-/** Releases what the tools hold (the CPU pool that converts HTML) so the process can exit cleanly. */
-export async function closeTools(): Promise<void> {
-  await closeCpuPool();
 }

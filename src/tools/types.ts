@@ -1,5 +1,6 @@
 // The one interface every service-run tool implements (web_search, fetch_url, coding_exec, shell_exec).
 import type { Config } from '../config.ts';
+import type { CpuPool } from '../cpu-pool.ts';
 import type { ToolSpec } from '../providers/types.ts';
 import { ErrorCodes, ServiceError } from '../errors.ts';
 
@@ -7,6 +8,8 @@ export interface ToolContext {
   config: Config;
   /** Aborted when the run is cancelled or the tool's own timeout passes. */
   signal: AbortSignal;
+  /** The thread's pool for CPU-heavy work (fetch_url's HTML to text). */
+  cpu: CpuPool;
 }
 
 export interface ToolOutcome {

@@ -5,7 +5,7 @@
 // figure (p99 of /health) comes from `node --import tsx bench/load/big-bodies.ts`.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { OFFLOAD_BODY_BYTES, offloadedBodies } from '../../src/http/body-pool.ts';
+import { OFFLOAD_BODY_BYTES } from '../../src/http/body-pool.ts';
 import { bigCompletionBody } from '../helpers/big-body.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -13,8 +13,10 @@ const BIG_BODY_COUNT = 20;
 
 describe('big bodies off the event loop', () => {
   let t: TestServer;
+  let offloadedBodies: () => number;
   before(async () => {
     t = await startTestServer();
+    offloadedBodies = () => t.server.bodies.offloaded;
   });
   after(() => t.close());
 

@@ -5,6 +5,7 @@
 import { Actor, type Behavior, type Control, type FrameSink, type Timers } from '../../actors/runtime/actor.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
 import type { Config } from '../../src/config.ts';
+import { CpuPool } from '../../src/cpu-pool.ts';
 import type { ProviderAdapter, ProviderName, ProviderSession, ToolCallRequest } from '../../src/providers/types.ts';
 import type { RunDeps } from '../../src/run-deps.ts';
 import type { ServiceTool } from '../../src/tools/types.ts';
@@ -103,7 +104,7 @@ export function fakeDeps(opts: { tools?: ServiceTool[]; maxToolRounds?: number; 
   const session: ProviderSession = opts.session ?? { round: () => Promise.reject(new Error('a machine test never calls a provider')) };
   const adapter = { name: opts.provider ?? 'provider_a', startSession: () => session, listModels: async () => [] } as ProviderAdapter;
   const config = { CHAT_MAX_TOOL_ROUNDS: opts.maxToolRounds ?? 3, TITLE_MODEL: 'title-model', instanceId: 'test' } as Partial<Config> as Config;
-  return { config, pool: null as unknown as RunDeps['pool'], providers: new Map([[adapter.name, adapter]]), tools: opts.tools ?? [] };
+  return { config, pool: null as unknown as RunDeps['pool'], providers: new Map([[adapter.name, adapter]]), tools: opts.tools ?? [], cpu: new CpuPool() };
 }
 
 export const call = (name: string, args: unknown, callId = `call-${name}`): ToolCallRequest => ({ callId, name, arguments: JSON.stringify(args) });

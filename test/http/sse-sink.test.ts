@@ -3,10 +3,10 @@
 // actor thread, not here), an open stream with nothing to say still shows its head after HEAD_WAIT_MS,
 // and an end carries what waited.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import type { HttpResponse } from '../../src/http/uws.ts';
 import { Reply } from '../../src/http/reply.ts';
-import { createSse } from '../../src/http/sse.ts';
+import { SseStreams } from '../../src/http/sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /** Records every socket-level call; a cork's calls are one send, as uWS makes them. */
@@ -32,6 +32,11 @@ function fakeRes() {
   };
   return { res: res as unknown as HttpResponse, sends };
 }
+
+// One server's streams, as src/app.ts builds them; its heartbeat never fires during these tests.
+const streams = new SseStreams({ heartbeatMs: 3_600_000 });
+after(() => streams.close());
+const createSse = (reply: Reply) => streams.create(reply);
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
 
@@ -94,4 +99,27 @@ test('an end in the turn of its frames sends head, frames and end at once', () =
   assert.equal(sends.length, 1);
   assert.equal(sends[0]![0], 'status 200 OK');
   assert.equal(sends[0]!.at(-1), 'end event: done\n\n');
+});
+
+test('two servers\' streams share nothing: each counts its own, and each server\'s heartbeat pings only its own', async () => {
+  const fast = new SseStreams({ heartbeatMs: 1 });
+  const slow = new SseStreams({ heartbeatMs: 3_600_000 });
+  try {
+    const a = fakeRes();
+    const b = fakeRes();
+    const sa = fast.create(new Reply(a.res));
+    const sb = slow.create(new Reply(b.res));
+    sa.open();
+    sb.open();
+    assert.deepEqual([fast.openCount, slow.openCount], [1, 1]);
+    const pinged = (sends: string[][]) => sends.some((send) => send.includes(': ping\n\n'));
+    await waitFor(() => pinged(a.sends), 10_000, 'the first server\'s heartbeat');
+    // One process-wide timer would have pinged both in the same beat.
+    assert.ok(!pinged(b.sends), 'the other server\'s stream is not pinged by it');
+    sa.end();
+    assert.deepEqual([fast.openCount, slow.openCount], [0, 1]);
+  } finally {
+    fast.close();
+    slow.close();
+  }
 });

@@ -15,12 +15,14 @@ import zlib from 'node:zlib';
 import { loadConfig } from '../../src/config.ts';
 import { createFetchUrlTool, fetchUrlTool } from '../../src/tools/fetch-url.ts';
 import { classifyAddress, defaultAddressCheck, systemResolver } from '../../src/tools/net-guard.ts';
-import { closeTools } from '../../src/tools/registry.ts';
+import { CpuPool } from '../../src/cpu-pool.ts';
 import { ToolError, type ToolContext } from '../../src/tools/types.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let sim: SimHandle;
+// The pool fetch_url converts HTML in, as an actor host thread has its own.
+const cpu = new CpuPool();
 let fixture: Server;
 let fixtureUrl: string;
 let hangClosed: Promise<void> | undefined;
@@ -56,11 +58,11 @@ before(async () => {
 after(async () => {
   await sim.close();
   await new Promise<void>((r) => fixture.close(() => r()));
-  await closeTools();
+  await cpu.close();
 });
 
 function ctx(allowPrivate: boolean, signal = new AbortController().signal): ToolContext {
-  return { config: loadConfig({ FETCH_URL_ALLOW_PRIVATE: allowPrivate ? 'true' : 'false' }), signal };
+  return { config: loadConfig({ FETCH_URL_ALLOW_PRIVATE: allowPrivate ? 'true' : 'false' }), signal, cpu };
 }
 const open = () => ctx(true);
 const page = (p: string) => `${sim.urls.pages}${p}`;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { CpuPool } from '../../src/cpu-pool.ts';
 import { codingExecTool } from '../../src/tools/coding-exec.ts';
 import { shellExecTool } from '../../src/tools/shell-exec.ts';
 import { ToolError, type ToolContext } from '../../src/tools/types.ts';
@@ -35,8 +36,11 @@ function config(env: Record<string, string> = {}, s: TestSshServer = server): Co
   });
 }
 
+// The remote tools never use it: its threads never start.
+const cpu = new CpuPool();
+
 function ctx(env: Record<string, string> = {}, signal = new AbortController().signal): ToolContext {
-  return { config: config(env), signal };
+  return { config: config(env), signal, cpu };
 }
 
 function groupAlive(pid: number): boolean {
@@ -111,7 +115,7 @@ describe('shell_exec', () => {
       });
       const r = await shellExecTool.run(
         { command: 'echo "${BASH_VERSION:-no bash}"' },
-        { config: cfg, signal: new AbortController().signal },
+        { config: cfg, signal: new AbortController().signal, cpu },
       );
       assert.match(r.output, /^exit code: 0\n--- stdout ---\nno bash\n/);
     } finally {

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
+import { CpuPool } from '../../src/cpu-pool.ts';
 import { webSearchTool } from '../../src/tools/web-search.ts';
 import { ToolError, type ToolContext } from '../../src/tools/types.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
@@ -15,7 +16,7 @@ after(async () => {
 });
 
 function ctx(env: Record<string, string>): ToolContext {
-  return { config: loadConfig(env), signal: new AbortController().signal };
+  return { config: loadConfig(env), signal: new AbortController().signal, cpu: new CpuPool() };
 }
 const engineA = () => ({ ENGINE_A_API_KEY: 'k', ENGINE_A_BASE_URL: sim.urls.engine_a });
 const engineB = () => ({ CHAT_WEB_SEARCH_ENGINE: 'engine_b', CHAT_ENGINE_B_BASE_URL: sim.urls.engine_b });

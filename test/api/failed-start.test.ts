@@ -1,0 +1,86 @@
+// A start that fails half-way (the database answers, then a later step throws: a broken schema, or
+// a Redis that cannot be reached once the actor threads are up) closes what it had opened, last
+// opened first, and leaves nothing behind: in a process of its own that never calls process.exit,
+// the process ends by itself with the start's error, and the port it was given is free.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { openDatabase } from '../../src/db/pool.ts';
+import { freePort } from '../helpers/ports.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const pgUrl = process.env.TEST_DATABASE_URL;
+
+/** Runs test/helpers/start-once.ts with `env` until it exits; a process still alive at the deadline is killed and fails. */
+function startOnce(env: Record<string, string>, deadlineMs: number): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/start-once.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SIM_DEFAULT_REPLY: 'echo', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  return new Promise((resolve, reject) => {
+    const deadline = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the process did not end by itself within ${deadlineMs} ms: something was left open\n${out}`));
+    }, deadlineMs);
+    child.on('exit', (code) => {
+      clearTimeout(deadline);
+      resolve({ code, out });
+    });
+  });
+}
+
+/** The resources the start closed, in the order it closed them (its debug log lines). */
+function closedOrder(out: string): string[] {
+  const names: string[] = [];
+  for (const line of out.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const entry = JSON.parse(line) as { msg?: string; resource?: string };
+    if (entry.msg === 'closed' && entry.resource) names.push(entry.resource);
+  }
+  return names;
+}
+
+let dataDir: string;
+
+describe('a start that fails half-way', () => {
+  before(async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'failed-start-'));
+  });
+  after(() => rm(dataDir, { recursive: true, force: true }));
+
+  it('on the embedded database whose schema is broken: closes the heartbeat and the database, and the process ends', { timeout: 300_000 }, async () => {
+    // A real database that answers and is migrated, but lost a column the start's recovery step reads.
+    const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
+    try {
+      await db.pool.query('ALTER TABLE llm_calls RENAME COLUMN instance_id TO instance_id_lost');
+    } finally {
+      await db.close();
+    }
+    const port = await freePort();
+    const { code, out } = await startOnce({ DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), ACTOR_THREADS: '1', LOG_LEVEL: 'debug' }, 200_000);
+    assert.equal(code, 1, out);
+    assert.match(out, /failed to start: column "instance_id" does not exist/);
+    assert.match(out, new RegExp(`port ${port} is free`));
+    assert.deepEqual(closedOrder(out), ['heartbeat', 'control database', 'database', 'cpu pool', 'upstreams']);
+    assert.doesNotMatch(out, /closing failed/);
+  });
+
+  it('in cluster mode on Postgres whose Redis cannot be reached: closes the actor threads too, and the process ends', { skip: pgUrl ? false : 'TEST_DATABASE_URL is not set', timeout: 200_000 }, async () => {
+    const [port, redisPort] = [await freePort(), await freePort()];
+    const env = { DATABASE_URL: pgUrl!, HOST: '127.0.0.1', PORT: String(port), ACTOR_THREADS: '1', REDIS_URL: `redis://127.0.0.1:${redisPort}`, LOG_LEVEL: 'debug' };
+    const { code, out } = await startOnce(env, 150_000);
+    assert.equal(code, 1, out);
+    assert.match(out, new RegExp(`failed to start: Redis is unavailable .*cannot reach redis://127\\.0\\.0\\.1:${redisPort}`));
+    assert.match(out, new RegExp(`port ${port} is free`));
+    assert.deepEqual(closedOrder(out), ['supervisor', 'sse streams', 'cluster', 'write retries', 'heartbeat', 'control database', 'database', 'cpu pool', 'upstreams']);
+    assert.doesNotMatch(out, /closing failed/);
+  });
+});
