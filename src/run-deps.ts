@@ -2,6 +2,7 @@
 // the service tools available under this configuration.
 import type { MessagePort } from 'node:worker_threads';
 import pg from 'pg';
+import { Checkpoints } from './checkpoints.ts';
 import type { Config } from './config.ts';
 import { usePreparedStatements } from './db/prepared.ts';
 import { remotePool } from './db/remote-pool.ts';
@@ -15,6 +16,8 @@ export interface RunDeps {
   pool: pg.Pool;
   providers: Map<ProviderName, ProviderAdapter>;
   tools: ServiceTool[];
+  /** The host's checkpoint timer (CHECKPOINT_MS): persisted chat runs register with it once stored. */
+  checkpoints?: Checkpoints;
 }
 
 /** Plain data handed to a worker thread (structured-cloned). */
@@ -28,7 +31,7 @@ export interface RunDepsInput {
 
 /** `providers`: the thread's clients when it already has them (the main thread's, for inline hosts). */
 export function runDepsFrom(config: Config, pool: pg.Pool, providers = createProviders(config)): RunDeps {
-  return { config, pool, providers, tools: availableTools(config) };
+  return { config, pool, providers, tools: availableTools(config), checkpoints: new Checkpoints(pool, config.CHECKPOINT_MS) };
 }
 
 export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {
