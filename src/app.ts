@@ -85,7 +85,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
   const poolMax = 20;
   const db = await openDatabase(config, { poolMax, onIdleError: (err) => log.warn({ err }, 'idle database connection failed') });
   const control = openControlDb(db, config.DATABASE_URL, CONTROL_DEADLINE_MS);
-  const heartbeat = await startHeartbeat({ db: control, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log });
+  const heartbeat = await startHeartbeat({ db: control, pool: db.pool, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log });
   const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId });
   if (interrupted > 0) log.warn({ interrupted }, 'marked LlmCalls interrupted by the last stop as failed');
   const readiness = new Readiness();
