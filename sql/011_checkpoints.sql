@@ -7,3 +7,10 @@
 ALTER TABLE llm_calls ADD COLUMN checkpoint_text text;
 ALTER TABLE llm_calls ADD COLUMN checkpoint_token integer;
 ALTER TABLE llm_calls ADD COLUMN checkpoint_at timestamptz;
+
+-- A search run has no LlmCall: while it goes, its search row names the instance running it (set when
+-- its engine calls start, cleared when its outcome is stored), so a lost instance's search runs are
+-- found too and read as failed with the "instance lost" error instead of silently as never run.
+ALTER TABLE searches ADD COLUMN run_instance_id text;
+ALTER TABLE searches ADD COLUMN run_started_at timestamptz;
+CREATE INDEX searches_running_instance_idx ON searches (run_instance_id) WHERE run_instance_id IS NOT NULL;

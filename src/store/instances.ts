@@ -56,6 +56,6 @@ export async function sweepDeadInstances(
     params: [opts.selfId, opts.deadAfterMs],
   });
   const calls = new Map<string | null, number>();
-  for (const r of recovered) calls.set(r.instanceId, (calls.get(r.instanceId) ?? 0) + 1);
+  for (const r of recovered.calls) calls.set(r.instanceId, (calls.get(r.instanceId) ?? 0) + 1);
   return [...calls].map(([instanceId, n]) => ({ instanceId, calls: n }));
 }

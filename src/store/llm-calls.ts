@@ -227,7 +227,8 @@ export function recordLlmCallFailure(
  * run's checkpointed text stored as its interrupted answer): called once at start, before any new
  * call begins. With `instanceId`, only this instance's calls (and calls with no instance, or older
  * than `staleAfterMs`, whose instance is presumed gone), so instances sharing a database do not fail
- * each other's live calls. Without it, every running call. Returns how many calls were recovered.
+ * each other's live calls (the same for search runs). Without it, every running call. Returns how many
+ * calls were recovered.
  */
 export async function markInterruptedLlmCalls(
   db: TransactionDb,
@@ -240,5 +241,5 @@ export async function markInterruptedLlmCalls(
           where: 'c.instance_id IS NULL OR c.instance_id = $2 OR c.started_at < now() - make_interval(secs => $3::double precision / 1000)',
           params: [opts.instanceId, opts.staleAfterMs ?? 24 * 3600 * 1000],
         };
-  return (await recoverLostCalls(db, lost)).length;
+  return (await recoverLostCalls(db, lost)).calls.length;
 }

@@ -58,6 +58,16 @@ const claimSql = (where: string) => `UPDATE llm_calls l
               ORDER BY c.id FOR UPDATE SKIP LOCKED))
     RETURNING l.id, l.chat_id, l.instance_id, l.purpose, l.checkpoint_text, l.checkpoint_token, l.latency_ms AS latency`;
 
+// A search run of a lost instance (searches.run_instance_id, set while it runs) reads as failed with the
+// same error; the results and answer of its search's earlier run, if any, stay. The search's columns
+// are renamed so that a LostCalls condition on `c` reads them as it reads a call's. Re-checked against
+// the row's latest version, so a run that a live instance started on it meanwhile is left alone.
+const failSearchesSql = (where: string) => `UPDATE searches s
+       SET error = $1, run_instance_id = NULL, run_started_at = NULL, last_run_at = now()
+      FROM (SELECT id, run_instance_id AS instance_id, run_started_at AS started_at
+              FROM searches WHERE run_instance_id IS NOT NULL) c
+     WHERE s.id = c.id AND s.run_instance_id = c.instance_id AND s.run_started_at = c.started_at AND (${where})`;
+
 /** The interrupted answer of a claimed chat run, as the drain's and the fencing cut's store writes it. */
 function interruptedAnswer(row: ClaimedRow & { chat_id: string; checkpoint_text: string }): FinishRecord {
   return {
@@ -81,8 +91,14 @@ function interruptedAnswer(row: ClaimedRow & { chat_id: string; checkpoint_text:
 const hasText = (r: ClaimedRow): r is ClaimedRow & { chat_id: string; checkpoint_text: string } =>
   r.chat_id !== null && r.purpose === 'completion' && (r.checkpoint_text ?? '') !== '';
 
-/** Fails the lost calls and stores their checkpointed answers, in one transaction. */
-export async function recoverLostCalls(db: TransactionDb, lost: LostCalls): Promise<RecoveredCall[]> {
+export interface Recovered {
+  calls: RecoveredCall[];
+  /** Search runs of the lost instances, failed. */
+  searches: number;
+}
+
+/** Fails the lost calls and search runs and stores the calls' checkpointed answers, in one transaction. */
+export async function recoverLostCalls(db: TransactionDb, lost: LostCalls): Promise<Recovered> {
   const client = await db.connect();
   try {
     await client.query('BEGIN');
@@ -95,9 +111,13 @@ export async function recoverLostCalls(db: TransactionDb, lost: LostCalls): Prom
         if (f.id) stored.add(answers[i]!.id);
       });
     }
+    const searches = await client.query(failSearchesSql(lost.where), [INTERRUPTED_ERROR, ...lost.params]);
     await client.query('COMMIT');
     recoveredRuns.interrupted += rows.filter((r) => r.purpose === 'completion' && r.chat_id !== null).length;
-    return rows.map((r) => ({ callId: r.id, chatId: r.chat_id, instanceId: r.instance_id, stored: stored.has(r.id) }));
+    return {
+      calls: rows.map((r) => ({ callId: r.id, chatId: r.chat_id, instanceId: r.instance_id, stored: stored.has(r.id) })),
+      searches: searches.rowCount ?? 0,
+    };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;

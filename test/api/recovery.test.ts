@@ -84,6 +84,18 @@ async function killMidStream(service: ServiceProcess, s: Setup, callId: string):
   return seen;
 }
 
+/** A search run whose engine answers in a minute; resolves once its row names the instance running it. */
+async function startSlowSearch(service: ServiceProcess, pgUrl: string): Promise<string> {
+  const query = `tides SIM ${JSON.stringify({ searchDelayMs: 60_000, answerDelayMs: 60_000 })}`;
+  const created = await fetch(`${service.url}/v1/searches`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+  const id = (await created.json()).search.id as string;
+  const res = await fetch(`${service.url}/v1/searches/${id}/run/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  assert.equal(res.status, 200);
+  void res.body?.cancel().catch(() => undefined);
+  await waitFor(async () => (await sqlRows(pgUrl, 'SELECT run_instance_id FROM searches WHERE id = $1', [id]))[0]?.run_instance_id != null, 30_000, 'the search run to be recorded');
+  return id;
+}
+
 async function chatOf(service: ServiceProcess, chatId: string) {
   return (await fetch(`${service.url}/v1/chats/${chatId}`).then((r) => r.json())).chat;
 }
@@ -154,6 +166,8 @@ describe('answers outlive their instance', () => {
     let service: ServiceProcess | undefined;
     try {
       service = await startService({ ...s.env, INSTANCE_ID: 'gone' });
+      // A search run too (Postgres: its row shows it running, so the kill is decided by that row).
+      const searchId = s.pgUrl ? await startSlowSearch(service, s.pgUrl) : null;
       const run = await streamUntil(service, DELTAS_BEFORE_KILL);
       const seen = await killMidStream(service, s, run.callId);
       service = undefined;
@@ -166,6 +180,11 @@ describe('answers outlive their instance', () => {
       await assertRecovered(service, run.chatId, checkpointed);
       assert.match(service.output(), /"instanceId":"gone","calls":1,"msg":"marked the running LlmCalls of a stopped instance as failed"/);
       assert.equal(await recoveredMetric(service), 1);
+      if (searchId) {
+        const search = (await fetch(`${service.url}/v1/searches/${searchId}`).then((r) => r.json())).search;
+        assert.match(search.error, /^instance lost/, 'the lost search run reads as failed with a message');
+        assert.deepEqual((await fetch(`${service.url}/v1/active-runs`).then((r) => r.json())).searches, []);
+      }
     } finally {
       if (service) await stopService(service, 'SIGKILL');
       await s.cleanup();

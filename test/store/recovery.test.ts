@@ -9,6 +9,7 @@ import { Checkpoints, type StreamedText } from '../../src/checkpoints.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, startChatRun } from '../../src/store/chats.ts';
 import { writeCheckpoints } from '../../src/store/checkpoints.ts';
+import { createSearch, getSearchDetail, markSearchRunning, saveSearchRun } from '../../src/store/searches.ts';
 import { registerInstance, sweepDeadInstances } from '../../src/store/instances.ts';
 import { finishLlmCall, markInterruptedLlmCalls, startLlmCall } from '../../src/store/llm-calls.ts';
 import { INTERRUPTED_ERROR, recoveredRuns } from '../../src/store/recovery.ts';
@@ -114,6 +115,23 @@ for (const target of await testDatabases()) {
       assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }), 1);
       assert.deepEqual(await answers(lost.chatId), []);
       assert.equal((await getLlmCall(db.pool, lost.callId))?.status, 'failed');
+    });
+
+    it('a lost instance’s search run reads as failed with the error; a stored or live one is left alone', async () => {
+      await registerInstance(db.pool, 'live');
+      const lost = (await createSearch(db.pool, { query: 'lost' })).id;
+      const saved = (await createSearch(db.pool, { query: 'saved' })).id;
+      const live = (await createSearch(db.pool, { query: 'live' })).id;
+      await markSearchRunning(db.pool, lost, 'dead');
+      await markSearchRunning(db.pool, saved, 'dead');
+      await saveSearchRun(db.pool, saved, { query: 'saved', title: null, requestId: 'r', latencyMs: 1, error: null, results: [], answerText: 'kept', answerRequestId: null, answerCitations: [], answerError: null });
+      await markSearchRunning(db.pool, live, 'live');
+      await db.pool.query(`UPDATE searches SET run_started_at = now() - interval '1 minute'`);
+
+      await sweepDeadInstances(db.pool, { selfId: 'peer', deadAfterMs: DEAD_AFTER });
+      assert.equal((await getSearchDetail(db.pool, lost))?.error, INTERRUPTED_ERROR);
+      assert.deepEqual([(await getSearchDetail(db.pool, saved))?.error, (await getSearchDetail(db.pool, saved))?.answerText], [null, 'kept']);
+      assert.equal((await getSearchDetail(db.pool, live))?.error, null, 'a live instance’s run goes on');
     });
 
     it('a restart racing a peer’s sweeper recovers each run once', async () => {
