@@ -1,8 +1,8 @@
 // This instance's heartbeat and the sweeper of dead instances' LlmCalls, on one timer: every
 // INSTANCE_HEARTBEAT_MS it beats its row, then recovers the running calls of any instance silent for
-// DEAD_AFTER_BEATS intervals (store/instances.ts, store/recovery.ts). The sweeper only runs once this instance has
-// itself beaten without a miss for that long: after a database outage every instance's beat is
-// stale, and a sweep before the live ones had their chance to beat again would fail live calls.
+// DEAD_AFTER_BEATS intervals (store/instances.ts, store/recovery.ts). The sweeper only runs once this
+// instance has itself beaten without a miss for that long: after a database outage every instance's
+// beat is stale, and a sweep before the live ones had their chance to beat again would fail live calls.
 import type { Logger } from 'pino';
 import type { ControlDb } from './db/control-pool.ts';
 import { purgeExpiredIdempotencyKeys } from './store/idempotency.ts';
