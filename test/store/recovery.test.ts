@@ -4,7 +4,7 @@
 // its call failed, whether the restart or a peer's sweeper gets there first, or both at once.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Checkpoints, type StreamedText } from '../../src/checkpoints.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, startChatRun } from '../../src/store/chats.ts';
@@ -14,6 +14,7 @@ import { registerInstance, sweepDeadInstances } from '../../src/store/instances.
 import { finishLlmCall, markInterruptedLlmCalls, startLlmCall } from '../../src/store/llm-calls.ts';
 import { INTERRUPTED_ERROR, recoveredRuns } from '../../src/store/recovery.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { sweptDatabase } from '../helpers/swept-db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -21,15 +22,8 @@ const DEAD_AFTER = 15_000;
 
 for (const target of await testDatabases()) {
   describe(`checkpoints and recovery (${target.name})`, () => {
-    let db: Database;
-    before(async () => {
-      db = await target.open();
-    });
-    after(() => db?.close());
-    beforeEach(async () => {
-      await markInterruptedLlmCalls(db.pool);
-      await db.pool.query('DELETE FROM instances');
-    });
+    let db!: Database;
+    sweptDatabase(target, (opened) => (db = opened));
 
     /** A chat with a running call of `instanceId`, started a minute ago (older than any dead-after span). */
     const run = async (instanceId = 'dead') => {
