@@ -3,16 +3,21 @@
 // provider's text callback only pushes messages into the run's mailbox.
 import type { RunDeps } from '../src/run-deps.ts';
 import { appendMessages } from '../src/store/messages.ts';
-import type { Cancellation, Tell } from './runtime/actor.ts';
+import type { RunHandle, Tell } from './runtime/actor.ts';
 import { runTool } from './chat-tools.ts';
 import type { ChatCommand, ChatMsg } from './chat-protocol.ts';
 import { failCall, prepareChat, storeAnswer, storeInterrupted } from './run-storage.ts';
 
-export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, run: Cancellation): Promise<ChatMsg> {
+export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, run: RunHandle): Promise<ChatMsg> {
   switch (cmd.c) {
     case 'prepare':
       return prepareChat(cmd.req, deps).then(
-        (p): ChatMsg => ({ t: 'prepared', runToken: p.runToken }),
+        (p): ChatMsg => {
+          // Stored with its fencing token: from now on its streamed text is checkpointed (CHECKPOINT_MS).
+          const { callId, chatId } = cmd.req;
+          if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken });
+          return { t: 'prepared', runToken: p.runToken };
+        },
         (error: unknown): ChatMsg => ({ t: 'prepare_failed', error }),
       );
     case 'round': {

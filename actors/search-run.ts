@@ -5,7 +5,7 @@
 //   idle ─start─▶ running ─search_done, answer_done (both)─▶ storing ─saved─▶ ended
 //                       (a disconnect ends it here, storing nothing)
 import { engineAAnswer, engineASearch, type EngineAEndpoint } from '../src/engines/engine-a.ts';
-import { saveSearchRun } from '../src/store/searches.ts';
+import { markSearchRunning, saveSearchRun } from '../src/store/searches.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
 import type { RunDeps as Deps } from '../src/run-deps.ts';
 import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
@@ -84,10 +84,15 @@ async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run
       const { req } = cmd;
       const contents = { highlights: { maxCharacters: SNIPPET_CHARS }, summary: { query: req.query } };
       const search = { ...req.endpoint, query: req.query, type: req.type, numResults: req.numResults, includeDomains: req.includeDomains, excludeDomains: req.excludeDomains, contents };
-      return engineASearch(search, { signal: run.signal, timeoutMs: SEARCH_TIMEOUT_MS }).then(
+      // The row names this instance while the engines work, so a crash leaves the run failed, not unknown.
+      // The outcome waits for that write (the save that clears it must follow it); a failed mark only
+      // means a crash would not be seen.
+      const marked = markSearchRunning(deps.pool, req.searchId, deps.config.instanceId).catch(() => undefined);
+      const found = engineASearch(search, { signal: run.signal, timeoutMs: SEARCH_TIMEOUT_MS }).then(
         (r): SearchMsg => ({ t: 'search_done', outcome: { ok: true, value: { requestId: r.requestId, results: r.results } } }),
         (err: unknown): SearchMsg => ({ t: 'search_done', outcome: { ok: false, error: messageOf(err) } }),
       );
+      return Promise.all([found, marked]).then(([msg]) => msg);
     }
     case 'answer':
       return engineAAnswer({ ...cmd.req.endpoint, query: cmd.req.query }, { signal: run.signal, timeoutMs: ANSWER_TIMEOUT_MS }).then(

@@ -101,7 +101,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const control = await lc.open('control database', () => openControlDb(db, config.DATABASE_URL, CONTROL_DEADLINE_MS), (c) => c.close());
   await lc.open(
     'heartbeat',
-    () => startHeartbeat({ db: control, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log }),
+    () => startHeartbeat({ db: control, pool: db.pool, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log }),
     (h) => h.stop(),
   );
   const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId });

@@ -100,6 +100,8 @@ const schema = z.object({
   OVERLOAD_LAG_MS: int(0, 60_000).default(OVERLOAD_LAG_MS_DEFAULT),
   /** Bytes queued for one slow SSE client before it is dropped. */
   SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
+  /** How often the text each persisted chat run has streamed reaches the database (recovery after a crash); 0 turns it off. */
+  CHECKPOINT_MS: int(0, 3_600_000).default(1000),
   /** Origins whose web pages may call the API (CORS); unset sends no CORS headers at all. */
   CORS_ORIGINS: corsOrigins.optional(),
   /** Single sign-on: the identity provider's JWKS; JWT bearer tokens signed by one of its keys are users (src/auth/jwt.ts). */

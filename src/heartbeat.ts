@@ -1,12 +1,13 @@
 // This instance's heartbeat and the sweeper of dead instances' LlmCalls, on one timer: every
-// INSTANCE_HEARTBEAT_MS it beats its row, then fails the running calls of any instance silent for
-// DEAD_AFTER_BEATS intervals (store/instances.ts). The sweeper only runs once this instance has
-// itself beaten without a miss for that long: after a database outage every instance's beat is
-// stale, and a sweep before the live ones had their chance to beat again would fail live calls.
+// INSTANCE_HEARTBEAT_MS it beats its row, then recovers the running calls of any instance silent for
+// DEAD_AFTER_BEATS intervals (store/instances.ts, store/recovery.ts). The sweeper only runs once this
+// instance has itself beaten without a miss for that long: after a database outage every instance's
+// beat is stale, and a sweep before the live ones had their chance to beat again would fail live calls.
 import type { Logger } from 'pino';
 import type { ControlDb } from './db/control-pool.ts';
 import { purgeExpiredIdempotencyKeys } from './store/idempotency.ts';
 import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } from './store/instances.ts';
+import type { TransactionDb } from './store/recovery.ts';
 
 /** An instance silent for this many intervals is dead (9 s with the default 3 s; the next sweep finds it, so a killed instance's calls fail within about 12 s, inside the cluster's 15 s promise). */
 export const DEAD_AFTER_BEATS = 3;
@@ -21,19 +22,33 @@ export interface Heartbeat {
 
 export interface HeartbeatOptions {
   db: ControlDb;
+  /**
+   * The service's pool, for the sweep: recovering a dead instance's calls is a transaction (a claim,
+   * then the interrupted answers), which the control connection's single queries cannot hold.
+   */
+  pool: TransactionDb;
   instanceId: string;
   intervalMs: number;
   log: Logger;
 }
 
 /** Registers the instance (rejects when the database does not answer) and starts the timer. */
-export async function startHeartbeat({ db, instanceId, intervalMs, log }: HeartbeatOptions): Promise<Heartbeat> {
+export async function startHeartbeat({ db, pool, instanceId, intervalMs, log }: HeartbeatOptions): Promise<Heartbeat> {
   const deadAfterMs = DEAD_AFTER_BEATS * intervalMs;
   await registerInstance(db, instanceId);
   let healthySince: number | null = performance.now();
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
   let current: Promise<void> = Promise.resolve();
+  // The sweep goes on beside the beats: a recovery waiting for a busy pool must not make this instance look dead.
+  let sweeping: Promise<void> | null = null;
+  const sweep = () =>
+    sweepDeadInstances(pool, { selfId: instanceId, deadAfterMs }).then(
+      (swept) => {
+        for (const s of swept) log.warn(s, 'marked the running LlmCalls of a stopped instance as failed');
+      },
+      (err: unknown) => log.warn({ err, instanceId }, 'the sweep of stopped instances failed; the next beat tries again'),
+    );
 
   let beats = 0;
   const tick = async () => {
@@ -46,9 +61,7 @@ export async function startHeartbeat({ db, instanceId, intervalMs, log }: Heartb
         log.info({ instanceId }, 'heartbeat restored');
       }
       if (performance.now() - healthySince < deadAfterMs) return;
-      for (const swept of await sweepDeadInstances(db, { selfId: instanceId, deadAfterMs })) {
-        log.warn(swept, 'marked the running LlmCalls of a stopped instance as failed');
-      }
+      sweeping ??= sweep().finally(() => (sweeping = null));
     } catch (err) {
       if (healthySince !== null) log.warn({ err, instanceId }, 'heartbeat failed: the database does not answer');
       healthySince = null;
@@ -69,6 +82,7 @@ export async function startHeartbeat({ db, instanceId, intervalMs, log }: Heartb
       stopped = true;
       if (timer) clearTimeout(timer);
       await current;
+      await sweeping;
       await removeInstance(db, instanceId).catch((err: Error) =>
         log.warn({ err, instanceId }, 'could not remove this instance’s heartbeat row; peers will see it stop'),
       );

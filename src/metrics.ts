@@ -4,6 +4,7 @@ import client from 'prom-client';
 import type { RunSupervisor } from '../actors/runs.ts';
 import type { Admission, RefusalReason } from './admission.ts';
 import type { SseStreams } from './http/sse.ts';
+import { recoveredRuns } from './store/recovery.ts';
 
 export interface Metrics {
   registry: client.Registry;
@@ -56,6 +57,17 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
     collect() {
       this.reset();
       this.inc(supervisor.stats.slowClientsDropped);
+    },
+  });
+  new client.Counter({
+    name: 'css_runs_recovered_total',
+    help: 'Chat runs of a lost instance recovered by this process (interrupted: failed, its checkpointed text kept; continued: taken over)',
+    labelNames: ['how'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ how: 'interrupted' }, recoveredRuns.interrupted);
+      this.inc({ how: 'continued' }, recoveredRuns.continued);
     },
   });
   const runDuration = new client.Histogram({

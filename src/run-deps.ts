@@ -2,6 +2,7 @@
 // the service tools available under this configuration.
 import type { MessagePort } from 'node:worker_threads';
 import pg from 'pg';
+import { Checkpoints } from './checkpoints.ts';
 import type { Config } from './config.ts';
 import { CpuPool } from './cpu-pool.ts';
 import { usePreparedStatements } from './db/prepared.ts';
@@ -18,6 +19,8 @@ export interface RunDeps {
   tools: ServiceTool[];
   /** The thread's CPU pool (the server's own for inline hosts). */
   cpu: CpuPool;
+  /** The host's checkpoint timer (CHECKPOINT_MS): persisted chat runs register with it once stored. */
+  checkpoints?: Checkpoints;
 }
 
 /** Plain data handed to a worker thread (structured-cloned). */
@@ -31,7 +34,7 @@ export interface RunDepsInput {
 
 /** `providers`: the thread's clients when it already has them (the main thread's, for inline hosts). */
 export function runDepsFrom(config: Config, pool: pg.Pool, cpu: CpuPool, providers = createProviders(config)): RunDeps {
-  return { config, pool, providers, tools: availableTools(config), cpu };
+  return { config, pool, providers, tools: availableTools(config), cpu, checkpoints: new Checkpoints(pool, config.CHECKPOINT_MS) };
 }
 
 export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {

@@ -96,6 +96,15 @@ export interface Cancellation {
   readonly signal: AbortSignal;
 }
 
+/**
+ * The run as an executor sees it: its cancellation, and what a reader beside the mailbox may look at
+ * without a message (the host's checkpoint timer reads the text streamed so far, until the run ends).
+ */
+export interface RunHandle extends Cancellation {
+  readonly deltaText: string;
+  readonly finished: boolean;
+}
+
 /** The mailbox as I/O sees it: callbacks (provider text) only ever push messages. */
 export type Tell<M> = (msg: M) => void;
 
@@ -109,7 +118,7 @@ export interface Behavior<Req, V, D, S extends { s: string }, M extends { t: str
   /** `receive` threw: the state in which the run goes on to record its failure and end. */
   crashed(state: S, err: unknown, io: Io<M, V, C, D>): S;
   /** Carries out a command; resolves with the message that reports its outcome, failures included. */
-  execute(command: C, deps: D, tell: Tell<M>, run: Cancellation): Promise<M>;
+  execute(command: C, deps: D, tell: Tell<M>, run: RunHandle): Promise<M>;
 }
 
 /** What a host holds of an actor: it hands it the runtime's messages. */
@@ -126,7 +135,7 @@ export function defineRun<Req, V, D, S extends { s: string }, M extends { t: str
   return { spawn: (runId, request, deps, sink, timers) => new Actor(runId, behavior, request, deps, sink, timers ?? realTimers) };
 }
 
-export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, C> implements Io<M, V, C, D>, ActorRef, Cancellation {
+export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, C> implements Io<M, V, C, D>, ActorRef, RunHandle {
   readonly runId: string;
   readonly deps: D;
   finished = false;

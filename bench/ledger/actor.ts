@@ -4,7 +4,7 @@
 import { executeChat } from '../../actors/chat-io.ts';
 import type { ChatCommand, ChatMsg, ChatRunRequest } from '../../actors/chat-protocol.ts';
 import { chatBehavior } from '../../actors/chat-run.ts';
-import { defineRun, type Cancellation, type Tell } from '../../actors/runtime/actor.ts';
+import { defineRun, type RunHandle, type Tell } from '../../actors/runtime/actor.ts';
 import { Outbox } from '../../actors/runtime/outbox.ts';
 import { batchItems, type RunResult } from '../../actors/runtime/protocol.ts';
 import type { ProviderSession } from '../../src/providers/types.ts';
@@ -19,7 +19,7 @@ import { steadyWindow, time, type Stage } from './timing.ts';
  * What each command's real executor (chat-io.ts) answers, at once. A round is the real executor's,
  * on a session that hands its one text to the round's callback and resolves with the round's end.
  */
-function answerAtOnce(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, run: Cancellation): Promise<ChatMsg> {
+function answerAtOnce(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, run: RunHandle): Promise<ChatMsg> {
   switch (cmd.c) {
     case 'prepare':
       return Promise.resolve({ t: 'prepared', runToken: cmd.req.storeChat ? 1 : null });

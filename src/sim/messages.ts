@@ -3,7 +3,7 @@ import { retryHeaders, scriptedStatus } from './directives.ts';
 import { anthropicError, anthropicScriptedMessage } from './errors.ts';
 import { delayUnlessClosed, newId, ParseFailure, sendJson } from './http.ts';
 import { readMessagesRequest, type MessagesInput } from './messages-input.ts';
-import { argFragments, fullText, plan, type Plan } from './script.ts';
+import { argFragments, continuation, fullText, plan, type Plan } from './script.ts';
 import { frame, sendFrames, startStream, planned } from './sse.ts';
 import type { Ctx } from './state.ts';
 
@@ -27,7 +27,7 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
   }
   const input = readMessagesRequest(ctx.body);
   if (input.invalid) return anthropicError(res, 400, input.message);
-  const p = plan(input.conv, ctx.state.defaultReply);
+  const p = continuation(input.conv, plan(input.conv, ctx.state.defaultReply));
   const d = p.directive;
   if (!(await delayUnlessClosed(res, d.firstByteDelayMs ?? 0))) return;
   const status = scriptedStatus(d, ctx.retryCount);

@@ -113,6 +113,28 @@ export function plan(conv: Conversation, defaults: DefaultReply = { mode: 'echo'
   return { directive, calls: null, deltas, inputTokens, outputTokens: d.usage?.output ?? deltas.count };
 }
 
+/**
+ * The Messages API's continuation: a request whose last turn is an assistant turn continues that turn
+ * rather than starting a new one. When its text is a prefix of the scripted answer, the plan answers
+ * with the rest only, in the same pieces (the first one cut where the prefix ends). Otherwise, and for
+ * tool rounds and stamped answers, the plan is unchanged.
+ */
+export function continuation(conv: Conversation, p: Plan): Plan {
+  const last = conv.turns.at(-1);
+  const { deltas } = p;
+  if (last?.kind !== 'assistant' || last.text === '' || p.calls || deltas.stamped) return p;
+  if (!deltas.text.startsWith(last.text) || deltas.text.length === last.text.length) return p;
+  const pieces: string[] = [];
+  let at = 0;
+  for (const piece of deltas.pieces) {
+    const end = at + piece.length;
+    if (end > last.text.length) pieces.push(at >= last.text.length ? piece : piece.slice(last.text.length - at));
+    at = end;
+  }
+  const rest = { count: pieces.length, stamped: false, pieces, text: pieces.join('') };
+  return { ...p, deltas: rest, outputTokens: p.directive.usage?.output ?? rest.count };
+}
+
 function replyText(
   d: Directive,
   conv: Conversation,

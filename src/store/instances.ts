@@ -2,7 +2,7 @@
 // than the dead-after span has stopped, whatever its id, and any live instance fails its running
 // LlmCalls. Every time is the database's now(), so the instances' clocks never have to agree.
 import type { QueryRunner } from '../db/types.ts';
-import { INTERRUPTED_ERROR } from './llm-calls.ts';
+import { recoverLostCalls, type TransactionDb } from './recovery.ts';
 
 /** Rows of instances silent for this long are removed at the next start of any instance. */
 const FORGET_AFTER = '7 days';
@@ -36,31 +36,26 @@ export interface SweptInstance {
 }
 
 /**
- * Fails the running LlmCalls of every instance but `selfId` that has not beaten for `deadAfterMs`
- * (or has no row at all: it stopped cleanly, or predates heartbeats). A call younger than that span
- * is spared, so an instance's first calls never race its first beat. One statement: idempotent and
- * safe with many sweepers at once (a row another sweeper just failed is no longer `running` when
- * this one's UPDATE re-checks it). Returns the calls failed, per instance.
+ * Recovers the running LlmCalls (recovery.ts) of every instance but `selfId` that has not beaten for
+ * `deadAfterMs` (or has no row at all: it stopped cleanly, or predates heartbeats). A call younger
+ * than that span is spared, so an instance's first calls never race its first beat. Idempotent and
+ * safe with many sweepers at once, and with a restart of the dead instance racing them: each call is
+ * claimed by one of them. Returns the calls recovered, per instance.
  */
 export async function sweepDeadInstances(
-  db: QueryRunner,
+  db: TransactionDb,
   opts: { selfId: string; deadAfterMs: number },
 ): Promise<SweptInstance[]> {
-  const { rows } = await db.query<{ instance_id: string | null; calls: number }>(
-    `WITH dead AS (
-       UPDATE llm_calls c
-          SET status = 'failed', finished_at = now(), error = $3
-        WHERE c.status = 'running'
-          AND c.instance_id IS DISTINCT FROM $1
-          AND c.started_at < now() - make_interval(secs => $2::double precision / 1000)
-          AND NOT EXISTS (
-                SELECT 1 FROM instances i
-                 WHERE i.id = c.instance_id
-                   AND i.last_beat >= now() - make_interval(secs => $2::double precision / 1000))
-       RETURNING c.instance_id
-     )
-     SELECT instance_id, count(*)::int AS calls FROM dead GROUP BY instance_id`,
-    [opts.selfId, opts.deadAfterMs, INTERRUPTED_ERROR],
-  );
-  return rows.map((r) => ({ instanceId: r.instance_id, calls: r.calls }));
+  const recovered = await recoverLostCalls(db, {
+    where: `c.instance_id IS DISTINCT FROM $2
+            AND c.started_at < now() - make_interval(secs => $3::double precision / 1000)
+            AND NOT EXISTS (
+                  SELECT 1 FROM instances i
+                   WHERE i.id = c.instance_id
+                     AND i.last_beat >= now() - make_interval(secs => $3::double precision / 1000))`,
+    params: [opts.selfId, opts.deadAfterMs],
+  });
+  const calls = new Map<string | null, number>();
+  for (const r of recovered.calls) calls.set(r.instanceId, (calls.get(r.instanceId) ?? 0) + 1);
+  return [...calls].map(([instanceId, n]) => ({ instanceId, calls: n }));
 }

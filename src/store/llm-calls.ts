@@ -14,10 +14,10 @@ import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { finishCalls, type FinishRecord, type FinishRow } from './run-groups.ts';
 import { cleanText, toJson } from './values.ts';
 import { noteRunWrites } from './first-analyze.ts';
+import { recoverLostCalls, type TransactionDb } from './recovery.ts';
 
 
-/** What a call cut by a crash or restart reads as its error (chat.lastRun shows it). */
-export const INTERRUPTED_ERROR = 'interrupted: the service instance stopped or restarted during the call';
+export { INTERRUPTED_ERROR } from './recovery.ts';
 
 export type TokenUsage = Usage;
 
@@ -223,27 +223,23 @@ export function recordLlmCallFailure(
 }
 
 /**
- * Fails calls left running by a stopped process: called once at start, before any new call begins.
- * With `instanceId`, only this instance's calls (and calls with no instance, or older than
- * `staleAfterMs`, whose instance is presumed gone), so instances sharing a database do not fail
- * each other's live calls. Without it, every running call. Returns how many calls were marked.
+ * Recovers calls left running by a stopped process (recovery.ts: failed as `instance lost`, a chat
+ * run's checkpointed text stored as its interrupted answer): called once at start, before any new
+ * call begins. With `instanceId`, only this instance's calls (and calls with no instance, or older
+ * than `staleAfterMs`, whose instance is presumed gone), so instances sharing a database do not fail
+ * each other's live calls (the same for search runs). Without it, every running call. Returns how many
+ * calls were recovered.
  */
 export async function markInterruptedLlmCalls(
-  db: Queryable,
+  db: TransactionDb,
   opts: { instanceId?: string; staleAfterMs?: number } = {},
 ): Promise<number> {
-  if (opts.instanceId === undefined) {
-    const { rowCount } = await db.query(
-      `UPDATE llm_calls SET status = 'failed', finished_at = now(), error = $1 WHERE status = 'running'`,
-      [INTERRUPTED_ERROR],
-    );
-    return rowCount ?? 0;
-  }
-  const { rowCount } = await db.query(
-    `UPDATE llm_calls SET status = 'failed', finished_at = now(), error = $1
-      WHERE status = 'running'
-        AND (instance_id IS NULL OR instance_id = $2 OR started_at < now() - make_interval(secs => $3::double precision / 1000))`,
-    [INTERRUPTED_ERROR, opts.instanceId, opts.staleAfterMs ?? 24 * 3600 * 1000],
-  );
-  return rowCount ?? 0;
+  const lost =
+    opts.instanceId === undefined
+      ? { where: 'true', params: [] }
+      : {
+          where: 'c.instance_id IS NULL OR c.instance_id = $2 OR c.started_at < now() - make_interval(secs => $3::double precision / 1000)',
+          params: [opts.instanceId, opts.staleAfterMs ?? 24 * 3600 * 1000],
+        };
+  return (await recoverLostCalls(db, lost)).calls.length;
 }

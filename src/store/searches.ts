@@ -1,5 +1,6 @@
 // Searches: a query, its ranked results and generated answer. A run replaces results and answer.
 import { randomUUID } from 'node:crypto';
+import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } from '../types.ts';
 import { searchDetailColumns, searchSummaryColumns, toSearchDetail, toSearchSummary, type SearchDetailRow, type SearchSummaryRow } from './search-rows.ts';
@@ -109,6 +110,15 @@ export async function findLatestByNormalizedQuery(db: Queryable, query: string):
   return row ? { search: toSearchSummary(row), hasStoredResults: row.has_results } : null;
 }
 
+/**
+ * Records that `instanceId` runs the search now (sql/011_checkpoints.sql): if the instance dies before
+ * saveSearchRun clears it, recovery (recovery.ts) fails the run with the "instance lost" error.
+ */
+export async function markSearchRunning(db: Queryable, id: string, instanceId: string): Promise<void> {
+  if (!isIssuedId(id)) return;
+  await db.query(prepared(db, 'UPDATE searches SET run_instance_id = $2, run_started_at = now() WHERE id = $1'), [id, instanceId]);
+}
+
 /** Stores a run, replacing the previous results and answer, and bumps updatedAt. Null when unknown. */
 export async function saveSearchRun(db: Queryable, id: string, run: SearchRun): Promise<SearchDetail | null> {
   if (!isIssuedId(id)) return null;
@@ -119,7 +129,7 @@ export async function saveSearchRun(db: Queryable, id: string, run: SearchRun): 
           SET query = $2, normalized_query = $3, title = COALESCE($4, title, NULLIF($2, '')),
               request_id = $5, latency_ms = $6::int, error = $7, answer_text = $8, answer_request_id = $9,
               answer_citations = $10::jsonb, answer_error = $11, results = $12::jsonb,
-              last_run_at = now(), updated_at = now()
+              last_run_at = now(), updated_at = now(), run_instance_id = NULL, run_started_at = NULL
         WHERE id = $1
         RETURNING *
      )

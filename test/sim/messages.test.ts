@@ -1,5 +1,5 @@
 // provider_b through the real @anthropic-ai/sdk: Messages streaming and not, tool_use rounds,
-// images, typed errors (529 included) and mid-stream failures.
+// images, typed errors (529 included), mid-stream failures, and continuing a trailing assistant turn.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
@@ -152,4 +152,41 @@ test('provider_b model list pages end with has_more false', async () => {
   const ids: string[] = [];
   for await (const m of b.models.list({ limit: 2 })) ids.push(m.id);
   assert.deepEqual(ids, ['sim-b-large', 'sim-b-small', 'sim-b-haiku']);
+});
+
+// The Messages API continues a trailing assistant turn; so does the simulator: a prefix of the
+// scripted answer is continued with the rest only (streamed and not), anything else answers as before.
+const CONTINUED = 'The tide comes in twice a day, pulled by the moon.';
+const ASK = `tides\nSIM ${JSON.stringify({ reply: CONTINUED, deltas: 10 })}`;
+const ask = (assistant: string): Anthropic.MessageParam[] => [
+  { role: 'user', content: ASK },
+  { role: 'assistant', content: assistant },
+];
+
+async function streamed(messages: Anthropic.MessageParam[]): Promise<string[]> {
+  const s = await b.messages.create({ model: 'sim-b-large', max_tokens: 256, stream: true, messages });
+  const pieces: string[] = [];
+  for await (const ev of s) if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta') pieces.push(ev.delta.text);
+  return pieces;
+}
+
+describe('provider_b continuation of a trailing assistant turn', () => {
+  test('streamed: only the rest, from where the prefix ends', async () => {
+    const prefix = CONTINUED.slice(0, 17);
+    const pieces = await streamed(ask(prefix));
+    assert.equal(prefix + pieces.join(''), CONTINUED);
+    assert.ok(pieces.length < 10, `fewer pieces than the whole answer's ten (${pieces.length})`);
+  });
+
+  test('non-streaming: the rest as the message, fewer output tokens', async () => {
+    const whole = await b.messages.create({ model: 'sim-b-large', max_tokens: 256, messages: [{ role: 'user', content: ASK }] });
+    const m = await b.messages.create({ model: 'sim-b-large', max_tokens: 256, messages: ask(CONTINUED.slice(0, 30)) });
+    const text = m.content.map((x) => (x.type === 'text' ? x.text : '')).join('');
+    assert.equal(CONTINUED.slice(0, 30) + text, CONTINUED);
+    assert.ok(m.usage.output_tokens < whole.usage.output_tokens);
+  });
+
+  test('a trailing turn that is no prefix of the answer gets the whole answer', async () => {
+    assert.equal((await streamed(ask('Something else'))).join(''), CONTINUED);
+  });
 });

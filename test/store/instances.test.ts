@@ -2,26 +2,20 @@
 // instance, whatever the dead one's id; live instances, the sweeper itself, young calls and ended
 // calls are left alone; sweeping twice, or from two instances at once, fails each call once.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Database } from '../../src/db/types.ts';
 import { INTERRUPTED_ERROR, markInterruptedLlmCalls, startLlmCall, finishLlmCall } from '../../src/store/llm-calls.ts';
 import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } from '../../src/store/instances.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { sweptDatabase } from '../helpers/swept-db.ts';
 import { getLlmCall } from '../helpers/store.ts';
 
 const DEAD_AFTER = 15_000;
 
 for (const target of await testDatabases()) {
   describe(`instance heartbeats (${target.name})`, () => {
-    let db: Database;
-    before(async () => {
-      db = await target.open();
-    });
-    after(() => db?.close());
-    beforeEach(async () => {
-      await markInterruptedLlmCalls(db.pool);
-      await db.pool.query('DELETE FROM instances');
-    });
+    let db!: Database;
+    sweptDatabase(target, (opened) => (db = opened));
 
     const call = (instanceId: string | null, ageMs = 60_000) =>
       startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm', instanceId }).then(async (id) => {

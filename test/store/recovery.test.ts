@@ -1,0 +1,148 @@
+// Checkpoints and recovery (sql/011_checkpoints.sql) against both databases: all runs' new text in
+// one statement, appended after what is stored, refused for an ended call or a chat a later run took;
+// a lost call's checkpointed text stored once as the interrupted answer with `reason: "instance lost"`,
+// its call failed, whether the restart or a peer's sweeper gets there first, or both at once.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { Checkpoints, type StreamedText } from '../../src/checkpoints.ts';
+import type { Database } from '../../src/db/types.ts';
+import { createChat, startChatRun } from '../../src/store/chats.ts';
+import { writeCheckpoints } from '../../src/store/checkpoints.ts';
+import { createSearch, getSearchDetail, markSearchRunning, saveSearchRun } from '../../src/store/searches.ts';
+import { registerInstance, sweepDeadInstances } from '../../src/store/instances.ts';
+import { finishLlmCall, markInterruptedLlmCalls, startLlmCall } from '../../src/store/llm-calls.ts';
+import { INTERRUPTED_ERROR, recoveredRuns } from '../../src/store/recovery.ts';
+import { testDatabases } from '../helpers/db.ts';
+import { sweptDatabase } from '../helpers/swept-db.ts';
+import { getLlmCall, listMessages } from '../helpers/store.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const DEAD_AFTER = 15_000;
+
+for (const target of await testDatabases()) {
+  describe(`checkpoints and recovery (${target.name})`, () => {
+    let db!: Database;
+    sweptDatabase(target, (opened) => (db = opened));
+
+    /** A chat with a running call of `instanceId`, started a minute ago (older than any dead-after span). */
+    const run = async (instanceId = 'dead') => {
+      const call = { id: randomUUID(), instanceId };
+      const chat = await createChat(db.pool, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call });
+      await db.pool.query(`UPDATE llm_calls SET started_at = now() - interval '1 minute' WHERE id = $1`, [call.id]);
+      return { callId: call.id, chatId: chat.id, runToken: 1 };
+    };
+    const stored = async (callId: string) =>
+      (await db.pool.query<{ checkpoint_text: string | null }>('SELECT checkpoint_text FROM llm_calls WHERE id = $1', [callId])).rows[0]!.checkpoint_text;
+    const answers = async (chatId: string) => (await listMessages(db.pool, chatId)).filter((m) => m.role === 'assistant');
+
+    it('writes every run’s new text in one statement, appended after what is stored, idempotently', async () => {
+      const a = await run();
+      const b = await run();
+      const first = await writeCheckpoints(db.pool, [
+        { ...a, from: 0, text: 'Hello, ' },
+        { ...b, from: 0, text: 'Bonjour 😀' },
+      ]);
+      assert.deepEqual([...first].sort(), [a.callId, b.callId].sort());
+      // `from` counts code points (the emoji is one), as Postgres does.
+      const again = { ...b, from: 9, text: ' !' };
+      await writeCheckpoints(db.pool, [{ ...a, from: 7, text: 'world' }, again]);
+      await writeCheckpoints(db.pool, [again]);
+      assert.deepEqual([await stored(a.callId), await stored(b.callId)], ['Hello, world', 'Bonjour 😀 !']);
+    });
+
+    it('writes nothing for an ended call or a chat a later run has taken, and says so', async () => {
+      const ended = await run();
+      const fenced = await run();
+      await finishLlmCall(db.pool, { callId: ended.callId, usage: null, latencyMs: 1 });
+      await startChatRun(db.pool, { chatId: fenced.chatId, provider: 'provider_c', model: 'm', messages: [], call: null });
+      const written = await writeCheckpoints(db.pool, [
+        { ...ended, from: 0, text: 'late' },
+        { ...fenced, from: 0, text: 'stale' },
+      ]);
+      assert.equal(written.size, 0);
+      assert.deepEqual([await stored(ended.callId), await stored(fenced.callId)], [null, null]);
+    });
+
+    it('the host’s timer writes what runs streamed until they end, then stops', async () => {
+      const a = await run();
+      const streamed: { deltaText: string; finished: boolean } = { deltaText: 'first', finished: false };
+      const checkpoints = new Checkpoints(db.pool, 20);
+      try {
+        checkpoints.track(streamed satisfies StreamedText, a);
+        await waitFor(async () => (await stored(a.callId)) === 'first', 10_000, 'the first checkpoint');
+        streamed.deltaText += ' and second';
+        await waitFor(async () => (await stored(a.callId)) === 'first and second', 10_000, 'the second checkpoint');
+        streamed.finished = true;
+        await waitFor(() => checkpoints.size === 0, 10_000, 'the ended run to leave the timer');
+      } finally {
+        checkpoints.stop();
+      }
+    });
+
+    it('a restart stores the checkpointed text as the interrupted answer and fails the call, once', async () => {
+      const withText = await run();
+      const silent = await run();
+      const title = await startLlmCall(db.pool, { chatId: silent.chatId, provider: 'provider_a', model: 'm', instanceId: 'dead', purpose: 'title' });
+      await writeCheckpoints(db.pool, [{ ...withText, from: 0, text: 'Half an answ' }]);
+      const before = recoveredRuns.interrupted;
+
+      assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }), 3);
+      assert.equal(recoveredRuns.interrupted - before, 2, 'two chat runs recovered (the title call is no run of the chat)');
+      const [answer] = await answers(withText.chatId);
+      assert.deepEqual([answer?.content, answer?.metadata], ['Half an answ', { interrupted: true, reason: 'instance lost' }]);
+      assert.deepEqual(await answers(silent.chatId), [], 'no text checkpointed: nothing stored');
+      for (const id of [withText.callId, silent.callId, title]) {
+        const call = await getLlmCall(db.pool, id);
+        assert.deepEqual([call?.status, call?.error], ['failed', INTERRUPTED_ERROR]);
+        assert.match(call!.error!, /^instance lost/);
+      }
+      assert.equal((await getLlmCall(db.pool, withText.callId))?.messageId, answer!.id);
+      assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }), 0, 'a second recovery finds nothing');
+      assert.equal((await answers(withText.chatId)).length, 1);
+    });
+
+    it('keeps a chat that a later run took: the lost call fails, its text is not stored', async () => {
+      const lost = await run();
+      await writeCheckpoints(db.pool, [{ ...lost, from: 0, text: 'old' }]);
+      await startChatRun(db.pool, { chatId: lost.chatId, provider: 'provider_c', model: 'm', messages: [{ role: 'user', content: 'new question' }], call: null });
+      assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }), 1);
+      assert.deepEqual(await answers(lost.chatId), []);
+      assert.equal((await getLlmCall(db.pool, lost.callId))?.status, 'failed');
+    });
+
+    it('a lost instance’s search run reads as failed with the error; a stored or live one is left alone', async () => {
+      await registerInstance(db.pool, 'live');
+      const lost = (await createSearch(db.pool, { query: 'lost' })).id;
+      const saved = (await createSearch(db.pool, { query: 'saved' })).id;
+      const live = (await createSearch(db.pool, { query: 'live' })).id;
+      await markSearchRunning(db.pool, lost, 'dead');
+      await markSearchRunning(db.pool, saved, 'dead');
+      await saveSearchRun(db.pool, saved, { query: 'saved', title: null, requestId: 'r', latencyMs: 1, error: null, results: [], answerText: 'kept', answerRequestId: null, answerCitations: [], answerError: null });
+      await markSearchRunning(db.pool, live, 'live');
+      await db.pool.query(`UPDATE searches SET run_started_at = now() - interval '1 minute'`);
+
+      await sweepDeadInstances(db.pool, { selfId: 'peer', deadAfterMs: DEAD_AFTER });
+      assert.equal((await getSearchDetail(db.pool, lost))?.error, INTERRUPTED_ERROR);
+      assert.deepEqual([(await getSearchDetail(db.pool, saved))?.error, (await getSearchDetail(db.pool, saved))?.answerText], [null, 'kept']);
+      assert.equal((await getSearchDetail(db.pool, live))?.error, null, 'a live instance’s run goes on');
+    });
+
+    it('a restart racing a peer’s sweeper recovers each run once', async () => {
+      await registerInstance(db.pool, 'peer');
+      const runs = [];
+      for (let i = 0; i < 20; i++) runs.push(await run());
+      await writeCheckpoints(db.pool, runs.map((r, i) => ({ ...r, from: 0, text: `partial ${i}` })));
+      const [restart, swept] = await Promise.all([
+        markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }),
+        sweepDeadInstances(db.pool, { selfId: 'peer', deadAfterMs: DEAD_AFTER }),
+      ]);
+      const bySweep = swept.reduce((n, s) => n + s.calls, 0);
+      assert.equal(restart + bySweep, runs.length, 'each call claimed by exactly one of them');
+      for (const [i, r] of runs.entries()) {
+        assert.deepEqual((await answers(r.chatId)).map((m) => m.content), [`partial ${i}`]);
+        assert.equal((await getLlmCall(db.pool, r.callId))?.status, 'failed');
+      }
+    });
+  });
+}
