@@ -9,7 +9,7 @@
 //            lifecycle (start and stop in one place, with no import of its own)
 //   sim      src/sim/                the offline simulator, a program of its own: imports only itself
 //   clients  src/db, providers, engines, tools     the outside world: database, models, engines, tools
-//   domain   src/store, chat, search, models, auth (who is calling), schemas, run-deps, openapi/resources
+//   domain   src/store, chat, search, models, auth (who is calling), schemas, run-deps, checkpoints (the host's timer), openapi/resources
 //   kinds    actors/ (but runtime)   the run kinds (chat, search, title) and the hosts that run them
 //   http     src/http/               HTTP on uWebSockets.js: router, bodies, SSE, the error catalogue.
 //                                   Beside kinds, not above it: it imports no run kind and no service module
@@ -27,7 +27,7 @@ const layers = [
   { name: 'base', paths: ['^src/(config|log|clock|text|types|messages|errors|cpu-pool|open-files|attachments|lifecycle)\\.ts$'], may: [] },
   { name: 'sim', paths: ['^src/sim/'], may: [] },
   { name: 'clients', paths: ['^src/(db|providers|engines|tools)/'], may: ['base'] },
-  { name: 'domain', paths: ['^src/(store|chat|search|models|auth)/', '^src/(schemas|run-deps)\\.ts$', '^src/openapi/resources\\.ts$'], may: ['base', 'clients'] },
+  { name: 'domain', paths: ['^src/(store|chat|search|models|auth)/', '^src/(schemas|run-deps|checkpoints)\\.ts$', '^src/openapi/resources\\.ts$'], may: ['base', 'clients'] },
   { name: 'kinds', paths: ['^actors/(?!runtime/)'], may: ['runtime', 'base', 'clients', 'domain'] },
   { name: 'http', paths: ['^src/http/'], may: ['runtime', 'base', 'clients', 'domain'] },
   {
