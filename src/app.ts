@@ -7,7 +7,8 @@ import { LagBoard } from '../actors/lag-report.ts';
 import type { RunTypes } from '../actors/runs.ts';
 import { Supervisor } from '../actors/runtime/supervisor.ts';
 import { Admission } from './admission.ts';
-import { bearerGuard } from './http/auth.ts';
+import { Callers } from './auth/callers.ts';
+import { ADMIN_REQUIRED } from './http/errors.ts';
 import { Cluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
 import { systemClock, type AppContext, type Clock } from './context.ts';
@@ -36,12 +37,14 @@ import { searchRunRoutes } from './routes/search-runs.ts';
 import { searchRoutes } from './routes/searches.ts';
 import { systemRoutes } from './routes/system.ts';
 import { titleRoutes } from './routes/titles.ts';
+import { userRoutes } from './routes/users.ts';
 import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
 import { Runs } from './runs.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
 import { availableTools, closeTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
+import { UserRevocations } from './users.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 /** Deadline of heartbeat and readiness queries. */
@@ -121,6 +124,8 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
   });
   metrics = createMetrics(supervisor, admission);
   runs = new Runs(supervisor);
+  const callers = new Callers({ adminToken: config.ADMIN_TOKEN, pool: db.pool });
+  const revocations = new UserRevocations(callers, supervisor, log);
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
   await supervisor.ready();
   let cluster: Cluster | null = null;
@@ -144,6 +149,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
       throw err;
     }
     runs.useCluster(cluster);
+    await revocations.useCluster(cluster);
     readiness.add({ name: 'redis', check: () => cluster!.ping() });
     log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL) }, 'cluster mode: joined');
   }
@@ -183,19 +189,23 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     ...searchRunRoutes(ctx),
     ...modelRoutes(ctx),
     ...titleRoutes(ctx),
+    ...userRoutes(ctx, revocations),
     ...webRoutes(),
     ...(opts.routes?.(ctx) ?? []),
     {
       method: 'GET',
       path: '/metrics',
-      handler: async (_req, reply) => reply.text(200, await registry.metrics(), registry.contentType),
+      handler: async (req, reply) => {
+        if (!req.caller.admin) throw ADMIN_REQUIRED();
+        reply.text(200, await registry.metrics(), registry.contentType);
+      },
     },
   ]);
 
   const app = uws.App();
   mountRoutes(app, routes, {
     defaultBodyLimit: DEFAULT_BODY_LIMIT,
-    guard: bearerGuard(config.ADMIN_TOKEN),
+    authenticate: callers.authenticate,
     cors: corsPolicy(config.CORS_ORIGINS),
     onError: (err, req) => toHttpError(err, () => log.error({ err, method: req.method, path: req.path }, 'request failed')),
   });

@@ -14,6 +14,8 @@ export interface RunInfo<K extends string = string> {
   readonly label: string;
   /** Epoch milliseconds. */
   readonly startedAt: number;
+  /** The user the run works for (absent: not known here, e.g. a run on another instance). */
+  readonly owner?: string;
 }
 
 export interface RunHandle<K extends string, V> extends RunInfo<K> {
@@ -45,6 +47,8 @@ export interface StartOptions<T extends RunTypeMap, K extends KindOf<T>> {
    */
   subscriber?: Subscriber;
   label?: string;
+  /** The user the run works for: lists and deletions find a user's runs by it. */
+  owner?: string;
   /** Cancel (`disconnect`) when the last subscriber leaves: nobody could ever attach again. */
   cancelWhenAlone?: boolean;
 }

@@ -3,6 +3,7 @@
 // real Supervisor whose host answers at once (supervisor.ts), so the request, the route, the registry,
 // the sink's head, frames and end are measured together, as they run on the service's main thread.
 // No database (a new chat's start reads none before the run) and no actor thread (own rows).
+import { ADMIN_CALLER } from '../../src/auth/caller.ts';
 import type { AppContext } from '../../src/context.ts';
 import { mountRoutes } from '../../src/http/router.ts';
 import { toHttpError } from '../../src/http/to-http-error.ts';
@@ -25,7 +26,7 @@ export function startRouteServer(): Promise<{ port: number; close(): void }> {
   const app = uws.App();
   mountRoutes(app, completionRoutes(ctx), {
     defaultBodyLimit: 64 * 1024,
-    guard: () => null,
+    authenticate: () => ADMIN_CALLER,
     onError: (err) => toHttpError(err, (e) => console.error('[ledger route]', e)),
   });
   return new Promise((resolve, reject) => {

@@ -45,6 +45,7 @@ export class Cluster {
   private readonly server: RunServer;
   private readonly bus: Bus;
   private readonly log: Logger;
+  private readonly prefix: string;
   private closed = false;
 
   private constructor(opts: ClusterOptions, redis: Redis, subscriber: Redis, beatMs: number, held: (leases: Leases) => HeldLeases) {
@@ -53,6 +54,7 @@ export class Cluster {
     this.redis = redis;
     this.subscriber = subscriber;
     this.log = opts.log;
+    this.prefix = opts.prefix;
     const keys = clusterKeys(opts.prefix);
     this.leases = new Leases(redis, keys, opts.instanceId, opts.leaseTtlMs);
     this.held = held(this.leases);
@@ -148,6 +150,33 @@ export class Cluster {
 
   stop(kind: RunKind, key: string, owner: string, reason: string): Promise<boolean> {
     return this.follower.stop(kind, key, owner, reason);
+  }
+
+  /**
+   * Hears what any instance (this one included) broadcasts on `topic`. Messages sent while the
+   * connection to Redis is down are lost: `reconnected` runs when it is back, so the listener can
+   * assume it missed some.
+   */
+  async listenTo(topic: string, heard: (message: string) => void, reconnected: () => void): Promise<void> {
+    const channel = `${this.prefix}broadcast:${topic}`;
+    this.subscriber.on('message', (ch: string, raw: string) => ch === channel && heard(raw));
+    let wasDown = false;
+    this.subscriber.on('close', () => (wasDown = true));
+    this.subscriber.on('ready', () => wasDown && reconnected());
+    try {
+      await this.subscriber.subscribe(channel);
+    } catch (err) {
+      throw new RedisUnavailableError((err as Error).message);
+    }
+  }
+
+  /** Sends `message` to every instance listening to `topic`. */
+  async broadcast(topic: string, message: string): Promise<void> {
+    try {
+      await this.redis.publish(`${this.prefix}broadcast:${topic}`, message);
+    } catch (err) {
+      throw new RedisUnavailableError((err as Error).message);
+    }
   }
 
   /** SIGTERM: runs have ended (their leases went with them); leave the cluster now, not after a TTL. */

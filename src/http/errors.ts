@@ -54,6 +54,11 @@ export const IDEMPOTENCY_KEY_REUSED = createError('CSS_IDEMPOTENCY_KEY_REUSED', 
 export const IDEMPOTENCY_KEY_UNCLAIMED = createError('CSS_IDEMPOTENCY_KEY_UNCLAIMED', 503, () => 'Idempotency-Key could not be claimed: try again');
 export const IDEMPOTENCY_KEY_EXPIRED = createError('CSS_IDEMPOTENCY_KEY_EXPIRED', 409, () => 'the Idempotency-Key expired while its run was going: send a new key');
 
+// ---- users --------------------------------------------------------------------------------------
+export const ADMIN_REQUIRED = createError('CSS_ADMIN_REQUIRED', 403, () => 'admin token required');
+export const USER_NOT_FOUND = createError('CSS_USER_NOT_FOUND', 404, () => 'user not found');
+export const USERS_NEED_ADMIN_TOKEN = createError('CSS_USERS_NEED_ADMIN_TOKEN', 400, () => 'users need ADMIN_TOKEN to be set');
+
 // ---- what this instance is configured with -----------------------------------------------------
 export const PROVIDER_NOT_CONFIGURED = createError('CSS_PROVIDER_NOT_CONFIGURED', 400, (provider: string, variable: string) => `${provider} is not configured: set ${variable}`);
 export const SEARCH_ENGINE_MISSING = createError('CSS_SEARCH_ENGINE_MISSING', 503, (variables: string) => `search runs need engine_a: set ${variables}`);
@@ -88,6 +93,7 @@ export const STATUS_TEXT: Record<number, string> = {
   204: '204 No Content',
   400: '400 Bad Request',
   401: '401 Unauthorized',
+  403: '403 Forbidden',
   404: '404 Not Found',
   405: '405 Method Not Allowed',
   409: '409 Conflict',

@@ -1,6 +1,7 @@
 // One HTTP exchange on uWS: the request fields copied out synchronously (uWS request objects die
 // at the first await), the body read with a hard cap, and corked JSON replies that are safe to
 // call after the client has gone.
+import type { Caller } from '../auth/caller.ts';
 import type { HeaderList } from './cors.ts';
 import { BODY_LONGER_THAN_DECLARED, BODY_TOO_LARGE, CLIENT_CLOSED, statusLine, type HttpError } from './errors.ts';
 import type { HttpResponse } from './uws.ts';
@@ -19,6 +20,8 @@ export interface Req {
   headers: Record<string, string>;
   /** The whole body (empty when there is none); rejects with HttpError 413 past the route's cap. */
   body(): Promise<Buffer>;
+  /** Who is calling, resolved from the bearer token before the handler runs (public routes: nobody). */
+  caller: Caller;
 }
 
 const JSON_HEADER = 'application/json; charset=utf-8';

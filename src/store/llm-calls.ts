@@ -14,6 +14,7 @@ import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { finishCalls, type FinishRecord, type FinishRow } from './run-groups.ts';
 import { cleanText, toJson } from './values.ts';
 import { noteRunWrites } from './first-analyze.ts';
+import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 
 /** What a call cut by a crash or restart reads as its error (chat.lastRun shows it). */
@@ -48,8 +49,9 @@ export interface FinishLlmCall {
  * expressions (parameters).
  */
 export function insertCallSql(chat: string, provider: string, model: string, id: string, instanceId: string): string {
-  return `INSERT INTO llm_calls (id, chat_id, provider, model, instance_id)
-          SELECT ${id}::text, ${chat}.id, ${provider}, ${model}, ${instanceId}::text FROM ${chat}`;
+  // The call belongs to whoever owns its chat.
+  return `INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id)
+          SELECT ${id}::text, ${chat}.id, ${provider}, ${model}, ${instanceId}::text, ${chat}.owner_id FROM ${chat}`;
 }
 
 /** Records a call as running and returns its id. */
@@ -63,16 +65,19 @@ export async function startLlmCall(
     instanceId?: string | null;
     /** `title`: a title suggestion, which chat.lastRun does not count as the chat's run. */
     purpose?: 'completion' | 'title';
+    /** The user whose usage the call is (the built-in admin when not given). */
+    owner?: string;
   },
 ): Promise<string> {
   const id = input.id ?? randomUUID();
-  await db.query(prepared(db, 'INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, purpose) VALUES ($1, $2, $3, $4, $5, $6)'), [
+  await db.query(prepared(db, 'INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, purpose, owner_id) VALUES ($1, $2, $3, $4, $5, $6, $7)'), [
     id,
     input.chatId,
     input.provider,
     input.model,
     input.instanceId ?? null,
     input.purpose ?? 'completion',
+    input.owner ?? ADMIN_USER_ID,
   ]);
   return id;
 }

@@ -23,6 +23,7 @@ export interface ChatStartRecord {
   msgs: unknown[];
   call_id: string;
   instance_id: string | null;
+  owner_id: string;
 }
 
 // `ord` keeps each member's rows in its own order; messages of one chat keep theirs (seq follows the
@@ -30,13 +31,13 @@ export interface ChatStartRecord {
 export const CREATE_CHATS = `WITH input AS (
        SELECT * FROM json_to_recordset($1::json)
          AS x(ord int, id text, title text, provider text, model text, prompt text, tools json, msgs json,
-              call_id text, instance_id text)
+              call_id text, instance_id text, owner_id text)
      ),
      c AS (
        INSERT INTO chats (id, title, initiated_provider, initiated_model, last_used_provider, last_used_model,
-                          additional_system_prompt, enabled_tools, run_token)
+                          additional_system_prompt, enabled_tools, run_token, owner_id)
        SELECT id, title, provider, model, provider, model, prompt,
-              ARRAY(SELECT json_array_elements_text(tools)), ${FIRST_RUN_TOKEN}
+              ARRAY(SELECT json_array_elements_text(tools)), ${FIRST_RUN_TOKEN}, owner_id
          FROM input ORDER BY ord
        RETURNING *
      ),
@@ -47,8 +48,8 @@ export const CREATE_CHATS = `WITH input AS (
         ORDER BY i.ord, m.ord
      ),
      call AS (
-       INSERT INTO llm_calls (id, chat_id, provider, model, instance_id)
-       SELECT call_id, id, provider, model, instance_id FROM input
+       INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id)
+       SELECT call_id, id, provider, model, instance_id, owner_id FROM input
      )
      SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`;
 

@@ -1,0 +1,16 @@
+// Who is calling: every request's bearer token resolved once, before its handler, into the user whose
+// workspace it acts in. Stores take `userId` as the owner of what they read and write.
+
+/** The built-in user of the ADMIN_TOKEN (and of open mode): owner of everything stored before users existed. */
+export const ADMIN_USER_ID = 'admin';
+
+export interface Caller {
+  userId: string;
+  /** The operator (ADMIN_TOKEN, or open mode): may manage users and read /metrics; has no limits. */
+  admin: boolean;
+}
+
+export const ADMIN_CALLER: Caller = Object.freeze({ userId: ADMIN_USER_ID, admin: true });
+
+/** What a public route (health, readiness, the web client) runs as: an owner of nothing. */
+export const PUBLIC_CALLER: Caller = Object.freeze({ userId: '', admin: false });
