@@ -41,3 +41,13 @@ ALTER TABLE idempotency_keys ADD PRIMARY KEY (owner_id, key);
 
 -- GET /v1/usage: one owner's calls of the last N days.
 CREATE INDEX llm_calls_owner_started_idx ON llm_calls (owner_id, started_at DESC);
+
+-- Tokens each user's LlmCalls used per UTC day (of the call's start), added in the statement that
+-- stores a call's usage: a start checks a user's daily budget with one primary-key read instead of a
+-- SUM over the user's calls.
+CREATE TABLE user_day_tokens (
+  owner_id     text NOT NULL,
+  day          date NOT NULL,
+  total_tokens bigint NOT NULL,
+  PRIMARY KEY (owner_id, day)
+);

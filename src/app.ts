@@ -44,6 +44,7 @@ import { Runs } from './runs.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
 import { availableTools, closeTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
+import { UserLimits } from './user-limits.ts';
 import { UserRevocations } from './users.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -123,7 +124,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     admission,
   });
   metrics = createMetrics(supervisor, admission);
-  runs = new Runs(supervisor);
+  runs = new Runs(supervisor, admission);
   const callers = new Callers({ adminToken: config.ADMIN_TOKEN, pool: db.pool });
   const revocations = new UserRevocations(callers, supervisor, log);
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
@@ -175,6 +176,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
     models,
     readiness,
     metrics,
+    limits: new UserLimits(config, db.pool, admission),
   };
   // Loads in the background: the server does not wait for any provider's list.
   models.start();

@@ -8,6 +8,7 @@ import type { Metrics } from './metrics.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { Readiness } from './readiness.ts';
 import type { Runs } from './runs.ts';
+import type { UserLimits } from './user-limits.ts';
 import type { ProviderAdapter, ProviderName } from './providers/types.ts';
 import type { ServiceTool } from './tools/types.ts';
 
@@ -31,4 +32,6 @@ export interface AppContext {
   /** GET /ready's checks (the database; cluster mode adds its own). */
   readiness: Readiness;
   metrics: Metrics;
+  /** Each user's limits (active runs, daily tokens); the admin has none. */
+  limits: UserLimits;
 }

@@ -28,7 +28,7 @@ export interface RunHandle<K extends string, V> extends RunInfo<K> {
 /** Why a start did not happen. */
 export interface StartRefusal {
   ok: false;
-  outcome: Extract<RunOutcome, 'busy' | 'capacity' | 'shutting_down' | 'draining' | 'overloaded'>;
+  outcome: Extract<RunOutcome, 'busy' | 'capacity' | 'shutting_down' | 'draining' | 'overloaded' | 'user_runs' | 'user_tokens'>;
   message: string;
 }
 
@@ -49,6 +49,8 @@ export interface StartOptions<T extends RunTypeMap, K extends KindOf<T>> {
   label?: string;
   /** The user the run works for: lists and deletions find a user's runs by it. */
   owner?: string;
+  /** Runs the owner may have going at once, cluster-wide (absent: no limit, e.g. the admin). */
+  ownerLimit?: number;
   /** Cancel (`disconnect`) when the last subscriber leaves: nobody could ever attach again. */
   cancelWhenAlone?: boolean;
 }

@@ -22,6 +22,7 @@ export function startRouteServer(): Promise<{ port: number; close(): void }> {
     providers: new Map<ProviderName, ProviderAdapter>([['provider_c', {} as ProviderAdapter]]),
     metrics: { startConflicts: noop, runsStopped: noop },
     config: { SSE_MAX_QUEUED_BYTES: 1024 * 1024 },
+    limits: { checkTokens: () => null, runOptions: () => ({ owner: ADMIN_CALLER.userId }) },
   } as unknown as AppContext;
   const app = uws.App();
   mountRoutes(app, completionRoutes(ctx), {

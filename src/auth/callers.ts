@@ -6,7 +6,7 @@
 // message cannot keep a revoked key alive for longer than KEY_CACHE_TTL_MS.
 import { timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
-import { userForJwtSub, userIdByKeyHash } from '../store/users.ts';
+import { userByKeyHash, userForJwtSub, type User } from '../store/users.ts';
 import { ADMIN_CALLER, type Caller } from './caller.ts';
 import { keyHash, looksLikeJwt, looksLikeKey } from './keys.ts';
 
@@ -76,7 +76,13 @@ export class Callers {
       if (hit.until > this.now()) return hit.caller;
       this.drop(id, hit.caller.userId);
     }
-    if (looksLikeKey(token)) return this.lookUp(id, this.now() + KEY_CACHE_TTL_MS, () => userIdByKeyHash(this.pool, digest));
+    if (looksLikeKey(token)) {
+      const until = this.now() + KEY_CACHE_TTL_MS;
+      return this.lookUp(id, async () => {
+        const user = await userByKeyHash(this.pool, digest);
+        return user && { user, until };
+      });
+    }
     if (this.jwt && looksLikeJwt(token)) return this.verifyJwt(id, token, this.jwt);
     return null;
   };
@@ -102,22 +108,22 @@ export class Callers {
   }
 
   private verifyJwt(id: string, token: string, jwt: JwtVerifier): Promise<Caller | null> {
-    return this.lookUp(id, 0, async () => {
+    return this.lookUp(id, async () => {
       const claims = await jwt.verify(token);
       if (!claims) return null;
       const user = await userForJwtSub(this.pool, claims.sub, claims.name);
       // Cached until the token expires, not beyond: no signature check per request until then.
-      return user ? { userId: user.id, until: Math.min(claims.expiresAt * 1000, this.now() + KEY_CACHE_TTL_MS) } : null;
+      return user && { user, until: Math.min(claims.expiresAt * 1000, this.now() + KEY_CACHE_TTL_MS) };
     });
   }
 
-  private async lookUp(id: string, until: number, find: () => Promise<string | { userId: string; until: number } | null>): Promise<Caller | null> {
+  private async lookUp(id: string, find: () => Promise<{ user: User; until: number } | null>): Promise<Caller | null> {
     const epoch = this.epoch;
     const found = await find();
     if (found === null) return null;
-    const userId = typeof found === 'string' ? found : found.userId;
-    const caller: Caller = { userId, admin: false };
-    if (epoch === this.epoch) this.keep(id, caller, typeof found === 'string' ? until : found.until);
+    const { user, until } = found;
+    const caller: Caller = { userId: user.id, admin: false, maxActiveRuns: user.maxActiveRuns, tokensPerDay: user.tokensPerDay };
+    if (epoch === this.epoch) this.keep(id, caller, until);
     return caller;
   }
 

@@ -15,6 +15,7 @@ import type { LocalRunPort } from './port.ts';
 import { connectRedis, RedisUnavailableError, type RedisTimeouts } from './redis.ts';
 import { RunServer } from './run-server.ts';
 import { clusterTiming } from './timing.ts';
+import { UserRuns } from './user-runs.ts';
 
 export { OwnerUnreachableError, BadOwnerReplyError } from './follower.ts';
 export { FENCED_MESSAGE } from './held-leases.ts';
@@ -46,6 +47,8 @@ export class Cluster {
   private readonly bus: Bus;
   private readonly log: Logger;
   private readonly prefix: string;
+  /** Each user's runs going across the cluster (their limit is cluster-wide). */
+  readonly userRuns: UserRuns;
   private closed = false;
 
   private constructor(opts: ClusterOptions, redis: Redis, subscriber: Redis, beatMs: number, held: (leases: Leases) => HeldLeases) {
@@ -55,6 +58,7 @@ export class Cluster {
     this.subscriber = subscriber;
     this.log = opts.log;
     this.prefix = opts.prefix;
+    this.userRuns = new UserRuns(redis, opts.prefix, opts.instanceId, opts.leaseTtlMs, beatMs);
     const keys = clusterKeys(opts.prefix);
     this.leases = new Leases(redis, keys, opts.instanceId, opts.leaseTtlMs);
     this.held = held(this.leases);
@@ -183,6 +187,7 @@ export class Cluster {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.userRuns.close();
     await this.membership.close();
     this.follower.close();
     this.server.close();

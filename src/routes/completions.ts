@@ -3,6 +3,7 @@
 // chat gets 409 however close together the two requests arrive.
 import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest } from '../../actors/chat-run.ts';
+import type { Caller } from '../auth/caller.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
 import { badRequest, notFound, PROVIDER_NOT_CONFIGURED, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
@@ -78,6 +79,8 @@ export function completionRoutes(app: AppContext): Route[] {
     const chatId = body.chatId ?? null;
     const owner = req.caller.userId;
     const stored = await storedSettings(chatId, owner);
+    const budget = app.limits.checkTokens(req.caller);
+    if (budget) await budget;
     const callId = randomUUID();
     const keyed = key ? keyedRequest(key, 'whole', 'POST /v1/chat-completions', body, { chatId, callId, owner }) : null;
     if (keyed) {
@@ -85,7 +88,7 @@ export function completionRoutes(app: AppContext): Route[] {
       if (!claim.start) return replayWhole(app, claim.record, reply, owner);
     }
     const request = runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored, owner }, callId);
-    const started = await startRun(keyed, request, body.provider);
+    const started = await startRun(req.caller, keyed, request, body.provider);
     const result = await started.handle.result;
     if (!result.ok) throw outcomeError(result);
     const out = wholeOutcome(result);
@@ -102,6 +105,8 @@ export function completionRoutes(app: AppContext): Route[] {
     const chatId = persist ? (existing ?? randomUUID()) : null;
     const owner = req.caller.userId;
     const stored = await storedSettings(existing, owner);
+    const budget = app.limits.checkTokens(req.caller);
+    if (budget) await budget;
     const callId = persist ? randomUUID() : null;
     const keyed = key ? keyedRequest(key, 'stream', 'POST /v1/chat-completions/stream', body, { chatId, callId: callId!, owner }) : null;
     if (keyed) {
@@ -112,13 +117,14 @@ export function completionRoutes(app: AppContext): Route[] {
     // Refusals are decided before the stream opens, so they answer with a status, not an event.
     const sink = createSse(reply, app.config.SSE_MAX_QUEUED_BYTES);
     // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.
-    await startRun(keyed, request, body.provider, sink, !persist);
+    await startRun(req.caller, keyed, request, body.provider, sink, !persist);
     sink.open();
   }
 
   /** Starts the run (a refusal frees the request's key); a keyed run records its outcome on the key. */
-  async function startRun(keyed: KeyedRequest | null, request: ChatRunRequest, provider: string, subscriber?: SseSink, cancelWhenAlone = false) {
-    const started = await Promise.resolve(runs.start({ kind: 'chat', key: request.chatId, request, ifRunning: 'reject', label: provider, subscriber, cancelWhenAlone, owner: request.owner })).catch(async (err: unknown) => {
+  async function startRun(caller: Caller, keyed: KeyedRequest | null, request: ChatRunRequest, provider: string, subscriber?: SseSink, cancelWhenAlone = false) {
+    const limits = app.limits.runOptions(caller);
+    const started = await Promise.resolve(runs.start({ kind: 'chat', key: request.chatId, request, ifRunning: 'reject', label: provider, subscriber, cancelWhenAlone, ...limits })).catch(async (err: unknown) => {
       // Nothing started (e.g. the cluster is out of reach): the key is free for the next try.
       if (keyed) await releaseKey(app, keyed);
       throw err;

@@ -47,7 +47,7 @@ export function searchRunRoutes(app: AppContext): Route[] {
   async function startOrJoin(req: Req, sink?: SseSink) {
     const searchId = req.params.searchId!;
     const request = await runRequest(req, searchId);
-    const started = await runs.start({ kind: 'search', key: searchId, request, ifRunning: 'join', subscriber: sink, label: 'engine_a', owner: request.owner });
+    const started = await runs.start({ kind: 'search', key: searchId, request, ifRunning: 'join', subscriber: sink, label: 'engine_a', ...app.limits.runOptions(req.caller) });
     if (!started.ok) throw outcomeError(started);
     return started.handle;
   }

@@ -1,27 +1,29 @@
 // Managing users (ARCHITECTURE.md, "Users"): the admin token only. Keys are made here, shown once in
 // the answer, and stored as a hash; rotation, disabling and deletion are announced to every instance.
-import { z } from 'zod';
+import { ADMIN_USER_ID } from '../auth/caller.ts';
 import { newApiKey, keyHash } from '../auth/keys.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
-import { ADMIN_REQUIRED, USER_NOT_FOUND, USERS_NEED_ADMIN_TOKEN } from '../http/errors.ts';
+import { ADMIN_REQUIRED, badRequest, USER_NOT_FOUND, USERS_NEED_ADMIN_TOKEN } from '../http/errors.ts';
 import type { Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
+import { usageByDay } from '../store/usage.ts';
 import { createUser, deleteUser, getUser, listUsers, replaceKey, updateUser } from '../store/users.ts';
+import { createUserSchema, patchUserSchema } from '../user-schemas.ts';
 import type { UserRevocations } from '../users.ts';
 
 const USER_BODY_LIMIT = 16 * 1024;
 
-const name = z.string({ error: 'must be a string' }).trim().min(1, 'must not be blank').max(100, 'must be at most 100 characters');
-const limit = z.number({ error: 'must be an integer ≥ 1 or null' }).int('must be an integer ≥ 1 or null').min(1, 'must be an integer ≥ 1 or null').nullable();
+export const USAGE_DAYS_DEFAULT = 30;
 
-export const createUserSchema = z.object({ name, maxActiveRuns: limit.optional(), tokensPerDay: limit.optional() });
-export const patchUserSchema = z.object({
-  name: name.optional(),
-  maxActiveRuns: limit.optional(),
-  tokensPerDay: limit.optional(),
-  disabled: z.boolean({ error: 'must be a boolean' }).optional(),
-});
+/** `?days=N`: 1–90 whole days, 30 when absent. */
+export function usageDays(query: URLSearchParams): number {
+  const raw = query.get('days');
+  if (raw === null) return USAGE_DAYS_DEFAULT;
+  const n = /^\d{1,2}$/.test(raw.trim()) ? Number(raw) : NaN;
+  if (!(n >= 1 && n <= 90)) throw badRequest('days must be an integer from 1 to 90');
+  return n;
+}
 
 /** Users exist in token mode only, and only the operator manages them. */
 export function requireAdmin(app: AppContext, req: Req): void {
@@ -69,8 +71,9 @@ export function userRoutes(app: AppContext, revocations: UserRevocations): Route
         const body = await readJson(req, patchUserSchema);
         const user = await updateUser(pool, req.params.userId!, body);
         if (!user) throw USER_NOT_FOUND();
-        // A disabled user's cached keys must stop now; re-enabling needs nothing (keys are looked up).
-        if (body.disabled === true) await revocations.revoke(user.id, false);
+        // A disabled user's cached keys must stop now, and new limits apply from the next request (the
+        // cache holds them); re-enabling alone needs nothing (keys are looked up).
+        if (body.disabled === true || body.maxActiveRuns !== undefined || body.tokensPerDay !== undefined) await revocations.revoke(user.id, false);
         reply.json(200, { user });
       }),
     },
@@ -84,6 +87,23 @@ export function userRoutes(app: AppContext, revocations: UserRevocations): Route
         await revocations.revoke(userId, false);
         reply.json(201, { apiKey });
       }),
+    },
+    {
+      method: 'GET',
+      path: '/v1/users/:userId/usage',
+      handler: admin(async (req, reply) => {
+        const days = usageDays(req.query);
+        const userId = req.params.userId!;
+        // The built-in admin has no row but has usage: everything stored before users existed.
+        if (userId !== ADMIN_USER_ID && !(await getUser(pool, userId))) throw USER_NOT_FOUND();
+        reply.json(200, { usage: await usageByDay(pool, userId, days) });
+      }),
+    },
+    {
+      method: 'GET',
+      path: '/v1/usage',
+      // Open mode: the one workspace, which is the built-in admin's.
+      handler: async (req, reply) => reply.json(200, { usage: await usageByDay(pool, req.caller.userId, usageDays(req.query)) }),
     },
     {
       method: 'DELETE',

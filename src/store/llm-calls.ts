@@ -15,6 +15,7 @@ import { finishCalls, type FinishRecord, type FinishRow } from './run-groups.ts'
 import { cleanText, toJson } from './values.ts';
 import { noteRunWrites } from './first-analyze.ts';
 import { ADMIN_USER_ID } from '../auth/caller.ts';
+import { spentSql } from './day-tokens.ts';
 
 
 /** What a call cut by a crash or restart reads as its error (chat.lastRun shows it). */
@@ -103,8 +104,9 @@ const FINISH_WITH_MESSAGE = `WITH held AS (SELECT run_token FROM chats WHERE id 
                    latency_ms = $6::int, input_tokens = $7::int, output_tokens = $8::int, total_tokens = $9::int,
                    message_id = (SELECT id FROM msg)
              WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM stale)
-             RETURNING id
-          )
+             RETURNING id, owner_id, started_at, total_tokens
+          ),
+          spent AS (${spentSql('call')})
      SELECT msg.*, (SELECT count(*) FROM call)::int AS call_found, (SELECT count(*) FROM stale)::int AS stale
        FROM (SELECT 1) AS one LEFT JOIN msg ON true`;
 
@@ -177,11 +179,16 @@ export async function finishLlmCall(
   db: Queryable,
   input: { callId: string; usage: TokenUsage | null; latencyMs: number },
 ): Promise<boolean> {
-  const { rowCount } = await db.query(
-    prepared(db, `UPDATE llm_calls
-        SET status = 'succeeded', finished_at = now(), error = NULL, latency_ms = $2::int,
-            input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int
-      WHERE id = $1`),
+  const { rows } = await db.query<{ n: number }>(
+    prepared(db, `WITH call AS (
+       UPDATE llm_calls
+          SET status = 'succeeded', finished_at = now(), error = NULL, latency_ms = $2::int,
+              input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int
+        WHERE id = $1
+        RETURNING owner_id, started_at, total_tokens
+     ),
+     spent AS (${spentSql('call')})
+     SELECT count(*)::int AS n FROM call`),
     [
       input.callId,
       Math.round(input.latencyMs),
@@ -190,7 +197,7 @@ export async function finishLlmCall(
       input.usage?.totalTokens ?? null,
     ],
   );
-  return rowCount === 1;
+  return rows[0]!.n === 1;
 }
 
 /**

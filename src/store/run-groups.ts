@@ -9,6 +9,7 @@ import type { Queryable } from '../db/types.ts';
 import { chatColumns, type ChatRow } from './chat-rows.ts';
 import { FIRST_RUN_TOKEN } from './fencing.ts';
 import { MESSAGE_COLUMNS, type MessageRow } from './message-rows.ts';
+import { spentSql } from './day-tokens.ts';
 import { toJson } from './values.ts';
 
 /** A chat created by a run's start, as createChat's statement takes it (values already cleaned). */
@@ -116,8 +117,9 @@ export const FINISH_MANY = `WITH input AS (
               latency_ms = ok.latency, input_tokens = ok.input_tokens, output_tokens = ok.output_tokens,
               total_tokens = ok.total_tokens, message_id = (SELECT msg.id FROM msg WHERE msg.id = ok.msg_id)
          FROM ok WHERE l.id = ANY (ARRAY(SELECT call_id FROM ok)) AND l.id = ok.call_id
-       RETURNING l.id
-     )
+       RETURNING l.id, l.owner_id, l.started_at, l.total_tokens
+     ),
+     spent AS (${spentSql('call')})
      SELECT i.ord, msg.*,
             (SELECT count(*) FROM call WHERE call.id = i.call_id)::int AS call_found,
             (SELECT count(*) FROM stale WHERE stale.ord = i.ord)::int AS stale,

@@ -82,9 +82,9 @@ export async function getUser(db: Queryable, id: string): Promise<User | null> {
 }
 
 /** The enabled user whose current key has this hash, or null. */
-export async function userIdByKeyHash(db: Queryable, keyHash: Buffer): Promise<string | null> {
-  const { rows } = await db.query<{ id: string }>('SELECT id FROM users WHERE key_hash = $1 AND NOT disabled', [keyHash]);
-  return rows[0]?.id ?? null;
+export async function userByKeyHash(db: Queryable, keyHash: Buffer): Promise<User | null> {
+  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM users WHERE key_hash = $1 AND NOT disabled`, [keyHash]);
+  return rows[0] ? toUser(rows[0]) : null;
 }
 
 /** Applies the fields given; null when the user does not exist. */

@@ -138,7 +138,7 @@ describe('users in open mode', () => {
 
   it('answers every /v1/users endpoint with 400 naming ADMIN_TOKEN', async () => {
     const id = '00000000-0000-4000-8000-000000000000';
-    for (const [method, path] of [['GET', '/v1/users'], ['POST', '/v1/users'], ['GET', `/v1/users/${id}`], ['PATCH', `/v1/users/${id}`], ['POST', `/v1/users/${id}/keys`], ['DELETE', `/v1/users/${id}`]] as const) {
+    for (const [method, path] of [['GET', '/v1/users'], ['POST', '/v1/users'], ['GET', `/v1/users/${id}`], ['PATCH', `/v1/users/${id}`], ['POST', `/v1/users/${id}/keys`], ['DELETE', `/v1/users/${id}`], ['GET', `/v1/users/${id}/usage`]] as const) {
       const r = await t.call(method, path, method === 'GET' || method === 'DELETE' ? undefined : { name: 'n' });
       assert.deepEqual([r.status, r.body], [400, { message: 'users need ADMIN_TOKEN to be set' }], `${method} ${path}`);
     }

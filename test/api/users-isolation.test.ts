@@ -37,7 +37,7 @@ const NAMES_NONE = new Set([
   'GET /health', 'GET /ready', 'GET /v1/auth/session', 'GET /v1/active-runs', 'GET /v1/chat-tools', 'GET /v1/workspace-items',
   'GET /v1/chats', 'POST /v1/chats', 'GET /v1/searches', 'POST /v1/searches', 'GET /v1/models',
   'POST /v1/users', 'GET /v1/users', 'GET /v1/users/:userId', 'PATCH /v1/users/:userId', 'POST /v1/users/:userId/keys',
-  'DELETE /v1/users/:userId', 'GET /', 'GET /assets/:version/:name', 'GET /metrics', 'GET /v1/openapi.json',
+  'DELETE /v1/users/:userId', 'GET /v1/users/:userId/usage', 'GET /v1/usage', 'GET /', 'GET /assets/:version/:name', 'GET /metrics', 'GET /v1/openapi.json',
 ]);
 
 /** Valid bodies of the routes that take one, so that only the owner check can refuse. */
