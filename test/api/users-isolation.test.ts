@@ -5,20 +5,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Route } from '../../src/http/router.ts';
 import { apiDatabases, sim, startTestServer, waitFor, type StreamResult, type TestServer } from '../helpers/server.ts';
-import { ADMIN_TOKEN, as, createUser, type AsUser } from '../helpers/users.ts';
+import { ADMIN_TOKEN, as, chatBody, createUser, type AsUser } from '../helpers/users.ts';
 
 const CHAT = 'chat not found';
 const SEARCH = 'search not found';
 const ACTIVE_CHAT = 'active chat stream not found';
 const ACTIVE_SEARCH = 'active search stream not found';
 
-const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({
-  provider: 'provider_c',
-  model: 'm',
-  enabledTools: [],
-  messages: [{ role: 'user', content }],
-  ...extra,
-});
 
 interface Ids {
   chatId: string;

@@ -3,15 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { apiDatabases, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
-import { ADMIN_TOKEN, as, createUser, type AsUser } from '../helpers/users.ts';
+import { ADMIN_TOKEN, as, chatBody, createUser, type AsUser } from '../helpers/users.ts';
 
-const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({
-  provider: 'provider_c',
-  model: 'm',
-  enabledTools: [],
-  messages: [{ role: 'user', content }],
-  ...extra,
-});
 const SLOW = sim({ deltas: 4000, rate: 5 });
 
 const activeChats = async (u: Pick<AsUser, 'call'>) => (await u.call('GET', '/v1/active-runs')).body.chats as string[];

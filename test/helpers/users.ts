@@ -28,3 +28,8 @@ export async function createUser(t: TestServer, name: string, extra: Record<stri
   assert.equal(r.status, 201, JSON.stringify(r.body));
   return { id: r.body.user.id, name, key: r.body.apiKey, ...as(t, r.body.apiKey) };
 }
+
+/** A completion body on the simulated provider_c, without tools. */
+export function chatBody(content: string, extra: Record<string, unknown> = {}) {
+  return { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content }], ...extra };
+}
