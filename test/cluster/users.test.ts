@@ -66,4 +66,15 @@ describe('users in cluster mode: two instances', async () => {
     assert.deepEqual(events.at(-1), { event: 'error', data: { type: 'error', message: 'run cancelled: user deleted' } });
     await waitFor(async () => (await b.call('GET', '/v1/chats', undefined, bearer(u.key))).status === 401, 5_000, 'the key refused on b');
   });
+
+  it("a killed instance's runs stop counting against their user's limit once its leases would go", async () => {
+    const u = await newUser(a, 'Kil', { maxActiveRuns: 1 });
+    const hi = { ...slowChat, messages: [{ role: 'user', content: 'hi' }] };
+    void b.stream('/v1/chat-completions/stream', slowChat, { headers: bearer(u.key) }).catch(() => {});
+    await waitFor(async () => (await clusterChats(a, u.key)).length === 1, 10_000, "the user's run on b");
+    assert.equal((await a.call('POST', '/v1/chat-completions', hi, bearer(u.key))).status, 429);
+    await b.kill('SIGKILL');
+    // Freed with the instance's liveness (one lease TTL, 10 s by default), as its leases are.
+    await waitFor(async () => (await a.call('POST', '/v1/chat-completions', hi, bearer(u.key))).status === 200, 15_000, 'the slot freed');
+  });
 });
