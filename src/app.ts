@@ -229,6 +229,7 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
       await db.close();
       await closeTools();
       await upstreams.close();
+      callers.close();
     })());
 
   try {

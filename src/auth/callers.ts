@@ -56,11 +56,6 @@ export class Callers {
     this.now = opts.now ?? Date.now;
   }
 
-  /** Token mode: users exist only when the operator has a token of their own. */
-  get usersEnabled(): boolean {
-    return this.adminDigest !== null;
-  }
-
   /** The router's authenticate: synchronous for the admin token and a cached key. */
   readonly authenticate = (authorization: string): Caller | null | Promise<Caller | null> => {
     if (this.adminDigest === null) return ADMIN_CALLER;
