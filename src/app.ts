@@ -44,8 +44,7 @@ import { Runs } from './runs.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
 import { availableTools, closeTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
-import { UserLimits } from './user-limits.ts';
-import { UserRevocations } from './users.ts';
+import { UserLimits, UserRevocations } from './users.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 /** Deadline of heartbeat and readiness queries. */

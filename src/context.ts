@@ -8,7 +8,7 @@ import type { Metrics } from './metrics.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { Readiness } from './readiness.ts';
 import type { Runs } from './runs.ts';
-import type { UserLimits } from './user-limits.ts';
+import type { UserLimits } from './users.ts';
 import type { ProviderAdapter, ProviderName } from './providers/types.ts';
 import type { ServiceTool } from './tools/types.ts';
 

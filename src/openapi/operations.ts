@@ -16,7 +16,7 @@ import {
   streamCompletionSchema,
   suggestTitleSchema,
 } from '../schemas.ts';
-import { createUserSchema, patchUserSchema } from '../user-schemas.ts';
+import { createUserSchema, patchUserSchema } from '../auth/user-schemas.ts';
 import {
   chatDetail,
   chatStream,

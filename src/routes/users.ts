@@ -9,7 +9,7 @@ import type { Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { usageByDay } from '../store/usage.ts';
 import { createUser, deleteUser, getUser, listUsers, replaceKey, updateUser } from '../store/users.ts';
-import { createUserSchema, patchUserSchema } from '../user-schemas.ts';
+import { createUserSchema, patchUserSchema } from '../auth/user-schemas.ts';
 import type { UserRevocations } from '../users.ts';
 
 const USER_BODY_LIMIT = 16 * 1024;
