@@ -36,6 +36,8 @@ export const RUN_VALUES: { [K in RunKind]: z.ZodType<RunTypes[K]['value']> } = {
 
 // Keyed by outcome so that an outcome added to RunOutcome and not here fails the typecheck.
 const OUTCOMES: Record<RunOutcome, true> = {
+  user_runs: true,
+  user_tokens: true,
   busy: true,
   not_found: true,
   invalid: true,

@@ -28,6 +28,8 @@ export interface ChatStorageRequest {
   provider: ProviderName;
   model: string;
   messages: InputMessage[];
+  /** The user the run works for: the chat and the LlmCall are theirs (the built-in admin when not given). */
+  owner?: string;
 }
 
 const sinceMs = (started: number) => Math.round(performance.now() - started);
@@ -47,7 +49,7 @@ export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promi
   const { pool } = deps;
   const call = req.callId ? { id: req.callId, instanceId: deps.config.instanceId } : null;
   if (!req.storeChat || !req.chatId) {
-    if (call) await startLlmCall(pool, { id: call.id, chatId: null, provider: req.provider, model: req.model, instanceId: call.instanceId });
+    if (call) await startLlmCall(pool, { id: call.id, chatId: null, provider: req.provider, model: req.model, instanceId: call.instanceId, owner: req.owner });
     return { runToken: null };
   }
   if (req.createChat) {
@@ -58,14 +60,15 @@ export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promi
       enabledTools: deps.tools.map((t) => t.name),
       messages: req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage),
       ...(call ? { call } : {}),
+      owner: req.owner,
     });
     return { runToken: call ? FIRST_RUN_TOKEN : null };
   }
   const chatId = req.chatId;
-  const chat = await getChatDetail(pool, chatId);
+  const chat = await getChatDetail(pool, chatId, req.owner);
   if (!chat) throw new RunError(CHAT_NOT_FOUND, 'not_found');
   const fresh = newInputMessages(chat.messages, req.messages);
-  const runToken = await startChatRun(pool, { chatId, provider: req.provider, model: req.model, messages: fresh.map(toStoredMessage), call });
+  const runToken = await startChatRun(pool, { chatId, provider: req.provider, model: req.model, messages: fresh.map(toStoredMessage), call, owner: req.owner });
   if (runToken === null) throw new RunError(CHAT_NOT_FOUND, 'not_found');
   return { runToken };
 }
@@ -111,7 +114,7 @@ async function finishWithAnswer(deps: RunDeps, o: StreamedAnswer, end: { stopped
 }
 
 /** A running LlmCall for a model call that stores no message (title generation). */
-export function startCall(deps: RunDeps, o: { chatId: string; provider: ProviderName; model: string; purpose: 'title' }): Promise<string> {
+export function startCall(deps: RunDeps, o: { chatId: string; owner: string | undefined; provider: ProviderName; model: string; purpose: 'title' }): Promise<string> {
   return startLlmCall(deps.pool, { ...o, instanceId: deps.config.instanceId });
 }
 

@@ -15,6 +15,8 @@ import { interruptionOf } from './run-failure.ts';
 
 export interface SearchRunRequest {
   searchId: string;
+  /** The user whose search it is (the built-in admin when not given). */
+  owner?: string;
   /** engine_a, as the route found it configured (search runs always use engine_a). */
   endpoint: EngineAEndpoint;
   /** The query to run: the run body's override, else the stored query (the route checks it is not blank). */
@@ -60,7 +62,7 @@ export type SearchMsg =
 export type SearchCommand =
   | { c: 'search'; req: SearchRunRequest }
   | { c: 'answer'; req: SearchRunRequest }
-  | { c: 'save'; searchId: string; row: Parameters<typeof saveSearchRun>[2] };
+  | { c: 'save'; searchId: string; owner: string | undefined; row: Parameters<typeof saveSearchRun>[2] };
 
 interface SearchData {
   readonly req: SearchRunRequest;
@@ -103,7 +105,7 @@ async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run
         (err: unknown): SearchMsg => ({ t: 'answer_done', outcome: { ok: false, error: messageOf(err) } }),
       );
     case 'save':
-      return saveSearchRun(deps.pool, cmd.searchId, cmd.row).then(
+      return saveSearchRun(deps.pool, cmd.searchId, cmd.row, cmd.owner).then(
         (detail): SearchMsg => ({ t: 'saved', detail }),
         (error: unknown): SearchMsg => ({ t: 'save_failed', error }),
       );
@@ -149,7 +151,7 @@ function settle(run: SearchData, io: SearchIo): SearchState {
     answerCitations: a.ok ? a.value.answerCitations : [],
     answerError: a.ok ? null : a.error,
   };
-  io.perform({ c: 'save', searchId: req.searchId, row });
+  io.perform({ c: 'save', searchId: req.searchId, owner: req.owner, row });
   return { s: 'storing', run, stopped, interrupted };
 }
 

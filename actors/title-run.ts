@@ -18,6 +18,8 @@ import { failCall, finishCall, startCall } from './run-storage.ts';
 
 export interface TitleRunRequest {
   chatId: string;
+  /** The user whose chat it is, and whose usage the call is (the built-in admin when not given). */
+  owner?: string;
   /** The conversation's first user message, which the title names. */
   content: string;
 }
@@ -38,10 +40,10 @@ export type TitleMsg =
   | { t: 'call_failed' };
 
 export type TitleCommand =
-  | { c: 'start_call'; chatId: string; model: string }
+  | { c: 'start_call'; chatId: string; owner: string | undefined; model: string }
   | { c: 'generate'; adapter: ProviderAdapter; model: string; content: string; signal: AbortSignal }
   | { c: 'finish_call'; callId: string; usage: Usage | null; started: number }
-  | { c: 'set_title'; chatId: string; title: string }
+  | { c: 'set_title'; chatId: string; owner: string | undefined; title: string }
   | { c: 'fail_call'; callId: string; error: string; started: number };
 
 interface TitleData {
@@ -70,7 +72,7 @@ const failed = (error: unknown): TitleMsg => ({ t: 'failed', error });
 async function executeTitle(cmd: TitleCommand, deps: RunDeps): Promise<TitleMsg> {
   switch (cmd.c) {
     case 'start_call':
-      return startCall(deps, { chatId: cmd.chatId, provider: 'provider_a', model: cmd.model, purpose: 'title' }).then((callId): TitleMsg => ({ t: 'call_started', callId }), failed);
+      return startCall(deps, { chatId: cmd.chatId, owner: cmd.owner, provider: 'provider_a', model: cmd.model, purpose: 'title' }).then((callId): TitleMsg => ({ t: 'call_started', callId }), failed);
     case 'generate':
       return generateTitle(cmd.adapter, cmd.model, cmd.content, cmd.signal).then((out): TitleMsg => ({ t: 'generated', text: out.text, usage: out.usage }), failed);
     case 'finish_call':
@@ -80,7 +82,7 @@ async function executeTitle(cmd: TitleCommand, deps: RunDeps): Promise<TitleMsg>
         (err: unknown) => failed(new RunError(`title could not be stored: ${messageOf(err)}`, 'internal')),
       );
     case 'set_title':
-      return setChatTitleIfEmpty(deps.pool, cmd.chatId, cmd.title).then((chat): TitleMsg => ({ t: 'titled', chat }), failed);
+      return setChatTitleIfEmpty(deps.pool, cmd.chatId, cmd.title, cmd.owner).then((chat): TitleMsg => ({ t: 'titled', chat }), failed);
     case 'fail_call':
       return failCall(deps, cmd).then((): TitleMsg => ({ t: 'call_failed' }));
   }
@@ -96,7 +98,7 @@ function start(run: TitleData, io: TitleIo): TitleState {
   io.after(TITLE_TIMEOUT_MS, { t: 'timeout' });
   run.adapter = io.deps.providers.get('provider_a') ?? null;
   if (!run.adapter) return fail(run, new RunError('provider_a is not configured', 'unavailable'), io);
-  io.perform({ c: 'start_call', chatId: run.req.chatId, model: run.model });
+  io.perform({ c: 'start_call', chatId: run.req.chatId, owner: run.req.owner, model: run.model });
   return { s: 'opening', run };
 }
 
@@ -137,7 +139,7 @@ function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): Title
     }
     case 'call_finished':
       if (state.s !== 'closing') return state;
-      io.perform({ c: 'set_title', chatId: run.req.chatId, title: state.title });
+      io.perform({ c: 'set_title', chatId: run.req.chatId, owner: run.req.owner, title: state.title });
       return { s: 'titling', run };
     case 'titled':
       if (state.s !== 'titling') return state;

@@ -8,7 +8,7 @@ import type { StartRefusal } from '../actors/runtime/registry.ts';
 export const DRAINING_MESSAGE = 'server is draining';
 export const OVERLOADED_MESSAGE = 'server is overloaded, retry later';
 
-export type RefusalReason = 'capacity' | 'overload' | 'draining';
+export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' | 'user_tokens';
 
 export interface AdmissionOptions {
   maxActiveRuns: number;
@@ -19,9 +19,9 @@ export interface AdmissionOptions {
 export class Admission {
   private readonly maxActiveRuns: number;
   private readonly overloadLagMs: number;
-  private readonly refusals: Record<RefusalReason, StartRefusal>;
+  private readonly refusals: Record<'capacity' | 'overload' | 'draining', StartRefusal>;
   /** Refusals so far, by reason (css_runs_refused_total). */
-  readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0 };
+  readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0, user_runs: 0, user_tokens: 0 };
   private drainingNow = false;
   /** The worst thread's event-loop delay p99 in ms (LagBoard keeps it current). */
   lagMs = 0;
@@ -57,7 +57,12 @@ export class Admission {
     return null;
   }
 
-  private refuse(reason: RefusalReason): StartRefusal {
+  /** A user's own limit refused a start (src/user-limits.ts): counted beside the instance's refusals. */
+  refusedForUser(reason: 'user_runs' | 'user_tokens'): void {
+    this.refused[reason]++;
+  }
+
+  private refuse(reason: 'capacity' | 'overload' | 'draining'): StartRefusal {
     this.refused[reason]++;
     return this.refusals[reason];
   }

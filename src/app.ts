@@ -7,7 +7,9 @@ import { LagBoard } from '../actors/lag-report.ts';
 import type { RunTypes } from '../actors/runs.ts';
 import { Supervisor } from '../actors/runtime/supervisor.ts';
 import { Admission } from './admission.ts';
-import { bearerGuard } from './http/auth.ts';
+import { Callers } from './auth/callers.ts';
+import { createJwtVerifier } from './auth/jwt.ts';
+import { ADMIN_REQUIRED } from './http/errors.ts';
 import { BodyPool } from './http/body-pool.ts';
 import { Cluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
@@ -40,12 +42,14 @@ import { searchRunRoutes } from './routes/search-runs.ts';
 import { searchRoutes } from './routes/searches.ts';
 import { systemRoutes } from './routes/system.ts';
 import { titleRoutes } from './routes/titles.ts';
+import { userRoutes } from './routes/users.ts';
 import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
 import { Runs } from './runs.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
 import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
+import { UserLimits, UserRevocations } from './users.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 /** Deadline of heartbeat and readiness queries. */
@@ -128,6 +132,12 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     () => startSupervisor(config, db, providers, { admission, lag, sse, cpu }, log),
     (s) => s.supervisor.shutdown(),
   );
+  // Who is calling: the admin token, a user's API key, or (AUTH_JWKS_URL) a single-sign-on JWT.
+  const jwt = config.AUTH_JWKS_URL
+    ? createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE, log })
+    : null;
+  const callers = await lc.open('callers', () => new Callers({ adminToken: config.ADMIN_TOKEN, pool: db.pool, jwt }), (c) => c.close());
+  const revocations = new UserRevocations(callers, supervisor, log);
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
   await supervisor.ready();
   if (config.REDIS_URL) {
@@ -141,6 +151,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     });
     const joined = cluster;
     runs.useCluster(joined);
+    await revocations.useCluster(joined);
     readiness.add({ name: 'redis', check: () => joined.ping() });
     log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL) }, 'cluster mode: joined');
   }
@@ -167,18 +178,19 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     readiness,
     metrics,
     sse,
+    limits: new UserLimits(config, db.pool, admission),
   };
   lc.defer('overload lag', () => lag?.stop());
   // Loads in the background: the server does not wait for any provider's list.
   await lc.open('models', () => models.start(), () => models.stop());
 
-  const routes = appRoutes(ctx, opts);
+  const routes = appRoutes(ctx, revocations, opts);
   const bodies = new BodyPool(cpu);
   const app = uws.App();
   mountRoutes(app, routes, {
     defaultBodyLimit: DEFAULT_BODY_LIMIT,
     bodies,
-    guard: bearerGuard(config.ADMIN_TOKEN),
+    authenticate: callers.authenticate,
     cors: corsPolicy(config.CORS_ORIGINS),
     onError: (err, req) => toHttpError(err, () => log.error({ err, method: req.method, path: req.path }, 'request failed')),
   });
@@ -234,12 +246,12 @@ function startSupervisor(
     admission,
   });
   metrics = createMetrics(supervisor, sse, admission);
-  runs = new Runs(supervisor);
+  runs = new Runs(supervisor, admission);
   return { supervisor, runs, metrics };
 }
 
 /** Every route of the service, and the tests' extra ones. */
-function appRoutes(ctx: AppContext, opts: ServerOptions): Route[] {
+function appRoutes(ctx: AppContext, revocations: UserRevocations, opts: ServerOptions): Route[] {
   const registry = ctx.metrics.registry;
   return withOpenApiRoute([
     ...systemRoutes(ctx),
@@ -249,12 +261,16 @@ function appRoutes(ctx: AppContext, opts: ServerOptions): Route[] {
     ...searchRunRoutes(ctx),
     ...modelRoutes(ctx),
     ...titleRoutes(ctx),
+    ...userRoutes(ctx, revocations),
     ...webRoutes(),
     ...(opts.routes?.(ctx) ?? []),
     {
       method: 'GET',
       path: '/metrics',
-      handler: async (_req, reply) => reply.text(200, await registry.metrics(), registry.contentType),
+      handler: async (req, reply) => {
+        if (!req.caller.admin) throw ADMIN_REQUIRED();
+        reply.text(200, await registry.metrics(), registry.contentType);
+      },
     },
   ]);
 }

@@ -79,6 +79,10 @@ const schema = z.object({
   SIMULATE: z.enum(['auto', 'off', 'all']).default('auto'),
   /** Runs allowed at once on this process; past it new runs get 503 (load shedding). */
   MAX_ACTIVE_RUNS: int(1).default(20000),
+  /** Runs one user may have going at once, cluster-wide, unless the user has their own maxActiveRuns. */
+  USER_MAX_ACTIVE_RUNS: int(1).default(20),
+  /** Tokens one user's LlmCalls may use per UTC day, unless the user has their own tokensPerDay; unset: no budget. */
+  USER_TOKENS_PER_DAY: int(1).optional(),
   /** Names this process's LlmCalls and heartbeat row; unique per live process. */
   INSTANCE_ID: z.string().min(1).optional(),
   /** Interval of this instance's heartbeat in the database; silent for 3 intervals = stopped. */

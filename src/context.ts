@@ -9,6 +9,7 @@ import type { Metrics } from './metrics.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { Readiness } from './readiness.ts';
 import type { Runs } from './runs.ts';
+import type { UserLimits } from './users.ts';
 import type { ProviderAdapter, ProviderName } from './providers/types.ts';
 import type { ServiceTool } from './tools/types.ts';
 
@@ -34,4 +35,6 @@ export interface AppContext {
   metrics: Metrics;
   /** This server's SSE streams: routes open theirs here. */
   sse: SseStreams;
+  /** Each user's limits (active runs, daily tokens); the admin has none. */
+  limits: UserLimits;
 }

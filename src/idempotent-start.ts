@@ -30,6 +30,8 @@ export interface KeyedRequest {
   /** The ids the run will have if this request starts it. */
   chatId: string | null;
   callId: string;
+  /** The user whose key it is: keys are per user. */
+  owner: string;
 }
 
 /** Why a keyed request cannot go on; the HTTP layer answers each with its own status. */
@@ -85,6 +87,9 @@ function keyEvents(app: AppContext): Map<string, KeyEvents> {
   return keys;
 }
 
+/** A key as this process tells keys apart: per user. */
+const scoped = (k: Pick<KeyedRequest, 'owner' | 'key'>) => `${k.owner}\n${k.key}`;
+
 function watchKey(app: AppContext, key: string): void {
   keyEvents(app).set(key, new KeyEvents());
 }
@@ -112,11 +117,11 @@ function nextChange(app: AppContext, key: string): Promise<void> {
 export async function claimKey(app: AppContext, k: KeyedRequest): Promise<{ start: true } | { start: false; record: IdempotencyRecord }> {
   // Twice: a record can expire (and be taken over) between a failed claim and the read.
   for (let attempt = 0; attempt < 2; attempt++) {
-    if (await claimIdempotencyKey(app.pool, { key: k.key, requestHash: k.hash, mode: k.mode, chatId: k.chatId, callId: k.callId })) {
-      watchKey(app, k.key);
+    if (await claimIdempotencyKey(app.pool, { key: k.key, requestHash: k.hash, mode: k.mode, chatId: k.chatId, callId: k.callId, owner: k.owner })) {
+      watchKey(app, scoped(k));
       return { start: true };
     }
-    const record = await readIdempotencyKey(app.pool, k.key);
+    const record = await readIdempotencyKey(app.pool, k.key, k.owner);
     if (!record) continue;
     if (record.requestHash !== k.hash) throw new IdempotencyKeyError('reused');
     app.metrics.idempotentReplays.inc({ mode: k.mode });
@@ -128,15 +133,15 @@ export async function claimKey(app: AppContext, k: KeyedRequest): Promise<{ star
 /** A claim whose run never started (refused, invalid): the key is free for the next try. */
 export async function releaseKey(app: AppContext, k: KeyedRequest): Promise<void> {
   try {
-    await releaseIdempotencyKey(app.pool, k.key, k.callId);
+    await releaseIdempotencyKey(app.pool, k.key, k.callId, k.owner);
   } finally {
-    unwatchKey(app, k.key);
+    unwatchKey(app, scoped(k));
   }
 }
 
 /** Records the run's outcome (as `render` makes it) on its key when it ends, wherever its client is by then. */
 export function recordOutcome(app: AppContext, k: KeyedRequest, result: Promise<RunResult<ChatRunValue>>, render: (r: RunResult<ChatRunValue>) => WholeOutcome | StreamOutcome): void {
-  const e = keyEvents(app).get(k.key);
+  const e = keyEvents(app).get(scoped(k));
   if (e) {
     e.started = true;
     e.start.fire();
@@ -144,11 +149,11 @@ export function recordOutcome(app: AppContext, k: KeyedRequest, result: Promise<
   void result.then(async (r) => {
     const status = r.ok ? (r.value.stopped ? 'stopped' : 'succeeded') : 'failed';
     try {
-      await finishIdempotencyKey(app.pool, { key: k.key, callId: k.callId, status, response: render(r) });
+      await finishIdempotencyKey(app.pool, { key: k.key, callId: k.callId, status, response: render(r), owner: k.owner });
     } catch (err) {
       app.log.error({ err, key: k.key }, 'the outcome of a keyed run could not be recorded');
     } finally {
-      unwatchKey(app, k.key);
+      unwatchKey(app, scoped(k));
     }
   });
 }
@@ -173,10 +178,10 @@ export function recordedStream(record: IdempotencyRecord): StreamOutcome | null 
 }
 
 /** The key's record after the next change (see nextChange), or null when `gone` settles first. */
-export async function nextRecord(app: AppContext, key: string, gone: Promise<void>): Promise<IdempotencyRecord | null> {
-  const left = await Promise.race([nextChange(app, key).then(() => false), gone.then(() => true)]);
+export async function nextRecord(app: AppContext, k: Pick<KeyedRequest, 'owner' | 'key'>, gone: Promise<void>): Promise<IdempotencyRecord | null> {
+  const left = await Promise.race([nextChange(app, scoped(k)).then(() => false), gone.then(() => true)]);
   if (left) return null;
-  const record = await readIdempotencyKey(app.pool, key);
+  const record = await readIdempotencyKey(app.pool, k.key, k.owner);
   if (!record) throw new IdempotencyKeyError('expired');
   return record;
 }

@@ -108,7 +108,7 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
   };
 }
 
-const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining'];
+const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining', 'user_runs', 'user_tokens'];
 
 /** What the admission decided: draining or not, the lag it judges overload by, and its refusals. */
 function admissionMetrics(registry: client.Registry, admission: Admission): void {
@@ -123,7 +123,7 @@ function admissionMetrics(registry: client.Registry, admission: Admission): void
   });
   new client.Counter({
     name: 'css_runs_refused_total',
-    help: 'New runs refused with 503, by reason (capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS; draining: after SIGTERM)',
+    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS; draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {

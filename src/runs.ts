@@ -43,6 +43,11 @@ function guarded<T>(p: Promise<T>): Promise<T> {
 
 const busy = (kind: string, key: string): StartRefusal => ({ ok: false, outcome: 'busy', message: `a ${kind} run is already active for ${key}` });
 
+/** Where a user's refused start is counted (css_runs_refused_total). */
+export interface UserRefusals {
+  refusedForUser(reason: 'user_runs'): void;
+}
+
 /** What is known of a run on another instance. */
 const remoteInfo = <K extends Kind>(kind: K, key: string): RunInfo<K> => ({ runId: '', kind, key, label: '', startedAt: 0 });
 
@@ -51,9 +56,15 @@ export class Runs implements RunRegistry<RunTypes> {
   private cluster: Cluster | null = null;
   /** Keys whose lease this instance is taking: other starts, attaches and joins wait for the outcome. */
   private readonly starting = new Map<string, Promise<void>>();
+  /** Runs started here that count against their owner's limit: run id → owner. */
+  private readonly counted = new Map<string, string>();
+  /** Of those, how many each owner has (without a cluster this is the whole count). */
+  private readonly perOwner = new Map<string, number>();
+  private readonly refusals: UserRefusals | null;
 
-  constructor(supervisor: RunSupervisor) {
+  constructor(supervisor: RunSupervisor, refusals: UserRefusals | null = null) {
     this.supervisor = supervisor;
+    this.refusals = refusals;
   }
 
   /** Cluster mode: from now on run keys are held cluster-wide. */
@@ -74,8 +85,50 @@ export class Runs implements RunRegistry<RunTypes> {
   };
 
   start<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> | Promise<Started<K, RunTypes[K]['value']>> {
-    if (!this.cluster || opts.key === null) return this.supervisor.start(opts);
-    return this.startClustered(this.cluster, opts, opts.key);
+    const limited = opts.owner !== undefined && opts.ownerLimit !== undefined;
+    if (!this.cluster) return limited ? this.startCounted(opts) : this.supervisor.start(opts);
+    if (opts.key !== null) return this.startClustered(this.cluster, opts, opts.key);
+    return limited ? this.startClusterCounted(this.cluster, opts, () => this.supervisor.start(opts)) : this.supervisor.start(opts);
+  }
+
+  /** One process: the owner's count is this process's, checked and taken synchronously. */
+  private startCounted<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> {
+    const owner = opts.owner!;
+    const joining = opts.key !== null && this.supervisor.findNow(opts.kind, opts.key) !== null;
+    if (!joining && (this.perOwner.get(owner) ?? 0) >= opts.ownerLimit!) return this.userRefusal(opts.ownerLimit!);
+    const started = this.supervisor.start(opts);
+    if (started.ok && !started.handle.joined) this.count(started.handle.runId, owner);
+    return started;
+  }
+
+  /** A cluster: one of the owner's slots is taken in Redis before the run starts, given back if it does not. */
+  private async startClusterCounted<K extends Kind>(
+    cluster: Cluster,
+    opts: StartOptions<RunTypes, K>,
+    start: () => Started<K, RunTypes[K]['value']> | Promise<Started<K, RunTypes[K]['value']>>,
+  ): Promise<Started<K, RunTypes[K]['value']>> {
+    const owner = opts.owner!;
+    if (!(await guarded(cluster.userRuns.claim(owner, opts.ownerLimit!)))) return this.userRefusal(opts.ownerLimit!);
+    let started: Started<K, RunTypes[K]['value']>;
+    try {
+      started = await start();
+    } catch (err) {
+      cluster.userRuns.release(owner);
+      throw err;
+    }
+    if (started.ok && !started.handle.joined && started.handle.runId !== '') this.count(started.handle.runId, owner);
+    else cluster.userRuns.release(owner);
+    return started;
+  }
+
+  private userRefusal(limit: number): StartRefusal {
+    this.refusals?.refusedForUser('user_runs');
+    return { ok: false, outcome: 'user_runs', message: `too many active runs for this user (limit ${limit})` };
+  }
+
+  private count(runId: string, owner: string): void {
+    this.counted.set(runId, owner);
+    this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
   }
 
   private async startClustered<K extends Kind>(cluster: Cluster, opts: StartOptions<RunTypes, K>, key: string): Promise<Started<K, RunTypes[K]['value']>> {
@@ -104,7 +157,8 @@ export class Runs implements RunRegistry<RunTypes> {
           if (opts.ifRunning === 'reject') return busy(kind, key);
           continue;
         }
-        const started = this.supervisor.start(opts);
+        const limited = opts.owner !== undefined && opts.ownerLimit !== undefined;
+        const started = limited ? await this.startClusterCounted(cluster, opts, () => this.supervisor.start(opts)) : this.supervisor.start(opts);
         if (!started.ok) cluster.release(kind, key);
         return started;
       } finally {
@@ -144,6 +198,13 @@ export class Runs implements RunRegistry<RunTypes> {
   /** A run ended (the supervisor's onEnd): its key is free cluster-wide. */
   ended(run: RunInfo): void {
     if (run.key !== null) this.cluster?.release(run.kind as Kind, run.key);
+    const owner = this.counted.get(run.runId);
+    if (owner === undefined) return;
+    this.counted.delete(run.runId);
+    const left = (this.perOwner.get(owner) ?? 1) - 1;
+    if (left > 0) this.perOwner.set(owner, left);
+    else this.perOwner.delete(owner);
+    this.cluster?.userRuns.release(owner);
   }
 
   async attach(kind: Kind, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {

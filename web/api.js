@@ -18,6 +18,9 @@ let asking = null;
 /** `fn(reason)` resolves to a token, or null when the user gives up. */
 export const onTokenNeeded = (fn) => (askToken = fn);
 
+/** Forgets the token: the next request asks for one (another person's key, say). */
+export const signOut = () => localStorage.removeItem(TOKEN_KEY);
+
 async function send(method, path, body, signal) {
   for (;;) {
     const token = localStorage.getItem(TOKEN_KEY);

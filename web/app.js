@@ -1,6 +1,6 @@
 // The web client's entry: asks for the token when the server wants one, loads the model picker and
 // the workspace list, and routes `#chat/<id>`, `#search/<id>`, `#new-chat`, `#new-search` to views.
-import { api, onTokenNeeded } from './api.js';
+import { api, onTokenNeeded, signOut } from './api.js';
 import { chatView } from './chat.js';
 import { loadModels } from './models.js';
 import { searchView } from './search.js';
@@ -23,6 +23,20 @@ onTokenNeeded((reason) => {
 const showError = (err) => main.replaceChildren(Object.assign(document.createElement('p'), { className: 'status error', role: 'alert', textContent: err.message }));
 const changed = () => refreshSidebar().catch(() => {});
 
+/** Whose workspace this is (token mode: the user the key belongs to), with a way to leave it. */
+function showSession(session) {
+  if (!session.user) return;
+  const who = document.getElementById('whoami');
+  who.querySelector('.who').textContent = session.user.admin ? 'admin (ADMIN_TOKEN)' : session.user.name;
+  who.querySelector('.who').title = `workspace of ${session.user.id}`;
+  who.querySelector('.sign-out').addEventListener('click', () => {
+    signOut();
+    location.hash = '';
+    location.reload();
+  });
+  who.hidden = false;
+}
+
 
 function route() {
   view?.close();
@@ -33,7 +47,7 @@ function route() {
 }
 
 try {
-  await api.get('/v1/auth/session');
+  showSession(await api.get('/v1/auth/session'));
   await Promise.all([loadModels(), refreshSidebar()]);
   addEventListener('hashchange', route);
   route();

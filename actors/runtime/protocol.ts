@@ -19,6 +19,10 @@ export type RunOutcome =
   | 'draining'
   /** The instance is saturated (its event loops run late): new runs would slow the running ones. */
   | 'overloaded'
+  /** The user already has as many runs going as they may (cluster-wide). */
+  | 'user_runs'
+  /** The user's LlmCalls of this UTC day have used their daily token budget. */
+  | 'user_tokens'
   | 'provider_timeout'
   | 'provider_rate_limited'
   | 'provider_error'

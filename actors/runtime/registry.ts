@@ -14,6 +14,8 @@ export interface RunInfo<K extends string = string> {
   readonly label: string;
   /** Epoch milliseconds. */
   readonly startedAt: number;
+  /** The user the run works for (absent: not known here, e.g. a run on another instance). */
+  readonly owner?: string;
 }
 
 export interface RunHandle<K extends string, V> extends RunInfo<K> {
@@ -26,7 +28,7 @@ export interface RunHandle<K extends string, V> extends RunInfo<K> {
 /** Why a start did not happen. */
 export interface StartRefusal {
   ok: false;
-  outcome: Extract<RunOutcome, 'busy' | 'capacity' | 'shutting_down' | 'draining' | 'overloaded'>;
+  outcome: Extract<RunOutcome, 'busy' | 'capacity' | 'shutting_down' | 'draining' | 'overloaded' | 'user_runs' | 'user_tokens'>;
   message: string;
 }
 
@@ -45,6 +47,10 @@ export interface StartOptions<T extends RunTypeMap, K extends KindOf<T>> {
    */
   subscriber?: Subscriber;
   label?: string;
+  /** The user the run works for: lists and deletions find a user's runs by it. */
+  owner?: string;
+  /** Runs the owner may have going at once, cluster-wide (absent: no limit, e.g. the admin). */
+  ownerLimit?: number;
   /** Cancel (`disconnect`) when the last subscriber leaves: nobody could ever attach again. */
   cancelWhenAlone?: boolean;
 }

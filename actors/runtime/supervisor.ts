@@ -96,6 +96,7 @@ export class Supervisor<T extends RunTypeMap> {
       key,
       label: opts.label ?? '',
       startedAt: Date.now(),
+      ...(opts.owner === undefined ? {} : { owner: opts.owner }),
       subscribers: new Set(),
       result,
       resolve,
@@ -143,6 +144,13 @@ export class Supervisor<T extends RunTypeMap> {
   /** Asks every active run to end early; returns how many were asked. */
   cancelAll(why: CancelWhy, message: string): number {
     const entries = [...this.runs.values()];
+    for (const e of entries) this.cancel(e, why, message);
+    return entries.length;
+  }
+
+  /** Asks every active run of one user to end early (the user was deleted); returns how many. */
+  cancelOwned(owner: string, why: CancelWhy, message: string): number {
+    const entries = [...this.runs.values()].filter((e) => e.owner === owner);
     for (const e of entries) this.cancel(e, why, message);
     return entries.length;
   }
@@ -329,5 +337,6 @@ export class Supervisor<T extends RunTypeMap> {
 }
 
 function info<K extends string>(entry: RunInfo): RunInfo<K> {
-  return { runId: entry.runId, kind: entry.kind as K, key: entry.key, label: entry.label, startedAt: entry.startedAt };
+  const out = { runId: entry.runId, kind: entry.kind as K, key: entry.key, label: entry.label, startedAt: entry.startedAt };
+  return entry.owner === undefined ? out : { ...out, owner: entry.owner };
 }

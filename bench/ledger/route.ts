@@ -3,6 +3,7 @@
 // real Supervisor whose host answers at once (supervisor.ts), so the request, the route, the registry,
 // the sink's head, frames and end are measured together, as they run on the service's main thread.
 // No database (a new chat's start reads none before the run) and no actor thread (own rows).
+import { ADMIN_CALLER } from '../../src/auth/caller.ts';
 import type { AppContext } from '../../src/context.ts';
 import { CpuPool } from '../../src/cpu-pool.ts';
 import { BodyPool } from '../../src/http/body-pool.ts';
@@ -25,13 +26,14 @@ export function startRouteServer(): Promise<{ port: number; close(): void }> {
     metrics: { startConflicts: noop, runsStopped: noop },
     config: { SSE_MAX_QUEUED_BYTES: 1024 * 1024 },
     sse: new SseStreams({ heartbeatMs: 15_000 }),
+    limits: { checkTokens: () => null, runOptions: () => ({ owner: ADMIN_CALLER.userId }) },
   } as unknown as AppContext;
   const app = uws.App();
   mountRoutes(app, completionRoutes(ctx), {
     defaultBodyLimit: 64 * 1024,
     // Its bodies are small: the pool never starts a thread.
     bodies: new BodyPool(new CpuPool()),
-    guard: () => null,
+    authenticate: () => ADMIN_CALLER,
     onError: (err) => toHttpError(err, (e) => console.error('[ledger route]', e)),
   });
   return new Promise((resolve, reject) => {

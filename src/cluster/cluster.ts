@@ -15,6 +15,7 @@ import type { LocalRunPort } from './port.ts';
 import { connectRedis, RedisUnavailableError, type RedisTimeouts } from './redis.ts';
 import { RunServer } from './run-server.ts';
 import { clusterTiming } from './timing.ts';
+import { UserRuns } from './user-runs.ts';
 
 export { OwnerUnreachableError, BadOwnerReplyError } from './follower.ts';
 export { FENCED_MESSAGE } from './held-leases.ts';
@@ -45,6 +46,9 @@ export class Cluster {
   private readonly server: RunServer;
   private readonly bus: Bus;
   private readonly log: Logger;
+  private readonly prefix: string;
+  /** Each user's runs going across the cluster (their limit is cluster-wide). */
+  readonly userRuns: UserRuns;
   private closed = false;
 
   private constructor(opts: ClusterOptions, redis: Redis, subscriber: Redis, beatMs: number, held: (leases: Leases) => HeldLeases) {
@@ -53,6 +57,8 @@ export class Cluster {
     this.redis = redis;
     this.subscriber = subscriber;
     this.log = opts.log;
+    this.prefix = opts.prefix;
+    this.userRuns = new UserRuns(redis, opts.prefix, opts.instanceId, opts.leaseTtlMs, beatMs);
     const keys = clusterKeys(opts.prefix);
     this.leases = new Leases(redis, keys, opts.instanceId, opts.leaseTtlMs);
     this.held = held(this.leases);
@@ -150,10 +156,38 @@ export class Cluster {
     return this.follower.stop(kind, key, owner, reason);
   }
 
+  /**
+   * Hears what any instance (this one included) broadcasts on `topic`. Messages sent while the
+   * connection to Redis is down are lost: `reconnected` runs when it is back, so the listener can
+   * assume it missed some.
+   */
+  async listenTo(topic: string, heard: (message: string) => void, reconnected: () => void): Promise<void> {
+    const channel = `${this.prefix}broadcast:${topic}`;
+    this.subscriber.on('message', (ch: string, raw: string) => ch === channel && heard(raw));
+    let wasDown = false;
+    this.subscriber.on('close', () => (wasDown = true));
+    this.subscriber.on('ready', () => wasDown && reconnected());
+    try {
+      await this.subscriber.subscribe(channel);
+    } catch (err) {
+      throw new RedisUnavailableError((err as Error).message);
+    }
+  }
+
+  /** Sends `message` to every instance listening to `topic`. */
+  async broadcast(topic: string, message: string): Promise<void> {
+    try {
+      await this.redis.publish(`${this.prefix}broadcast:${topic}`, message);
+    } catch (err) {
+      throw new RedisUnavailableError((err as Error).message);
+    }
+  }
+
   /** SIGTERM: runs have ended (their leases went with them); leave the cluster now, not after a TTL. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.userRuns.close();
     await this.membership.close();
     this.follower.close();
     this.server.close();

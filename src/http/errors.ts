@@ -54,6 +54,24 @@ export const IDEMPOTENCY_KEY_REUSED = createError('CSS_IDEMPOTENCY_KEY_REUSED', 
 export const IDEMPOTENCY_KEY_UNCLAIMED = createError('CSS_IDEMPOTENCY_KEY_UNCLAIMED', 503, () => 'Idempotency-Key could not be claimed: try again');
 export const IDEMPOTENCY_KEY_EXPIRED = createError('CSS_IDEMPOTENCY_KEY_EXPIRED', 409, () => 'the Idempotency-Key expired while its run was going: send a new key');
 
+// ---- users --------------------------------------------------------------------------------------
+export const ADMIN_REQUIRED = createError('CSS_ADMIN_REQUIRED', 403, () => 'admin token required');
+export const USER_NOT_FOUND = createError('CSS_USER_NOT_FOUND', 404, () => 'user not found');
+export const USERS_NEED_ADMIN_TOKEN = createError('CSS_USERS_NEED_ADMIN_TOKEN', 400, () => 'users need ADMIN_TOKEN to be set');
+export const USER_RUNS_LIMIT = createError('CSS_USER_RUNS_LIMIT', 429, verbatim, { 'retry-after': '5' });
+/** The budget is per UTC day: retry when the next one starts. */
+export const USER_TOKENS_EXHAUSTED = Object.assign(
+  (message: string) => new HttpError('CSS_USER_TOKENS_EXHAUSTED', 429, message, { 'retry-after': String(secondsToUtcMidnight(Date.now())) }),
+  { code: 'CSS_USER_TOKENS_EXHAUSTED', status: 429 },
+);
+
+/** Whole seconds from `nowMs` to the next UTC midnight (at least 1). */
+export function secondsToUtcMidnight(nowMs: number): number {
+  const next = new Date(nowMs);
+  next.setUTCHours(24, 0, 0, 0);
+  return Math.max(1, Math.ceil((next.getTime() - nowMs) / 1000));
+}
+
 // ---- what this instance is configured with -----------------------------------------------------
 export const PROVIDER_NOT_CONFIGURED = createError('CSS_PROVIDER_NOT_CONFIGURED', 400, (provider: string, variable: string) => `${provider} is not configured: set ${variable}`);
 export const SEARCH_ENGINE_MISSING = createError('CSS_SEARCH_ENGINE_MISSING', 503, (variables: string) => `search runs need engine_a: set ${variables}`);
@@ -88,6 +106,7 @@ export const STATUS_TEXT: Record<number, string> = {
   204: '204 No Content',
   400: '400 Bad Request',
   401: '401 Unauthorized',
+  403: '403 Forbidden',
   404: '404 Not Found',
   405: '405 Method Not Allowed',
   409: '409 Conflict',

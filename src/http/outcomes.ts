@@ -15,6 +15,8 @@ import {
   RUN_CANCELLED,
   RUN_UNAVAILABLE,
   SHUTTING_DOWN,
+  USER_RUNS_LIMIT,
+  USER_TOKENS_EXHAUSTED,
   type HttpError,
 } from './errors.ts';
 
@@ -28,6 +30,8 @@ const ANSWER: Record<RunOutcome, (message: string) => HttpError> = {
   // Their messages are the contract's, whatever the refusal said.
   draining: DRAINING,
   overloaded: OVERLOADED,
+  user_runs: USER_RUNS_LIMIT,
+  user_tokens: USER_TOKENS_EXHAUSTED,
   provider_timeout: PROVIDER_TIMEOUT,
   provider_rate_limited: PROVIDER_RATE_LIMITED,
   provider_error: PROVIDER_FAILED,

@@ -2,6 +2,7 @@
 // at the first await), the body read with a hard cap, and corked JSON replies that are safe to
 // call after the client has gone.
 import type { BodyPool } from './body-pool.ts';
+import type { Caller } from '../auth/caller.ts';
 import type { HeaderList } from './cors.ts';
 import { BODY_LONGER_THAN_DECLARED, BODY_TOO_LARGE, CLIENT_CLOSED, statusLine, type HttpError } from './errors.ts';
 import type { HttpResponse } from './uws.ts';
@@ -22,6 +23,8 @@ export interface Req {
   body(): Promise<Buffer>;
   /** Where this server parses a big body (its CPU pool, body-pool.ts). */
   offload: BodyPool;
+  /** Who is calling, resolved from the bearer token before the handler runs (public routes: nobody). */
+  caller: Caller;
 }
 
 const JSON_HEADER = 'application/json; charset=utf-8';

@@ -3,8 +3,9 @@
 // HEAD runs the GET route without sending its body; a CORS preflight from an allowed origin is
 // answered here, before auth, and every other response carries the CORS policy's headers.
 import type { BodyPool } from './body-pool.ts';
+import { PUBLIC_CALLER, type Caller } from '../auth/caller.ts';
 import type { CorsPolicy } from './cors.ts';
-import { METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, type HttpError } from './errors.ts';
+import { METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, UNAUTHORIZED, type HttpError } from './errors.ts';
 import { bodyReader, Reply, type Req } from './reply.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.ts';
 
@@ -29,8 +30,11 @@ interface Compiled {
 
 export interface RouterOptions {
   defaultBodyLimit: number;
-  /** Returns an HttpError when the request may not pass (auth); runs synchronously. */
-  guard(authorization: string): HttpError | null;
+  /**
+   * Who is calling (the Authorization header), null when nobody: 401. Synchronous for a token it
+   * knows (the admin token, a cached key), so a request pays for auth with no await.
+   */
+  authenticate(authorization: string): Caller | null | Promise<Caller | null>;
   onError(err: unknown, req: Req): HttpError;
   /** null: CORS off, no CORS headers and no preflight answers. */
   cors?: CorsPolicy | null;
@@ -98,31 +102,50 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     } catch {
       return reply.error(MALFORMED_PATH());
     }
-    const req: Req = { method, path, query, params, authorization, contentType, contentLength, headers: {}, body: EMPTY_BODY, offload: opts.bodies };
+    const req: Req = { method, path, query, params, authorization, contentType, contentLength, headers: {}, body: EMPTY_BODY, offload: opts.bodies, caller: PUBLIC_CALLER };
     // Auth before 404/405, so an unauthenticated client cannot map the API.
-    if (!found?.route.public) {
-      const denied = opts.guard(authorization);
-      if (denied) return reply.error(denied);
-    }
+    const who = found?.route.public ? PUBLIC_CALLER : opts.authenticate(authorization);
+    if (who === null) return reply.error(UNAUTHORIZED());
     if (!found) {
-      return reply.error(pathKnown ? METHOD_NOT_ALLOWED(method, path) : NO_ROUTE(method, path));
+      if (!(who instanceof Promise)) return reply.error(pathKnown ? METHOD_NOT_ALLOWED(method, path) : NO_ROUTE(method, path));
+      return void who.then(
+        (caller) => reply.error(caller ? (pathKnown ? METHOD_NOT_ALLOWED(method, path) : NO_ROUTE(method, path)) : UNAUTHORIZED()),
+        (err: unknown) => reply.error(opts.onError(err, req)),
+      );
     }
-    const wanted = found.route.headers;
+    const route = found.route;
+    const wanted = route.headers;
     if (wanted) {
       // forEach, not getHeader: a header sent empty must be told from one not sent at all.
       uReq.forEach((name, value) => {
         if (wanted.includes(name)) req.headers[name] = value;
       });
     }
+    // The body is read from now on even while a token is looked up: uWS would drop it otherwise.
     if (BODY_METHODS.has(method)) {
-      req.body = bodyReader(res, reply, found.route.bodyLimit ?? opts.defaultBodyLimit, contentLength);
+      req.body = bodyReader(res, reply, route.bodyLimit ?? opts.defaultBodyLimit, contentLength);
     }
-    let result: unknown;
-    try {
-      result = found.route.handler(req, reply);
-    } catch (err) {
-      return reply.error(opts.onError(err, req));
+    if (!(who instanceof Promise)) {
+      req.caller = who;
+      return handle(route, req, reply, opts);
     }
-    if (result instanceof Promise) result.catch((err) => reply.error(opts.onError(err, req)));
+    who.then(
+      (caller) => {
+        if (!caller) return reply.error(UNAUTHORIZED());
+        req.caller = caller;
+        handle(route, req, reply, opts);
+      },
+      (err: unknown) => reply.error(opts.onError(err, req)),
+    );
   });
+}
+
+function handle(route: Route, req: Req, reply: Reply, opts: RouterOptions): void {
+  let result: unknown;
+  try {
+    result = route.handler(req, reply);
+  } catch (err) {
+    return reply.error(opts.onError(err, req));
+  }
+  if (result instanceof Promise) result.catch((err) => reply.error(opts.onError(err, req)));
 }

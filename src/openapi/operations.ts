@@ -16,6 +16,7 @@ import {
   streamCompletionSchema,
   suggestTitleSchema,
 } from '../schemas.ts';
+import { createUserSchema, patchUserSchema } from '../auth/user-schemas.ts';
 import {
   chatDetail,
   chatStream,
@@ -28,13 +29,15 @@ import {
   searchStream,
   searchSummary,
   usage,
+  usageRow,
+  user,
   workspaceItem,
   type SseStream,
 } from './resources.ts';
 
 export interface OperationDoc {
   /** Groups operations in viewers. */
-  tag: 'web' | 'system' | 'models' | 'chats' | 'completions' | 'searches';
+  tag: 'web' | 'system' | 'models' | 'chats' | 'completions' | 'searches' | 'users';
   summary: string;
   description?: string;
   /** The zod schema the route validates its JSON body with. */
@@ -61,7 +64,20 @@ const requests = {
   CreateSearchRequest: named('CreateSearchRequest', createSearchSchema),
   SearchRunRequest: named('SearchRunRequest', searchRunSchema),
   SearchChatRequest: named('SearchChatRequest', searchChatSchema),
+  CreateUserRequest: named('CreateUserRequest', createUserSchema),
+  PatchUserRequest: named('PatchUserRequest', patchUserSchema),
 };
+
+/** A user's own limits refusing a start (ARCHITECTURE.md, "Users", Limits), both with Retry-After. */
+const USER_LIMITS = {
+  429: 'too many active runs for this user (limit N), or daily token budget exhausted (Retry-After: seconds to the next UTC midnight); '
+    + 'or the provider rate-limited the call',
+};
+/** What every admin-only route answers besides its own. */
+const ADMIN_ONLY = { 400: 'users need ADMIN_TOKEN to be set (open mode), or a bad body naming the field', 403: 'admin token required' };
+const userResponse = z.object({ user });
+const usageQuery = { days: { description: 'the last N UTC days, today included: 1–90, default 30', schema: z.int().min(1).max(90) } };
+const usageResponse = z.object({ usage: z.array(usageRow) });
 
 const chatResponse = z.object({ chat: chatSummary });
 const searchResponse = z.object({ search: searchSummary });
@@ -105,11 +121,64 @@ export const operations: Record<string, OperationDoc> = {
     summary: 'This document (OpenAPI 3.1)',
     ok: { content: 'application/json', description: 'the OpenAPI document' },
   },
-  'GET /metrics': { tag: 'system', summary: 'Prometheus metrics', ok: { content: 'text/plain', description: 'Prometheus text format' } },
+  'GET /metrics': {
+    tag: 'system',
+    summary: 'Prometheus metrics (the admin token only)',
+    ok: { content: 'text/plain', description: 'Prometheus text format' },
+    errors: { 403: 'admin token required' },
+  },
   'GET /v1/auth/session': {
     tag: 'system',
-    summary: 'Whether the API runs in token mode',
-    ok: { json: z.object({ authenticated: z.literal(true), mode: z.enum(['open', 'token']) }) },
+    summary: 'Whether the API runs in token mode, and whose workspace the token opens',
+    ok: {
+      json: z.object({
+        authenticated: z.literal(true),
+        mode: z.enum(['open', 'token']),
+        user: z.object({ id: z.string(), name: z.string(), admin: z.boolean() }).optional().meta({ description: 'token mode only' }),
+      }),
+    },
+  },
+  'GET /v1/usage': {
+    tag: 'users',
+    summary: "The caller's own LlmCalls per UTC day, provider and model, newest day first",
+    query: usageQuery,
+    errors: { 400: 'days is not a whole number from 1 to 90' },
+    ok: { json: usageResponse },
+  },
+  'POST /v1/users': {
+    tag: 'users',
+    summary: 'Create a user; the API key is shown once, only its hash is stored',
+    body: requests.CreateUserRequest,
+    ok: { json: z.object({ user, apiKey: z.string() }) },
+    errors: ADMIN_ONLY,
+  },
+  'GET /v1/users': { tag: 'users', summary: 'Every user, oldest first', ok: { json: z.object({ users: z.array(user) }) }, errors: ADMIN_ONLY },
+  'GET /v1/users/:userId': { tag: 'users', summary: 'One user', ok: { json: userResponse }, errors: { ...ADMIN_ONLY, 404: 'user not found' } },
+  'PATCH /v1/users/:userId': {
+    tag: 'users',
+    summary: "Change a user's name, limits or disabled flag (disabling stops their keys at once)",
+    body: requests.PatchUserRequest,
+    ok: { json: userResponse },
+    errors: { ...ADMIN_ONLY, 404: 'user not found' },
+  },
+  'POST /v1/users/:userId/keys': {
+    tag: 'users',
+    summary: 'A new API key for the user; every earlier key stops working at once, on every instance',
+    ok: { json: z.object({ apiKey: z.string() }) },
+    errors: { ...ADMIN_ONLY, 404: 'user not found' },
+  },
+  'DELETE /v1/users/:userId': {
+    tag: 'users',
+    summary: "Delete a user: keys stop, running streams end with `run cancelled: user deleted`, chats, searches and stars go",
+    ok: { json: deleted },
+    errors: { ...ADMIN_ONLY, 404: 'user not found' },
+  },
+  'GET /v1/users/:userId/usage': {
+    tag: 'users',
+    summary: "One user's LlmCalls per UTC day, provider and model (`admin` is the built-in admin)",
+    query: usageQuery,
+    ok: { json: usageResponse },
+    errors: { ...ADMIN_ONLY, 404: 'user not found' },
   },
   'GET /v1/active-runs': {
     tag: 'system',
@@ -179,7 +248,7 @@ export const operations: Record<string, OperationDoc> = {
     ok: { json: chatResponse },
     errors: {
       404: 'chat not found',
-      429: 'provider_a rate-limited the title call',
+      429: 'daily token budget exhausted (Retry-After: seconds to the next UTC midnight), or provider_a rate-limited the title call',
       502: 'title generation failed',
       503: 'provider_a is not configured, or the service is at its run limit or shutting down',
       504: 'title generation timed out',
@@ -201,7 +270,7 @@ export const operations: Record<string, OperationDoc> = {
       }),
     },
     headers: IDEMPOTENCY_KEY,
-    errors: { 404: 'chat not found (chatId given)', ...KEY_REUSED_ERROR, ...PROVIDER_FAILURES },
+    errors: { 404: 'chat not found (chatId given)', ...KEY_REUSED_ERROR, ...PROVIDER_FAILURES, 429: `${USER_LIMITS[429]}` },
   },
   'POST /v1/chat-completions/stream': {
     tag: 'completions',
@@ -210,7 +279,7 @@ export const operations: Record<string, OperationDoc> = {
     body: requests.StreamCompletionRequest,
     ok: { sse: chatStream, description: 'exactly one `meta`, `tool_call`*, `delta`*, then `done` or `error`' },
     headers: IDEMPOTENCY_KEY,
-    errors: { 404: 'chat not found (chatId given)', 409: PROVIDER_FAILURES[409], ...KEY_REUSED_ERROR, 503: PROVIDER_FAILURES[503] },
+    errors: { 404: 'chat not found (chatId given)', 409: PROVIDER_FAILURES[409], ...KEY_REUSED_ERROR, ...USER_LIMITS, 503: PROVIDER_FAILURES[503] },
   },
   'POST /v1/chats/:chatId/stream/attach': {
     tag: 'completions',
@@ -240,14 +309,14 @@ export const operations: Record<string, OperationDoc> = {
     summary: 'Run the search and its answer, whole (joins a running one)',
     body: requests.SearchRunRequest,
     ok: { json: z.object({ search: searchDetail }) },
-    errors: { 502: 'both the search and the answer failed', 503: 'engine_a is not configured, or the process is at capacity' },
+    errors: { 429: 'too many active runs for this user (limit N), with Retry-After', 502: 'both the search and the answer failed', 503: 'engine_a is not configured, or the process is at capacity' },
   },
   'POST /v1/searches/:searchId/run/stream': {
     tag: 'searches',
     summary: 'Run the search and its answer, streamed (attaches to a running one)',
     body: requests.SearchRunRequest,
     ok: { sse: searchStream, description: '`search_results` or `search_error`, `answer` or `answer_error`, then `done` or `error`' },
-    errors: { 503: 'engine_a is not configured, or the process is at capacity' },
+    errors: { 429: 'too many active runs for this user (limit N), with Retry-After', 503: 'engine_a is not configured, or the process is at capacity' },
   },
   'POST /v1/searches/:searchId/run/stream/attach': {
     tag: 'searches',

@@ -18,6 +18,8 @@ import type {
   WorkspaceItem,
 } from '../types.ts';
 import type { HistoryItem, HistoryMatch } from '../store/history-search.ts';
+import type { UsageRow } from '../store/usage.ts';
+import type { User } from '../store/users.ts';
 
 /** The document's named schemas: each is emitted once under components.schemas and referenced by `$ref`. */
 export const components = new Map<string, z.ZodType>();
@@ -184,6 +186,32 @@ export const historyItem = named(
 ) satisfies z.ZodType<HistoryItem>;
 
 export const usage = named('Usage', z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), totalTokens: z.number().int() }));
+
+export const user = named(
+  'User',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    createdAt: timestamp,
+    disabled: z.boolean(),
+    maxActiveRuns: z.number().int().nullable().meta({ description: 'runs at once, cluster-wide; null: USER_MAX_ACTIVE_RUNS' }),
+    tokensPerDay: z.number().int().nullable().meta({ description: 'tokens per UTC day; null: USER_TOKENS_PER_DAY' }),
+    source: z.enum(['key', 'jwt']),
+  }) satisfies z.ZodType<User>,
+);
+
+export const usageRow = named(
+  'UsageRow',
+  z.object({
+    day: z.string().meta({ description: 'the UTC date, YYYY-MM-DD' }),
+    provider: z.string(),
+    model: z.string(),
+    calls: z.number().int(),
+    inputTokens: z.number().int(),
+    outputTokens: z.number().int(),
+    totalTokens: z.number().int(),
+  }) satisfies z.ZodType<UsageRow>,
+);
 
 export const providerModels = named(
   'ProviderModels',

@@ -19,7 +19,7 @@ export function chatRoutes(app: AppContext): Route[] {
     {
       method: 'GET',
       path: '/v1/chats',
-      handler: async (_req, reply) => reply.json(200, { chats: await listChats(pool) }),
+      handler: async (req, reply) => reply.json(200, { chats: await listChats(pool, { owner: req.caller.userId }) }),
     },
     {
       method: 'POST',
@@ -35,6 +35,7 @@ export function chatRoutes(app: AppContext): Route[] {
           additionalSystemPrompt: normalizePrompt(body.additionalSystemPrompt),
           enabledTools: storedToolNames(body.enabledTools, app.tools),
           messages: body.messages?.map(toStoredMessage),
+          owner: req.caller.userId,
         });
         reply.json(200, { chat });
       },
@@ -43,7 +44,7 @@ export function chatRoutes(app: AppContext): Route[] {
       method: 'GET',
       path: '/v1/chats/:chatId',
       handler: async (req, reply) => {
-        const chat = await getChatDetail(pool, req.params.chatId!);
+        const chat = await getChatDetail(pool, req.params.chatId!, req.caller.userId);
         if (!chat) throw notFound(CHAT_NOT_FOUND);
         reply.json(200, { chat });
       },
@@ -53,11 +54,16 @@ export function chatRoutes(app: AppContext): Route[] {
       path: '/v1/chats/:chatId',
       handler: async (req, reply) => {
         const body = await readJson(req, patchChatSchema);
-        const chat = await updateChat(pool, req.params.chatId!, {
-          title: body.title,
-          additionalSystemPrompt: body.additionalSystemPrompt === undefined ? undefined : normalizePrompt(body.additionalSystemPrompt),
-          enabledTools: body.enabledTools === undefined ? undefined : storedToolNames(body.enabledTools, app.tools),
-        });
+        const chat = await updateChat(
+          pool,
+          req.params.chatId!,
+          {
+            title: body.title,
+            additionalSystemPrompt: body.additionalSystemPrompt === undefined ? undefined : normalizePrompt(body.additionalSystemPrompt),
+            enabledTools: body.enabledTools === undefined ? undefined : storedToolNames(body.enabledTools, app.tools),
+          },
+          req.caller.userId,
+        );
         if (!chat) throw notFound(CHAT_NOT_FOUND);
         reply.json(200, { chat });
       },
@@ -68,7 +74,7 @@ export function chatRoutes(app: AppContext): Route[] {
       handler: async (req, reply) => {
         const { starred } = await readJson(req, starSchema);
         const id = req.params.chatId!;
-        const chat = await starChat(pool, id, starred);
+        const chat = await starChat(pool, id, starred, req.caller.userId);
         if (!chat) throw notFound(CHAT_NOT_FOUND);
         reply.json(200, { chat });
       },
@@ -77,7 +83,7 @@ export function chatRoutes(app: AppContext): Route[] {
       method: 'DELETE',
       path: '/v1/chats/:chatId',
       handler: async (req, reply) => {
-        if (!(await deleteChat(pool, req.params.chatId!))) throw notFound(CHAT_NOT_FOUND);
+        if (!(await deleteChat(pool, req.params.chatId!, req.caller.userId))) throw notFound(CHAT_NOT_FOUND);
         reply.json(200, { deleted: true });
       },
     },
@@ -93,7 +99,7 @@ export function chatRoutes(app: AppContext): Route[] {
           const existing = Array.isArray(metadata?.attachments) ? (metadata!.attachments as unknown[]) : [];
           metadata = { ...(metadata ?? {}), attachments: [...existing, ...body.attachments] };
         }
-        const stored = await appendMessages(pool, id, [{ role: body.role, content: body.content, name: body.name ?? null, metadata }]);
+        const stored = await appendMessages(pool, id, [{ role: body.role, content: body.content, name: body.name ?? null, metadata }], null, req.caller.userId);
         if (!stored) throw notFound(CHAT_NOT_FOUND);
         reply.json(200, { message: stored[0] });
       },

@@ -3,10 +3,12 @@
 // chat gets 409 however close together the two requests arrive.
 import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest } from '../../actors/chat-run.ts';
+import type { Caller } from '../auth/caller.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
 import { badRequest, notFound, PROVIDER_NOT_CONFIGURED, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
+import { mayReach } from '../run-owners.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
@@ -26,7 +28,7 @@ function requireProvider(app: AppContext, provider: ProviderName): void {
   }
 }
 
-type RunFields = Pick<ChatRunRequest, 'mode' | 'chatId' | 'createChat' | 'storeChat' | 'stored'>;
+type RunFields = Pick<ChatRunRequest, 'mode' | 'chatId' | 'createChat' | 'storeChat' | 'stored' | 'owner'>;
 
 /** The run's request; its LlmCall id is chosen now (null: no LlmCall), so `meta` needs no database. */
 function runRequest(body: CompletionBody, fields: RunFields, callId: string | null): ChatRunRequest {
@@ -50,14 +52,17 @@ export function completionRoutes(app: AppContext): Route[] {
   const { runs, pool } = app;
 
   /**
-   * The stored settings of an existing chat (404 when it does not exist); none for a new one. `meta`
-   * goes out before the run's first write, so a chat not stored yet may still be held by the run that
-   * creates it: that is the 409 a second start for the chat gets, not a 404.
+   * The stored settings of an existing chat of `owner` (404 when it does not exist or is another
+   * user's); none for a new one. `meta` goes out before the run's first write, so a chat not stored yet
+   * may still be held by the run that creates it: that is the 409 a second start for the chat gets, not a 404.
    */
-  async function storedSettings(chatId: string | null): Promise<ChatRunRequest['stored']> {
+  async function storedSettings(chatId: string | null, owner: string): Promise<ChatRunRequest['stored']> {
     if (!chatId) return undefined;
-    const chat = await getChat(pool, chatId);
-    if (!chat) throw (await runs.find('chat', chatId)) ? refused({ outcome: 'busy', message: ACTIVE_CHAT_STREAM_EXISTS }) : notFound(CHAT_NOT_FOUND);
+    const chat = await getChat(pool, chatId, owner);
+    if (!chat) {
+      const starting = (await runs.find('chat', chatId)) !== null && (await mayReach(app, 'chat', chatId, owner));
+      throw starting ? refused({ outcome: 'busy', message: ACTIVE_CHAT_STREAM_EXISTS }) : notFound(CHAT_NOT_FOUND);
+    }
     return { additionalSystemPrompt: chat.additionalSystemPrompt, enabledTools: chat.enabledTools };
   }
 
@@ -72,15 +77,18 @@ export function completionRoutes(app: AppContext): Route[] {
     const body = await readJson(req, completionSchema);
     requireProvider(app, body.provider);
     const chatId = body.chatId ?? null;
-    const stored = await storedSettings(chatId);
+    const owner = req.caller.userId;
+    const stored = await storedSettings(chatId, owner);
+    const budget = app.limits.checkTokens(req.caller);
+    if (budget) await budget;
     const callId = randomUUID();
-    const keyed = key ? keyedRequest(key, 'whole', 'POST /v1/chat-completions', body, { chatId, callId }) : null;
+    const keyed = key ? keyedRequest(key, 'whole', 'POST /v1/chat-completions', body, { chatId, callId, owner }) : null;
     if (keyed) {
       const claim = await claimKey(app, keyed);
-      if (!claim.start) return replayWhole(app, claim.record, reply);
+      if (!claim.start) return replayWhole(app, claim.record, reply, owner);
     }
-    const request = runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored }, callId);
-    const started = await startRun(keyed, request, body.provider);
+    const request = runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored, owner }, callId);
+    const started = await startRun(req.caller, keyed, request, body.provider);
     const result = await started.handle.result;
     if (!result.ok) throw outcomeError(result);
     const out = wholeOutcome(result);
@@ -95,24 +103,28 @@ export function completionRoutes(app: AppContext): Route[] {
     if (key && !persist) throw badRequest('Idempotency-Key needs a persisted stream: a stream with persist: false cannot be replayed');
     const existing = body.chatId ?? null;
     const chatId = persist ? (existing ?? randomUUID()) : null;
-    const stored = await storedSettings(existing);
+    const owner = req.caller.userId;
+    const stored = await storedSettings(existing, owner);
+    const budget = app.limits.checkTokens(req.caller);
+    if (budget) await budget;
     const callId = persist ? randomUUID() : null;
-    const keyed = key ? keyedRequest(key, 'stream', 'POST /v1/chat-completions/stream', body, { chatId, callId: callId! }) : null;
+    const keyed = key ? keyedRequest(key, 'stream', 'POST /v1/chat-completions/stream', body, { chatId, callId: callId!, owner }) : null;
     if (keyed) {
       const claim = await claimKey(app, keyed);
-      if (!claim.start) return replayStream(app, claim.record, reply);
+      if (!claim.start) return replayStream(app, claim.record, reply, owner);
     }
-    const request = runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, stored }, callId);
+    const request = runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, stored, owner }, callId);
     // Refusals are decided before the stream opens, so they answer with a status, not an event.
     const sink = app.sse.create(reply);
     // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.
-    await startRun(keyed, request, body.provider, sink, !persist);
+    await startRun(req.caller, keyed, request, body.provider, sink, !persist);
     sink.open();
   }
 
   /** Starts the run (a refusal frees the request's key); a keyed run records its outcome on the key. */
-  async function startRun(keyed: KeyedRequest | null, request: ChatRunRequest, provider: string, subscriber?: SseSink, cancelWhenAlone = false) {
-    const started = await Promise.resolve(runs.start({ kind: 'chat', key: request.chatId, request, ifRunning: 'reject', label: provider, subscriber, cancelWhenAlone })).catch(async (err: unknown) => {
+  async function startRun(caller: Caller, keyed: KeyedRequest | null, request: ChatRunRequest, provider: string, subscriber?: SseSink, cancelWhenAlone = false) {
+    const limits = app.limits.runOptions(caller);
+    const started = await Promise.resolve(runs.start({ kind: 'chat', key: request.chatId, request, ifRunning: 'reject', label: provider, subscriber, cancelWhenAlone, ...limits })).catch(async (err: unknown) => {
       // Nothing started (e.g. the cluster is out of reach): the key is free for the next try.
       if (keyed) await releaseKey(app, keyed);
       throw err;
@@ -130,13 +142,15 @@ export function completionRoutes(app: AppContext): Route[] {
 
   async function attach(req: Req, reply: Reply) {
     const chatId = req.params.chatId!;
+    if (!(await mayReach(app, 'chat', chatId, req.caller.userId))) throw notFound(ACTIVE_CHAT_STREAM_NOT_FOUND);
     const sink = app.sse.create(reply);
     if ((await runs.attach('chat', chatId, sink)) === 'not_found') throw notFound(ACTIVE_CHAT_STREAM_NOT_FOUND);
     sink.open();
   }
 
   async function stop(req: Req, reply: Reply) {
-    if (!(await runs.stop('chat', req.params.chatId!))) throw notFound(ACTIVE_CHAT_STREAM_NOT_FOUND);
+    const chatId = req.params.chatId!;
+    if (!(await mayReach(app, 'chat', chatId, req.caller.userId)) || !(await runs.stop('chat', chatId))) throw notFound(ACTIVE_CHAT_STREAM_NOT_FOUND);
     app.metrics.runsStopped.inc({ kind: 'chat' });
     reply.json(200, { stopped: true });
   }

@@ -12,7 +12,7 @@ import { outcomeError } from '../http/outcomes.ts';
 import type { Reply } from '../http/reply.ts';
 import type { IdempotencyMode, IdempotencyRecord } from '../store/idempotency.ts';
 
-export const keyedRequest = (key: string, mode: IdempotencyMode, endpoint: string, body: unknown, ids: { chatId: string | null; callId: string }): KeyedRequest => ({
+export const keyedRequest = (key: string, mode: IdempotencyMode, endpoint: string, body: unknown, ids: { chatId: string | null; callId: string; owner: string }): KeyedRequest => ({
   key,
   mode,
   hash: requestHash(endpoint, body),
@@ -47,11 +47,11 @@ export function streamOutcome(meta: StreamOutcome['meta']): (r: RunResult<ChatRu
 const clientGone = (reply: Reply) => new Promise<void>((resolve) => reply.onAbort(resolve));
 
 /** A retry of a whole completion: the first request's answer, once there is one. */
-export async function replayWhole(app: AppContext, record: IdempotencyRecord, reply: Reply): Promise<void> {
+export async function replayWhole(app: AppContext, record: IdempotencyRecord, reply: Reply, owner: string): Promise<void> {
   const gone = clientGone(reply);
   let out = recordedWhole(record);
   while (!out) {
-    const next = await nextRecord(app, record.key, gone);
+    const next = await nextRecord(app, { key: record.key, owner }, gone);
     if (!next) return;
     out = recordedWhole(next);
   }
@@ -59,7 +59,7 @@ export async function replayWhole(app: AppContext, record: IdempotencyRecord, re
 }
 
 /** A retry of a stream: attach while the run is active, else its recorded outcome as one replay. */
-export async function replayStream(app: AppContext, record: IdempotencyRecord, reply: Reply): Promise<void> {
+export async function replayStream(app: AppContext, record: IdempotencyRecord, reply: Reply, owner: string): Promise<void> {
   reply.shared = [...(reply.shared ?? []), 'idempotent-replayed', 'true'];
   const sink = app.sse.create(reply);
   const gone = clientGone(reply);
@@ -73,7 +73,7 @@ export async function replayStream(app: AppContext, record: IdempotencyRecord, r
     // The first request may not have registered its run yet, or it has just ended: look again when
     // that changes.
     if (record.chatId && (await app.runs.attach('chat', record.chatId, sink)) !== 'not_found') return sink.open();
-    const next = await nextRecord(app, record.key, gone);
+    const next = await nextRecord(app, { key: record.key, owner }, gone);
     if (!next) return;
     record = next;
   }

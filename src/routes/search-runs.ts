@@ -8,6 +8,7 @@ import { engineAEndpointFromConfig } from '../engines/engine-a.ts';
 import { readJson } from '../http/body.ts';
 import { badRequest, notFound, SEARCH_ENGINE_MISSING, ACTIVE_SEARCH_STREAM_NOT_FOUND, SEARCH_NOT_FOUND } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
+import { mayReach } from '../run-owners.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import type { SseSink } from '../http/sse.ts';
@@ -22,7 +23,7 @@ export function searchRunRoutes(app: AppContext): Route[] {
   /** The validated run request for a search that exists and has something to search for. */
   async function runRequest(req: Req, searchId: string): Promise<SearchRunRequest> {
     const body = await readJson(req, searchRunSchema);
-    const search = await getSearch(pool, searchId);
+    const search = await getSearch(pool, searchId, req.caller.userId);
     if (!search) throw notFound(SEARCH_NOT_FOUND);
     const query = body.query ?? search.query?.trim();
     if (!query) throw badRequest('this search has no query: send `query` in the run body');
@@ -31,6 +32,7 @@ export function searchRunRoutes(app: AppContext): Route[] {
     if ('missing' in endpoint) throw SEARCH_ENGINE_MISSING(endpoint.missing.join(' and '));
     return {
       searchId,
+      owner: req.caller.userId,
       endpoint,
       query,
       title: body.title,
@@ -45,7 +47,7 @@ export function searchRunRoutes(app: AppContext): Route[] {
   async function startOrJoin(req: Req, sink?: SseSink) {
     const searchId = req.params.searchId!;
     const request = await runRequest(req, searchId);
-    const started = await runs.start({ kind: 'search', key: searchId, request, ifRunning: 'join', subscriber: sink, label: 'engine_a' });
+    const started = await runs.start({ kind: 'search', key: searchId, request, ifRunning: 'join', subscriber: sink, label: 'engine_a', ...app.limits.runOptions(req.caller) });
     if (!started.ok) throw outcomeError(started);
     return started.handle;
   }
@@ -63,25 +65,29 @@ export function searchRunRoutes(app: AppContext): Route[] {
   }
 
   async function attach(req: Req, reply: Reply) {
+    const searchId = req.params.searchId!;
+    if (!(await mayReach(app, 'search', searchId, req.caller.userId))) throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
     const sink = app.sse.create(reply);
-    if ((await runs.attach('search', req.params.searchId!, sink)) === 'not_found') throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
+    if ((await runs.attach('search', searchId, sink)) === 'not_found') throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
     sink.open();
   }
 
   async function stop(req: Req, reply: Reply) {
-    if (!(await runs.stop('search', req.params.searchId!))) throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
+    const searchId = req.params.searchId!;
+    if (!(await mayReach(app, 'search', searchId, req.caller.userId)) || !(await runs.stop('search', searchId))) throw notFound(ACTIVE_SEARCH_STREAM_NOT_FOUND);
     app.metrics.runsStopped.inc({ kind: 'search' });
     reply.json(200, { stopped: true });
   }
 
   async function toChat(req: Req, reply: Reply) {
     const body = await readJson(req, searchChatSchema);
-    const search = await getSearchDetail(pool, req.params.searchId!);
+    const search = await getSearchDetail(pool, req.params.searchId!, req.caller.userId);
     if (!search) throw notFound(SEARCH_NOT_FOUND);
     const chat = await createChat(pool, {
       title: body.title ?? defaultSearchChatTitle(search),
       enabledTools: app.tools.map((t) => t.name),
       messages: [searchSeedMessage(search)],
+      owner: req.caller.userId,
     });
     reply.json(200, { chat });
   }

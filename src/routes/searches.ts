@@ -22,7 +22,7 @@ export function searchRoutes(app: AppContext): Route[] {
     {
       method: 'GET',
       path: '/v1/searches',
-      handler: async (_req, reply) => reply.json(200, { searches: await listSearches(pool) }),
+      handler: async (req, reply) => reply.json(200, { searches: await listSearches(pool, { owner: req.caller.userId }) }),
     },
     {
       method: 'POST',
@@ -31,7 +31,7 @@ export function searchRoutes(app: AppContext): Route[] {
         const body = await readJson(req, createSearchSchema);
         const query = body.query?.trim() || undefined;
         if (body.reuseByQuery && query) {
-          const found = await findLatestByNormalizedQuery(pool, query);
+          const found = await findLatestByNormalizedQuery(pool, query, req.caller.userId);
           if (found) {
             const { search, hasStoredResults } = found;
             const fresh = app.clock.now() - Date.parse(search.updatedAt) <= SEARCH_CACHE_WINDOW_MS;
@@ -40,7 +40,7 @@ export function searchRoutes(app: AppContext): Route[] {
           }
         }
         const title = body.title?.trim() || undefined;
-        const search = await createSearch(pool, { title, query });
+        const search = await createSearch(pool, { title, query, owner: req.caller.userId });
         reply.json(200, { search, reused: false, cacheHit: false });
       },
     },
@@ -48,7 +48,7 @@ export function searchRoutes(app: AppContext): Route[] {
       method: 'GET',
       path: '/v1/searches/:searchId',
       handler: async (req, reply) => {
-        const search = await getSearchDetail(pool, req.params.searchId!);
+        const search = await getSearchDetail(pool, req.params.searchId!, req.caller.userId);
         if (!search) throw notFound(SEARCH_NOT_FOUND);
         reply.json(200, { search });
       },
@@ -57,7 +57,7 @@ export function searchRoutes(app: AppContext): Route[] {
       method: 'DELETE',
       path: '/v1/searches/:searchId',
       handler: async (req, reply) => {
-        if (!(await deleteSearch(pool, req.params.searchId!))) throw notFound(SEARCH_NOT_FOUND);
+        if (!(await deleteSearch(pool, req.params.searchId!, req.caller.userId))) throw notFound(SEARCH_NOT_FOUND);
         reply.json(200, { deleted: true });
       },
     },
@@ -67,7 +67,7 @@ export function searchRoutes(app: AppContext): Route[] {
       handler: async (req, reply) => {
         const { starred } = await readJson(req, starSchema);
         const id = req.params.searchId!;
-        const search = await starSearch(pool, id, starred);
+        const search = await starSearch(pool, id, starred, req.caller.userId);
         if (!search) throw notFound(SEARCH_NOT_FOUND);
         reply.json(200, { search });
       },

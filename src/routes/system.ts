@@ -3,8 +3,10 @@ import type { RunInfo } from '../../actors/runtime/registry.ts';
 import type { AppContext } from '../context.ts';
 import { badRequest } from '../http/errors.ts';
 import type { Route } from '../http/router.ts';
+import { ownRuns } from '../run-owners.ts';
 import type { ActiveRunsScope } from '../runs.ts';
 import { searchHistory } from '../store/history-search.ts';
+import { getUser } from '../store/users.ts';
 import { listWorkspaceItems } from '../store/workspace.ts';
 import { historyQuery } from './history-search.ts';
 
@@ -42,13 +44,19 @@ export function systemRoutes(app: AppContext): Route[] {
     {
       method: 'GET',
       path: '/v1/auth/session',
-      handler: (_req, reply) => reply.json(200, { authenticated: true, mode: app.config.ADMIN_TOKEN ? 'token' : 'open' }),
+      handler: async (req, reply) => {
+        if (!app.config.ADMIN_TOKEN) return reply.json(200, { authenticated: true, mode: 'open' });
+        const { userId, admin } = req.caller;
+        // A user deleted since this request was authenticated reads as their id.
+        const name = admin ? 'admin' : ((await getUser(app.pool, userId))?.name ?? userId);
+        reply.json(200, { authenticated: true, mode: 'token', user: { id: userId, name, admin } });
+      },
     },
     {
       method: 'GET',
       path: '/v1/active-runs',
       // The spec's meaning is this process; `?scope=cluster` lists every live instance's runs.
-      handler: async (req, reply) => reply.json(200, activeRuns(await app.runs.list(activeRunsScope(req.query.get('scope'))))),
+      handler: async (req, reply) => reply.json(200, activeRuns(await ownRuns(app, activeRunsScope(req.query.get('scope')), req.caller.userId))),
     },
     {
       method: 'GET',
@@ -60,7 +68,10 @@ export function systemRoutes(app: AppContext): Route[] {
       path: '/v1/workspace-items',
       handler: async (req, reply) => {
         const search = historyQuery(req.query);
-        const items = search ? await searchHistory(app.pool, search.q, search.limit) : await listWorkspaceItems(app.pool);
+        const owner = req.caller.userId;
+        const items = search
+          ? await searchHistory(app.pool, search.q, search.limit, undefined, owner)
+          : await listWorkspaceItems(app.pool, undefined, owner);
         reply.json(200, { items });
       },
     },

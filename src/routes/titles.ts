@@ -18,14 +18,17 @@ export function titleRoutes(app: AppContext): Route[] {
       path: '/v1/chats/title/suggest',
       handler: async (req, reply) => {
         const body = await readJson(req, suggestTitleSchema);
-        const chat = await getChat(pool, body.chatId);
+        const chat = await getChat(pool, body.chatId, req.caller.userId);
         if (!chat) throw notFound(CHAT_NOT_FOUND);
         if (chat.title?.trim()) return reply.json(200, { chat });
         if (!body.content.trim()) throw badRequest('content must not be blank: the title is made from it');
         if (!app.providers.has('provider_a')) throw TITLE_PROVIDER_MISSING(providerKeyVariable('provider_a'));
 
-        const request = { chatId: chat.id, content: body.content };
-        const started = await runs.start({ kind: 'title', key: chat.id, request, ifRunning: 'join', label: 'provider_a' });
+        await app.limits.checkTokens(req.caller);
+        const owner = req.caller.userId;
+        const request = { chatId: chat.id, content: body.content, owner };
+        // Not counted among the user's active runs (chat streams, completions and search runs are).
+        const started = await runs.start({ kind: 'title', key: chat.id, request, ifRunning: 'join', label: 'provider_a', owner });
         if (!started.ok) throw outcomeError(started);
         const result = await started.handle.result;
         if (!result.ok) throw outcomeError(result);

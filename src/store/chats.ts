@@ -16,6 +16,7 @@ import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { starJoin } from './stars-sql.ts';
 import { cleanText, isIssuedId, trimToNull } from './values.ts';
 import { noteRunWrites } from './first-analyze.ts';
+import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 export interface NewChat {
   /** Given when the caller must know the id before the row exists (a run registered under it); else a new UUID. */
@@ -32,6 +33,8 @@ export interface NewChat {
    * the chat, its input and the call). Needs `provider` and `model`.
    */
   call?: { id: string; instanceId: string | null };
+  /** The user the chat belongs to (the built-in admin when not given). */
+  owner?: string;
 }
 
 export interface ChatPatch {
@@ -68,10 +71,10 @@ function inputCtes(chat: string, provider: string, model: string, next: number, 
 const createChatSql = variants(
   (withMessages, withCall) => `WITH c AS (
        INSERT INTO chats (id, title, initiated_provider, initiated_model, last_used_provider, last_used_model,
-                          additional_system_prompt, enabled_tools, run_token)
-       VALUES ($1, $2, $3::text, $4::text, $3::text, $4::text, $5, $6::text[], ${withCall ? FIRST_RUN_TOKEN : 0})
+                          additional_system_prompt, enabled_tools, run_token, owner_id)
+       VALUES ($1, $2, $3::text, $4::text, $3::text, $4::text, $5, $6::text[], ${withCall ? FIRST_RUN_TOKEN : 0}, $7)
        RETURNING *
-     )${inputCtes('c', '$3::text', '$4::text', 7, withMessages, withCall)}
+     )${inputCtes('c', '$3::text', '$4::text', 8, withMessages, withCall)}
      SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`,
 );
 
@@ -108,6 +111,7 @@ function toStartRecord(input: NewChat): ChatStartRecord {
     msgs: messagesRows(input.messages ?? []),
     call_id: input.call.id,
     instance_id: input.call.instanceId,
+    owner_id: input.owner ?? ADMIN_USER_ID,
   };
 }
 
@@ -123,6 +127,7 @@ async function createChatAlone(db: Queryable, input: NewChat): Promise<ChatSumma
     model,
     trimToNull(input.additionalSystemPrompt),
     input.enabledTools,
+    input.owner ?? ADMIN_USER_ID,
   ];
   if (messages.length) params.push(messagesParam(messages));
   if (input.call) {
@@ -133,11 +138,12 @@ async function createChatAlone(db: Queryable, input: NewChat): Promise<ChatSumma
   return toChatSummary(rows[0]!);
 }
 
-const GET_CHAT = `${SUMMARY} FROM chats c ${starJoin('chat', 'c')} WHERE c.id = $1`;
+const GET_CHAT = `${SUMMARY} FROM chats c ${starJoin('chat', 'c')} WHERE c.id = $1 AND c.owner_id = $2`;
 
-export async function getChat(db: Queryable, id: string): Promise<ChatSummary | null> {
+/** The chat when it exists and belongs to `owner` (another user's chat reads as absent). */
+export async function getChat(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<ChatSummary | null> {
   if (!isIssuedId(id)) return null;
-  const { rows } = await db.query<ChatRow>(prepared(db, GET_CHAT), [id]);
+  const { rows } = await db.query<ChatRow>(prepared(db, GET_CHAT), [id, owner]);
   return rows[0] ? toChatSummary(rows[0]) : null;
 }
 
@@ -147,31 +153,32 @@ const GET_CHAT_DETAIL = `${SUMMARY},
               AS messages,
             ${lastRunSql('c')}
        FROM chats c ${starJoin('chat', 'c')}
-      WHERE c.id = $1`;
+      WHERE c.id = $1 AND c.owner_id = $2`;
 
 /** The chat with its transcript and its last run, read in one statement (one snapshot, one round trip). */
-export async function getChatDetail(db: Queryable, id: string): Promise<ChatDetail | null> {
+export async function getChatDetail(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<ChatDetail | null> {
   if (!isIssuedId(id)) return null;
-  const { rows } = await db.query<ChatRow & { messages: MessageRow[]; last_run: LastRunRow | null }>(prepared(db, GET_CHAT_DETAIL), [id]);
+  const { rows } = await db.query<ChatRow & { messages: MessageRow[]; last_run: LastRunRow | null }>(prepared(db, GET_CHAT_DETAIL), [id, owner]);
   const row = rows[0];
   return row ? { ...toChatSummary(row), messages: row.messages.map(toMessage), lastRun: toLastRun(row.last_run) } : null;
 }
 
 /** Newest updatedAt first. No limit unless given. */
-export async function listChats(db: Queryable, opts: { limit?: number } = {}): Promise<ChatSummary[]> {
+export async function listChats(db: Queryable, opts: { limit?: number; owner?: string } = {}): Promise<ChatSummary[]> {
   const { rows } = await db.query<ChatRow>(
     `${SUMMARY} FROM chats c ${starJoin('chat', 'c')}
+      WHERE c.owner_id = $2
       ORDER BY c.updated_at DESC, c.id DESC
       LIMIT $1`,
-    [opts.limit ?? null],
+    [opts.limit ?? null, opts.owner ?? ADMIN_USER_ID],
   );
   return rows.map(toChatSummary);
 }
 
 /** Applies the given settings and bumps updatedAt. Null when the chat does not exist. */
-export async function updateChat(db: Queryable, id: string, patch: ChatPatch): Promise<ChatSummary | null> {
+export async function updateChat(db: Queryable, id: string, patch: ChatPatch, owner = ADMIN_USER_ID): Promise<ChatSummary | null> {
   if (!isIssuedId(id)) return null;
-  const params: unknown[] = [id];
+  const params: unknown[] = [id, owner];
   const sets = ['updated_at = now()'];
   if (patch.title !== undefined) {
     const title = trimToNull(patch.title);
@@ -187,17 +194,17 @@ export async function updateChat(db: Queryable, id: string, patch: ChatPatch): P
     params.push(patch.enabledTools);
     sets.push(`enabled_tools = $${params.length}::text[]`);
   }
-  return oneChat(db, `UPDATE chats SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, params);
+  return oneChat(db, `UPDATE chats SET ${sets.join(', ')} WHERE id = $1 AND owner_id = $2 RETURNING *`, params);
 }
 
 /** Deletes the chat, its messages (cascade) and its project memberships. False when unknown. */
-export async function deleteChat(db: Queryable, id: string): Promise<boolean> {
+export async function deleteChat(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<boolean> {
   if (!isIssuedId(id)) return false;
   const { rows } = await db.query<{ n: number }>(
-    `WITH d AS (DELETE FROM chats WHERE id = $1 RETURNING id),
-          m AS (DELETE FROM project_members WHERE item_type = 'chat' AND item_id = $1)
+    `WITH d AS (DELETE FROM chats WHERE id = $1 AND owner_id = $2 RETURNING id),
+          m AS (DELETE FROM project_members WHERE item_type = 'chat' AND item_id IN (SELECT id FROM d))
      SELECT count(*)::int AS n FROM d`,
-    [id],
+    [id, owner],
   );
   return rows[0]!.n > 0;
 }
@@ -211,9 +218,9 @@ const continueChatSql = variants(
               initiated_provider = COALESCE(initiated_provider, $2::text),
               updated_at = now(),
               run_token = run_token + 1
-        WHERE id = $1
-        RETURNING id, run_token
-     )${inputCtes('chat', '$2::text', '$3::text', 4, withMessages, withCall)}
+        WHERE id = $1 AND owner_id = $4
+        RETURNING id, run_token, owner_id
+     )${inputCtes('chat', '$2::text', '$3::text', 5, withMessages, withCall)}
      SELECT max(run_token)::int AS token FROM chat`,
 );
 
@@ -233,6 +240,8 @@ export interface ContinueChat {
   model: string;
   messages: readonly NewMessage[];
   call: { id: string; instanceId: string | null } | null;
+  /** The user the chat belongs to: another user's chat reads as absent (the built-in admin when not given). */
+  owner?: string;
 }
 
 /**
@@ -241,7 +250,7 @@ export interface ContinueChat {
  */
 export async function startChatRun(db: Queryable, input: ContinueChat): Promise<number | null> {
   if (!isIssuedId(input.chatId)) return null;
-  const params: unknown[] = [input.chatId, input.provider, input.model];
+  const params: unknown[] = [input.chatId, input.provider, input.model, input.owner ?? ADMIN_USER_ID];
   if (input.messages.length) params.push(messagesParam(input.messages));
   if (input.call) params.push(input.call.id, input.call.instanceId);
   const { rows } = await db.query<{ token: number | null }>(prepared(db, continueChatSql(input.messages.length > 0, Boolean(input.call))), params);
@@ -252,19 +261,19 @@ export async function startChatRun(db: Queryable, input: ContinueChat): Promise<
  * Sets the title only while it is still empty, atomically, so a title set by the user while a
  * suggestion was generating is never overwritten. Returns the chat as it then is, or null if unknown.
  */
-export async function setChatTitleIfEmpty(db: Queryable, chatId: string, title: string): Promise<ChatSummary | null> {
+export async function setChatTitleIfEmpty(db: Queryable, chatId: string, title: string, owner = ADMIN_USER_ID): Promise<ChatSummary | null> {
   if (!isIssuedId(chatId)) return null;
   const clean = trimToNull(title);
-  if (clean === null) return getChat(db, chatId);
+  if (clean === null) return getChat(db, chatId, owner);
   const updated = await oneChat(
     db,
-    `UPDATE chats SET title = $2, updated_at = now() WHERE id = $1 AND COALESCE(btrim(title), '') = '' RETURNING *`,
-    [chatId, cleanText(clean)],
+    `UPDATE chats SET title = $2, updated_at = now() WHERE id = $1 AND owner_id = $3 AND COALESCE(btrim(title), '') = '' RETURNING *`,
+    [chatId, cleanText(clean), owner],
   );
   // Not updated: the chat has a title, or another call set one while this statement waited for its
   // row lock. Reading it in the same statement would use the snapshot from before that call committed
   // (READ COMMITTED takes one per statement) and hand back the old, empty title; a new statement sees it.
-  return updated ?? getChat(db, chatId);
+  return updated ?? getChat(db, chatId, owner);
 }
 
 /** Runs a data-modifying statement yielding chat rows and returns the first as a summary with its star. */

@@ -4,6 +4,7 @@
 // (Postgres splits q with the same parser it used on the documents, in history_tsquery) and only maps the
 // rows it gets back, cutting each snippet around the hit Postgres marked.
 import type { Queryable } from '../db/types.ts';
+import { ADMIN_USER_ID } from '../auth/caller.ts';
 import { sliceUnits } from '../text.ts';
 import type { ChatSummary, SearchSummary } from '../types.ts';
 import { toChatSummary, type ChatRow } from './chat-rows.ts';
@@ -50,23 +51,24 @@ const TQ = 'history_tsquery($1::text)';
 const SOURCES = `
   SELECT 'chat' AS type, c.id AS item_id, 'title' AS field, NULL::text AS message_id, 0::bigint AS place,
          ts_rank(to_tsvector('simple', c.title), ${TQ}, 1) AS rank
-    FROM (SELECT id, title FROM chats WHERE to_tsvector('simple', title) @@ ${TQ}
+    FROM (SELECT id, title FROM chats WHERE owner_id = $5 AND to_tsvector('simple', title) @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) c
   UNION ALL
   SELECT 'chat', m.chat_id, 'message', m.id, m.seq, ts_rank(m.search_tsv, ${TQ}, 1) * 0.5::real
-    FROM (SELECT id, chat_id, seq, search_tsv FROM messages WHERE search_tsv @@ ${TQ}
+    FROM (SELECT id, chat_id, seq, search_tsv FROM messages
+           WHERE search_tsv @@ ${TQ} AND chat_id IN (SELECT id FROM chats WHERE owner_id = $5)
            ORDER BY seq DESC LIMIT $4) m
   UNION ALL
   SELECT 'search', s.id, 'title', NULL, 0, ts_rank(to_tsvector('simple', s.title), ${TQ}, 1)
-    FROM (SELECT id, title FROM searches WHERE to_tsvector('simple', title) @@ ${TQ}
+    FROM (SELECT id, title FROM searches WHERE owner_id = $5 AND to_tsvector('simple', title) @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) s
   UNION ALL
   SELECT 'search', s.id, 'query', NULL, 1, ts_rank(to_tsvector('simple', s.query), ${TQ}, 1)
-    FROM (SELECT id, query FROM searches WHERE to_tsvector('simple', query) @@ ${TQ}
+    FROM (SELECT id, query FROM searches WHERE owner_id = $5 AND to_tsvector('simple', query) @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) s
   UNION ALL
   SELECT 'search', s.id, 'answer', NULL, 2, ts_rank(s.answer_tsv, ${TQ}, 1) * 0.5::real
-    FROM (SELECT id, answer_tsv FROM searches WHERE answer_tsv @@ ${TQ}
+    FROM (SELECT id, answer_tsv FROM searches WHERE owner_id = $5 AND answer_tsv @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) s`;
 
 const SEARCH_SQL = `
@@ -113,15 +115,15 @@ interface HitRow extends ChatRow, SearchSummaryRow {
  * always among the candidates. `candidates` is the bound per field (tests make it small; null, LIMIT NULL,
  * ranks every match, as before sql/008, for the bench to compare).
  */
-export async function searchHistory(db: Queryable, q: string, limit: number, candidates: number | null = CANDIDATES): Promise<HistoryItem[]> {
-  const { text, values } = historySearchStatement(q, limit, candidates);
+export async function searchHistory(db: Queryable, q: string, limit: number, candidates: number | null = CANDIDATES, owner = ADMIN_USER_ID): Promise<HistoryItem[]> {
+  const { text, values } = historySearchStatement(q, limit, candidates, owner);
   const { rows } = await db.query<HitRow>(text, values);
   return rows.map(toHistoryItem);
 }
 
 /** The one statement searchHistory sends (exported so a test can EXPLAIN it and see the indexes used). */
-export function historySearchStatement(q: string, limit: number, candidates: number | null = CANDIDATES): { text: string; values: unknown[] } {
-  return { text: SEARCH_SQL, values: [q, limit, HEADLINE_OPTIONS, candidates] };
+export function historySearchStatement(q: string, limit: number, candidates: number | null = CANDIDATES, owner = ADMIN_USER_ID): { text: string; values: unknown[] } {
+  return { text: SEARCH_SQL, values: [q, limit, HEADLINE_OPTIONS, candidates, owner] };
 }
 
 function toHistoryItem(row: HitRow): HistoryItem {

@@ -4,6 +4,7 @@
 import type { Queryable, QueryRunner } from '../db/types.ts';
 import type { RunStatus } from '../types.ts';
 import { toJson } from './values.ts';
+import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 const EXPIRED = `created_at < now() - interval '${IDEMPOTENCY_TTL_HOURS} hours'`;
@@ -16,6 +17,8 @@ export interface NewIdempotencyKey {
   mode: IdempotencyMode;
   chatId: string | null;
   callId: string | null;
+  /** Keys are per user: the same key from two users is two keys (the built-in admin when not given). */
+  owner?: string;
 }
 
 export interface IdempotencyRecord {
@@ -54,26 +57,26 @@ interface Row {
  */
 export async function claimIdempotencyKey(db: Queryable, input: NewIdempotencyKey): Promise<boolean> {
   const { rowCount } = await db.query(
-    `INSERT INTO idempotency_keys AS k (key, request_hash, mode, chat_id, call_id)
-     VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (key) DO UPDATE
+    `INSERT INTO idempotency_keys AS k (key, request_hash, mode, chat_id, call_id, owner_id)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (owner_id, key) DO UPDATE
         SET request_hash = EXCLUDED.request_hash, mode = EXCLUDED.mode, chat_id = EXCLUDED.chat_id,
             call_id = EXCLUDED.call_id, status = 'running', response = NULL, created_at = now()
       WHERE k.${EXPIRED}`,
-    [input.key, input.requestHash, input.mode, input.chatId, input.callId],
+    [input.key, input.requestHash, input.mode, input.chatId, input.callId, input.owner ?? ADMIN_USER_ID],
   );
   return rowCount === 1;
 }
 
 /** The live (unexpired) record of `key` with its LlmCall's status, or null. */
-export async function readIdempotencyKey(db: Queryable, key: string): Promise<IdempotencyRecord | null> {
+export async function readIdempotencyKey(db: Queryable, key: string, owner = ADMIN_USER_ID): Promise<IdempotencyRecord | null> {
   const { rows } = await db.query<Row>(
     `SELECT k.key, k.request_hash, k.mode, k.chat_id, k.call_id, k.status, k.response,
             (extract(epoch FROM now() - k.created_at) * 1000)::float8 AS age_ms,
             c.status AS call_status, c.error AS call_error
        FROM idempotency_keys k LEFT JOIN llm_calls c ON c.id = k.call_id
-      WHERE k.key = $1 AND NOT k.${EXPIRED}`,
-    [key],
+      WHERE k.owner_id = $2 AND k.key = $1 AND NOT k.${EXPIRED}`,
+    [key, owner],
   );
   const r = rows[0];
   if (!r) return null;
@@ -94,25 +97,29 @@ export async function readIdempotencyKey(db: Queryable, key: string): Promise<Id
 /** Records how the key's run ended. Only the owner (same call) can finish it. */
 export async function finishIdempotencyKey(
   db: Queryable,
-  input: { key: string; callId: string | null; status: Exclude<RunStatus, 'running'>; response: unknown },
+  input: { key: string; callId: string | null; status: Exclude<RunStatus, 'running'>; response: unknown; owner?: string },
 ): Promise<void> {
   await db.query(
     `UPDATE idempotency_keys SET status = $3, response = $4::jsonb
-      WHERE key = $1 AND call_id IS NOT DISTINCT FROM $2 AND status = 'running'`,
-    [input.key, input.callId, input.status, toJson(input.response)],
+      WHERE owner_id = $5 AND key = $1 AND call_id IS NOT DISTINCT FROM $2 AND status = 'running'`,
+    [input.key, input.callId, input.status, toJson(input.response), input.owner ?? ADMIN_USER_ID],
   );
 }
 
 /** Forgets a claim whose run never started (a 4xx/5xx before launch), so the key can be used again. */
-export async function releaseIdempotencyKey(db: Queryable, key: string, callId: string | null): Promise<void> {
-  await db.query(`DELETE FROM idempotency_keys WHERE key = $1 AND call_id IS NOT DISTINCT FROM $2 AND status = 'running'`, [key, callId]);
+export async function releaseIdempotencyKey(db: Queryable, key: string, callId: string | null, owner = ADMIN_USER_ID): Promise<void> {
+  await db.query(`DELETE FROM idempotency_keys WHERE owner_id = $3 AND key = $1 AND call_id IS NOT DISTINCT FROM $2 AND status = 'running'`, [
+    key,
+    callId,
+    owner,
+  ]);
 }
 
 /** Deletes up to `limit` expired rows, oldest first (an index range scan). Returns how many. */
 export async function purgeExpiredIdempotencyKeys(db: QueryRunner, limit = 1000): Promise<number> {
   const { rowCount } = await db.query(
     `DELETE FROM idempotency_keys
-      WHERE key IN (SELECT key FROM idempotency_keys WHERE ${EXPIRED} ORDER BY created_at LIMIT $1)`,
+      WHERE (owner_id, key) IN (SELECT owner_id, key FROM idempotency_keys WHERE ${EXPIRED} ORDER BY created_at LIMIT $1)`,
     [limit],
   );
   return rowCount ?? 0;

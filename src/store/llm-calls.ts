@@ -15,6 +15,8 @@ import { finishCalls, type FinishRecord, type FinishRow } from './run-groups.ts'
 import { cleanText, toJson } from './values.ts';
 import { noteRunWrites } from './first-analyze.ts';
 import { recoverLostCalls, type TransactionDb } from './recovery.ts';
+import { ADMIN_USER_ID } from '../auth/caller.ts';
+import { spentSql } from './day-tokens.ts';
 
 
 export { INTERRUPTED_ERROR } from './recovery.ts';
@@ -48,8 +50,9 @@ export interface FinishLlmCall {
  * expressions (parameters).
  */
 export function insertCallSql(chat: string, provider: string, model: string, id: string, instanceId: string): string {
-  return `INSERT INTO llm_calls (id, chat_id, provider, model, instance_id)
-          SELECT ${id}::text, ${chat}.id, ${provider}, ${model}, ${instanceId}::text FROM ${chat}`;
+  // The call belongs to whoever owns its chat.
+  return `INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id)
+          SELECT ${id}::text, ${chat}.id, ${provider}, ${model}, ${instanceId}::text, ${chat}.owner_id FROM ${chat}`;
 }
 
 /** Records a call as running and returns its id. */
@@ -63,16 +66,19 @@ export async function startLlmCall(
     instanceId?: string | null;
     /** `title`: a title suggestion, which chat.lastRun does not count as the chat's run. */
     purpose?: 'completion' | 'title';
+    /** The user whose usage the call is (the built-in admin when not given). */
+    owner?: string;
   },
 ): Promise<string> {
   const id = input.id ?? randomUUID();
-  await db.query(prepared(db, 'INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, purpose) VALUES ($1, $2, $3, $4, $5, $6)'), [
+  await db.query(prepared(db, 'INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, purpose, owner_id) VALUES ($1, $2, $3, $4, $5, $6, $7)'), [
     id,
     input.chatId,
     input.provider,
     input.model,
     input.instanceId ?? null,
     input.purpose ?? 'completion',
+    input.owner ?? ADMIN_USER_ID,
   ]);
   return id;
 }
@@ -98,8 +104,9 @@ const FINISH_WITH_MESSAGE = `WITH held AS (SELECT run_token FROM chats WHERE id 
                    latency_ms = $6::int, input_tokens = $7::int, output_tokens = $8::int, total_tokens = $9::int,
                    message_id = (SELECT id FROM msg)
              WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM stale)
-             RETURNING id
-          )
+             RETURNING id, owner_id, started_at, total_tokens
+          ),
+          spent AS (${spentSql('call')})
      SELECT msg.*, (SELECT count(*) FROM call)::int AS call_found, (SELECT count(*) FROM stale)::int AS stale
        FROM (SELECT 1) AS one LEFT JOIN msg ON true`;
 
@@ -172,11 +179,16 @@ export async function finishLlmCall(
   db: Queryable,
   input: { callId: string; usage: TokenUsage | null; latencyMs: number },
 ): Promise<boolean> {
-  const { rowCount } = await db.query(
-    prepared(db, `UPDATE llm_calls
-        SET status = 'succeeded', finished_at = now(), error = NULL, latency_ms = $2::int,
-            input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int
-      WHERE id = $1`),
+  const { rows } = await db.query<{ n: number }>(
+    prepared(db, `WITH call AS (
+       UPDATE llm_calls
+          SET status = 'succeeded', finished_at = now(), error = NULL, latency_ms = $2::int,
+              input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int
+        WHERE id = $1
+        RETURNING owner_id, started_at, total_tokens
+     ),
+     spent AS (${spentSql('call')})
+     SELECT count(*)::int AS n FROM call`),
     [
       input.callId,
       Math.round(input.latencyMs),
@@ -185,7 +197,7 @@ export async function finishLlmCall(
       input.usage?.totalTokens ?? null,
     ],
   );
-  return rowCount === 1;
+  return rows[0]!.n === 1;
 }
 
 /**

@@ -6,6 +6,7 @@ import type { Message, Role } from '../types.ts';
 import { FencedWriteError } from './fencing.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { cleanText, isIssuedId, toJson } from './values.ts';
+import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 export interface NewMessage {
   role: Role;
@@ -50,25 +51,32 @@ export function insertMessagesSql(chat: string, param: string): string {
  * Appends messages to a chat in order and bumps the chat's updatedAt, in one statement.
  * Returns null when the chat does not exist (nothing is written then). With `runToken` (a run's
  * write), only while the chat still holds that fencing token: else FencedWriteError, nothing written.
+ * Without it, only when the chat belongs to `owner`. A run's token was taken by a start that checked
+ * the owner, so it stands for the owner.
  */
 export async function appendMessages(
   db: Queryable,
   chatId: string,
   msgs: readonly NewMessage[],
   runToken: number | null = null,
+  owner = ADMIN_USER_ID,
 ): Promise<Message[] | null> {
   if (!isIssuedId(chatId)) return null;
   if (msgs.length === 0) {
-    const found = await db.query('SELECT 1 FROM chats WHERE id = $1', [chatId]);
+    const found = await db.query('SELECT 1 FROM chats WHERE id = $1 AND owner_id = $2', [chatId, owner]);
     return found.rowCount ? [] : null;
   }
   // The token is compared by the UPDATE itself, on the row's latest version under its lock, so a run
   // start that commits meanwhile is seen.
   const { rows } = await db.query<MessageRow>(
-    `WITH chat AS (UPDATE chats SET updated_at = now() WHERE id = $1 AND ($3::int IS NULL OR run_token = $3::int) RETURNING id),
+    `WITH chat AS (
+       UPDATE chats SET updated_at = now()
+        WHERE id = $1 AND CASE WHEN $3::int IS NULL THEN owner_id = $4 ELSE run_token = $3::int END
+        RETURNING id
+     ),
           ins AS (${insertMessagesSql('chat', '$2')})
      SELECT ${MESSAGE_COLUMNS} FROM ins ORDER BY seq`,
-    [chatId, messagesParam(msgs), runToken],
+    [chatId, messagesParam(msgs), runToken, owner],
   );
   if (rows.length) return rows.map(toMessage);
   if (runToken !== null && (await db.query('SELECT 1 FROM chats WHERE id = $1', [chatId])).rowCount) {

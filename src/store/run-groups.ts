@@ -9,6 +9,7 @@ import type { Queryable } from '../db/types.ts';
 import { chatColumns, type ChatRow } from './chat-rows.ts';
 import { FIRST_RUN_TOKEN } from './fencing.ts';
 import { MESSAGE_COLUMNS, type MessageRow } from './message-rows.ts';
+import { spentSql } from './day-tokens.ts';
 import { toJson } from './values.ts';
 
 /** A chat created by a run's start, as createChat's statement takes it (values already cleaned). */
@@ -23,6 +24,7 @@ export interface ChatStartRecord {
   msgs: unknown[];
   call_id: string;
   instance_id: string | null;
+  owner_id: string;
 }
 
 // `ord` keeps each member's rows in its own order; messages of one chat keep theirs (seq follows the
@@ -30,13 +32,13 @@ export interface ChatStartRecord {
 export const CREATE_CHATS = `WITH input AS (
        SELECT * FROM json_to_recordset($1::json)
          AS x(ord int, id text, title text, provider text, model text, prompt text, tools json, msgs json,
-              call_id text, instance_id text)
+              call_id text, instance_id text, owner_id text)
      ),
      c AS (
        INSERT INTO chats (id, title, initiated_provider, initiated_model, last_used_provider, last_used_model,
-                          additional_system_prompt, enabled_tools, run_token)
+                          additional_system_prompt, enabled_tools, run_token, owner_id)
        SELECT id, title, provider, model, provider, model, prompt,
-              ARRAY(SELECT json_array_elements_text(tools)), ${FIRST_RUN_TOKEN}
+              ARRAY(SELECT json_array_elements_text(tools)), ${FIRST_RUN_TOKEN}, owner_id
          FROM input ORDER BY ord
        RETURNING *
      ),
@@ -47,8 +49,8 @@ export const CREATE_CHATS = `WITH input AS (
         ORDER BY i.ord, m.ord
      ),
      call AS (
-       INSERT INTO llm_calls (id, chat_id, provider, model, instance_id)
-       SELECT call_id, id, provider, model, instance_id FROM input
+       INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id)
+       SELECT call_id, id, provider, model, instance_id, owner_id FROM input
      )
      SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`;
 
@@ -115,8 +117,9 @@ export const FINISH_MANY = `WITH input AS (
               latency_ms = ok.latency, input_tokens = ok.input_tokens, output_tokens = ok.output_tokens,
               total_tokens = ok.total_tokens, message_id = (SELECT msg.id FROM msg WHERE msg.id = ok.msg_id)
          FROM ok WHERE l.id = ANY (ARRAY(SELECT call_id FROM ok)) AND l.id = ok.call_id
-       RETURNING l.id
-     )
+       RETURNING l.id, l.owner_id, l.started_at, l.total_tokens
+     ),
+     spent AS (${spentSql('call')})
      SELECT i.ord, msg.*,
             (SELECT count(*) FROM call WHERE call.id = i.call_id)::int AS call_found,
             (SELECT count(*) FROM stale WHERE stale.ord = i.ord)::int AS stale,

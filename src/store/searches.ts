@@ -6,6 +6,7 @@ import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } fr
 import { searchDetailColumns, searchSummaryColumns, toSearchDetail, toSearchSummary, type SearchDetailRow, type SearchSummaryRow } from './search-rows.ts';
 import { starJoin } from './stars-sql.ts';
 import { cleanText, isIssuedId, toJson, trimToNull } from './values.ts';
+import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 /** One run's outcome, stored over the previous one. `requestId` is null when the search call failed. */
 export type SearchRun = Pick<
@@ -38,54 +39,57 @@ const DETAIL = `SELECT ${searchDetailColumns('s')}, star.created_at AS starred_a
 
 export async function createSearch(
   db: Queryable,
-  input: { title?: string | null; query?: string | null } = {},
+  input: { title?: string | null; query?: string | null; owner?: string } = {},
 ): Promise<SearchSummary> {
   const query = trimToNull(input.query);
   const { rows } = await db.query<SearchSummaryRow>(
-    `INSERT INTO searches (id, title, query, normalized_query) VALUES ($1, $2, $3, $4)
+    `INSERT INTO searches (id, title, query, normalized_query, owner_id) VALUES ($1, $2, $3, $4, $5)
      RETURNING ${searchSummaryColumns('searches')}, NULL::timestamptz AS starred_at`,
-    [randomUUID(), trimToNull(input.title), query, query === null ? null : normalizeQuery(query)],
+    [randomUUID(), trimToNull(input.title), query, query === null ? null : normalizeQuery(query), input.owner ?? ADMIN_USER_ID],
   );
   return toSearchSummary(rows[0]!);
 }
 
-export async function getSearch(db: Queryable, id: string): Promise<SearchSummary | null> {
+/** The search when it exists and belongs to `owner` (another user's search reads as absent). */
+export async function getSearch(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<SearchSummary | null> {
   if (!isIssuedId(id)) return null;
   const { rows } = await db.query<SearchSummaryRow>(
-    `${SUMMARY} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1`,
-    [id],
+    `${SUMMARY} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1 AND s.owner_id = $2`,
+    [id, owner],
   );
   return rows[0] ? toSearchSummary(rows[0]) : null;
 }
 
 /** The search with its stored run; a search never run gets the spec's string defaults ('' and 0). */
-export async function getSearchDetail(db: Queryable, id: string): Promise<SearchDetail | null> {
+export async function getSearchDetail(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<SearchDetail | null> {
   if (!isIssuedId(id)) return null;
-  const { rows } = await db.query<SearchDetailRow>(`${DETAIL} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1`, [
+  const { rows } = await db.query<SearchDetailRow>(`${DETAIL} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1 AND s.owner_id = $2`, [
     id,
+    owner,
   ]);
   return rows[0] ? toSearchDetail(rows[0]) : null;
 }
 
 /** Newest updatedAt first. No limit unless given. */
-export async function listSearches(db: Queryable, opts: { limit?: number } = {}): Promise<SearchSummary[]> {
+export async function listSearches(db: Queryable, opts: { limit?: number; owner?: string } = {}): Promise<SearchSummary[]> {
   const { rows } = await db.query<SearchSummaryRow>(
     `${SUMMARY} FROM searches s ${starJoin('search', 's')}
+      WHERE s.owner_id = $2
       ORDER BY s.updated_at DESC, s.id DESC
       LIMIT $1`,
-    [opts.limit ?? null],
+    [opts.limit ?? null, opts.owner ?? ADMIN_USER_ID],
   );
   return rows.map(toSearchSummary);
 }
 
 /** Deletes the search and its project memberships. False when unknown. */
-export async function deleteSearch(db: Queryable, id: string): Promise<boolean> {
+export async function deleteSearch(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<boolean> {
   if (!isIssuedId(id)) return false;
   const { rows } = await db.query<{ n: number }>(
-    `WITH d AS (DELETE FROM searches WHERE id = $1 RETURNING id),
-          m AS (DELETE FROM project_members WHERE item_type = 'search' AND item_id = $1)
+    `WITH d AS (DELETE FROM searches WHERE id = $1 AND owner_id = $2 RETURNING id),
+          m AS (DELETE FROM project_members WHERE item_type = 'search' AND item_id IN (SELECT id FROM d))
      SELECT count(*)::int AS n FROM d`,
-    [id],
+    [id, owner],
   );
   return rows[0]!.n > 0;
 }
@@ -94,17 +98,17 @@ export async function deleteSearch(db: Queryable, id: string): Promise<boolean> 
  * The most recently updated search whose query normalizes to the same text (`query` is normalized
  * here, so raw input is fine), without loading its results. Null when none.
  */
-export async function findLatestByNormalizedQuery(db: Queryable, query: string): Promise<ReusableSearch | null> {
+export async function findLatestByNormalizedQuery(db: Queryable, query: string, owner = ADMIN_USER_ID): Promise<ReusableSearch | null> {
   const normalized = normalizeQuery(query);
   if (!normalized) return null;
   const { rows } = await db.query<SearchSummaryRow & { has_results: boolean }>(
     `${SUMMARY},
             (jsonb_array_length(s.results) > 0 OR COALESCE(s.answer_text, '') <> '') AS has_results
        FROM searches s ${starJoin('search', 's')}
-      WHERE s.normalized_query = $1
+      WHERE s.owner_id = $2 AND s.normalized_query = $1
       ORDER BY s.updated_at DESC, s.id DESC
       LIMIT 1`,
-    [normalized],
+    [normalized, owner],
   );
   const row = rows[0];
   return row ? { search: toSearchSummary(row), hasStoredResults: row.has_results } : null;
@@ -120,7 +124,7 @@ export async function markSearchRunning(db: Queryable, id: string, instanceId: s
 }
 
 /** Stores a run, replacing the previous results and answer, and bumps updatedAt. Null when unknown. */
-export async function saveSearchRun(db: Queryable, id: string, run: SearchRun): Promise<SearchDetail | null> {
+export async function saveSearchRun(db: Queryable, id: string, run: SearchRun, owner = ADMIN_USER_ID): Promise<SearchDetail | null> {
   if (!isIssuedId(id)) return null;
   const query = cleanText(run.query.trim());
   const { rows } = await db.query<SearchDetailRow>(
@@ -130,7 +134,7 @@ export async function saveSearchRun(db: Queryable, id: string, run: SearchRun): 
               request_id = $5, latency_ms = $6::int, error = $7, answer_text = $8, answer_request_id = $9,
               answer_citations = $10::jsonb, answer_error = $11, results = $12::jsonb,
               last_run_at = now(), updated_at = now(), run_instance_id = NULL, run_started_at = NULL
-        WHERE id = $1
+        WHERE id = $1 AND owner_id = $13
         RETURNING *
      )
      ${DETAIL} FROM s ${starJoin('search', 's')}`,
@@ -147,6 +151,7 @@ export async function saveSearchRun(db: Queryable, id: string, run: SearchRun): 
       toJson(run.answerCitations ?? []),
       cleanText(run.answerError),
       toJson(run.results ?? []),
+      owner,
     ],
   );
   return rows[0] ? toSearchDetail(rows[0]) : null;

@@ -5,26 +5,29 @@ import type { WorkspaceItem } from '../types.ts';
 import { chatColumns, toChatSummary, type ChatRow } from './chat-rows.ts';
 import { toSearchSummary } from './search-rows.ts';
 import { starJoin } from './stars-sql.ts';
+import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 /** The spec's cap, per kind. */
 export const WORKSPACE_LIMIT = 100;
 
 type WorkspaceRow = ChatRow & { type: 'chat' | 'search'; query: string | null };
 
-export async function listWorkspaceItems(db: Queryable, limitPerType = WORKSPACE_LIMIT): Promise<WorkspaceItem[]> {
+export async function listWorkspaceItems(db: Queryable, limitPerType = WORKSPACE_LIMIT, owner = ADMIN_USER_ID): Promise<WorkspaceItem[]> {
   const { rows } = await db.query<WorkspaceRow>(
     `(SELECT 'chat' AS type, ${chatColumns('c')}, NULL::text AS query, star.created_at AS starred_at
         FROM chats c ${starJoin('chat', 'c')}
+       WHERE c.owner_id = $2
        ORDER BY c.updated_at DESC, c.id DESC
        LIMIT $1)
      UNION ALL
      (SELECT 'search', s.id, s.title, s.created_at, s.updated_at, NULL, NULL, NULL, NULL, NULL, NULL,
              s.query, star.created_at
         FROM searches s ${starJoin('search', 's')}
+       WHERE s.owner_id = $2
        ORDER BY s.updated_at DESC, s.id DESC
        LIMIT $1)
      ORDER BY updated_at DESC, id DESC`,
-    [limitPerType],
+    [limitPerType, owner],
   );
   return rows.map((row): WorkspaceItem =>
     row.type === 'chat'

@@ -142,7 +142,12 @@ describe('token mode', () => {
 
   it('the right token passes and the session reports token mode', async () => {
     const auth = { authorization: 'Bearer s3cret' };
-    assert.deepEqual((await t.call('GET', '/v1/auth/session', undefined, auth)).body, { authenticated: true, mode: 'token' });
+    // `user` is additive (ARCHITECTURE.md, "Users"): the admin token is the built-in admin, users or not.
+    assert.deepEqual((await t.call('GET', '/v1/auth/session', undefined, auth)).body, {
+      authenticated: true,
+      mode: 'token',
+      user: { id: 'admin', name: 'admin', admin: true },
+    });
     assert.equal((await t.call('GET', '/v1/chats', undefined, auth)).status, 200);
   });
 });

@@ -16,7 +16,7 @@ describe('Admission', () => {
     assert.equal(a.admit(2)?.outcome, 'capacity', 'capacity is the more precise reason');
     a.drain();
     assert.deepEqual(a.admit(0), { ok: false, outcome: 'draining', message: 'server is draining' });
-    assert.deepEqual(a.refused, { capacity: 2, overload: 1, draining: 1 });
+    assert.deepEqual(a.refused, { capacity: 2, overload: 1, draining: 1, user_runs: 0, user_tokens: 0 });
   });
 
   it('OVERLOAD_LAG_MS=0 never refuses for lag', () => {

@@ -1,0 +1,19 @@
+// Who is calling: every request's bearer token resolved once, before its handler, into the user whose
+// workspace it acts in. Stores take `userId` as the owner of what they read and write.
+
+/** The built-in user of the ADMIN_TOKEN (and of open mode): owner of everything stored before users existed. */
+export const ADMIN_USER_ID = 'admin';
+
+export interface Caller {
+  userId: string;
+  /** The operator (ADMIN_TOKEN, or open mode): may manage users and read /metrics; has no limits. */
+  admin: boolean;
+  /** The user's own limits as stored (null: the service-wide default); the admin's are never applied. */
+  maxActiveRuns: number | null;
+  tokensPerDay: number | null;
+}
+
+export const ADMIN_CALLER: Caller = Object.freeze({ userId: ADMIN_USER_ID, admin: true, maxActiveRuns: null, tokensPerDay: null });
+
+/** What a public route (health, readiness, the web client) runs as: an owner of nothing. */
+export const PUBLIC_CALLER: Caller = Object.freeze({ userId: '', admin: false, maxActiveRuns: null, tokensPerDay: null });

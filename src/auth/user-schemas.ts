@@ -1,0 +1,14 @@
+// Request bodies of the user endpoints (ARCHITECTURE.md, "Users"), as zod schemas: each problem is
+// reported under the field's own name.
+import { z } from 'zod';
+
+const name = z.string({ error: 'must be a string' }).trim().min(1, 'must not be blank').max(100, 'must be at most 100 characters');
+const limit = z.number({ error: 'must be an integer ≥ 1 or null' }).int('must be an integer ≥ 1 or null').min(1, 'must be an integer ≥ 1 or null').nullable();
+
+export const createUserSchema = z.object({ name, maxActiveRuns: limit.optional(), tokensPerDay: limit.optional() });
+export const patchUserSchema = z.object({
+  name: name.optional(),
+  maxActiveRuns: limit.optional(),
+  tokensPerDay: limit.optional(),
+  disabled: z.boolean({ error: 'must be a boolean' }).optional(),
+});

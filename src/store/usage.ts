@@ -1,0 +1,31 @@
+// GET /v1/usage: one user's LlmCalls per UTC day, provider and model, read through the owner's
+// (owner_id, started_at) index.
+import type { Queryable } from '../db/types.ts';
+
+export interface UsageRow {
+  day: string;
+  provider: string;
+  model: string;
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+}
+
+/** The last `days` UTC days (today included), newest day first, then provider and model. */
+export async function usageByDay(db: Queryable, owner: string, days: number): Promise<UsageRow[]> {
+  const { rows } = await db.query<UsageRow>(
+    `SELECT to_char((started_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS day, provider, model,
+            count(*)::int AS calls,
+            COALESCE(sum(input_tokens), 0)::int AS "inputTokens",
+            COALESCE(sum(output_tokens), 0)::int AS "outputTokens",
+            COALESCE(sum(total_tokens), 0)::int AS "totalTokens"
+       FROM llm_calls
+      WHERE owner_id = $1
+        AND started_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $2::int - 1)) AT TIME ZONE 'UTC'
+      GROUP BY 1, 2, 3
+      ORDER BY 1 DESC, 2, 3`,
+    [owner, days],
+  );
+  return rows;
+}

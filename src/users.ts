@@ -1,0 +1,103 @@
+// What users mean beyond the database: a revoked user's cached keys stop resolving and a deleted user's
+// runs end, on this instance at once and on every other one through the cluster; and each user's limits
+// (ARCHITECTURE.md, "Users", Limits): runs going at once, cluster-wide (counted by the run registry,
+// src/runs.ts), and tokens per UTC day (user_day_tokens). The admin has none. Runs already going are
+// never cut by a limit: only starts are refused.
+import type { Logger } from 'pino';
+import type { RunSupervisor } from '../actors/runs.ts';
+import type { Admission } from './admission.ts';
+import type { Caller } from './auth/caller.ts';
+import type { Callers } from './auth/callers.ts';
+import type { Cluster } from './cluster/cluster.ts';
+import type { Config } from './config.ts';
+import type { Queryable } from './db/types.ts';
+import { USER_TOKENS_EXHAUSTED } from './http/errors.ts';
+import { tokensToday } from './store/day-tokens.ts';
+
+export const USER_DELETED_MESSAGE = 'run cancelled: user deleted';
+const TOPIC = 'users';
+
+interface Revocation {
+  userId: string;
+  /** The user is gone: their runs end too. */
+  deleted: boolean;
+}
+
+export class UserRevocations {
+  private readonly callers: Callers;
+  private readonly supervisor: RunSupervisor;
+  private readonly log: Logger;
+  private cluster: Cluster | null = null;
+
+  constructor(callers: Callers, supervisor: RunSupervisor, log: Logger) {
+    this.callers = callers;
+    this.supervisor = supervisor;
+    this.log = log;
+  }
+
+  /** Cluster mode: hear the other instances' revocations. Missed ones (Redis was away) forget every key. */
+  async useCluster(cluster: Cluster): Promise<void> {
+    await cluster.listenTo(
+      TOPIC,
+      (raw) => {
+        try {
+          this.apply(JSON.parse(raw) as Revocation);
+        } catch (err) {
+          this.log.warn({ err }, 'bad user revocation message');
+        }
+      },
+      () => this.callers.revokeAll(),
+    );
+    this.cluster = cluster;
+  }
+
+  /** The user's keys changed or went (rotation, disabling, deletion): applied here, then announced. */
+  async revoke(userId: string, deleted: boolean): Promise<void> {
+    const r: Revocation = { userId, deleted };
+    this.apply(r);
+    // Peers that miss it (Redis down) drop the key when their cache entry ages out.
+    await this.cluster?.broadcast(TOPIC, JSON.stringify(r)).catch((err: unknown) => this.log.warn({ err, userId }, 'user revocation not announced to the cluster'));
+  }
+
+  private apply(r: Revocation): void {
+    if (typeof r.userId !== 'string') return;
+    this.callers.revoke(r.userId);
+    if (r.deleted) this.supervisor.cancelOwned(r.userId, 'fenced', USER_DELETED_MESSAGE);
+  }
+}
+
+export const TOKEN_BUDGET_MESSAGE = 'daily token budget exhausted';
+
+export class UserLimits {
+  private readonly config: Pick<Config, 'USER_MAX_ACTIVE_RUNS' | 'USER_TOKENS_PER_DAY'>;
+  private readonly db: Queryable;
+  private readonly admission: Pick<Admission, 'refusedForUser'>;
+
+  constructor(config: Pick<Config, 'USER_MAX_ACTIVE_RUNS' | 'USER_TOKENS_PER_DAY'>, db: Queryable, admission: Pick<Admission, 'refusedForUser'>) {
+    this.config = config;
+    this.db = db;
+    this.admission = admission;
+  }
+
+  /** The start options that make the registry count the run against its owner's limit. */
+  runOptions(caller: Caller): { owner: string; ownerLimit?: number } {
+    if (caller.admin) return { owner: caller.userId };
+    return { owner: caller.userId, ownerLimit: caller.maxActiveRuns ?? this.config.USER_MAX_ACTIVE_RUNS };
+  }
+
+  /**
+   * Rejects with the 429 when the caller's LlmCalls of this UTC day have reached their budget (a run
+   * that calls a model). Null, synchronously, when the caller has no budget: a start without one
+   * reads nothing and awaits nothing.
+   */
+  checkTokens(caller: Caller): Promise<void> | null {
+    if (caller.admin) return null;
+    const budget = caller.tokensPerDay ?? this.config.USER_TOKENS_PER_DAY;
+    if (budget === undefined) return null;
+    return tokensToday(this.db, caller.userId).then((used) => {
+      if (used < budget) return;
+      this.admission.refusedForUser('user_tokens');
+      throw USER_TOKENS_EXHAUSTED(TOKEN_BUDGET_MESSAGE);
+    });
+  }
+}
