@@ -1,4 +1,4 @@
-// Single sign-on tokens against a real JWKS over HTTP (test/auth/jwks-server.ts). Time is the
+// Single sign-on tokens against a real JWKS over HTTP (test/helpers/jwks-server.ts). Time is the
 // verifier's injected clock, so expiry, leeway and the refetch window are decided by counts and
 // claims, never by waiting.
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { SignJWT, base64url } from 'jose';
 import { createJwtVerifier, type JwtVerifier, type JwtVerifierOptions } from '../../src/auth/jwt.ts';
-import { AUDIENCE, ISSUER, capturedLog, sign, startJwksServer, testKey, type JwksServer, type TestKey } from './jwks-server.ts';
+import { AUDIENCE, ISSUER, capturedLog, sign, startJwksServer, testKey, type JwksServer, type TestKey } from '../helpers/jwks-server.ts';
 
 let rsa: TestKey;
 let ec: TestKey;
