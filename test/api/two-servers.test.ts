@@ -69,6 +69,7 @@ describe('two servers in one process', () => {
       'listener',
       'models',
       'overload lag',
+      'callers',
       'supervisor',
       'sse streams',
       'cluster',
