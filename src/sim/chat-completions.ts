@@ -22,7 +22,7 @@ export async function handleChat(ctx: Ctx): Promise<void> {
   if (input.invalid) return openaiError(ctx.res, 400, { message: input.message, param: input.param, code: input.code });
   const p = plan(input.conv, ctx.state.defaultReply);
   const d = p.directive;
-  if (!(await delayUnlessClosed(ctx.res, d.firstByteDelayMs ?? 0))) return;
+  if (!(await delayUnlessClosed(ctx.res, d.firstByteDelayMs ?? 0)) || !(await ctx.state.gates.pass(ctx.res, d.gate))) return;
   const status = scriptedStatus(d, ctx.retryCount);
   if (status !== null) return openaiError(ctx.res, status, { message: openaiScriptedMessage(status) }, retryHeaders(d));
   new ChatRun(ctx, input, p).run();

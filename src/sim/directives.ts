@@ -24,6 +24,8 @@ export interface Directive {
   failAfter?: number;
   failMode?: FailMode;
   firstByteDelayMs?: number;
+  /** Held (after any delay) before the status line until the test opens the gate of this name. */
+  gate?: string;
   custom?: boolean;
   usage?: { input?: number; output?: number };
   echoSystem?: boolean;
@@ -32,6 +34,8 @@ export interface Directive {
   answerStatus?: number;
   searchDelayMs?: number;
   answerDelayMs?: number;
+  searchGate?: string;
+  answerGate?: string;
 }
 
 export interface ParsedDirective {
@@ -63,9 +67,11 @@ const NUMBER_FIELDS = [
   'answerDelayMs',
 ] as const;
 const BOOL_FIELDS = ['stamp', 'custom', 'echoSystem', 'echoInput'] as const;
+const GATE_FIELDS = ['gate', 'searchGate', 'answerGate'] as const;
 const KNOWN = new Set<string>([
   ...NUMBER_FIELDS,
   ...BOOL_FIELDS,
+  ...GATE_FIELDS,
   'reply',
   'tools',
   'failMode',
@@ -102,6 +108,9 @@ function validate(raw: unknown): Directive | string {
   }
   for (const k of BOOL_FIELDS) {
     if (raw[k] !== undefined && typeof raw[k] !== 'boolean') return `'${k}' must be a boolean`;
+  }
+  for (const k of GATE_FIELDS) {
+    if (raw[k] !== undefined && (typeof raw[k] !== 'string' || raw[k] === '')) return `'${k}' must be a non-empty string`;
   }
   if (raw.reply !== undefined && typeof raw.reply !== 'string') return `'reply' must be a string`;
   if (raw.deltas !== undefined && (!Number.isInteger(raw.deltas) || (raw.deltas as number) < 1)) {

@@ -29,7 +29,7 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
   if (input.invalid) return anthropicError(res, 400, input.message);
   const p = plan(input.conv, ctx.state.defaultReply);
   const d = p.directive;
-  if (!(await delayUnlessClosed(res, d.firstByteDelayMs ?? 0))) return;
+  if (!(await delayUnlessClosed(res, d.firstByteDelayMs ?? 0)) || !(await ctx.state.gates.pass(res, d.gate))) return;
   const status = scriptedStatus(d, ctx.retryCount);
   if (status !== null) return anthropicError(res, status, anthropicScriptedMessage(status), undefined, retryHeaders(d));
   new MessageRun(ctx, input, p).run();

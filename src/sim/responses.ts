@@ -19,7 +19,7 @@ export async function handleResponses(ctx: Ctx): Promise<void> {
   }
   const p = plan({ system: input.system, turns: input.turns }, ctx.state.defaultReply);
   const d = p.directive;
-  if (!(await delayUnlessClosed(ctx.res, d.firstByteDelayMs ?? 0))) return;
+  if (!(await delayUnlessClosed(ctx.res, d.firstByteDelayMs ?? 0)) || !(await ctx.state.gates.pass(ctx.res, d.gate))) return;
   const status = scriptedStatus(d, ctx.retryCount);
   if (status !== null) {
     return openaiError(ctx.res, status, { message: openaiScriptedMessage(status) }, retryHeaders(d));
