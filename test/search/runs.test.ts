@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { apiDatabases, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 /** A unique query with an optional engine directive (the simulator reads `SIM {…}` from the query). */
 function query(label: string, directive?: Record<string, unknown>): string {
@@ -25,12 +26,11 @@ for (const db of apiDatabases()) {
       t.sim.requests.filter((r) => r.upstream === 'engine_a' && r.path.endsWith(what) && r.body?.query === q);
     const names = (events: SseEvent[]) => events.map((e) => e.event);
     const activeSearches = async () => (await t.call('GET', '/v1/active-runs')).body.searches as string[];
-    // Which engine call answers first is decided by a simulator gate the test opens on an event.
-    const gate = () => `g-${randomUUID().slice(0, 8)}`;
+    // Which engine call answers first is decided by a simulator gate the test opens on a frame.
     const openOn = (event: string, name: string) => (ev: SseEvent) => (ev.event === event && t.sim.openGate(name), false);
 
     it('streams search_results, then answer, then done with the stored search', async () => {
-      const g = gate();
+      const g = gateName();
       const q = query('event order', { answerDelayMs: 250, answerGate: g });
       const s = await newSearch({ query: q });
       const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: openOn('search_results', g) });
@@ -59,7 +59,7 @@ for (const db of apiDatabases()) {
     });
 
     it('emits answer first when the search is the slower call', async () => {
-      const g = gate();
+      const g = gateName();
       const s = await newSearch({ query: query('slow search', { searchGate: g }) });
       const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: openOn('answer', g) });
       assert.deepEqual(names(r.events), ['answer', 'search_results', 'done']);
@@ -108,7 +108,7 @@ for (const db of apiDatabases()) {
     });
 
     it('a second run/stream attaches to the running one: one engine request, the same events', async () => {
-      const g = gate();
+      const g = gateName();
       const q = query('two streams', { searchGate: g });
       const s = await newSearch({ query: q });
       const path = `/v1/searches/${s.id}/run/stream`;
@@ -131,7 +131,7 @@ for (const db of apiDatabases()) {
     });
 
     it('attach during a slow run replays what happened, then follows live to done', async () => {
-      const g = gate();
+      const g = gateName();
       const q = query('attach', { searchGate: g });
       const s = await newSearch({ query: q });
       const seen: SseEvent[] = [];
@@ -193,7 +193,7 @@ for (const db of apiDatabases()) {
     });
 
     it('search fails, answer works: search_error and answer, stored error, whole run is 200', async () => {
-      const g = gate();
+      const g = gateName();
       const s = await newSearch({ query: query('half', { searchStatus: 500, answerGate: g }) });
       const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: openOn('search_error', g) });
       assert.deepEqual(names(r.events), ['search_error', 'answer', 'done']);
@@ -207,7 +207,7 @@ for (const db of apiDatabases()) {
     });
 
     it('answer fails, search works: answer_error and search_results', async () => {
-      const g = gate();
+      const g = gateName();
       const s = await newSearch({ query: query('other half', { answerStatus: 429, answerGate: g }) });
       const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: openOn('search_results', g) });
       assert.deepEqual(names(r.events), ['search_results', 'answer_error', 'done']);
@@ -230,14 +230,14 @@ for (const db of apiDatabases()) {
       assert.deepEqual(stored.results, []);
       assert.equal(stored.answerText, null);
 
-      const g = gate();
+      const g = gateName();
       const r = await t.stream(`/v1/searches/${s.id}/run/stream`, { query: query('both', { ...failing, answerGate: g }) }, { stopAfter: openOn('search_error', g) });
       assert.deepEqual(names(r.events), ['search_error', 'answer_error', 'error']);
       assert.equal(r.events[2]!.data.message, whole.body.message);
     });
 
     it('a client disconnect leaves the run going; its final state is stored', async () => {
-      const g = gate();
+      const g = gateName();
       const q = query('disconnect', { searchGate: g });
       const s = await newSearch({ query: q });
       const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: (ev) => ev.event === 'answer' });
