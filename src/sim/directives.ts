@@ -26,6 +26,8 @@ export interface Directive {
   firstByteDelayMs?: number;
   /** Held (after any delay) before the status line until the test opens the gate of this name. */
   gate?: string;
+  /** With `gate`: a stream sends this many deltas first and holds there instead. */
+  gateAfter?: number;
   custom?: boolean;
   usage?: { input?: number; output?: number };
   echoSystem?: boolean;
@@ -61,6 +63,7 @@ const NUMBER_FIELDS = [
   'failAttempts',
   'failAfter',
   'firstByteDelayMs',
+  'gateAfter',
   'searchStatus',
   'answerStatus',
   'searchDelayMs',
@@ -112,6 +115,7 @@ function validate(raw: unknown): Directive | string {
   for (const k of GATE_FIELDS) {
     if (raw[k] !== undefined && (typeof raw[k] !== 'string' || raw[k] === '')) return `'${k}' must be a non-empty string`;
   }
+  if (raw.gateAfter !== undefined && raw.gate === undefined) return `'gateAfter' needs a 'gate'`;
   if (raw.reply !== undefined && typeof raw.reply !== 'string') return `'reply' must be a string`;
   if (raw.deltas !== undefined && (!Number.isInteger(raw.deltas) || (raw.deltas as number) < 1)) {
     return `'deltas' must be a positive integer`;

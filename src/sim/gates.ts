@@ -2,6 +2,14 @@
 // two calls answers first, or that a call is still in flight while the test acts, is decided by the
 // test, not by a delay that a loaded machine can outrun.
 import type { ServerResponse } from 'node:http';
+import type { Directive } from './directives.ts';
+import { delayUnlessClosed } from './http.ts';
+
+/** Before a provider's status line: the scripted delay, then its gate unless that holds mid-stream. */
+export async function beforeStatus(res: ServerResponse, gates: Gates, d: Directive): Promise<boolean> {
+  if (!(await delayUnlessClosed(res, d.firstByteDelayMs ?? 0))) return false;
+  return gates.pass(res, d.gateAfter === undefined ? d.gate : undefined);
+}
 
 export class Gates {
   private readonly opened = new Set<string>();
