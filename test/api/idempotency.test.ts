@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { metric } from '../helpers/drain.ts';
 import { readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 const body = (content: string, extra: Record<string, unknown> = {}) => ({
   provider: 'provider_c',
@@ -46,7 +48,9 @@ for (const threads of [0, 2]) {
 
     it('a stream retried while its run is active attaches to it: the same text, one run', async () => {
       const key = randomUUID();
-      const b = body(sim({ deltas: 30, rate: 30 }, 'attach me'));
+      // Held after its first delta until the retry is attached (its replay has come).
+      const gate = gateName();
+      const b = body(sim({ deltas: 30, rate: 30, gate, gateAfter: 1 }, 'attach me'));
       const calls = providerCalls();
       const res = await fetch(`${t.url}/v1/chat-completions/stream`, {
         method: 'POST',
@@ -57,7 +61,8 @@ for (const threads of [0, 2]) {
       let retry: Promise<StreamResult> | undefined;
       const one = {
         events: await readSse(res, new AbortController(), undefined, (ev) => {
-          if (ev.event === 'delta') retry ??= t.stream('/v1/chat-completions/stream', b, { headers: keyed(key) });
+          const attached = (e: SseEvent) => (e.event === 'meta' && t.sim.openGate(gate), false);
+          if (ev.event === 'delta') retry ??= t.stream('/v1/chat-completions/stream', b, { headers: keyed(key), stopAfter: attached });
         }),
       };
       const again = await retry!;
@@ -71,13 +76,19 @@ for (const threads of [0, 2]) {
     it('a whole completion retried while running waits for it, and after its end gets the same body', async () => {
       const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
       const key = randomUUID();
-      const b = body(sim({ reply: 'the same answer', firstByteDelayMs: 400 }), { chatId: chat.id });
+      const gate = gateName();
+      const b = body(sim({ reply: 'the same answer', gate }), { chatId: chat.id });
       const calls = providerCalls();
-      // The retry goes once the run has called the provider (whose answer the delay holds back).
-      const [first, waiting] = await Promise.all([
-        t.call('POST', '/v1/chat-completions', b, keyed(key)),
-        waitFor(() => providerCalls() > calls, 10_000, 'the run to call the provider').then(() => t.call('POST', '/v1/chat-completions', b, keyed(key))),
-      ]);
+      const replays = () => metric(t.url, 'css_idempotent_replays_total{mode="whole"}');
+      const replayed = await replays();
+      // The retry goes once the run has called the provider (whose answer the gate holds back); the
+      // answer goes once the retry has found the key taken and waits for its outcome.
+      const pending = t.call('POST', '/v1/chat-completions', b, keyed(key));
+      await waitFor(() => t.sim.heldAt(gate) === 1, 10_000, 'the run to call the provider');
+      const retried = t.call('POST', '/v1/chat-completions', b, keyed(key));
+      await waitFor(async () => (await replays()) > replayed, 10_000, 'the retry to wait for the run');
+      t.sim.openGate(gate);
+      const [first, waiting] = await Promise.all([pending, retried]);
       assert.equal(first.status, 200);
       assert.equal(first.headers.get('idempotent-replayed'), null);
       assert.deepEqual([waiting.status, waiting.body], [200, first.body]);
