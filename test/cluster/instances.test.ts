@@ -10,6 +10,7 @@ import pg from 'pg';
 import { clusterRuns, clusterSuite, openStream, rebuilt, slow, startInstance, storedAnswer, type Instance } from '../helpers/cluster.ts';
 import { freePort } from '../helpers/redis.ts';
 import { sim, simEnv, startStorm, stopAfterFirstDelta, waitFor } from '../helpers/server.ts';
+import { gateName, onFrame } from '../helpers/wait.ts';
 
 describe('cluster mode: three instances on one Postgres and one Redis', async () => {
   const suite = await clusterSuite({ n: 3 });
@@ -95,12 +96,20 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   });
 
   it('a search started on two instances joins one run: one engine call, the same outcome everywhere', async () => {
-    const q = `cluster join ${Date.now()} SIM ${JSON.stringify({ searchDelayMs: 600 })}`;
+    const gate = gateName();
+    const q = `cluster join ${Date.now()} SIM ${JSON.stringify({ searchGate: gate })}`;
     const s = (await a.call('POST', '/v1/searches', { query: q })).body.search;
     const path = `/v1/searches/${s.id}/run/stream`;
-    const first = a.stream(path, {});
-    await waitFor(async () => (await clusterRuns(b)).searches.includes(s.id), 5000, 'the search run to be listed');
-    const [one, two, whole, attached] = await Promise.all([first, b.stream(path, {}), cc.call('POST', `/v1/searches/${s.id}/run`, {}), cc.stream(`${path}/attach`)]);
+    // The whole run on cc starts it, its search call held at the gate; the streams on a and b and an
+    // attach on cc join while it is held, each seen joined by its replayed answer; then it may answer.
+    const wholeRun = cc.call('POST', `/v1/searches/${s.id}/run`, {});
+    await waitFor(async () => (await clusterRuns(b)).searches.includes(s.id) && suite.sim.heldAt(gate) === 1, 5000, 'the search run to be listed and held');
+    let joined = 0;
+    const join = { stopAfter: onFrame('answer', () => joined++) };
+    const streams = Promise.all([a.stream(path, {}, join), b.stream(path, {}, join), cc.stream(`${path}/attach`, undefined, join)]);
+    await waitFor(() => joined === 3, 10_000, 'the three to join');
+    suite.sim.openGate(gate);
+    const [[one, two, attached], whole] = await Promise.all([streams, wholeRun]);
     for (const x of [one, two, attached]) assert.deepEqual(x.events.map((e) => e.event), ['answer', 'search_results', 'done']);
     assert.deepEqual(two.events.at(-1)!.data, one.events.at(-1)!.data);
     assert.deepEqual(attached.events.at(-1)!.data, one.events.at(-1)!.data);
@@ -113,9 +122,15 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
 
   it('a title suggested on two instances at once is one model call; both get the stored title', async () => {
     const chat = (await a.call('POST', '/v1/chats', {})).body.chat;
-    const content = sim({ reply: 'Shared Cluster Title', firstByteDelayMs: 600 }, `title ${chat.id}`);
+    const gate = gateName();
+    const content = sim({ reply: 'Shared Cluster Title', gate }, `title ${chat.id}`);
     const calls = () => suite.sim.requests.filter((x) => x.upstream === 'provider_a' && x.path.endsWith('/responses') && JSON.stringify(x.body?.input).includes(chat.id)).length;
-    const [one, two] = await Promise.all([a, b].map((i) => i.call('POST', '/v1/chats/title/suggest', { chatId: chat.id, content })));
+    const both = Promise.all([a, b].map((i) => i.call('POST', '/v1/chats/title/suggest', { chatId: chat.id, content })));
+    // Sent together; the model's answer waits until one has reached it (one that came after the answer
+    // would find the chat titled and return it without a call: the same verdict).
+    await waitFor(() => suite.sim.heldAt(gate) > 0, 10_000, 'the title request to reach the model');
+    suite.sim.openGate(gate);
+    const [one, two] = await both;
     assert.deepEqual([one!.status, two!.status], [200, 200], JSON.stringify([one!.body, two!.body]));
     assert.deepEqual([one!.body.chat.title, two!.body.chat.title], ['Shared Cluster Title', 'Shared Cluster Title']);
     assert.equal(calls(), 1, 'provider_a is asked once');

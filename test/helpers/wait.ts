@@ -26,3 +26,11 @@ export function clockPast(iso: string): Promise<void> {
  * opened stays open, so each held call gets its own.
  */
 export const gateName = (label = 'gate'): string => `${label}-${randomUUID().slice(0, 8)}`;
+
+/** A stream observer (a `stopAfter`) that calls `act` at each `event` frame and never stops the stream. */
+export const onFrame =
+  (event: string, act: () => void) =>
+  (ev: { event: string }): boolean => {
+    if (ev.event === event) act();
+    return false;
+  };
