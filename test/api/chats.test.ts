@@ -2,13 +2,13 @@
 // each database the suite has (embedded always, Postgres with TEST_DATABASE_URL).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, startTestServer, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, startTestServer, type TestServer } from '../helpers/server.ts';
 import { clockPast } from '../helpers/wait.ts';
 
 const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 for (const db of apiDatabases()) {
-  describe(`chats and searches (${db})`, () => {
+  describe(`chats and searches ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db });

@@ -2,10 +2,10 @@
 // last-run-crash.test.ts; a stop: stop.test.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, readSse, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, readSse, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
 
 for (const db of apiDatabases()) {
-  describe(`chat lastRun (${db})`, () => {
+  describe(`chat lastRun ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
 import { gateName } from '../helpers/wait.ts';
 
 const HOUR = 60 * 60 * 1000;
@@ -17,7 +17,7 @@ class MovableClock {
 }
 
 for (const db of apiDatabases()) {
-  describe(`search reuse and cacheHit (${db})`, () => {
+  describe(`search reuse and cacheHit ${variantTag(db)}`, () => {
     let t: TestServer;
     const clock = new MovableClock();
     before(async () => {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
 import { gateName } from '../helpers/wait.ts';
 
 /** A unique query with an optional engine directive (the simulator reads `SIM {…}` from the query). */
@@ -14,7 +14,7 @@ function query(label: string, directive?: Record<string, unknown>): string {
 }
 
 for (const db of apiDatabases()) {
-  describe(`search runs (${db})`, () => {
+  describe(`search runs ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db, actorThreads: 1 });

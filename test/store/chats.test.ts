@@ -19,7 +19,7 @@ import { clockPast } from '../helpers/wait.ts';
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 for (const target of await testDatabases()) {
-  describe(`chats store (${target.name})`, () => {
+  describe(`chats store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

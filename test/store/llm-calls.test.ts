@@ -18,7 +18,7 @@ import { clockPast } from '../helpers/wait.ts';
 const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
 
 for (const target of await testDatabases()) {
-  describe(`llm calls store (${target.name})`, () => {
+  describe(`llm calls store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

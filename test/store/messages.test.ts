@@ -9,7 +9,7 @@ import { clockPast } from '../helpers/wait.ts';
 
 
 for (const target of await testDatabases()) {
-  describe(`messages store (${target.name})`, () => {
+  describe(`messages store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

@@ -45,7 +45,7 @@ const run = (over: Partial<SearchRun> = {}): SearchRun => ({
 });
 
 for (const target of await testDatabases()) {
-  describe(`searches store (${target.name})`, () => {
+  describe(`searches store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

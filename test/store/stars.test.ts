@@ -10,7 +10,7 @@ import { clockPast } from '../helpers/wait.ts';
 
 
 for (const target of await testDatabases()) {
-  describe(`stars store (${target.name})`, () => {
+  describe(`stars store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

@@ -10,7 +10,7 @@ import { clockPast } from '../helpers/wait.ts';
 
 
 for (const target of await testDatabases()) {
-  describe(`workspace store (${target.name})`, () => {
+  describe(`workspace store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open(); // a database of its own: these tests count every item

@@ -2,11 +2,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { cleanTitle, TITLE_INSTRUCTION } from '../../src/chat/title.ts';
-import { apiDatabases, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
 import { gateName } from '../helpers/wait.ts';
 
 for (const db of apiDatabases()) {
-  describe(`title suggestion (${db})`, () => {
+  describe(`title suggestion ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db, env: { TITLE_MODEL: 'sim-a-nano' } });
