@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { metric } from '../helpers/drain.ts';
 import { readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
-import { gateName } from '../helpers/wait.ts';
+import { gateName, onFrame } from '../helpers/wait.ts';
 
 const body = (content: string, extra: Record<string, unknown> = {}) => ({
   provider: 'provider_c',
@@ -61,7 +61,7 @@ for (const threads of [0, 2]) {
       let retry: Promise<StreamResult> | undefined;
       const one = {
         events: await readSse(res, new AbortController(), undefined, (ev) => {
-          const attached = (e: SseEvent) => (e.event === 'meta' && t.sim.openGate(gate), false);
+          const attached = onFrame('meta', () => t.sim.openGate(gate));
           if (ev.event === 'delta') retry ??= t.stream('/v1/chat-completions/stream', b, { headers: keyed(key), stopAfter: attached });
         }),
       };

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { readSse, sim, startStorm, stopAfterFirstDelta, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
-import { gateName } from '../helpers/wait.ts';
+import { gateName, onFrame } from '../helpers/wait.ts';
 
 /** The text a subscriber can rebuild: the replayed delta carries all earlier text, live ones follow. */
 const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
@@ -89,7 +89,7 @@ for (const threads of [0, 2]) {
       let meta = '';
       let deltas = 0;
       let replayed = 0;
-      const countReplay = (ev: SseEvent) => (ev.event === 'meta' && replayed++, false);
+      const countReplay = onFrame('meta', () => replayed++);
       const origin = readSse(res, new AbortController(), undefined, (ev) => {
         if (ev.event === 'meta') meta = ev.data.chatId;
         if (ev.event !== 'delta') return;
@@ -119,7 +119,7 @@ for (const threads of [0, 2]) {
       const first = await t.stream('/api/v1/chat-completions/stream', slow(20, 40, { gate, gateAfter: 1 }), { stopAfter: (e) => e.event === 'delta' });
       assert.equal(first.headers.get('content-type'), 'text/event-stream; charset=utf-8');
       const chatId = first.events[0]!.data.chatId;
-      const att = await t.stream(`/api/v1/chats/${chatId}/stream/attach`, undefined, { stopAfter: (e) => (e.event === 'meta' && t.sim.openGate(gate), false) });
+      const att = await t.stream(`/api/v1/chats/${chatId}/stream/attach`, undefined, { stopAfter: onFrame('meta', () => t.sim.openGate(gate)) });
       assert.equal(att.events[0]!.event, 'meta');
       assert.equal(att.events.at(-1)!.event, 'done');
     });
@@ -156,7 +156,7 @@ for (const threads of [0, 2]) {
       // loaded, slow CI machine. The deadline only bounds a failure; the wait ends when the run is listed.
       await waitFor(async () => (await t.call('GET', '/v1/active-runs')).body.chats.includes(chat.id), 90_000, 'the run to start');
       // Held after its first delta until the reader is attached, so it cannot end before.
-      const reader = await t.stream(`/v1/chats/${chat.id}/stream/attach`, undefined, { stopAfter: (e) => (e.event === 'meta' && t.sim.openGate(gate), false) });
+      const reader = await t.stream(`/v1/chats/${chat.id}/stream/attach`, undefined, { stopAfter: onFrame('meta', () => t.sim.openGate(gate)) });
       assert.equal(reader.events.at(-1)!.event, 'done');
       assert.equal(rebuilt(reader.events).length, 24_000_000);
       const metrics = await (await fetch(`${t.url}/metrics`)).text();

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { apiDatabases, variantTag, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
-import { gateName } from '../helpers/wait.ts';
+import { gateName, onFrame } from '../helpers/wait.ts';
 
 /** A unique query with an optional engine directive (the simulator reads `SIM {…}` from the query). */
 function query(label: string, directive?: Record<string, unknown>): string {
@@ -27,7 +27,7 @@ for (const db of apiDatabases()) {
     const names = (events: SseEvent[]) => events.map((e) => e.event);
     const activeSearches = async () => (await t.call('GET', '/v1/active-runs')).body.searches as string[];
     // Which engine call answers first is decided by a simulator gate the test opens on a frame.
-    const openOn = (event: string, name: string) => (ev: SseEvent) => (ev.event === event && t.sim.openGate(name), false);
+    const openOn = (event: string, name: string) => onFrame(event, () => t.sim.openGate(name));
 
     it('streams search_results, then answer, then done with the stored search', async () => {
       const g = gateName();
@@ -116,10 +116,10 @@ for (const db of apiDatabases()) {
       // held, each seen joined by its replayed answer; only then may the search answer.
       const wholeRun = t.call('POST', `/v1/searches/${s.id}/run`, {});
       await waitFor(() => t.sim.heldAt(g) === 1, 10_000, 'the search call to be held');
-      const joined: string[] = [];
-      const joiner = (name: string) => (ev: SseEvent) => (ev.event === 'answer' && joined.push(name), false);
-      const streams = Promise.all([t.stream(path, {}, { stopAfter: joiner('a') }), t.stream(path, { numResults: 2 }, { stopAfter: joiner('b') })]);
-      await waitFor(() => joined.length === 2, 10_000, 'both streams to join');
+      let joined = 0;
+      const join = { stopAfter: onFrame('answer', () => joined++) };
+      const streams = Promise.all([t.stream(path, {}, join), t.stream(path, { numResults: 2 }, join)]);
+      await waitFor(() => joined === 2, 10_000, 'both streams to join');
       t.sim.openGate(g);
       const [[a, b], whole] = await Promise.all([streams, wholeRun]);
       assert.deepEqual(names(a.events), ['answer', 'search_results', 'done']);
