@@ -3,12 +3,15 @@ SHELL := /bin/bash
 NODE_FLAGS := --import tsx
 TESTS = $(shell find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 
-.PHONY: install run test sim bench lint typecheck chromium screenshots fuzz
+.PHONY: install run test deps sim bench lint typecheck chromium screenshots fuzz
 
 install: node_modules/.package-lock.json
 
+# A node_modules that is a link to another checkout's (a git worktree) is that checkout's to install: npm ci
+# here would empty the shared directory through the link while every other checkout uses it.
 node_modules/.package-lock.json: package-lock.json
-	npm ci --no-audit --no-fund
+	@if [ -L node_modules ]; then echo "make: node_modules links to $$(readlink node_modules): install there, not here"; \
+	else npm ci --no-audit --no-fund; fi
 
 run: install
 	node $(NODE_FLAGS) src/main.ts
@@ -18,8 +21,14 @@ sim: install
 
 # Four files at a time on two cores: most of a test's time is spent waiting (streams at a set rate,
 # child processes starting, timers), not computing; a full run used about half of two cores at 2.
-test: install chromium
+test: install chromium deps
 	node $(NODE_FLAGS) --test --test-concurrency=4 --test-timeout=240000 $(TESTS)
+
+# The layers (.dependency-cruiser.cjs, lowest first at its top): fails on an import that runs upward or
+# round in a circle, and when the actor runtime does not compile alone (actors/runtime/tsconfig.json).
+deps: install
+	npx depcruise --config .dependency-cruiser.cjs src actors bench test
+	npx tsc -p actors/runtime
 
 # The browser tests (test/browser) drive Debian's chromium through playwright-core. Installed here when
 # missing (apt-get, quietly, as root); when that cannot be done the browser suites say they were skipped.
@@ -46,4 +55,4 @@ fuzz: install
 typecheck: install
 	npx tsc --noEmit
 
-lint: typecheck
+lint: typecheck deps

@@ -10,6 +10,7 @@ import type { RunKind, RunTypes } from './runs.ts';
 import type { RunFailure, RunOutcome, RunResult } from './runtime/protocol.ts';
 import type { SearchRunValue } from './search-run.ts';
 import type { TitleRunValue } from './title-run.ts';
+import { ErrorCodes, ServiceError } from '../src/errors.ts';
 
 export const chatRunValue = z.object({
   chatId: z.string().nullable(),
@@ -63,9 +64,9 @@ export function runResult<V>(value: z.ZodType<V>): z.ZodType<RunResult<V>> {
 }
 
 /** JSON that did not decode as the result it should be: a bug or a version skew, never user input. */
-export class RunResultDecodeError extends Error {
+export class RunResultDecodeError extends ServiceError {
   constructor(kind: string, issues: string) {
-    super(`a ${kind} run result did not decode: ${issues}`);
+    super(ErrorCodes.RUN_RESULT_DECODE, `a ${kind} run result did not decode: ${issues}`);
     this.name = 'RunResultDecodeError';
   }
 }

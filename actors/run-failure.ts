@@ -2,14 +2,15 @@
 import { ProviderError } from '../src/providers/types.ts';
 import { RunCancelled } from './runtime/actor.ts';
 import type { RunFailure, RunOutcome } from './runtime/protocol.ts';
+import { ErrorCodes, ServiceError } from '../src/errors.ts';
 
 /** A failure the run detects itself, with its outcome. */
-export class RunError extends Error {
+export class RunError extends ServiceError {
   constructor(
     message: string,
     readonly outcome: RunOutcome,
   ) {
-    super(message);
+    super(ErrorCodes.RUN_FAILED, message);
   }
 }
 

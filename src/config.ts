@@ -2,6 +2,7 @@
 // A bad value stops the start with a message naming the variable (see ConfigError).
 import os from 'node:os';
 import { z } from 'zod';
+import { ErrorCodes, ServiceError } from './errors.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])
@@ -101,6 +102,16 @@ const schema = z.object({
   SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
   /** Origins whose web pages may call the API (CORS); unset sends no CORS headers at all. */
   CORS_ORIGINS: corsOrigins.optional(),
+  /** Single sign-on: the identity provider's JWKS; JWT bearer tokens signed by one of its keys are users (src/auth/jwt.ts). */
+  AUTH_JWKS_URL: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, 'must be an http:// or https:// URL')
+    .pipe(url)
+    .optional(),
+  /** A JWT's `iss` must equal it (checked when set). */
+  AUTH_ISSUER: optionalText,
+  /** A JWT's `aud` must contain it (checked when set). */
+  AUTH_AUDIENCE: optionalText,
 
   PROVIDER_A_API_KEY: optionalText,
   PROVIDER_A_BASE_URL: url.optional(),
@@ -150,9 +161,9 @@ const schema = z.object({
 
 export type Config = z.infer<typeof schema> & { actorThreads: number; instanceId: string };
 
-export class ConfigError extends Error {
+export class ConfigError extends ServiceError {
   constructor(message: string) {
-    super(message);
+    super(ErrorCodes.CONFIG, message);
     this.name = 'ConfigError';
   }
 }
@@ -187,6 +198,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (c.REDIS_URL && !c.DATABASE_URL) {
     throw new ConfigError('invalid configuration: REDIS_URL (cluster mode) needs DATABASE_URL: the instances of a cluster share one Postgres');
+  }
+  // Without a JWKS no JWT is ever accepted: an issuer or audience alone means single sign-on was meant but is off.
+  const ssoPart = c.AUTH_ISSUER ? 'AUTH_ISSUER' : c.AUTH_AUDIENCE ? 'AUTH_AUDIENCE' : undefined;
+  if (ssoPart && !c.AUTH_JWKS_URL) {
+    throw new ConfigError(`invalid configuration: AUTH_JWKS_URL is required when ${ssoPart} is set (single sign-on verifies tokens against it)`);
   }
   const actorThreads = c.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1);
   const instanceId = c.INSTANCE_ID ?? `${os.hostname()}:${c.PORT}`;

@@ -17,6 +17,7 @@ import {
   type IdempotencyMode,
   type IdempotencyRecord,
 } from './store/idempotency.ts';
+import { ErrorCodes, ServiceError } from './errors.ts';
 
 /** How often a retry re-reads a key whose run is on another instance (no event reaches it from there). */
 const POLL_MS = 100;
@@ -32,10 +33,16 @@ export interface KeyedRequest {
 }
 
 /** Why a keyed request cannot go on; the HTTP layer answers each with its own status. */
-export class IdempotencyKeyError extends Error {
-  readonly reason: 'reused' | 'unclaimed' | 'expired';
+const KEY_ERROR_CODES = {
+  reused: ErrorCodes.IDEMPOTENCY_KEY_REUSED,
+  unclaimed: ErrorCodes.IDEMPOTENCY_KEY_UNCLAIMED,
+  expired: ErrorCodes.IDEMPOTENCY_KEY_EXPIRED,
+} as const;
+
+export class IdempotencyKeyError extends ServiceError {
+  readonly reason: keyof typeof KEY_ERROR_CODES;
   constructor(reason: IdempotencyKeyError['reason']) {
-    super(`Idempotency-Key ${reason}`);
+    super(KEY_ERROR_CODES[reason], `Idempotency-Key ${reason}`);
     this.name = 'IdempotencyKeyError';
     this.reason = reason;
   }

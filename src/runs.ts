@@ -11,6 +11,7 @@ import type { Subscriber } from '../actors/runtime/subscriber.ts';
 import { OwnerUnreachableError, type Cluster } from './cluster/cluster.ts';
 import type { LocalRunPort } from './cluster/port.ts';
 import { RedisUnavailableError } from './cluster/redis.ts';
+import { ErrorCodes, ServiceError } from './errors.ts';
 
 type Kind = KindOf<RunTypes>;
 
@@ -20,9 +21,9 @@ export type ActiveRunsScope = 'process' | 'cluster';
  * The registry could not reach the cluster (Redis down, or the instance that owns the run does not
  * answer): the request may succeed if retried soon. The HTTP layer answers it with 503 and Retry-After.
  */
-export class ClusterUnavailableError extends Error {
+export class ClusterUnavailableError extends ServiceError {
   constructor(message: string, cause: unknown) {
-    super(message, { cause });
+    super(ErrorCodes.CLUSTER_UNAVAILABLE, message, { cause });
     this.name = 'ClusterUnavailableError';
   }
 }
@@ -170,8 +171,7 @@ export class Runs implements RunRegistry<RunTypes> {
   /** `process`: this process's runs; `cluster`: every live instance's. */
   async list(scope: ActiveRunsScope): Promise<RunInfo<Kind>[]> {
     if (scope === 'process' || !this.cluster) return this.supervisor.listNow();
-    const { chats, searches } = await guarded(this.cluster.list());
-    return [...chats.map((k) => remoteInfo('chat', k)), ...searches.map((k) => remoteInfo('search', k))];
+    return (await guarded(this.cluster.list())).map((r) => remoteInfo(r.kind, r.key));
   }
 
   /** The instance holding the key's lease when it is another one. */

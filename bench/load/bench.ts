@@ -16,7 +16,7 @@
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=3600 (runs left after this are skipped, with a note)
 //   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
@@ -24,6 +24,7 @@ import { ccBody, serviceBody } from './bodies.ts';
 import { failedRow, generate, measure, steadyP99, toRow, type Base, type Row } from './measure.ts';
 import { h2cEnv } from './drive.ts';
 import { costChart, latencyChart } from './charts.ts';
+import { knobs, mergeResults } from './merge.ts';
 import { markdown } from './report.ts';
 import { childByName, openFilesLimit, sleep, stopAll, type Child } from '../../test/helpers/procs.ts';
 import { CAPACITY, CAPACITY_MAX, capacityBound, runCapacity } from './capacity.ts';
@@ -243,11 +244,16 @@ async function main(): Promise<void> {
       date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
       sweep: SWEEP, startsPerSec: STARTS, burstK: BURST_K, startRates: START_RATES, capacity: CAPACITY ? capacityBound() : 'off (BENCH_CAPACITY=0)', database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
       peer: peerProbe ? `failing: ${peerProbe}` : 'ok', profile: PROFILE, commit: gitDescribe(), seconds: Math.round((performance.now() - began) / 1000),
+      knobs: knobs(env),
     };
     const dir = env.BENCH_RESULTS_DIR ?? (PROFILE ? OUT : path.resolve(import.meta.dirname, '../../bench'));
     mkdirSync(dir, { recursive: true });
-    writeFileSync(path.join(dir, 'results.json'), JSON.stringify({ meta, runs: rows, checks }, null, 2) + '\n');
-    writeFileSync(path.join(dir, 'results.md'), markdown(rows, meta, checks));
+    // Into the committed results a run merges (nothing measured before is dropped); elsewhere it writes its own.
+    const file = path.join(dir, 'results.json');
+    const merge = env.BENCH_MERGE !== '0' && existsSync(file);
+    const results = mergeResults(merge ? JSON.parse(readFileSync(file, 'utf8')) : null, { meta, runs: rows, checks });
+    writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+    writeFileSync(path.join(dir, 'results.md'), markdown(results.runs, meta, results.checks));
     writeFileSync(path.join(dir, 'added-p99.svg'), latencyChart(rows));
     writeFileSync(path.join(dir, 'cost-curve.svg'), costChart(rows));
     log(`wrote ${path.relative(process.cwd(), dir)}/results.json, results.md, added-p99.svg, cost-curve.svg`);

@@ -67,6 +67,8 @@ export interface Row {
   lost: number | null;
   duplicated: number | null;
   note?: string;
+  /** Set on a row carried over from an earlier run into the committed results (merge.ts). */
+  from?: { date: unknown; commit: unknown };
   latencyP50Ms?: number | null;
   latencyP99Ms?: number | null;
   /**

@@ -18,14 +18,14 @@ import { OVERLOAD_LAG_MS_DEFAULT } from '../../src/config.ts';
 import { judgeRolling, rollingRestart } from '../../test/helpers/rolling.ts';
 import { Samples, summarize } from './stats.ts';
 import type { OverloadJob, OverloadResult } from './overload-gen.ts';
-import type { withService as WithService } from './bench.ts';
+import type { WithService } from './drive.ts';
 import type { SimUrls } from './targets.ts';
 
 export interface OverloadContext {
   sim: SimUrls;
   dbUrl: string | null;
   log(msg: string): void;
-  withService: typeof WithService;
+  withService: WithService;
   serviceBody(provider: string, persist: boolean, deltas: number, rate: number): string;
 }
 

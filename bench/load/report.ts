@@ -6,7 +6,8 @@ const fmt = (v: number | null | undefined, d = 1): string => (v === null || v ==
 const ratio = (a: number | null | undefined, b: number | null | undefined): string =>
   a == null || b == null || b === 0 ? '—' : `${(a / b).toFixed(1)}×`;
 
-export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Record<string, unknown>): string {
+export function markdown(all: Row[], meta: Record<string, unknown>, checks: Record<string, unknown>): string {
+  const rows = all.filter((r) => !r.from);
   const out: string[] = [];
   out.push('# Load test results', '');
   const sweep = (meta.sweep as { k: number; rate: number; deltas: number }[]).map((x) => `K=${x.k}: ${x.deltas} deltas at ${x.rate}/s`).join('; ');
@@ -72,6 +73,7 @@ export function markdown(rows: Row[], meta: Record<string, unknown>, checks: Rec
     out.push('| K | ok | failed | lost | dup |', '|--:|--:|--:|--:|--:|');
     for (const r of re) out.push(`| ${r.k} | ${r.failed === null ? '—' : r.streams - r.failed} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} |`);
   }
+  carriedTable(all.filter((r) => r.from), out);
   out.push('', '## Checks', '', '```json', JSON.stringify(checks, null, 2), '```', '');
   out.push('![added p99 latency against K](added-p99.svg)', '', '![cost curve: CPU per delta and RSS per stream against K](cost-curve.svg)', '');
   return out.join('\n');
@@ -111,4 +113,17 @@ function capacityTable(rows: Row[]): string[] {
   const h = of('service', 'h2c');
   if (h != null && n) out.push('', `service with the provider over h2c ÷ nginx: ${(h / n).toFixed(2)} (${h} ÷ ${n} streams; nginx relays HTTP/1.1 upstream)`);
   return out;
+}
+
+/** Rows an earlier run measured and this one did not (merge.ts), with their key figures and origin. */
+function carriedTable(carried: Row[], out: string[]): void {
+  if (!carried.length) return;
+  out.push('', '## Carried from earlier runs (not measured in this one)', '');
+  out.push('| scenario | target | provider | persist | K | rate | capacity | CPU µs/start | CPU µs/delta | added p99 | failed | from |');
+  out.push('|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|');
+  for (const r of carried) {
+    out.push(`| ${r.scenario ?? 'stream'} | ${r.target}${r.variant ? ` (${r.variant})` : ''} | ${r.provider} | ${r.persist ?? '—'} | ${r.k} | ${r.rate} | `
+      + `${r.capacityStreams ?? '—'} | ${fmt(r.cpuUsPerStart)} | ${fmt(r.cpuUsPerDelta)} | ${fmt(r.addedP99Ms)} | ${r.failed ?? '—'} | `
+      + `${String(r.from!.date).slice(0, 16)}, commit ${r.from!.commit} |`);
+  }
 }

@@ -4,7 +4,7 @@
 // clear 503 while the admitted ones finish intact).
 import type { GenJob, GenResult } from './gen.ts';
 import type { Row } from './measure.ts';
-import type { withService as WithService } from './bench.ts';
+import type { WithService } from './drive.ts';
 import { waitForQuiet } from '../../test/helpers/procs.ts';
 import type { StormResult } from './storm.ts';
 import type { SimUrls } from './targets.ts';
@@ -13,7 +13,7 @@ interface Context {
   sim: SimUrls;
   dbUrl: string | null;
   STARTS: number;
-  withService: typeof WithService;
+  withService: WithService;
   generate(job: GenJob): Promise<GenResult>;
   serviceBody(provider: string, persist: boolean, deltas: number, rate: number): string;
 }

@@ -9,7 +9,7 @@ import { Bus } from './bus.ts';
 import { Follower } from './follower.ts';
 import { FENCED_MESSAGE, HeldLeases } from './held-leases.ts';
 import { clusterKeys, type RunKind } from './keys.ts';
-import { Leases } from './leases.ts';
+import { Leases, type LeaseRef } from './leases.ts';
 import { Membership } from './membership.ts';
 import type { LocalRunPort } from './port.ts';
 import { connectRedis, RedisUnavailableError, type RedisTimeouts } from './redis.ts';
@@ -121,7 +121,7 @@ export class Cluster {
   }
 
   /** Every live instance's runs (`GET /v1/active-runs?scope=cluster`). */
-  list(): Promise<{ chats: string[]; searches: string[] }> {
+  list(): Promise<LeaseRef[]> {
     return this.leases.clusterRuns();
   }
 

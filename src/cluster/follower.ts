@@ -9,19 +9,20 @@ import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Bus, Reply, Request } from './bus.ts';
 import type { RunKind } from './keys.ts';
 import { RedisUnavailableError } from './redis.ts';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 
 /** The owner of a run did not answer (it may be dying: its lease has not expired yet). */
-export class OwnerUnreachableError extends Error {
+export class OwnerUnreachableError extends ServiceError {
   constructor(owner: string) {
-    super(`the instance running this run (${owner}) did not answer; retry shortly`);
+    super(ErrorCodes.OWNER_UNREACHABLE, `the instance running this run (${owner}) did not answer; retry shortly`);
     this.name = 'OwnerUnreachableError';
   }
 }
 
 /** An owner's reply that is not what this version of the service sends. */
-export class BadOwnerReplyError extends Error {
+export class BadOwnerReplyError extends ServiceError {
   constructor(owner: string, detail: string) {
-    super(`the instance running this run (${owner}) sent an unreadable result: ${detail}`);
+    super(ErrorCodes.BAD_OWNER_REPLY, `the instance running this run (${owner}) sent an unreadable result: ${detail}`);
     this.name = 'BadOwnerReplyError';
   }
 }

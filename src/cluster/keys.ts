@@ -35,3 +35,13 @@ export function clusterKeys(prefix: string): ClusterKeys {
 export function runMember(kind: RunKind, key: string): string {
   return `${kind}:${key}`;
 }
+
+// Every run kind, checked complete by the compiler: a run set member of another kind is not ours.
+const RUN_KINDS: Record<RunKind, true> = { chat: true, search: true, title: true };
+
+/** A run set member back as its kind and key; null for a member this version does not know. */
+export function parseRunMember(member: string): { kind: RunKind; key: string } | null {
+  const colon = member.indexOf(':');
+  const kind = member.slice(0, colon);
+  return colon > 0 && Object.hasOwn(RUN_KINDS, kind) ? { kind: kind as RunKind, key: member.slice(colon + 1) } : null;
+}

@@ -4,7 +4,7 @@
 // instance can never extend or drop a lease it does not hold. An instance that dies stops renewing:
 // its leases, its liveness key and its run set expire together, after at most one TTL.
 import type { Redis } from 'ioredis';
-import { runMember, type ClusterKeys, type RunKind } from './keys.ts';
+import { parseRunMember, runMember, type ClusterKeys, type RunKind } from './keys.ts';
 import { asRedisError } from './redis.ts';
 
 // KEYS: lease, run set. ARGV: me, ttl, member. → {1} won, {0, owner} held by another.
@@ -156,15 +156,14 @@ export class Leases {
     }
   }
 
-  /** Every live instance's runs, as `GET /v1/active-runs` shapes them. Dead instances are forgotten. */
-  async clusterRuns(): Promise<{ chats: string[]; searches: string[] }> {
+  /** Every live instance's runs. Dead instances are forgotten. */
+  async clusterRuns(): Promise<LeaseRef[]> {
     try {
       const ids = await this.redis.smembers(this.keys.instances);
       const p = this.redis.pipeline();
       for (const id of ids) p.exists(this.keys.alive(id)).smembers(this.keys.runs(id));
       const replies = ids.length ? ((await p.exec()) ?? []) : [];
-      const chats: string[] = [];
-      const searches: string[] = [];
+      const runs: LeaseRef[] = [];
       const dead: string[] = [];
       ids.forEach((id, i) => {
         const [aliveErr, alive] = replies[2 * i]!;
@@ -172,12 +171,12 @@ export class Leases {
         if (aliveErr || runsErr) throw aliveErr ?? runsErr;
         if (alive !== 1) return void dead.push(id);
         for (const m of members as string[]) {
-          if (m.startsWith('chat:')) chats.push(m.slice(5));
-          else if (m.startsWith('search:')) searches.push(m.slice(7));
+          const run = parseRunMember(m);
+          if (run) runs.push(run);
         }
       });
       if (dead.length) await this.redis.srem(this.keys.instances, ...dead);
-      return { chats, searches };
+      return runs;
     } catch (err) {
       throw asRedisError(err);
     }

@@ -4,11 +4,12 @@
 // reconnecting in the background.
 import { Redis } from 'ioredis';
 import { redact } from '../db/pool.ts';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 
 /** Redis cannot serve a cluster command now (down, unreachable, or too slow). */
-export class RedisUnavailableError extends Error {
+export class RedisUnavailableError extends ServiceError {
   constructor(detail: string) {
-    super(`Redis is unavailable (cluster mode, REDIS_URL): ${detail}`);
+    super(ErrorCodes.REDIS_UNAVAILABLE, `Redis is unavailable (cluster mode, REDIS_URL): ${detail}`);
     this.name = 'RedisUnavailableError';
   }
 }

@@ -5,15 +5,16 @@
 // service's pool and only the wait is bounded.
 import pg from 'pg';
 import type { Database, QueryRunner } from './types.ts';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 
 export interface ControlDb extends QueryRunner {
   /** Ends its connection (the service's pool is closed by its owner). */
   close(): Promise<void>;
 }
 
-export class DeadlineError extends Error {
+export class DeadlineError extends ServiceError {
   constructor(what: string, ms: number) {
-    super(`${what} did not answer within ${ms} ms`);
+    super(ErrorCodes.DB_DEADLINE, `${what} did not answer within ${ms} ms`);
     this.name = 'DeadlineError';
   }
 }

@@ -1,8 +1,9 @@
 // One error type for both search engines, so callers (web_search tool, search runs) can show
 // the engine's own message and branch on the HTTP status without knowing which engine failed.
+import { ErrorCodes, ServiceError } from '../errors.ts';
 export type EngineName = 'engine_a' | 'engine_b';
 
-export class EngineError extends Error {
+export class EngineError extends ServiceError {
   readonly engine: EngineName;
   /** HTTP status of the engine's answer; undefined for network failures, timeouts and aborts. */
   readonly status: number | undefined;
@@ -14,7 +15,7 @@ export class EngineError extends Error {
     message: string,
     details: { status?: number; engineMessage?: string; cause?: unknown } = {},
   ) {
-    super(message, { cause: details.cause });
+    super(ErrorCodes.ENGINE, message, { cause: details.cause });
     this.name = 'EngineError';
     this.engine = engine;
     this.status = details.status;

@@ -2,12 +2,13 @@
 // silently falls back to a slow pure-JS server, which would void every performance promise.
 import { createRequire } from 'node:module';
 import type * as UWS from 'uWebSockets.js';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 
 const require = createRequire(import.meta.url);
 
-export class NativeServerError extends Error {
+export class NativeServerError extends ServiceError {
   constructor(message: string) {
-    super(message);
+    super(ErrorCodes.NATIVE_SERVER, message);
     this.name = 'NativeServerError';
   }
 }
@@ -36,9 +37,9 @@ function load(): typeof UWS {
 export const uws = load();
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 
-export class ListenError extends Error {
+export class ListenError extends ServiceError {
   constructor(message: string) {
-    super(message);
+    super(ErrorCodes.LISTEN, message);
     this.name = 'ListenError';
   }
 }

@@ -2,6 +2,7 @@
 // normalized messages/events and one provider's wire format through its official SDK. The tool
 // loop lives in the chat actor (actors/chat-run.ts), not here: an adapter only runs rounds.
 import type { Attachment, ProviderName } from '../types.ts';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 
 // The names are the spec's (src/types.ts); the adapters' types build on them, never the other way.
 export { PROVIDERS, type ProviderName } from '../types.ts';
@@ -94,11 +95,11 @@ export interface ProviderAdapter {
  * where the timeout is detected (the SDK's timeout, undici's header/body timeouts, a 408), so callers
  * classify it without reading the message.
  */
-export class ProviderError extends Error {
+export class ProviderError extends ServiceError {
   readonly status: number | undefined;
   readonly timedOut: boolean;
   constructor(message: string, status?: number, options?: { cause?: unknown; timedOut?: boolean }) {
-    super(message, options);
+    super(ErrorCodes.PROVIDER, message, options);
     this.name = 'ProviderError';
     this.status = status;
     this.timedOut = options?.timedOut === true || status === 408;

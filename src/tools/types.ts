@@ -1,6 +1,7 @@
 // The one interface every service-run tool implements (web_search, fetch_url, coding_exec, shell_exec).
 import type { Config } from '../config.ts';
 import type { ToolSpec } from '../providers/types.ts';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 
 export interface ToolContext {
   config: Config;
@@ -23,9 +24,9 @@ export interface ServiceTool extends ToolSpec {
 }
 
 /** A tool failure whose message is shown to the model and stored on the tool message. */
-export class ToolError extends Error {
+export class ToolError extends ServiceError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(ErrorCodes.TOOL, message, options);
     this.name = 'ToolError';
   }
 }

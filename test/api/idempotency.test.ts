@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { metric } from '../helpers/drain.ts';
-import { readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { keyed, rebuilt, wholeWithRetry } from '../helpers/idempotency.ts';
+import { readSse, sim, startTestServer, type StreamResult, type TestServer } from '../helpers/server.ts';
 import { gateName, onFrame } from '../helpers/wait.ts';
 
 const body = (content: string, extra: Record<string, unknown> = {}) => ({
@@ -15,8 +15,6 @@ const body = (content: string, extra: Record<string, unknown> = {}) => ({
   messages: [{ role: 'user', content }],
   ...extra,
 });
-const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
-const keyed = (key: string) => ({ 'idempotency-key': key });
 
 for (const threads of [0, 2]) {
   describe(`Idempotency-Key on completions (ACTOR_THREADS=${threads})`, () => {
@@ -74,21 +72,7 @@ for (const threads of [0, 2]) {
     });
 
     it('a whole completion retried while running waits for it, and after its end gets the same body', async () => {
-      const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
-      const key = randomUUID();
-      const gate = gateName();
-      const b = body(sim({ reply: 'the same answer', gate }), { chatId: chat.id });
-      const calls = providerCalls();
-      const replays = () => metric(t.url, 'css_idempotent_replays_total{mode="whole"}');
-      const replayed = await replays();
-      // The retry goes once the run has called the provider (whose answer the gate holds back); the
-      // answer goes once the retry has found the key taken and waits for its outcome.
-      const pending = t.call('POST', '/v1/chat-completions', b, keyed(key));
-      await waitFor(() => t.sim.heldAt(gate) === 1, 10_000, 'the run to call the provider');
-      const retried = t.call('POST', '/v1/chat-completions', b, keyed(key));
-      await waitFor(async () => (await replays()) > replayed, 10_000, 'the retry to wait for the run');
-      t.sim.openGate(gate);
-      const [first, waiting] = await Promise.all([pending, retried]);
+      const { chatId, key, body: b, calls, first, waiting } = await wholeWithRetry(t, (id, gate) => body(sim({ reply: 'the same answer', gate }), { chatId: id }), providerCalls);
       assert.equal(first.status, 200);
       assert.equal(first.headers.get('idempotent-replayed'), null);
       assert.deepEqual([waiting.status, waiting.body], [200, first.body]);
@@ -96,7 +80,7 @@ for (const threads of [0, 2]) {
       const later = await t.call('POST', '/v1/chat-completions', { ...b, messages: [...b.messages] }, keyed(key));
       assert.deepEqual([later.status, later.body], [200, first.body]);
       assert.equal(providerCalls(), calls + 1);
-      const stored = (await t.call('GET', `/v1/chats/${chat.id}`)).body.chat;
+      const stored = (await t.call('GET', `/v1/chats/${chatId}`)).body.chat;
       assert.equal(stored.messages.filter((m: any) => m.role === 'assistant').length, 1);
     });
 

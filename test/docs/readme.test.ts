@@ -1,5 +1,5 @@
 // The READMEs as a newcomer reads them: every link stays inside the repository and leads to a
-// file that is there, and the README's browser SSE client really works against the service, over a
+// file that is there, and the browser SSE client of docs/clients.md really works against the service, over a
 // stream that carries the `: open` comment and `: ping` heartbeats.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -35,14 +35,22 @@ describe('README links', () => {
   });
 });
 
-describe("the README's browser SSE client", () => {
+describe('docs a newcomer reads in an hour', () => {
+  it('keep the README and the performance page short (the history is in git)', async () => {
+    const lines = async (file: string) => (await readFile(path.join(root, file), 'utf8')).split('\n').length;
+    assert.ok((await lines('README.md')) <= 250, 'README.md is at most 250 lines');
+    assert.ok((await lines('docs/performance.md')) <= 400, 'docs/performance.md is at most 400 lines');
+  });
+});
+
+describe("the browser SSE client of docs/clients.md", () => {
   let t: TestServer;
   let dir: string;
   let streamEvents: (url: string, body: unknown, onEvent: (event: string, data: any) => void, headers?: Record<string, string>) => Promise<void>;
   before(async () => {
-    const readme = await readFile(path.join(root, 'README.md'), 'utf8');
+    const readme = await readFile(path.join(root, 'docs', 'clients.md'), 'utf8');
     const m = /<!-- example: sse-client -->\s*```js\n([\s\S]*?)```/.exec(readme);
-    assert.ok(m, 'the README has the example');
+    assert.ok(m, 'docs/clients.md has the example');
     dir = await mkdtemp(path.join(os.tmpdir(), 'readme-example-'));
     const file = path.join(dir, 'sse-client.mjs');
     await writeFile(file, m[1]!);

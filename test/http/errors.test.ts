@@ -10,6 +10,8 @@ import { outcomeError } from '../../src/http/outcomes.ts';
 import { toHttpError } from '../../src/http/to-http-error.ts';
 import { IdempotencyKeyError } from '../../src/idempotent-start.ts';
 import { ClusterUnavailableError } from '../../src/runs.ts';
+import { ErrorCodes, ServiceError } from '../../src/errors.ts';
+import { ToolError } from '../../src/tools/types.ts';
 
 const entries = Object.entries(errors).filter((e): e is [string, errors.ErrorDef<unknown[]>] => typeof e[1] === 'function' && 'code' in e[1]);
 
@@ -73,6 +75,18 @@ describe('lower layers’ errors as HTTP answers', () => {
     assert.deepEqual(answer(new IdempotencyKeyError('reused')).status, 422);
     assert.deepEqual(answer(new IdempotencyKeyError('expired')).status, 409);
     assert.deepEqual(answer(new IdempotencyKeyError('unclaimed')).status, 503);
+    assert.equal(answer(new IdempotencyKeyError('reused')).message, 'Idempotency-Key was used with a different request');
+  });
+
+  it('maps domain errors by their code; a coded error nobody answers on purpose is a logged 500', () => {
+    const codes = Object.values(ErrorCodes);
+    assert.equal(new Set(codes).size, codes.length, 'each code once');
+    for (const code of codes) assert.match(code, /^CSS_ERR_[A-Z_]+$/);
+    // A lookalike with the cluster's code but not a ServiceError is not trusted to be one.
+    assert.equal(answer(Object.assign(new Error('x'), { code: ErrorCodes.CLUSTER_UNAVAILABLE })).status, 500);
+    assert.equal(answer(new ServiceError(ErrorCodes.CLUSTER_UNAVAILABLE, 'owner gone')).status, 503);
+    const tool = answer(new ToolError('fetch_url: refused'));
+    assert.deepEqual([tool.status, tool.message, tool.logged], [500, 'internal error: fetch_url: refused', true]);
   });
 });
 

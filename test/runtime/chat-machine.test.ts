@@ -6,7 +6,7 @@ import { chatBehavior, toolLimitMessage, type ChatRunRequest } from '../../actor
 import type { ChatMsg } from '../../actors/chat-protocol.ts';
 import { RunError } from '../../actors/run-failure.ts';
 import { ProviderError, type RoundEnd, type ToolCallRequest } from '../../src/providers/types.ts';
-import { call, fakeDeps, fakeTool, machine } from './fake-io.ts';
+import { call, fakeDeps, fakeTool, machine } from '../helpers/fake-io.ts';
 
 const request: ChatRunRequest = {
   chatId: 'chat-1',

@@ -6,7 +6,7 @@ import { titleBehavior } from '../../actors/title-run.ts';
 import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
 import { SEARCH_RUN_STOPPED } from '../../src/messages.ts';
 import type { ChatSummary, SearchDetail } from '../../src/types.ts';
-import { fakeDeps, machine } from './fake-io.ts';
+import { fakeDeps, machine } from '../helpers/fake-io.ts';
 
 const SHUTDOWN = 'run cancelled: server is shutting down';
 const searchReq: SearchRunRequest = { searchId: 'search-1', endpoint: { baseUrl: 'http://engine', apiKey: 'k' } as SearchRunRequest['endpoint'], query: 'q' };
