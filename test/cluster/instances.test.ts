@@ -22,7 +22,7 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
 
   it('a start storm on one chat over three instances runs exactly once; the others get 409', async () => {
     const chat = (await a.call('POST', '/v1/chats', {})).body.chat;
-    const { won, refused, statuses } = await startStorm(24, (i) => suite.cluster.instances[i % 3]!.url, slow(200, 20, { chatId: chat.id }));
+    const { won, refused, statuses } = await startStorm(24, (i) => suite.cluster.instances[i % 3]!.url, slow(200, 20, { chatId: chat.id }, { gate: gateName(), gateAfter: 1 }));
     assert.equal(won.length, 1, statuses);
     assert.deepEqual(refused, Array(23).fill({ message: 'an active chat stream already exists for this chat' }));
     const { events, stopStatus } = await stopAfterFirstDelta(won[0]!, () => b.call('POST', `/v1/chats/${chat.id}/stream/stop`));
@@ -77,7 +77,8 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   });
 
   it('a run started on one instance is stopped by a request to another; attached streams end too', async () => {
-    const origin = await openStream(a, '/v1/chat-completions/stream', slow(60, 20));
+    // Held after its first delta at a gate nobody opens: only the stop can end it.
+    const origin = await openStream(a, '/v1/chat-completions/stream', slow(60, 20, {}, { gate: gateName(), gateAfter: 1 }));
     const chatId = origin.meta.data.chatId as string;
     // The follower has attached once its replay (starting with meta) arrived; the stop comes after some
     // text (a run stopped before its first delta stores no answer).
@@ -153,7 +154,7 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   });
 
   it('an instance stopped with SIGTERM ends its runs and frees their keys at once', async () => {
-    const run = await openStream(b, '/v1/chat-completions/stream', slow(400, 10));
+    const run = await openStream(b, '/v1/chat-completions/stream', slow(400, 10, {}, { gate: gateName(), gateAfter: 1 }));
     const chatId = run.meta.data.chatId as string;
     await b.kill('SIGTERM');
     const ended = await run.events;
