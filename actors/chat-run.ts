@@ -22,7 +22,7 @@ import type { Control, Io } from './runtime/actor.ts';
 import { defineRun, isControl } from './runtime/actor.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import type { ChatStorageRequest } from './run-storage.ts';
-import { TextGate, type HoldExpired } from './text-gate.ts';
+import { gateDiscard, gateExpired, gateHint, gateRelease, gateText, newGate, type Gate } from './text-gate.ts';
 
 export type { ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
 
@@ -60,7 +60,7 @@ type Then = { then: 'tools'; calls: ToolCallRequest[] } | { then: 'answer' } | {
 
 export type ChatState =
   | { s: 'idle'; run: ChatData }
-  | { s: 'streaming'; run: ChatData; gate: TextGate }
+  | { s: 'streaming'; run: ChatData; gate: Gate }
   | ({ s: 'waiting'; run: ChatData } & Then)
   | { s: 'tools'; run: ChatData }
   | { s: 'storing'; run: ChatData; stopped: boolean }
@@ -124,7 +124,7 @@ function start(run: ChatData, io: ChatIo): ChatState {
 function nextRound(run: ChatData, results: ToolResultInput[] | null, io: ChatIo): ChatState {
   run.round++;
   io.perform({ c: 'round', session: run.session!, round: run.round, results });
-  return { s: 'streaming', run, gate: new TextGate(io, run.tools.length > 0, run.round) };
+  return { s: 'streaming', run, gate: newGate(run.tools.length > 0) };
 }
 
 function roundEnded(state: ChatState & { s: 'streaming' }, end: RoundEnd, io: ChatIo): ChatState {
@@ -133,11 +133,11 @@ function roundEnded(state: ChatState & { s: 'streaming' }, end: RoundEnd, io: Ch
   run.raw = end.raw;
   const calls = end.toolCalls;
   if (calls.length === 0) {
-    gate.release();
+    gateRelease(gate, io);
     return answered(run, io);
   }
   // Text of a round that ends in tool calls is commentary: dropped unless already shown.
-  gate.discard();
+  gateDiscard(gate, io);
   // CHAT_MAX_TOOL_ROUNDS cycles have run and the model still asks for tools: stop here.
   const max = io.deps.config.CHAT_MAX_TOOL_ROUNDS;
   if (run.round > max) {
@@ -261,16 +261,16 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
   }
   switch (msg.t) {
     case 'text':
-      if (state.s === 'streaming' && msg.round === run.round) state.gate.push(msg.text);
-      return state;
+      return state.s === 'streaming' && msg.round === run.round ? { ...state, gate: gateText(state.gate, msg.text, run.round, io) } : state;
+    case 'round_hint':
+      return state.s === 'streaming' && msg.round === run.round ? { ...state, gate: gateHint(state.gate, msg.hint, io) } : state;
     case 'hold_expired':
-      if (state.s === 'streaming' && msg.round === run.round) state.gate.expire();
-      return state;
+      return state.s === 'streaming' && msg.round === run.round ? { ...state, gate: gateExpired(state.gate, io) } : state;
     case 'round_end':
       return state.s === 'streaming' && msg.round === run.round ? roundEnded(state, msg.end, io) : state;
     case 'round_failed':
       if (state.s !== 'streaming' || msg.round !== run.round) return state;
-      state.gate.discard();
+      gateDiscard(state.gate, io);
       return caught(run, msg.error, io);
     case 'prepared':
       run.prepared = 'ok';

@@ -50,14 +50,18 @@ export interface FrameSink {
   log(level: 'warn' | 'error', message: string, err?: unknown): void;
 }
 
+/** The run's time, given by the runtime: a test gives its own and fires the timers itself. */
 export interface Timers {
   set(ms: number, fn: () => void): unknown;
   clear(handle: unknown): void;
+  /** Milliseconds on a clock that never goes back. */
+  now(): number;
 }
 
 const realTimers: Timers = {
   set: (ms, fn) => setTimeout(fn, ms),
   clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+  now: () => performance.now(),
 };
 
 /** What `receive` may do: emit frames, end the run, start I/O and timers. All synchronous. */
@@ -83,6 +87,8 @@ export interface Io<M, V, C, D> {
   /** `msg` arrives after `ms` (unless the run ends first); the handle cancels it. */
   after(ms: number, msg: M): unknown;
   cancelTimer(handle: unknown): void;
+  /** The runtime's clock (Timers.now). */
+  now(): number;
   /** A failure the run handled but someone should see (e.g. a write that could not be recorded). */
   log(level: 'warn' | 'error', message: string, err?: unknown): void;
 }
@@ -244,6 +250,10 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
 
   cancelTimer(handle: unknown): void {
     if (this.timers.delete(handle)) this.clock.clear(handle);
+  }
+
+  now(): number {
+    return this.clock.now();
   }
 
   emit(event: string, data: unknown): void {

@@ -80,7 +80,7 @@ test('a tool round: commentary held then dropped, tool_call before the answer, t
   assert.deepEqual(second && [second.round, second.results], [2, [{ callId: 'call-web_search', name: 'web_search', output: 'found it' }]]);
   m.tell({ t: 'text', round: 2, text: 'The answer' });
   assert.deepEqual(m.sink.names(), ['meta', 'tool_call', 'tool_call'], 'held while tool calls may still come');
-  assert.equal(m.timers.fire(1000), 1);
+  assert.equal(m.timers.fire(250), 1, 'the hold is TOOL_TEXT_HOLD_MS long');
   m.tell({ t: 'text', round: 2, text: ' is 42' });
   m.tell({ t: 'round_end', round: 2, end: end() });
   m.tell({ t: 'answer_stored' });
@@ -102,6 +102,77 @@ test('512 held characters are let through without waiting for the timer', () => 
   m.tell({ t: 'text', round: 1, text: 'y' });
   assert.equal(deltas(m.sink.events()), `${'x'.repeat(511)}y`);
   assert.equal(m.timers.pending.size, 0);
+});
+
+test('the hold\'s bound: the first delta goes out when the hold\'s timer message is handled, the rest as it comes', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'text', round: 1, text: 'The ' });
+  m.tell({ t: 'text', round: 1, text: 'answer' });
+  assert.deepEqual(m.sink.names(), ['meta'], 'held: the round may still end in tool calls');
+  assert.deepEqual([...m.timers.pending.values()].map((t) => t.ms), [250], 'one timer, of TOOL_TEXT_HOLD_MS');
+  assert.equal(m.timers.fire(250), 1);
+  assert.deepEqual(m.sink.events().slice(1), [['delta', { type: 'delta', text: 'The answer' }]]);
+  m.tell({ t: 'text', round: 1, text: ' is 42' });
+  assert.deepEqual(m.sink.events().at(-1), ['delta', { type: 'delta', text: ' is 42' }], 'no hold once released');
+});
+
+test('text that arrives after the hold\'s age goes out even before its timer message is handled', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'text', round: 1, text: 'The ' });
+  m.timers.time += 250;
+  m.tell({ t: 'text', round: 1, text: 'answer' });
+  assert.equal(deltas(m.sink.events()), 'The answer', 'a late timer (a busy loop) delays nothing');
+  assert.equal(m.timers.pending.size, 0, 'the timer is cancelled');
+});
+
+test('a round whose provider begins a tool call: no hold to wait out, its commentary never shown, the tool call next', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'prepared', runToken: 1 });
+  m.tell({ t: 'text', round: 1, text: 'Let me look that up' });
+  m.tell({ t: 'round_hint', round: 1, hint: 'tool_call' });
+  assert.equal(m.timers.pending.size, 0, 'the hold\'s timer is gone: the round has tool calls');
+  m.timers.time += 10_000;
+  m.tell({ t: 'text', round: 1, text: 'x'.repeat(600) });
+  assert.deepEqual(m.sink.names(), ['meta'], 'neither the age nor the size lets commentary out');
+  m.tell({ t: 'round_end', round: 1, end: end([call('web_search', { query: 'x' })]) });
+  assert.deepEqual(m.sink.names(), ['meta', 'tool_call']);
+});
+
+test('a round that begins with a tool call holds nothing: its tool_call frames are the next frames', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'prepared', runToken: 1 });
+  m.tell({ t: 'round_hint', round: 1, hint: 'tool_call' });
+  assert.equal(m.timers.pending.size, 0);
+  m.tell({ t: 'round_end', round: 1, end: end([call('web_search', { query: 'x' })]) });
+  assert.deepEqual(m.sink.events().map(([e, d]) => [e, d.status]), [['meta', undefined], ['tool_call', 'initiated']]);
+});
+
+test('a round whose text item is known complete without a call lets its text out at once', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'text', round: 1, text: 'Sunny' });
+  assert.deepEqual(m.sink.names(), ['meta']);
+  m.tell({ t: 'round_hint', round: 1, hint: 'text_end' });
+  assert.deepEqual(m.sink.events().slice(1), [['delta', { type: 'delta', text: 'Sunny' }]], 'out before the round ends');
+  assert.equal(m.timers.pending.size, 0, 'the hold\'s timer is cancelled');
+  m.tell({ t: 'round_hint', round: 2, hint: 'tool_call' });
+  m.tell({ t: 'text', round: 1, text: ' today' });
+  assert.equal(deltas(m.sink.events()), 'Sunny today', 'a stale round\'s hint changes nothing');
+});
+
+test('a round said to begin a tool call that ends without one still shows its text', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'prepared', runToken: 1 });
+  m.tell({ t: 'round_hint', round: 1, hint: 'tool_call' });
+  m.tell({ t: 'text', round: 1, text: 'no call after all' });
+  m.tell({ t: 'round_end', round: 1, end: end() });
+  assert.equal(m.sent('store_answer')[0]?.text, 'no call after all');
+  assert.equal(deltas(m.sink.events()), 'no call after all');
 });
 
 test('the tool-round limit ends the answer with its message', () => {

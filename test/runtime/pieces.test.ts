@@ -143,7 +143,7 @@ test('a message told while another is handled waits its turn, and a throw in rec
       return new Promise(() => {});
     },
   };
-  const actor = new Actor('r', behavior, null, null, sink, { set: () => 0, clear: () => {} });
+  const actor = new Actor('r', behavior, null, null, sink, { set: () => 0, clear: () => {}, now: () => 0 });
   actor.tell({ t: 'start' });
   assert.deepEqual(frames, [sseFrame('start_done', {}), sseFrame('echo', 1)]);
   actor.tell({ t: 'boom' });
@@ -172,7 +172,7 @@ test('the run\'s signal, made when first read, is aborted by a stop that came be
       return new Promise(() => {});
     },
   };
-  const timers = { set: () => 0, clear: () => {} };
+  const timers = { set: () => 0, clear: () => {}, now: () => 0 };
   // Stopped before anything read the signal: the command performed after sees it aborted, with why.
   new Actor('a', behavior, null, null, sink, timers).tell({ t: 'stop', message: 'enough' });
   assert.equal(seen.length, 1);
