@@ -101,7 +101,7 @@ function initial(req: ChatRunRequest): ChatState {
 function start(run: ChatData, io: ChatIo): ChatState {
   const { req } = run;
   const { deps } = io;
-  run.started = performance.now();
+  run.started = io.now();
   io.perform({ c: 'prepare', req });
   io.emit('meta', { type: 'meta', chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model });
   const adapter = deps.providers.get(req.provider);
@@ -168,7 +168,7 @@ function startTools(run: ChatData, calls: ToolCallRequest[], io: ChatIo): ChatSt
   run.calls = [];
   run.toolsLeft = calls.length;
   calls.forEach((call, index) => {
-    const { slot, command } = openSlot(call, run.tools, run.round, index);
+    const { slot, command } = openSlot(call, run.tools, { round: run.round, index, toolCallId: io.newId(), now: io.now() });
     run.calls.push(slot);
     io.emitKeyed(slot.toolCallId, 'tool_call', { ...slot.base, status: 'initiated' });
     io.perform(command);
@@ -286,7 +286,7 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
     case 'tool_done': {
       const slot = run.calls[msg.index];
       if (msg.round !== run.round || !slot) return state;
-      const message = closeSlot(slot, msg);
+      const message = closeSlot(slot, msg, io.now());
       if (!run.chatId) return toolEnded(state, slot, io);
       io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId: run.chatId, message, runToken: run.runToken });
       return state;

@@ -2,7 +2,6 @@
 // tool started, then (as its outcome arrives) the tool message stored, then the terminal
 // `completed`/`failed` event (in that order, per the spec). A tool that fails is a failed tool call
 // whose error goes back to the model; only a storage fault fails the run.
-import { randomUUID } from 'node:crypto';
 import type { ToolCallRequest, ToolResultInput } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
 import type { ServiceTool } from '../src/tools/types.ts';
@@ -47,10 +46,18 @@ function preview(text: string): string {
   return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
 }
 
+/** Where a call is: its round and place in it, its id and start time (the runtime's). */
+export interface SlotPlace {
+  round: number;
+  index: number;
+  toolCallId: string;
+  now: number;
+}
+
 /** A call's slot and the command that runs it; the caller emits `initiated` and performs the command. */
-export function openSlot(call: ToolCallRequest, tools: ServiceTool[], round: number, index: number): { slot: ToolSlot; command: ToolCommand } {
-  const toolCallId = randomUUID();
-  const startedAt = new Date();
+export function openSlot(call: ToolCallRequest, tools: ServiceTool[], place: SlotPlace): { slot: ToolSlot; command: ToolCommand } {
+  const { round, index, toolCallId } = place;
+  const startedAt = new Date(place.now);
   const tool = tools.find((t) => t.name === call.name) ?? null;
   const parsed = parseArgs(call.arguments);
   const args = parsed instanceof Error ? {} : parsed;
@@ -81,8 +88,8 @@ export async function runTool(cmd: ToolCommand, ctx: Parameters<ServiceTool['run
 }
 
 /** The call's terminal event and result; the tool message to store when the chat is stored. */
-export function closeSlot(slot: ToolSlot, done: ToolDone): NewMessage {
-  const completedAt = new Date();
+export function closeSlot(slot: ToolSlot, done: ToolDone, now: number): NewMessage {
+  const completedAt = new Date(now);
   const terminal: Record<string, unknown> = {
     ...slot.base,
     status: done.error === undefined ? 'completed' : 'failed',

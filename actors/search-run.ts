@@ -136,7 +136,7 @@ function settle(run: SearchData, io: SearchIo): SearchState {
     query: req.query,
     title: req.title ?? null,
     requestId: s.ok ? s.value.requestId : null,
-    latencyMs: Math.round(performance.now() - run.started),
+    latencyMs: Math.round(io.now() - run.started),
     error: s.ok ? null : s.error,
     results: s.ok ? s.value.results : [],
     answerText: a.ok ? a.value.answerText : null,
@@ -173,7 +173,7 @@ function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): Se
   switch (msg.t) {
     case 'start':
       if (state.s !== 'idle') return state;
-      run.started = performance.now();
+      run.started = io.now();
       io.perform({ c: 'search', req: run.req });
       io.perform({ c: 'answer', req: run.req });
       return { s: 'running', run };

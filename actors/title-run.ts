@@ -91,7 +91,7 @@ function initial(req: TitleRunRequest): TitleState {
 }
 
 function start(run: TitleData, io: TitleIo): TitleState {
-  run.started = performance.now();
+  run.started = io.now();
   run.model = io.deps.config.TITLE_MODEL;
   io.after(TITLE_TIMEOUT_MS, { t: 'timeout' });
   run.adapter = io.deps.providers.get('provider_a') ?? null;

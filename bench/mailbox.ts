@@ -44,7 +44,7 @@ const request: ChatRunRequest = { chatId: null, createChat: false, storeChat: fa
 /** The mailbox path: the callback chat-io.ts hands the provider, into a chat actor that is streaming. */
 export function newPath(outbox: Outbox, runId = 'run-new'): (text: string) => void {
   const behavior = { ...chatBehavior, execute: () => new Promise<never>(() => {}) };
-  const actor = new Actor(runId, behavior, request, fakeDeps({ provider: 'provider_b' }), outbox, { set: () => 0, clear: () => {}, now: () => 0 });
+  const actor = new Actor(runId, behavior, request, fakeDeps({ provider: 'provider_b' }), outbox, { timers: { set: () => 0, clear: () => {}, now: () => 0 }, newId: () => 'id' });
   actor.tell({ t: 'start' });
   const round = 1;
   return (text) => actor.tell({ t: 'text', round, text });

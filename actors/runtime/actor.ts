@@ -9,6 +9,7 @@
 // replay holds every frame emitted before it and none emitted after it; the outbox closes the run's
 // open item at a replay, so the frames after it go out after it. No promise, timer or closure is
 // made per message: a message is the only allocation on the delta path.
+import { randomUUID } from 'node:crypto';
 import { EventBuffer } from './event-buffer.ts';
 import { deltaFrame, sseFrame } from './frame.ts';
 import type { CancelWhy, RunResult } from './protocol.ts';
@@ -54,15 +55,29 @@ export interface FrameSink {
 export interface Timers {
   set(ms: number, fn: () => void): unknown;
   clear(handle: unknown): void;
-  /** Milliseconds on a clock that never goes back. */
+  /** Milliseconds since the epoch, on a clock that never goes back (a run's timestamps and durations). */
   now(): number;
 }
+
+/** The process's clock as Timers.now reads it: wall time at the start, monotonic after. */
+export const clockNow = (): number => performance.timeOrigin + performance.now();
 
 const realTimers: Timers = {
   set: (ms, fn) => setTimeout(fn, ms),
   clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
-  now: () => performance.now(),
+  now: clockNow,
 };
+
+/**
+ * What a run takes from its surroundings besides its messages, given by the runtime: its time, its
+ * fresh ids. A test gives its own, so a machine test runs without timers or randomness.
+ */
+export interface RunWorld {
+  timers: Timers;
+  newId(): string;
+}
+
+const realWorld: RunWorld = { timers: realTimers, newId: randomUUID };
 
 /** What `receive` may do: emit frames, end the run, start I/O and timers. All synchronous. */
 export interface Io<M, V, C, D> {
@@ -89,6 +104,8 @@ export interface Io<M, V, C, D> {
   cancelTimer(handle: unknown): void;
   /** The runtime's clock (Timers.now). */
   now(): number;
+  /** A fresh unique id (a tool call's), from the runtime. */
+  newId(): string;
   /** A failure the run handled but someone should see (e.g. a write that could not be recorded). */
   log(level: 'warn' | 'error', message: string, err?: unknown): void;
 }
@@ -125,11 +142,11 @@ export interface ActorRef {
 
 /** A run kind as a host sees it: its types beyond request and value are the kind's own. */
 export interface RunDefinition<Req, V, D> {
-  spawn(runId: string, request: Req, deps: D, sink: FrameSink, timers?: Timers): ActorRef;
+  spawn(runId: string, request: Req, deps: D, sink: FrameSink, world?: RunWorld): ActorRef;
 }
 
 export function defineRun<Req, V, D, S extends { s: string }, M extends { t: string }, C>(behavior: Behavior<Req, V, D, S, M, C>): RunDefinition<Req, V, D> {
-  return { spawn: (runId, request, deps, sink, timers) => new Actor(runId, behavior, request, deps, sink, timers ?? realTimers) };
+  return { spawn: (runId, request, deps, sink, world) => new Actor(runId, behavior, request, deps, sink, world ?? realWorld) };
 }
 
 export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, C> implements Io<M, V, C, D>, ActorRef, Cancellation {
@@ -150,7 +167,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     request: Req,
     deps: D,
     private readonly sink: FrameSink,
-    private readonly clock: Timers,
+    private readonly world: RunWorld = realWorld,
   ) {
     this.runId = runId;
     this.deps = deps;
@@ -240,7 +257,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   }
 
   after(ms: number, msg: M): unknown {
-    const handle = this.clock.set(ms, () => {
+    const handle = this.world.timers.set(ms, () => {
       this.timers.delete(handle);
       this.tell(msg);
     });
@@ -249,11 +266,15 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   }
 
   cancelTimer(handle: unknown): void {
-    if (this.timers.delete(handle)) this.clock.clear(handle);
+    if (this.timers.delete(handle)) this.world.timers.clear(handle);
   }
 
   now(): number {
-    return this.clock.now();
+    return this.world.timers.now();
+  }
+
+  newId(): string {
+    return this.world.newId();
   }
 
   emit(event: string, data: unknown): void {
@@ -281,7 +302,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   finish(event: 'done' | 'error', data: unknown, result: RunResult<V>): void {
     if (this.finished) return;
     this.finished = true;
-    for (const h of this.timers) this.clock.clear(h);
+    for (const h of this.timers) this.world.timers.clear(h);
     this.timers.clear();
     const frame = sseFrame(event, data);
     this.buffer.end(frame);

@@ -78,6 +78,7 @@ export function machine<Req, V, S extends { s: string }, M extends { t: string }
   const commands: C[] = [];
   const sink = new RecordingSink();
   const timers = new FakeTimers();
+  let ids = 0;
   const recorded: Behavior<Req, V, RunDeps, S, M, C> = {
     ...behavior,
     execute: (cmd) => {
@@ -85,7 +86,8 @@ export function machine<Req, V, S extends { s: string }, M extends { t: string }
       return new Promise<M>(() => {});
     },
   };
-  const actor = new Actor('run-1', recorded, request, deps, sink, timers);
+  // Time and ids from the test: the run has neither real timers nor randomness.
+  const actor = new Actor('run-1', recorded, request, deps, sink, { timers, newId: () => `id-${++ids}` });
   const tell = (msg: M | Control | { t: 'attach'; subId: number }) => actor.tell(msg);
   /** The commands of one kind so far (`c` is the kind's command tag). */
   const sent = <K extends string>(c: K) => commands.filter((x): x is Extract<C, { c: K }> => (x as { c?: string }).c === c);

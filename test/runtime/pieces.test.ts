@@ -143,7 +143,7 @@ test('a message told while another is handled waits its turn, and a throw in rec
       return new Promise(() => {});
     },
   };
-  const actor = new Actor('r', behavior, null, null, sink, { set: () => 0, clear: () => {}, now: () => 0 });
+  const actor = new Actor('r', behavior, null, null, sink, { timers: { set: () => 0, clear: () => {}, now: () => 0 }, newId: () => 'id' });
   actor.tell({ t: 'start' });
   assert.deepEqual(frames, [sseFrame('start_done', {}), sseFrame('echo', 1)]);
   actor.tell({ t: 'boom' });
@@ -172,14 +172,14 @@ test('the run\'s signal, made when first read, is aborted by a stop that came be
       return new Promise(() => {});
     },
   };
-  const timers = { set: () => 0, clear: () => {}, now: () => 0 };
+  const world = { timers: { set: () => 0, clear: () => {}, now: () => 0 }, newId: () => 'id' };
   // Stopped before anything read the signal: the command performed after sees it aborted, with why.
-  new Actor('a', behavior, null, null, sink, timers).tell({ t: 'stop', message: 'enough' });
+  new Actor('a', behavior, null, null, sink, world).tell({ t: 'stop', message: 'enough' });
   assert.equal(seen.length, 1);
   assert.equal(seen[0]!.aborted, true);
   assert.ok(seen[0]!.reason instanceof RunCancelled);
   // Read first, stopped after: the signal read is the one aborted.
-  const b = new Actor('b', behavior, null, null, sink, timers);
+  const b = new Actor('b', behavior, null, null, sink, world);
   const read = b.signal;
   assert.equal(read.aborted, false);
   b.tell({ t: 'stop', message: 'enough' });

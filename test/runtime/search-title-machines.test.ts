@@ -24,10 +24,12 @@ test('search: each outcome is an event as it arrives, then the run is stored and
     ['search', 'answer'],
   );
   m.tell({ t: 'answer_done', outcome: { ok: false, error: 'engine 500' } });
+  m.timers.time += 700;
   m.tell({ t: 'search_done', outcome: { ok: true, value: found } });
   assert.deepEqual(m.sink.names(), ['answer_error', 'search_results']);
   const [save] = m.sent('save');
   assert.deepEqual(save && [save.searchId, save.row.requestId, save.row.error, save.row.answerError], ['search-1', 'r1', null, 'engine 500']);
+  assert.equal(save?.row.latencyMs, 700, 'timed on the runtime\'s clock');
   m.tell({ t: 'saved', detail });
   assert.deepEqual(m.sink.events().at(-1), ['done', { search: detail }]);
   assert.deepEqual(m.sink.result, { ok: true, value: { search: detail } });
