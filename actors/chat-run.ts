@@ -20,6 +20,7 @@ import { closeSlot, openSlot, type ToolDone, type ToolSlot } from './chat-tools.
 import { failureOf, interruptionOf, RunError } from './run-failure.ts';
 import type { Control, Io } from './runtime/actor.ts';
 import { defineRun, isControl } from './runtime/actor.ts';
+import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import type { ChatStorageRequest } from './run-storage.ts';
 import { gateDiscard, gateExpired, gateHint, gateRelease, gateText, newGate, type Gate } from './text-gate.ts';
@@ -204,7 +205,7 @@ function done(run: ChatData, stopped: boolean, io: ChatIo): ChatState {
   if (usage) data.usage = usage;
   if (stopped) data.stopped = true;
   const raw = stopped ? null : run.raw;
-  io.finish('done', data, { ok: true, value: { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, raw, stopped } });
+  io.done(data, { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, raw, stopped });
   return { s: 'ended', run };
 }
 
@@ -246,7 +247,7 @@ function failing(run: ChatData, failure: RunFailure, step: 'settle' | 'interrupt
     io.perform({ c: 'fail_call', callId, error: failure.message, started: run.started });
     return { s: 'failing', run, failure, step: 'record' };
   }
-  io.finish('error', { type: 'error', message: failure.message }, failure);
+  io.fail(failure);
   return { s: 'ended', run };
 }
 
@@ -318,6 +319,9 @@ function crashed(state: ChatState, err: unknown, io: ChatIo): ChatState {
   return caught(state.run, err, io);
 }
 
+/** The spec's terminal `error` event of a chat stream. */
+const errorFrame = (message: string): string => sseFrame('error', { type: 'error', message });
+
 /** The kind's behavior, for tests that drive it without I/O. */
-export const chatBehavior = { initial, receive, crashed, execute: executeChat };
+export const chatBehavior = { initial, receive, crashed, execute: executeChat, errorFrame };
 export const chatRun = defineRun(chatBehavior);

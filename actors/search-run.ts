@@ -10,6 +10,7 @@ import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/type
 import type { RunDeps as Deps } from '../src/run-deps.ts';
 import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
 import { defineRun, type Cancellation, type Control, type Io } from './runtime/actor.ts';
+import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { interruptionOf } from './run-failure.ts';
 
@@ -108,7 +109,7 @@ async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run
 const initial = (req: SearchRunRequest): SearchState => ({ s: 'idle', run: { req, started: 0, search: null, answer: null } });
 
 function fail(run: SearchData, io: SearchIo, message: string, outcome: RunFailure['outcome']): SearchState {
-  io.finish('error', { message }, { ok: false, outcome, message });
+  io.fail({ ok: false, outcome, message });
   return { s: 'ended', run };
 }
 
@@ -157,7 +158,7 @@ function saved(state: SearchState & { s: 'storing' }, detail: SearchDetail | nul
   const s = run.search!;
   const a = run.answer!;
   if (!s.ok && !a.ok) return fail(run, io, `search and answer both failed: ${s.error}; ${a.error}`, 'provider_error');
-  io.finish('done', { search: detail }, { ok: true, value: { search: detail } });
+  io.done({ search: detail }, { search: detail });
   return { s: 'ended', run };
 }
 
@@ -201,6 +202,9 @@ function crashed(_state: SearchState, err: unknown): SearchState {
   throw err;
 }
 
+/** The spec's terminal `error` event of a search stream. */
+const errorFrame = (message: string): string => sseFrame('error', { message });
+
 /** The kind's behavior, for tests that drive it without I/O. */
-export const searchBehavior = { initial, receive, crashed, execute: executeSearch };
+export const searchBehavior = { initial, receive, crashed, execute: executeSearch, errorFrame };
 export const searchRun = defineRun(searchBehavior);

@@ -12,6 +12,7 @@ import type { RunDeps } from '../src/run-deps.ts';
 import { setChatTitleIfEmpty } from '../src/store/chats.ts';
 import type { ChatSummary } from '../src/types.ts';
 import { defineRun, isControl, messageOf, type Control, type Io } from './runtime/actor.ts';
+import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { failureOf, interruptionOf, RunError } from './run-failure.ts';
 import { failCall, finishCall, startCall } from './run-storage.ts';
@@ -111,7 +112,7 @@ function fail(run: TitleData, err: unknown, io: TitleIo): TitleState {
 }
 
 function end(run: TitleData, failure: RunFailure, io: TitleIo): TitleState {
-  io.finish('error', { message: failure.message }, failure);
+  io.fail(failure);
   return { s: 'ended', run };
 }
 
@@ -142,7 +143,7 @@ function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): Title
     case 'titled':
       if (state.s !== 'titling') return state;
       if (!msg.chat) return end(run, { ok: false, outcome: 'not_found', message: CHAT_NOT_FOUND }, io);
-      io.finish('done', { chat: msg.chat }, { ok: true, value: { chat: msg.chat } });
+      io.done({ chat: msg.chat }, { chat: msg.chat });
       return { s: 'ended', run };
     case 'failed': {
       if (state.s === 'failing' || state.s === 'ended') return state;
@@ -160,6 +161,9 @@ function crashed(state: TitleState, err: unknown, io: TitleIo): TitleState {
   return fail(state.run, err, io);
 }
 
+/** A title run's terminal `error` event: a search's shape, `{ message }` (the spec gives a title no stream of its own). */
+const errorFrame = (message: string): string => sseFrame('error', { message });
+
 /** The kind's behavior, for tests that drive it without I/O. */
-export const titleBehavior = { initial, receive, crashed, execute: executeTitle };
+export const titleBehavior = { initial, receive, crashed, execute: executeTitle, errorFrame };
 export const titleRun = defineRun(titleBehavior);

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventBuffer } from './event-buffer.ts';
 import { deltaFrame, sseFrame } from './frame.ts';
-import type { CancelWhy, RunResult } from './protocol.ts';
+import type { CancelWhy, RunFailure, RunResult } from './protocol.ts';
 
 /** The abort reason of a run asked to end early; `why` tells a user's stop from the runtime's cancel. */
 export class RunCancelled extends Error {
@@ -94,8 +94,10 @@ export interface Io<M, V, C, D> {
   emitDelta(text: string): void;
   /** Every delta's text so far, concatenated (kept once, by the replay buffer). */
   readonly deltaText: string;
-  /** The terminal event; the first call wins, later ones are ignored. */
-  finish(event: 'done' | 'error', data: unknown, result: RunResult<V>): void;
+  /** The terminal `done` event and the run's value; the first end wins, later ones are ignored. */
+  done(data: unknown, value: V): void;
+  /** The terminal `error` event in the kind's shape (Behavior.errorFrame), and the failure. */
+  fail(failure: RunFailure): void;
   readonly finished: boolean;
   /** Starts a command's I/O; its outcome comes back as the message its executor answers with. */
   perform(command: C): void;
@@ -133,6 +135,11 @@ export interface Behavior<Req, V, D, S extends { s: string }, M extends { t: str
   crashed(state: S, err: unknown, io: Io<M, V, C, D>): S;
   /** Carries out a command; resolves with the message that reports its outcome, failures included. */
   execute(command: C, deps: D, tell: Tell<M>, run: Cancellation): Promise<M>;
+  /**
+   * The kind's terminal `error` event, encoded, in the spec's shape for the kind: the run's own
+   * failures and the ones the runtime ends it with (a crash, a dead host) look the same to a client.
+   */
+  errorFrame(message: string): string;
 }
 
 /** What a host holds of an actor: it hands it the runtime's messages. */
@@ -143,10 +150,15 @@ export interface ActorRef {
 /** A run kind as a host sees it: its types beyond request and value are the kind's own. */
 export interface RunDefinition<Req, V, D> {
   spawn(runId: string, request: Req, deps: D, sink: FrameSink, world?: RunWorld): ActorRef;
+  /** Behavior.errorFrame, for the supervisor's ends of a run (its host died, its replay failed). */
+  errorFrame(message: string): string;
 }
 
 export function defineRun<Req, V, D, S extends { s: string }, M extends { t: string }, C>(behavior: Behavior<Req, V, D, S, M, C>): RunDefinition<Req, V, D> {
-  return { spawn: (runId, request, deps, sink, world) => new Actor(runId, behavior, request, deps, sink, world ?? realWorld) };
+  return {
+    spawn: (runId, request, deps, sink, world) => new Actor(runId, behavior, request, deps, sink, world),
+    errorFrame: behavior.errorFrame,
+  };
 }
 
 export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, C> implements Io<M, V, C, D>, ActorRef, Cancellation {
@@ -241,8 +253,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
       this.state = this.behavior.crashed(this.state, err, this);
     } catch (again) {
       this.log('error', `run ${this.runId} could not record its failure`, again);
-      const message = messageOf(err);
-      this.finish('error', { type: 'error', message }, { ok: false, outcome: 'internal', message });
+      this.fail({ ok: false, outcome: 'internal', message: messageOf(err) });
     }
   }
 
@@ -299,12 +310,18 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     this.sink.frames(this.runId, deltaFrame(text));
   }
 
-  finish(event: 'done' | 'error', data: unknown, result: RunResult<V>): void {
-    if (this.finished) return;
+  done(data: unknown, value: V): void {
+    if (!this.finished) this.end(sseFrame('done', data), { ok: true, value });
+  }
+
+  fail(failure: RunFailure): void {
+    if (!this.finished) this.end(this.behavior.errorFrame(failure.message), failure);
+  }
+
+  private end(frame: string, result: RunResult<V>): void {
     this.finished = true;
     for (const h of this.timers) this.world.timers.clear(h);
     this.timers.clear();
-    const frame = sseFrame(event, data);
     this.buffer.end(frame);
     this.sink.frames(this.runId, frame);
     this.sink.end(this.runId, result);

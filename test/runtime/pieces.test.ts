@@ -126,6 +126,7 @@ test('a message told while another is handled waits its turn, and a throw in rec
   };
   const behavior: Behavior<null, null, null, { s: 'on' }, Msg, { c: 'now'; n: number }> = {
     initial: () => ({ s: 'on' }),
+    errorFrame: (message) => sseFrame('error', { message }),
     receive(state, msg, io) {
       if (msg.t === 'start') {
         // The executor tells its answer synchronously, in the middle of this handler.
@@ -149,7 +150,7 @@ test('a message told while another is handled waits its turn, and a throw in rec
   actor.tell({ t: 'boom' });
   actor.tell({ t: 'echo', n: 2 });
   assert.equal(ends, 1);
-  assert.equal(frames.at(-1), sseFrame('error', { type: 'error', message: 'boom' }));
+  assert.equal(frames.at(-1), sseFrame('error', { message: 'boom' }), 'the kind\'s own error shape');
   assert.deepEqual(logs, ['run r threw', 'run r could not record its failure']);
 });
 
@@ -159,6 +160,7 @@ test('the run\'s signal, made when first read, is aborted by a stop that came be
   const sink = { frames: () => {}, replay: () => {}, replayFailed: () => {}, end: () => {}, log: () => {} };
   const behavior: Behavior<null, null, null, { s: 'on' }, { t: 'noop' }, { c: 'look' }> = {
     initial: () => ({ s: 'on' }),
+    errorFrame: (message) => sseFrame('error', { message }),
     receive(state, msg, io) {
       if (msg.t === 'stop') io.perform({ c: 'look' });
       return state;
