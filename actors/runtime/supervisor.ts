@@ -3,6 +3,7 @@
 // each run's pre-encoded frames out to its subscribers. Starting is synchronous, so two starts for one
 // key can never both pass. A host that dies takes only its own runs down; they end with an `error` event.
 import { randomUUID } from 'node:crypto';
+import { sseFrame } from './frame.ts';
 import type { Batch, CancelWhy, KindOf, RunOutcome, RunResult, RunTypeMap, RuntimeLog, ToHost } from './protocol.ts';
 import type { RunHandle, RunInfo, Started, StartOptions, StartRefusal } from './registry.ts';
 import type { Subscriber } from './subscriber.ts';
@@ -318,7 +319,9 @@ export class Supervisor<T extends RunTypeMap> {
   }
 
   private errorFrame(entry: Entry, message: string): string {
-    return this.opts.errorFrames[entry.kind as KindOf<T>](message);
+    // Only a start cast past the types names a kind without a frame; its end must still go out.
+    const frame = this.opts.errorFrames[entry.kind as KindOf<T>] as ((message: string) => string) | undefined;
+    return frame ? frame(message) : sseFrame('error', { message });
   }
 
   /** Ends runs whose host cannot end them: an `error` event to every subscriber, then the result. */
