@@ -251,28 +251,53 @@ function failing(run: ChatData, failure: RunFailure, step: 'settle' | 'interrupt
   return { s: 'ended', run };
 }
 
+type RoundMsg = Extract<ChatMsg, { t: 'text' | 'round_hint' | 'hold_expired' | 'round_end' | 'round_failed' }>;
+
+// `text` first: it is nearly every message a run gets.
+const isRoundMsg = (msg: ChatMsg): msg is RoundMsg =>
+  msg.t === 'text' || msg.t === 'round_hint' || msg.t === 'hold_expired' || msg.t === 'round_end' || msg.t === 'round_failed';
+
+/** A message of the round being streamed. */
+function inRound(state: ChatState & { s: 'streaming' }, msg: RoundMsg, io: ChatIo): ChatState {
+  const { run, gate } = state;
+  switch (msg.t) {
+    case 'text':
+      return { ...state, gate: gateText(gate, msg.text, run.round, io) };
+    case 'round_hint':
+      return { ...state, gate: gateHint(gate, msg.hint, io) };
+    case 'hold_expired':
+      return { ...state, gate: gateExpired(gate, io) };
+    case 'round_end':
+      return roundEnded(state, msg.end, io);
+    case 'round_failed':
+      gateDiscard(gate, io);
+      return caught(run, msg.error, io);
+  }
+}
+
+/**
+ * The outcome of I/O started before the run moved on to its end (a failure, a crash or a stop
+ * elsewhere): a round's text, its end, a hold's timer, a tool's outcome. The run no longer needs it.
+ * Anywhere else such a message is unexpected.
+ */
+function late(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatState {
+  return state.s === 'waiting' || state.s === 'storing' || state.s === 'failing' ? state : io.unhandled(state, msg);
+}
+
 function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatState {
   const { run } = state;
   // On a stop or cancel the runtime has aborted the run's signal: the provider call or the tools end,
   // and their outcome brings the run to its end (a stopped answer, or the cancel's error).
   if (isControl(msg)) {
-    if (msg.t === 'start') return state.s === 'idle' ? start(run, io) : state;
+    if (msg.t === 'start') return state.s === 'idle' ? start(run, io) : io.unhandled(state, msg);
     run.call.abort(io.signal.reason);
     return state;
   }
+  if (isRoundMsg(msg)) {
+    if (state.s !== 'streaming') return late(state, msg, io);
+    return msg.round === run.round ? inRound(state, msg, io) : io.unhandled(state, msg);
+  }
   switch (msg.t) {
-    case 'text':
-      return state.s === 'streaming' && msg.round === run.round ? { ...state, gate: gateText(state.gate, msg.text, run.round, io) } : state;
-    case 'round_hint':
-      return state.s === 'streaming' && msg.round === run.round ? { ...state, gate: gateHint(state.gate, msg.hint, io) } : state;
-    case 'hold_expired':
-      return state.s === 'streaming' && msg.round === run.round ? { ...state, gate: gateExpired(state.gate, io) } : state;
-    case 'round_end':
-      return state.s === 'streaming' && msg.round === run.round ? roundEnded(state, msg.end, io) : state;
-    case 'round_failed':
-      if (state.s !== 'streaming' || msg.round !== run.round) return state;
-      gateDiscard(state.gate, io);
-      return caught(run, msg.error, io);
     case 'prepared':
       run.prepared = 'ok';
       run.runToken = msg.runToken;
@@ -286,7 +311,7 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
       return state.s === 'failing' && state.step === 'settle' ? failing(run, state.failure, 'settle', io) : state;
     case 'tool_done': {
       const slot = run.calls[msg.index];
-      if (msg.round !== run.round || !slot) return state;
+      if (msg.round !== run.round || !slot || state.s === 'streaming') return io.unhandled(state, msg);
       const message = closeSlot(slot, msg, io.now());
       if (!run.chatId) return toolEnded(state, slot, io);
       io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId: run.chatId, message, runToken: run.runToken });
@@ -294,22 +319,23 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
     }
     case 'tool_stored': {
       const slot = run.calls[msg.index];
-      return msg.round === run.round && slot ? toolEnded(state, slot, io) : state;
+      if (msg.round !== run.round || !slot || state.s === 'streaming') return io.unhandled(state, msg);
+      return toolEnded(state, slot, io);
     }
     case 'tool_store_failed':
-      return state.s === 'tools' ? caught(run, msg.error, io) : state;
+      return state.s === 'tools' ? caught(run, msg.error, io) : late(state, msg, io);
     case 'answer_stored':
-      return state.s === 'storing' ? done(run, state.stopped, io) : state;
+      return state.s === 'storing' ? done(run, state.stopped, io) : io.unhandled(state, msg);
     case 'answer_store_failed':
-      if (state.s !== 'storing') return state;
+      if (state.s !== 'storing') return io.unhandled(state, msg);
       return state.stopped ? fail(run, msg.error, io) : caught(run, msg.error, io);
     case 'interrupted_stored':
-      if (state.s !== 'failing' || state.step !== 'interrupt') return state;
+      if (state.s !== 'failing' || state.step !== 'interrupt') return io.unhandled(state, msg);
       if (!msg.error) return failing(run, state.failure, 'record', io);
       io.log('warn', `run ${io.runId}: the interrupted answer could not be stored`, msg.error);
       return failing(run, state.failure, 'interrupt', io);
     case 'call_failed':
-      return state.s === 'failing' ? failing(run, state.failure, 'record', io) : state;
+      return state.s === 'failing' ? failing(run, state.failure, 'record', io) : io.unhandled(state, msg);
   }
 }
 

@@ -173,7 +173,7 @@ function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): Se
   const { run } = state;
   switch (msg.t) {
     case 'start':
-      if (state.s !== 'idle') return state;
+      if (state.s !== 'idle') return io.unhandled(state, msg);
       run.started = io.now();
       io.perform({ c: 'search', req: run.req });
       io.perform({ c: 'answer', req: run.req });
@@ -183,17 +183,17 @@ function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): Se
       // The engines' calls see the aborted signal and come back as outcomes.
       return state;
     case 'search_done':
-      if (state.s !== 'running') return state;
+      if (state.s !== 'running' || run.search) return io.unhandled(state, msg);
       run.search = emitOutcome(io, msg.outcome, 'search_results', 'search_error');
       return run.answer ? settle(run, io) : state;
     case 'answer_done':
-      if (state.s !== 'running') return state;
+      if (state.s !== 'running' || run.answer) return io.unhandled(state, msg);
       run.answer = emitOutcome(io, msg.outcome, 'answer', 'answer_error');
       return run.search ? settle(run, io) : state;
     case 'saved':
-      return state.s === 'storing' ? saved(state, msg.detail, io) : state;
+      return state.s === 'storing' ? saved(state, msg.detail, io) : io.unhandled(state, msg);
     case 'save_failed':
-      return state.s === 'storing' ? fail(run, io, `search run could not be stored: ${messageOf(msg.error)}`, 'internal') : state;
+      return state.s === 'storing' ? fail(run, io, `search run could not be stored: ${messageOf(msg.error)}`, 'internal') : io.unhandled(state, msg);
   }
 }
 

@@ -116,43 +116,51 @@ function end(run: TitleData, failure: RunFailure, io: TitleIo): TitleState {
   return { s: 'ended', run };
 }
 
+/** A step's outcome after the run failed meanwhile (a crash) is no longer needed; anywhere else it is unexpected. */
+function late(state: TitleState, msg: TitleMsg | Control, io: TitleIo): TitleState {
+  return state.s === 'failing' ? state : io.unhandled(state, msg);
+}
+
 function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): TitleState {
   const { run } = state;
   // On a stop or cancel the model call sees the aborted signal; its failure ends the run.
-  if (isControl(msg)) return msg.t === 'start' && state.s === 'idle' ? start(run, io) : state;
+  if (isControl(msg)) {
+    if (msg.t !== 'start') return state;
+    return state.s === 'idle' ? start(run, io) : io.unhandled(state, msg);
+  }
   switch (msg.t) {
     case 'timeout':
       run.timeout.abort(new Error(`timed out after ${TITLE_TIMEOUT_MS} ms`));
       return state;
     case 'call_started':
-      if (state.s !== 'opening') return state;
+      if (state.s !== 'opening') return late(state, msg, io);
       run.callId = msg.callId;
       io.perform({ c: 'generate', adapter: run.adapter!, model: run.model, content: run.req.content, signal: AbortSignal.any([io.signal, run.timeout.signal]) });
       return { s: 'generating', run };
     case 'generated': {
-      if (state.s !== 'generating') return state;
+      if (state.s !== 'generating') return late(state, msg, io);
       const title = cleanTitle(msg.text);
       if (!title) return fail(run, new RunError(`${run.model} returned no usable title`, 'provider_error'), io);
       io.perform({ c: 'finish_call', callId: run.callId!, usage: msg.usage, started: run.started });
       return { s: 'closing', run, title };
     }
     case 'call_finished':
-      if (state.s !== 'closing') return state;
+      if (state.s !== 'closing') return late(state, msg, io);
       io.perform({ c: 'set_title', chatId: run.req.chatId, title: state.title });
       return { s: 'titling', run };
     case 'titled':
-      if (state.s !== 'titling') return state;
+      if (state.s !== 'titling') return late(state, msg, io);
       if (!msg.chat) return end(run, { ok: false, outcome: 'not_found', message: CHAT_NOT_FOUND }, io);
       io.done({ chat: msg.chat }, { chat: msg.chat });
       return { s: 'ended', run };
     case 'failed': {
-      if (state.s === 'failing' || state.s === 'ended') return state;
+      if (state.s === 'idle' || state.s === 'failing' || state.s === 'ended') return late(state, msg, io);
       // The model call's failure after the timeout is the timeout, unless the run was cancelled.
       const timedOut = state.s === 'generating' && run.timeout.signal.aborted && !io.signal.aborted;
       return fail(run, timedOut ? new RunError(`timed out after ${TITLE_TIMEOUT_MS} ms`, 'provider_timeout') : msg.error, io);
     }
     case 'call_failed':
-      return state.s === 'failing' ? end(run, state.failure, io) : state;
+      return state.s === 'failing' ? end(run, state.failure, io) : io.unhandled(state, msg);
   }
 }
 

@@ -70,11 +70,14 @@ const realTimers: Timers = {
 
 /**
  * What a run takes from its surroundings besides its messages, given by the runtime: its time, its
- * fresh ids. A test gives its own, so a machine test runs without timers or randomness.
+ * fresh ids, and who hears of a message the run did not expect in its state. A test gives its own,
+ * so a machine test runs without timers or randomness, and fails on an unexpected message.
  */
 export interface RunWorld {
   timers: Timers;
   newId(): string;
+  /** Without it, an unexpected message is logged as a warning (the service's case). */
+  unhandled?(runId: string, state: string, msg: string): void;
 }
 
 const realWorld: RunWorld = { timers: realTimers, newId: randomUUID };
@@ -108,6 +111,11 @@ export interface Io<M, V, C, D> {
   now(): number;
   /** A fresh unique id (a tool call's), from the runtime. */
   newId(): string;
+  /**
+   * A message `receive` did not expect in `state` (a bug, or a protocol the kind does not keep): it
+   * is dropped, and the runtime says so. Returns `state`, for `return io.unhandled(state, msg)`.
+   */
+  unhandled<St extends { s: string }>(state: St, msg: { t: string }): St;
   /** A failure the run handled but someone should see (e.g. a write that could not be recorded). */
   log(level: 'warn' | 'error', message: string, err?: unknown): void;
 }
@@ -286,6 +294,12 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
 
   newId(): string {
     return this.world.newId();
+  }
+
+  unhandled<St extends { s: string }>(state: St, msg: { t: string }): St {
+    if (this.world.unhandled) this.world.unhandled(this.runId, state.s, msg.t);
+    else this.log('warn', `run ${this.runId}: a '${msg.t}' message in state '${state.s}' was not expected; dropped`);
+    return state;
   }
 
   emit(event: string, data: unknown): void {

@@ -6,7 +6,8 @@ import { chatBehavior, toolLimitMessage, type ChatRunRequest } from '../../actor
 import type { ChatMsg } from '../../actors/chat-protocol.ts';
 import { RunError } from '../../actors/run-failure.ts';
 import { ProviderError, type RoundEnd, type ToolCallRequest } from '../../src/providers/types.ts';
-import { call, fakeDeps, fakeTool, machine } from './fake-io.ts';
+import { Actor } from '../../actors/runtime/actor.ts';
+import { call, fakeDeps, FakeTimers, fakeTool, machine, RecordingSink } from './fake-io.ts';
 
 const request: ChatRunRequest = {
   chatId: 'chat-1',
@@ -165,9 +166,27 @@ test('a round whose text item is known complete without a call lets its text out
   m.tell({ t: 'round_hint', round: 1, hint: 'text_end' });
   assert.deepEqual(m.sink.events().slice(1), [['delta', { type: 'delta', text: 'Sunny' }]], 'out before the round ends');
   assert.equal(m.timers.pending.size, 0, 'the hold\'s timer is cancelled');
-  m.tell({ t: 'round_hint', round: 2, hint: 'tool_call' });
   m.tell({ t: 'text', round: 1, text: ' today' });
-  assert.equal(deltas(m.sink.events()), 'Sunny today', 'a stale round\'s hint changes nothing');
+  assert.equal(deltas(m.sink.events()), 'Sunny today');
+});
+
+test('a message the run does not expect in its state is dropped and reported, logged by the service', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'round_hint', round: 2, hint: 'tool_call' });
+  m.tell({ t: 'answer_stored' });
+  m.tell({ t: 'text', round: 1, text: 'still streaming' });
+  m.timers.fire(250);
+  assert.equal(deltas(m.sink.events()), 'still streaming', 'neither changed the run');
+  assert.deepEqual(m.unexpected.splice(0), ["'round_hint' in state 'streaming'", "'answer_stored' in state 'streaming'"]);
+
+  // Without a test's hook (the service), the runtime logs it as a warning.
+  const sink = new RecordingSink();
+  const timers = new FakeTimers();
+  const actor = new Actor('run-2', { ...chatBehavior, execute: () => new Promise<never>(() => {}) }, request, fakeDeps(), sink, { timers, newId: () => 'id' });
+  actor.tell({ t: 'start' });
+  actor.tell({ t: 'call_failed' });
+  assert.deepEqual(sink.logs, ["warn: run run-2: a 'call_failed' message in state 'streaming' was not expected; dropped"]);
 });
 
 test('a round said to begin a tool call that ends without one still shows its text', () => {

@@ -1,7 +1,8 @@
 // A fake world for one run kind's machine: the real actor and mailbox, with every command recorded
 // instead of carried out, frames and the end recorded by a sink, and timers the test fires. The test
 // answers a command by telling the run the message its executor would have sent. No network,
-// database or thread.
+// database or thread. A message a run did not expect in its state fails the test that sent it.
+import { afterEach } from 'node:test';
 import { Actor, type Behavior, type Control, type FrameSink, type Timers } from '../../actors/runtime/actor.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
 import type { Config } from '../../src/config.ts';
@@ -73,12 +74,25 @@ export class FakeTimers implements Timers {
   }
 }
 
+/** The machines of the running test: each one's unexpected messages fail it (below). */
+const machines = new Set<{ unexpected: string[] }>();
+
+// The service logs an unexpected message and goes on; a test must not: it names a state the kind
+// does not handle, or a test that plays its I/O out of order. A test expecting one takes it out of
+// `unexpected` itself.
+afterEach(() => {
+  const seen = [...machines].flatMap((m) => m.unexpected);
+  machines.clear();
+  if (seen.length > 0) throw new Error(`unexpected messages: ${seen.join('; ')}`);
+});
+
 /** A run of `behavior` whose commands are recorded, never carried out. */
 export function machine<Req, V, S extends { s: string }, M extends { t: string }, C extends object>(behavior: Behavior<Req, V, RunDeps, S, M, C>, request: Req, deps: RunDeps) {
   const commands: C[] = [];
   const sink = new RecordingSink();
   const timers = new FakeTimers();
   let ids = 0;
+  const unexpected: string[] = [];
   const recorded: Behavior<Req, V, RunDeps, S, M, C> = {
     ...behavior,
     execute: (cmd) => {
@@ -87,11 +101,16 @@ export function machine<Req, V, S extends { s: string }, M extends { t: string }
     },
   };
   // Time and ids from the test: the run has neither real timers nor randomness.
-  const actor = new Actor('run-1', recorded, request, deps, sink, { timers, newId: () => `id-${++ids}` });
+  const actor = new Actor('run-1', recorded, request, deps, sink, {
+    timers,
+    newId: () => `id-${++ids}`,
+    unhandled: (_runId, state, msg) => unexpected.push(`'${msg}' in state '${state}'`),
+  });
+  machines.add({ unexpected });
   const tell = (msg: M | Control | { t: 'attach'; subId: number }) => actor.tell(msg);
   /** The commands of one kind so far (`c` is the kind's command tag). */
   const sent = <K extends string>(c: K) => commands.filter((x): x is Extract<C, { c: K }> => (x as { c?: string }).c === c);
-  return { actor, commands, sent, sink, timers, tell };
+  return { actor, commands, sent, sink, timers, tell, unexpected };
 }
 
 /** A tool that the machine only names; running it is a recorded command. */

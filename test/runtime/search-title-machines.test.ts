@@ -85,6 +85,16 @@ test('search: a disconnect stores nothing; a failed store and a deleted search e
   assert.equal(deleted.sink.ends, 1);
 });
 
+test('search: an engine outcome twice, or a store outcome while running, is unexpected', () => {
+  const m = search();
+  m.tell({ t: 'start' });
+  m.tell({ t: 'search_done', outcome: { ok: true, value: found } });
+  m.tell({ t: 'search_done', outcome: { ok: false, error: 'again' } });
+  m.tell({ t: 'saved', detail });
+  assert.deepEqual(m.sink.names(), ['search_results'], 'neither changed the run');
+  assert.deepEqual(m.unexpected.splice(0), ["'search_done' in state 'running'", "'saved' in state 'running'"]);
+});
+
 const title = () => machine(titleBehavior, { chatId: 'chat-1', content: 'how do tides work?' }, fakeDeps());
 const chat = { id: 'chat-1', title: 'Tides' } as ChatSummary;
 
