@@ -8,14 +8,14 @@ import type { ServiceTool } from '../src/tools/types.ts';
 
 const PREVIEW_CHARS = 300;
 
-/** One call of the current round, from its `initiated` event to its result. */
+/** One call of the current round, from its `initiated` event to its result (both set by closeSlot). */
 export interface ToolSlot {
   readonly call: ToolCallRequest;
   readonly toolCallId: string;
   readonly startedAt: Date;
   readonly base: Record<string, unknown>;
-  terminal: Record<string, unknown> | null;
-  result: ToolResultInput | null;
+  readonly terminal: Record<string, unknown> | null;
+  readonly result: ToolResultInput | null;
 }
 
 /** The command that runs one tool (its arguments already parsed, or why they cannot be). */
@@ -55,7 +55,7 @@ export interface SlotPlace {
 }
 
 /** A call's slot and the command that runs it; the caller emits `initiated` and performs the command. */
-export function openSlot(call: ToolCallRequest, tools: ServiceTool[], place: SlotPlace): { slot: ToolSlot; command: ToolCommand } {
+export function openSlot(call: ToolCallRequest, tools: readonly ServiceTool[], place: SlotPlace): { slot: ToolSlot; command: ToolCommand } {
   const { round, index, toolCallId } = place;
   const startedAt = new Date(place.now);
   const tool = tools.find((t) => t.name === call.name) ?? null;
@@ -87,8 +87,8 @@ export async function runTool(cmd: ToolCommand, ctx: Parameters<ServiceTool['run
   }
 }
 
-/** The call's terminal event and result; the tool message to store when the chat is stored. */
-export function closeSlot(slot: ToolSlot, done: ToolDone, now: number): NewMessage {
+/** The slot closed with the call's terminal event and result; the tool message to store when the chat is stored. */
+export function closeSlot(slot: ToolSlot, done: ToolDone, now: number): { slot: ToolSlot; message: NewMessage } {
   const completedAt = new Date(now);
   const terminal: Record<string, unknown> = {
     ...slot.base,
@@ -98,8 +98,8 @@ export function closeSlot(slot: ToolSlot, done: ToolDone, now: number): NewMessa
   };
   if (done.preview !== undefined) terminal.resultPreview = done.preview;
   if (done.error !== undefined) terminal.error = done.error;
-  slot.terminal = terminal;
   const { call } = slot;
-  slot.result = { callId: call.callId, name: call.name, output: done.output };
-  return { role: 'tool', content: done.output, name: call.name, metadata: { kind: 'tool_call', providerCallId: call.callId, ...terminal } };
+  const result = { callId: call.callId, name: call.name, output: done.output };
+  const message: NewMessage = { role: 'tool', content: done.output, name: call.name, metadata: { kind: 'tool_call', providerCallId: call.callId, ...terminal } };
+  return { slot: { ...slot, terminal, result }, message };
 }
