@@ -30,6 +30,14 @@ function chat(opts: Parameters<typeof fakeDeps>[0] = {}, req: ChatRunRequest = r
   return machine(chatBehavior, req, fakeDeps(opts));
 }
 
+/** A run with web_search offered, started, its input stored. */
+function withTools() {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'prepared', runToken: 1 });
+  return m;
+}
+
 const deltas = (events: Array<[string, Record<string, unknown>]>) =>
   events
     .filter(([e]) => e === 'delta')
@@ -135,9 +143,7 @@ test('text that arrives after the hold\'s age goes out even before its timer mes
 });
 
 test('a round whose provider begins a tool call: no hold to wait out, its commentary never shown, the tool call next', () => {
-  const m = chat({ tools: [fakeTool('web_search')] });
-  m.tell({ t: 'start' });
-  m.tell({ t: 'prepared', runToken: 1 });
+  const m = withTools();
   m.tell({ t: 'text', round: 1, text: 'Let me look that up' });
   m.tell({ t: 'round_hint', round: 1, hint: 'tool_call' });
   assert.equal(m.timers.pending.size, 0, 'the hold\'s timer is gone: the round has tool calls');
@@ -149,9 +155,7 @@ test('a round whose provider begins a tool call: no hold to wait out, its commen
 });
 
 test('a round that begins with a tool call holds nothing: its tool_call frames are the next frames', () => {
-  const m = chat({ tools: [fakeTool('web_search')] });
-  m.tell({ t: 'start' });
-  m.tell({ t: 'prepared', runToken: 1 });
+  const m = withTools();
   m.tell({ t: 'round_hint', round: 1, hint: 'tool_call' });
   assert.equal(m.timers.pending.size, 0);
   m.tell({ t: 'round_end', round: 1, end: end([call('web_search', { query: 'x' })]) });
@@ -190,9 +194,7 @@ test('a message the run does not expect in its state is dropped and reported, lo
 });
 
 test('a round said to begin a tool call that ends without one still shows its text', () => {
-  const m = chat({ tools: [fakeTool('web_search')] });
-  m.tell({ t: 'start' });
-  m.tell({ t: 'prepared', runToken: 1 });
+  const m = withTools();
   m.tell({ t: 'round_hint', round: 1, hint: 'tool_call' });
   m.tell({ t: 'text', round: 1, text: 'no call after all' });
   m.tell({ t: 'round_end', round: 1, end: end() });
