@@ -136,7 +136,7 @@ function nextRound(b: Base, slots: readonly ToolSlot[] | null, io: ChatIo): Chat
   return { s: 'streaming', run: b.run, input: b.input, rounds, gate: newGate(b.run.tools.length > 0) };
 }
 
-function roundEnded(state: ChatState & { s: 'streaming' }, end: RoundEnd, io: ChatIo): ChatState {
+function roundEnded(state: Streaming, end: RoundEnd, io: ChatIo): ChatState {
   const rounds: Rounds = { n: state.rounds.n, usage: addUsage(state.rounds.usage, end.usage), raw: end.raw };
   const b: Base = { run: state.run, input: state.input, rounds };
   const calls = end.toolCalls;
@@ -284,16 +284,24 @@ type RoundMsg = Extract<ChatMsg, { t: 'text' | 'round_hint' | 'hold_expired' | '
 const isRoundMsg = (msg: ChatMsg): msg is RoundMsg =>
   msg.t === 'text' || msg.t === 'round_hint' || msg.t === 'hold_expired' || msg.t === 'round_end' || msg.t === 'round_failed';
 
+type Streaming = ChatState & { s: 'streaming' };
+
+/**
+ * The streaming state with `gate`: the same state when the gate did not change, so that a delta
+ * through an open gate allocates nothing (the message is the delta path's only allocation).
+ */
+const withGate = (state: Streaming, gate: Gate): Streaming => (gate === state.gate ? state : { ...state, gate });
+
 /** A message of the round being streamed. */
-function inRound(state: ChatState & { s: 'streaming' }, msg: RoundMsg, io: ChatIo): ChatState {
+function inRound(state: Streaming, msg: RoundMsg, io: ChatIo): ChatState {
   const { gate } = state;
   switch (msg.t) {
     case 'text':
-      return { ...state, gate: gateText(gate, msg.text, msg.round, io) };
+      return withGate(state, gateText(gate, msg.text, msg.round, io));
     case 'round_hint':
-      return { ...state, gate: gateHint(gate, msg.hint, io) };
+      return withGate(state, gateHint(gate, msg.hint, io));
     case 'hold_expired':
-      return { ...state, gate: gateExpired(gate, io) };
+      return withGate(state, gateExpired(gate, io));
     case 'round_end':
       return roundEnded(state, msg.end, io);
     case 'round_failed':

@@ -11,7 +11,7 @@ import { EventBuffer } from '../actors/runtime/event-buffer.ts';
 import { deltaFrame } from '../actors/runtime/frame.ts';
 import { Outbox } from '../actors/runtime/outbox.ts';
 import type { ChatRunRequest } from '../actors/chat-run.ts';
-import { fakeDeps } from '../test/runtime/fake-io.ts';
+import { fakeDeps } from '../test/runtime/fake-deps.ts';
 
 const DELTAS = Number(process.env.DELTAS ?? 200_000);
 /** Deltas per event-loop turn (one outbox flush each), as on a loaded actor thread. */

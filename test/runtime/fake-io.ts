@@ -5,10 +5,9 @@
 import { afterEach } from 'node:test';
 import { Actor, type Behavior, type Control, type FrameSink, type Timers } from '../../actors/runtime/actor.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
-import type { Config } from '../../src/config.ts';
-import type { ProviderAdapter, ProviderName, ProviderSession, ToolCallRequest } from '../../src/providers/types.ts';
 import type { RunDeps } from '../../src/run-deps.ts';
-import type { ServiceTool } from '../../src/tools/types.ts';
+
+export { call, fakeDeps, fakeTool } from './fake-deps.ts';
 
 export class RecordingSink implements FrameSink {
   data = '';
@@ -112,24 +111,3 @@ export function machine<Req, V, S extends { s: string }, M extends { t: string }
   const sent = <K extends string>(c: K) => commands.filter((x): x is Extract<C, { c: K }> => (x as { c?: string }).c === c);
   return { actor, commands, sent, sink, timers, tell, unexpected };
 }
-
-/** A tool that the machine only names; running it is a recorded command. */
-export function fakeTool(name: string): ServiceTool {
-  return {
-    name,
-    description: name,
-    parameters: { type: 'object' },
-    summarize: (args) => `${name} ${JSON.stringify(args)}`,
-    run: () => Promise.reject(new Error('a machine test never runs tools')),
-  };
-}
-
-/** Deps with a provider whose sessions do nothing (every round is a recorded command), or are `session`. */
-export function fakeDeps(opts: { tools?: ServiceTool[]; maxToolRounds?: number; provider?: ProviderName; session?: ProviderSession } = {}): RunDeps {
-  const session: ProviderSession = opts.session ?? { round: () => Promise.reject(new Error('a machine test never calls a provider')) };
-  const adapter = { name: opts.provider ?? 'provider_a', startSession: () => session, listModels: async () => [] } as ProviderAdapter;
-  const config = { CHAT_MAX_TOOL_ROUNDS: opts.maxToolRounds ?? 3, TOOL_TEXT_HOLD_MS: 250, TOOL_TEXT_HOLD_CHARS: 512, TITLE_MODEL: 'title-model', instanceId: 'test' } as Partial<Config> as Config;
-  return { config, pool: null as unknown as RunDeps['pool'], providers: new Map([[adapter.name, adapter]]), tools: opts.tools ?? [] };
-}
-
-export const call = (name: string, args: unknown, callId = `call-${name}`): ToolCallRequest => ({ callId, name, arguments: JSON.stringify(args) });
