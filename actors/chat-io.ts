@@ -23,7 +23,11 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
     case 'round': {
       const { round } = cmd;
       // One callback per round; each piece of text becomes one message, handled by receive.
-      return cmd.session.round(cmd.results, (text) => tell({ t: 'text', round, text })).then(
+      return cmd.session.round(
+        cmd.results,
+        (text) => tell({ t: 'text', round, text }),
+        (hint) => tell({ t: 'round_hint', round, hint }),
+      ).then(
         (end): ChatMsg => ({ t: 'round_end', round, end }),
         (error: unknown): ChatMsg => ({ t: 'round_failed', round, error }),
       );

@@ -1,6 +1,6 @@
 // The chat run's protocol: its request and value, every message it receives besides the runtime's
 // own, and every command (I/O) its receive can start. The compiler holds receive and the executor to it.
-import type { ProviderName, ProviderSession, RoundEnd, ToolResultInput, Usage } from '../src/providers/types.ts';
+import type { ProviderName, ProviderSession, RoundEnd, RoundHint, ToolResultInput, Usage } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
 import type { ToolCommand, ToolDone } from './chat-tools.ts';
 import type { ChatStorageRequest } from './run-storage.ts';
@@ -35,6 +35,8 @@ export type ChatMsg =
   | { t: 'prepared'; runToken: number | null }
   | { t: 'prepare_failed'; error: unknown }
   | { t: 'text'; round: number; text: string }
+  /** What the provider's stream told before the round's end (src/providers/types.ts). */
+  | { t: 'round_hint'; round: number; hint: RoundHint }
   | HoldExpired
   | { t: 'round_end'; round: number; end: RoundEnd }
   | { t: 'round_failed'; round: number; error: unknown }

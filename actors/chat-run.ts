@@ -7,182 +7,199 @@
 //                   │  └─round_end(calls)─▶ [waiting] ─▶ tools ─tool_done, tool_stored…─┐      │ stop: partial answer
 //                   └────────────────── all results ────────────────────────────────────┘      │
 //   any failure, cancel ─▶ failing (input settled ▶ interrupted text kept ▶ LlmCall failed) ─▶ ended
+//
+// The state is data: each state holds what it needs, and a transition makes the next state instead
+// of changing the last one. What every state after the start shares is its Base.
 import { resolveToolNames } from '../src/chat/tools.ts';
 import { toProviderMessages } from '../src/chat/transcript.ts';
-import type { ProviderName, ProviderSession, RoundEnd, ToolCallRequest, ToolResultInput, Usage } from '../src/providers/types.ts';
+import type { ProviderSession, RoundEnd, ToolCallRequest, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { normalizePrompt } from '../src/schemas.ts';
 import { FencedWriteError } from '../src/store/fencing.ts';
 import type { ServiceTool } from '../src/tools/types.ts';
 import { executeChat } from './chat-io.ts';
 import type { ChatCommand, ChatMsg, ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
-import { closeSlot, openSlot, type ToolDone, type ToolSlot } from './chat-tools.ts';
+import { closeSlot, openSlot, type ToolSlot } from './chat-tools.ts';
 import { failureOf, interruptionOf, RunError } from './run-failure.ts';
 import type { Control, Io } from './runtime/actor.ts';
 import { defineRun, isControl } from './runtime/actor.ts';
+import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
-import type { ChatStorageRequest } from './run-storage.ts';
-import { TextGate, type HoldExpired } from './text-gate.ts';
+import { gateDiscard, gateExpired, gateHint, gateRelease, gateText, newGate, type Gate } from './text-gate.ts';
 
 export type { ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
 
 export const toolLimitMessage = (rounds: number) =>
   `Stopped after ${rounds} tool rounds: the tool-call limit for one completion was reached. Ask again to continue.`;
 
-/** What the run knows across its states. */
-interface ChatData {
+/** What the run fixed at its start. */
+interface Run {
   readonly req: ChatRunRequest;
-  started: number;
   /** The chat messages go to; null when nothing is stored. */
   readonly chatId: string | null;
-  usage: Usage | null;
-  raw: unknown;
-  /** The input and running LlmCall: a storage failure is the run's cause even when it surfaces as an abort. */
-  prepared: 'pending' | 'ok' | 'failed';
-  /** The run's fencing token (sql/007_fencing.sql), once the input is stored: its later writes carry it. */
-  runToken: number | null;
-  storageError: unknown;
+  /** On the runtime's clock (io.now). */
+  readonly started: number;
   /**
    * The provider call's own signal: aborted when storage fails, and with the run's signal on a stop or
    * cancel (receive passes it on). One controller instead of AbortSignal.any per run: any() is among
    * the costliest parts of a start in Node 20 (a signal, listeners and weak references each time).
    */
   readonly call: AbortController;
-  tools: ServiceTool[];
-  session: ProviderSession | null;
-  round: number;
-  calls: ToolSlot[];
-  toolsLeft: number;
+  readonly tools: readonly ServiceTool[];
+  /** Null only when the run failed before it had one. */
+  readonly session: ProviderSession | null;
+}
+
+/**
+ * The input and running LlmCall, as stored so far: a storage failure is the run's cause even when
+ * it surfaces as an abort. `runToken` is the run's fencing token (sql/007_fencing.sql): its later
+ * writes carry it.
+ */
+type Input = { readonly at: 'pending' } | { readonly at: 'stored'; readonly runToken: number | null } | { readonly at: 'failed'; readonly error: unknown };
+
+/** The rounds so far: how many, their usage summed, the last one's raw end. */
+interface Rounds {
+  readonly n: number;
+  readonly usage: Usage | null;
+  readonly raw: unknown;
+}
+
+interface Base {
+  readonly run: Run;
+  readonly input: Input;
+  readonly rounds: Rounds;
 }
 
 /** What waits for the input to be stored: the tool messages follow it, and so does the answer. */
 type Then = { then: 'tools'; calls: ToolCallRequest[] } | { then: 'answer' } | { then: 'stopped' };
 
+type Step = 'settle' | 'interrupt' | 'record';
+
 export type ChatState =
-  | { s: 'idle'; run: ChatData }
-  | { s: 'streaming'; run: ChatData; gate: TextGate }
-  | ({ s: 'waiting'; run: ChatData } & Then)
-  | { s: 'tools'; run: ChatData }
-  | { s: 'storing'; run: ChatData; stopped: boolean }
-  | { s: 'failing'; run: ChatData; failure: RunFailure; step: 'settle' | 'interrupt' | 'record' }
-  | { s: 'ended'; run: ChatData };
+  | { readonly s: 'idle'; readonly req: ChatRunRequest }
+  | (Base & { readonly s: 'streaming'; readonly gate: Gate })
+  | (Base & { readonly s: 'waiting'; readonly next: Then })
+  | (Base & { readonly s: 'tools'; readonly slots: readonly ToolSlot[]; readonly left: number })
+  | (Base & { readonly s: 'storing'; readonly stopped: boolean })
+  | (Base & { readonly s: 'failing'; readonly failure: RunFailure; readonly step: Step })
+  | { readonly s: 'ended' };
 
 type ChatIo = Io<ChatMsg, ChatRunValue, ChatCommand, RunDeps>;
 
+const PENDING: Input = { at: 'pending' };
+
+/** A state's Base alone, so that the next state carries nothing of the one it leaves. */
+const baseOf = ({ run, input, rounds }: Base): Base => ({ run, input, rounds });
+
+const tokenOf = (input: Input): number | null => (input.at === 'stored' ? input.runToken : null);
+
 function addUsage(total: Usage | null, u: Usage | null): Usage | null {
   if (!u) return total;
-  if (!total) return { ...u };
-  total.inputTokens += u.inputTokens;
-  total.outputTokens += u.outputTokens;
-  total.totalTokens += u.totalTokens;
-  return total;
+  if (!total) return u;
+  return { inputTokens: total.inputTokens + u.inputTokens, outputTokens: total.outputTokens + u.outputTokens, totalTokens: total.totalTokens + u.totalTokens };
 }
 
-function initial(req: ChatRunRequest): ChatState {
-  const run: ChatData = {
-    req,
-    started: 0,
-    chatId: req.storeChat ? req.chatId : null,
-    usage: null,
-    raw: null,
-    prepared: 'pending',
-    runToken: null,
-    storageError: null,
-    call: new AbortController(),
-    tools: [],
-    session: null,
-    round: 0,
-    calls: [],
-    toolsLeft: 0,
-  };
-  return { s: 'idle', run };
+const initial = (req: ChatRunRequest): ChatState => ({ s: 'idle', req });
+
+/** The Base of a run that begins now (`session` null: it failed before it had one). */
+function begin(req: ChatRunRequest, io: ChatIo, call = new AbortController(), tools: readonly ServiceTool[] = [], session: ProviderSession | null = null): Base {
+  const run: Run = { req, chatId: req.storeChat ? req.chatId : null, started: io.now(), call, tools, session };
+  return { run, input: PENDING, rounds: { n: 0, usage: null, raw: null } };
 }
 
-function start(run: ChatData, io: ChatIo): ChatState {
-  const { req } = run;
+function start(req: ChatRunRequest, io: ChatIo): ChatState {
   const { deps } = io;
-  run.started = performance.now();
+  // First, so that a failure anywhere after it can wait for the input to settle.
   io.perform({ c: 'prepare', req });
-  io.emit('meta', { type: 'meta', chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model });
+  io.emit('meta', { type: 'meta', chatId: req.storeChat ? req.chatId : null, callId: req.callId, provider: req.provider, model: req.model });
   const adapter = deps.providers.get(req.provider);
-  if (!adapter) return caught(run, new RunError(`${req.provider} is not configured`, 'invalid'), io);
+  if (!adapter) return caught(begin(req, io), new RunError(`${req.provider} is not configured`, 'invalid'), io);
   const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : (req.stored?.additionalSystemPrompt ?? null);
   const toolNames = resolveToolNames(req.provider, req.enabledTools ?? req.stored?.enabledTools, deps.tools);
-  run.tools = deps.tools.filter((t) => toolNames.includes(t.name));
-  run.session = adapter.startSession({
+  const tools = deps.tools.filter((t) => toolNames.includes(t.name));
+  const call = new AbortController();
+  const session = adapter.startSession({
     model: req.model,
     messages: toProviderMessages(prompt, req.messages),
-    tools: run.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+    tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
     temperature: req.temperature,
     maxTokens: req.maxTokens,
     stream: req.mode === 'stream',
-    signal: run.call.signal,
+    signal: call.signal,
   });
-  return nextRound(run, null, io);
+  return nextRound(begin(req, io, call, tools, session), null, io);
 }
 
-function nextRound(run: ChatData, results: ToolResultInput[] | null, io: ChatIo): ChatState {
-  run.round++;
-  io.perform({ c: 'round', session: run.session!, round: run.round, results });
-  return { s: 'streaming', run, gate: new TextGate(io, run.tools.length > 0, run.round) };
+function nextRound(b: Base, slots: readonly ToolSlot[] | null, io: ChatIo): ChatState {
+  const rounds = { ...b.rounds, n: b.rounds.n + 1 };
+  io.perform({ c: 'round', session: b.run.session!, round: rounds.n, results: slots && slots.map((s) => s.result!) });
+  return { s: 'streaming', run: b.run, input: b.input, rounds, gate: newGate(b.run.tools.length > 0) };
 }
 
-function roundEnded(state: ChatState & { s: 'streaming' }, end: RoundEnd, io: ChatIo): ChatState {
-  const { run, gate } = state;
-  run.usage = addUsage(run.usage, end.usage);
-  run.raw = end.raw;
+function roundEnded(state: Streaming, end: RoundEnd, io: ChatIo): ChatState {
+  const rounds: Rounds = { n: state.rounds.n, usage: addUsage(state.rounds.usage, end.usage), raw: end.raw };
+  const b: Base = { run: state.run, input: state.input, rounds };
   const calls = end.toolCalls;
   if (calls.length === 0) {
-    gate.release();
-    return answered(run, io);
+    gateRelease(state.gate, io);
+    return answered(b, io);
   }
   // Text of a round that ends in tool calls is commentary: dropped unless already shown.
-  gate.discard();
+  gateDiscard(state.gate, io);
   // CHAT_MAX_TOOL_ROUNDS cycles have run and the model still asks for tools: stop here.
   const max = io.deps.config.CHAT_MAX_TOOL_ROUNDS;
-  if (run.round > max) {
+  if (rounds.n > max) {
     io.emitDelta((io.deltaText ? '\n\n' : '') + toolLimitMessage(max));
-    return answered(run, io);
+    return answered(b, io);
   }
-  return whenStored(run, { then: 'tools', calls }, io);
+  return whenStored(b, { then: 'tools', calls }, io);
 }
 
 /**
  * The rounds are over: the answer is stored, unless the run was asked to end meanwhile. `cancelled`
  * says so without reading `signal`, which would make the run's AbortController for every run.
  */
-function answered(run: ChatData, io: ChatIo): ChatState {
-  if (io.cancelled) return caught(run, io.signal.reason ?? new Error('run cancelled'), io);
-  return whenStored(run, { then: 'answer' }, io);
+function answered(b: Base, io: ChatIo): ChatState {
+  if (io.cancelled) return caught(b, io.signal.reason ?? new Error('run cancelled'), io);
+  return whenStored(b, { then: 'answer' }, io);
 }
 
 /** Goes on once the input is stored; a failed store fails the run. */
-function whenStored(run: ChatData, next: Then, io: ChatIo): ChatState {
-  if (run.prepared === 'pending') return { s: 'waiting', run, ...next };
-  if (run.prepared === 'failed') return next.then === 'stopped' ? fail(run, run.storageError, io) : caught(run, run.storageError, io);
-  if (next.then === 'tools') return startTools(run, next.calls, io);
-  return storeAnswer(run, next.then === 'stopped', io);
+function whenStored(b: Base, next: Then, io: ChatIo): ChatState {
+  const { input } = b;
+  if (input.at === 'pending') return { ...b, s: 'waiting', next };
+  if (input.at === 'failed') return next.then === 'stopped' ? fail(b, input.error, io) : caught(b, input.error, io);
+  if (next.then === 'tools') return startTools(b, next.calls, io);
+  return storeAnswer(b, next.then === 'stopped', io);
 }
 
-function startTools(run: ChatData, calls: ToolCallRequest[], io: ChatIo): ChatState {
-  run.calls = [];
-  run.toolsLeft = calls.length;
-  calls.forEach((call, index) => {
-    const { slot, command } = openSlot(call, run.tools, run.round, index);
-    run.calls.push(slot);
+function startTools(b: Base, calls: ToolCallRequest[], io: ChatIo): ChatState {
+  const slots = calls.map((call, index) => {
+    const { slot, command } = openSlot(call, b.run.tools, { round: b.rounds.n, index, toolCallId: io.newId(), now: io.now() });
     io.emitKeyed(slot.toolCallId, 'tool_call', { ...slot.base, status: 'initiated' });
     io.perform(command);
+    return slot;
   });
-  return { s: 'tools', run };
+  return { ...b, s: 'tools', slots, left: calls.length };
 }
 
 /** A tool's terminal event, after its message is stored; the next round once every call has ended. */
-function toolEnded(state: ChatState, slot: ToolSlot, io: ChatIo): ChatState {
-  const { run } = state;
+function toolEnded(state: ChatState & { s: 'tools' }, slot: ToolSlot, io: ChatIo): ChatState {
   io.emitKeyed(slot.toolCallId, 'tool_call', slot.terminal);
-  run.toolsLeft--;
-  if (run.toolsLeft > 0 || state.s !== 'tools') return state;
-  return nextRound(run, run.calls.map((c) => c.result!), io);
+  const left = state.left - 1;
+  return left > 0 ? { ...state, left } : nextRound(baseOf(state), state.slots, io);
+}
+
+/** A tool's outcome: its slot closed, then its message stored before its terminal event (or that event at once, when nothing is stored). */
+function toolDone(state: ChatState & { s: 'tools' }, msg: Extract<ChatMsg, { t: 'tool_done' }>, io: ChatIo): ChatState {
+  const open = state.slots[msg.index];
+  if (!open || open.result) return io.unhandled(state, msg);
+  const { slot, message } = closeSlot(open, msg, io.now());
+  const next = { ...state, slots: state.slots.map((s, i) => (i === msg.index ? slot : s)) };
+  const { chatId } = state.run;
+  if (!chatId) return toolEnded(next, slot, io);
+  io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId, message, runToken: tokenOf(state.input) });
+  return next;
 }
 
 /**
@@ -190,37 +207,39 @@ function toolEnded(state: ChatState, slot: ToolSlot, io: ChatIo): ChatState {
  * concatenated. A stopped run stores that partial text (nothing when empty) with `metadata.stopped`,
  * its LlmCall ends `stopped`, and `done` says `stopped: true`.
  */
-function storeAnswer(run: ChatData, stopped: boolean, io: ChatIo): ChatState {
+function storeAnswer(b: Base, stopped: boolean, io: ChatIo): ChatState {
+  const { run } = b;
   const { callId } = run.req;
-  if (!callId) return done(run, stopped, io);
-  io.perform({ c: 'store_answer', callId, chatId: run.chatId, text: io.deltaText, usage: run.usage, started: run.started, stopped, runToken: run.runToken });
-  return { s: 'storing', run, stopped };
+  if (!callId) return done(b, stopped, io);
+  io.perform({ c: 'store_answer', callId, chatId: run.chatId, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input) });
+  return { ...b, s: 'storing', stopped };
 }
 
-function done(run: ChatData, stopped: boolean, io: ChatIo): ChatState {
-  const { req, usage } = run;
+function done({ run, rounds }: Base, stopped: boolean, io: ChatIo): ChatState {
+  const { req } = run;
+  const { usage } = rounds;
   const text = io.deltaText;
   const data: Record<string, unknown> = { type: 'done', text };
   if (usage) data.usage = usage;
   if (stopped) data.stopped = true;
-  const raw = stopped ? null : run.raw;
-  io.finish('done', data, { ok: true, value: { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, raw, stopped } });
-  return { s: 'ended', run };
+  const raw = stopped ? null : rounds.raw;
+  io.done(data, { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, raw, stopped });
+  return { s: 'ended' };
 }
 
 /** A user's stop ends the run with what it has, not with an error (unless storage failed first). */
-function caught(run: ChatData, err: unknown, io: ChatIo): ChatState {
-  if (io.cancelled === 'stop' && run.prepared !== 'failed' && !io.finished) return whenStored(run, { then: 'stopped' }, io);
-  return fail(run, err, io);
+function caught(b: Base, err: unknown, io: ChatIo): ChatState {
+  if (io.cancelled === 'stop' && b.input.at !== 'failed' && !io.finished) return whenStored(b, { then: 'stopped' }, io);
+  return fail(b, err, io);
 }
 
-function fail(run: ChatData, caughtErr: unknown, io: ChatIo): ChatState {
+function fail(b: Base, caughtErr: unknown, io: ChatIo): ChatState {
   // A storage failure is the cause even when it surfaces as the provider call's abort.
-  const err = run.prepared === 'failed' ? run.storageError : caughtErr;
+  const err = b.input.at === 'failed' ? b.input.error : caughtErr;
   // A stale owner's write refused by the fencing token: operators must see it happened.
   if (err instanceof FencedWriteError) io.log('warn', `run ${io.runId}: ${err.message}`);
   const failure = interruptionOf(io.signal) ?? failureOf(err, io.signal);
-  return failing(run, failure, 'settle', io);
+  return failing(b, failure, 'settle', io);
 }
 
 /**
@@ -229,95 +248,130 @@ function fail(run: ChatData, caughtErr: unknown, io: ChatIo): ChatState {
  * an unknown call). A shutdown or fencing cut stores the streamed text as interrupted with the call
  * failed, in one statement; only when that store fails is the call failed alone.
  */
-function failing(run: ChatData, failure: RunFailure, step: 'settle' | 'interrupt' | 'record', io: ChatIo): ChatState {
+function failing(b: Base, failure: RunFailure, step: Step, io: ChatIo): ChatState {
+  const { run, input } = b;
+  const { callId } = run.req;
   if (step === 'settle') {
-    if (run.prepared === 'pending') return { s: 'failing', run, failure, step };
+    if (input.at === 'pending') return { ...b, s: 'failing', failure, step };
     const text = io.deltaText;
-    const { callId } = run.req;
-    if (run.prepared === 'ok' && run.chatId && callId && text && interruptionOf(io.signal)) {
-      const { chatId, usage, started, runToken } = run;
-      io.perform({ c: 'store_interrupted', callId, chatId, text, usage, started, error: failure.message, runToken });
-      return { s: 'failing', run, failure, step: 'interrupt' };
+    if (input.at === 'stored' && run.chatId && callId && text && interruptionOf(io.signal)) {
+      const { usage } = b.rounds;
+      io.perform({ c: 'store_interrupted', callId, chatId: run.chatId, text, usage, started: run.started, error: failure.message, runToken: input.runToken });
+      return { ...b, s: 'failing', failure, step: 'interrupt' };
     }
     step = 'interrupt';
   }
-  const { callId } = run.req;
   if (step === 'interrupt' && callId) {
     io.perform({ c: 'fail_call', callId, error: failure.message, started: run.started });
-    return { s: 'failing', run, failure, step: 'record' };
+    return { ...b, s: 'failing', failure, step: 'record' };
   }
-  io.finish('error', { type: 'error', message: failure.message }, failure);
-  return { s: 'ended', run };
+  io.fail(failure);
+  return { s: 'ended' };
+}
+
+/** The input's storage settled: the run goes on from where it waited for it. */
+function inputSettled(state: ChatState, input: Input, msg: ChatMsg, io: ChatIo): ChatState {
+  if (state.s === 'idle' || state.s === 'ended') return io.unhandled(state, msg);
+  const b: Base = { ...baseOf(state), input };
+  if (state.s === 'waiting') return whenStored(b, state.next, io);
+  if (state.s === 'failing') return state.step === 'settle' ? failing(b, state.failure, 'settle', io) : { ...state, input };
+  return { ...state, input };
+}
+
+type RoundMsg = Extract<ChatMsg, { t: 'text' | 'round_hint' | 'hold_expired' | 'round_end' | 'round_failed' }>;
+
+// `text` first: it is nearly every message a run gets.
+const isRoundMsg = (msg: ChatMsg): msg is RoundMsg =>
+  msg.t === 'text' || msg.t === 'round_hint' || msg.t === 'hold_expired' || msg.t === 'round_end' || msg.t === 'round_failed';
+
+type Streaming = ChatState & { s: 'streaming' };
+
+/**
+ * The streaming state with `gate`: the same state when the gate did not change, so that a delta
+ * through an open gate allocates nothing (the message is the delta path's only allocation).
+ */
+const withGate = (state: Streaming, gate: Gate): Streaming => (gate === state.gate ? state : { ...state, gate });
+
+/** A message of the round being streamed. */
+function inRound(state: Streaming, msg: RoundMsg, io: ChatIo): ChatState {
+  const { gate } = state;
+  switch (msg.t) {
+    case 'text':
+      return withGate(state, gateText(gate, msg.text, msg.round, io));
+    case 'round_hint':
+      return withGate(state, gateHint(gate, msg.hint, io));
+    case 'hold_expired':
+      return withGate(state, gateExpired(gate, io));
+    case 'round_end':
+      return roundEnded(state, msg.end, io);
+    case 'round_failed':
+      gateDiscard(gate, io);
+      return caught(baseOf(state), msg.error, io);
+  }
+}
+
+/**
+ * The outcome of I/O started before the run moved on to its end (a failure, a crash or a stop
+ * elsewhere): a round's text, its end, a hold's timer, a tool's outcome. The run no longer needs it.
+ * Anywhere else such a message is unexpected.
+ */
+function late(state: ChatState, msg: ChatMsg, io: ChatIo): ChatState {
+  return state.s === 'waiting' || state.s === 'storing' || state.s === 'failing' ? state : io.unhandled(state, msg);
 }
 
 function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatState {
-  const { run } = state;
   // On a stop or cancel the runtime has aborted the run's signal: the provider call or the tools end,
   // and their outcome brings the run to its end (a stopped answer, or the cancel's error).
   if (isControl(msg)) {
-    if (msg.t === 'start') return state.s === 'idle' ? start(run, io) : state;
-    run.call.abort(io.signal.reason);
+    if (msg.t === 'start') return state.s === 'idle' ? start(state.req, io) : io.unhandled(state, msg);
+    if (state.s !== 'idle' && state.s !== 'ended') state.run.call.abort(io.signal.reason);
     return state;
   }
+  if (isRoundMsg(msg)) {
+    if (state.s !== 'streaming') return late(state, msg, io);
+    return msg.round === state.rounds.n ? inRound(state, msg, io) : io.unhandled(state, msg);
+  }
   switch (msg.t) {
-    case 'text':
-      if (state.s === 'streaming' && msg.round === run.round) state.gate.push(msg.text);
-      return state;
-    case 'hold_expired':
-      if (state.s === 'streaming' && msg.round === run.round) state.gate.expire();
-      return state;
-    case 'round_end':
-      return state.s === 'streaming' && msg.round === run.round ? roundEnded(state, msg.end, io) : state;
-    case 'round_failed':
-      if (state.s !== 'streaming' || msg.round !== run.round) return state;
-      state.gate.discard();
-      return caught(run, msg.error, io);
     case 'prepared':
-      run.prepared = 'ok';
-      run.runToken = msg.runToken;
-      if (state.s === 'waiting') return whenStored(run, state, io);
-      return state.s === 'failing' && state.step === 'settle' ? failing(run, state.failure, 'settle', io) : state;
+      return inputSettled(state, { at: 'stored', runToken: msg.runToken }, msg, io);
     case 'prepare_failed':
-      run.prepared = 'failed';
-      run.storageError = msg.error;
-      run.call.abort(msg.error);
-      if (state.s === 'waiting') return whenStored(run, state, io);
-      return state.s === 'failing' && state.step === 'settle' ? failing(run, state.failure, 'settle', io) : state;
-    case 'tool_done': {
-      const slot = run.calls[msg.index];
-      if (msg.round !== run.round || !slot) return state;
-      const message = closeSlot(slot, msg);
-      if (!run.chatId) return toolEnded(state, slot, io);
-      io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId: run.chatId, message, runToken: run.runToken });
-      return state;
-    }
+      if (state.s !== 'idle' && state.s !== 'ended') state.run.call.abort(msg.error);
+      return inputSettled(state, { at: 'failed', error: msg.error }, msg, io);
+    case 'tool_done':
+      if (state.s !== 'tools') return late(state, msg, io);
+      return msg.round === state.rounds.n ? toolDone(state, msg, io) : io.unhandled(state, msg);
     case 'tool_stored': {
-      const slot = run.calls[msg.index];
-      return msg.round === run.round && slot ? toolEnded(state, slot, io) : state;
+      if (state.s !== 'tools') return late(state, msg, io);
+      const slot = state.slots[msg.index];
+      return msg.round === state.rounds.n && slot?.terminal ? toolEnded(state, slot, io) : io.unhandled(state, msg);
     }
     case 'tool_store_failed':
-      return state.s === 'tools' ? caught(run, msg.error, io) : state;
+      return state.s === 'tools' ? caught(baseOf(state), msg.error, io) : late(state, msg, io);
     case 'answer_stored':
-      return state.s === 'storing' ? done(run, state.stopped, io) : state;
+      return state.s === 'storing' ? done(state, state.stopped, io) : io.unhandled(state, msg);
     case 'answer_store_failed':
-      if (state.s !== 'storing') return state;
-      return state.stopped ? fail(run, msg.error, io) : caught(run, msg.error, io);
+      if (state.s !== 'storing') return io.unhandled(state, msg);
+      return state.stopped ? fail(baseOf(state), msg.error, io) : caught(baseOf(state), msg.error, io);
     case 'interrupted_stored':
-      if (state.s !== 'failing' || state.step !== 'interrupt') return state;
-      if (!msg.error) return failing(run, state.failure, 'record', io);
+      if (state.s !== 'failing' || state.step !== 'interrupt') return io.unhandled(state, msg);
+      if (!msg.error) return failing(baseOf(state), state.failure, 'record', io);
       io.log('warn', `run ${io.runId}: the interrupted answer could not be stored`, msg.error);
-      return failing(run, state.failure, 'interrupt', io);
+      return failing(baseOf(state), state.failure, 'interrupt', io);
     case 'call_failed':
-      return state.s === 'failing' ? failing(run, state.failure, 'record', io) : state;
+      return state.s === 'failing' ? failing(baseOf(state), state.failure, 'record', io) : io.unhandled(state, msg);
   }
 }
 
 /** A throw inside receive ends the run as any failure does, unless it came while failing. */
 function crashed(state: ChatState, err: unknown, io: ChatIo): ChatState {
   if (state.s === 'failing' || state.s === 'ended') throw err;
-  return caught(state.run, err, io);
+  // A throw in start: the prepare it performed first settles the input as for any run.
+  return caught(state.s === 'idle' ? begin(state.req, io) : baseOf(state), err, io);
 }
 
+/** The spec's terminal `error` event of a chat stream. */
+const errorFrame = (message: string): string => sseFrame('error', { type: 'error', message });
+
 /** The kind's behavior, for tests that drive it without I/O. */
-export const chatBehavior = { initial, receive, crashed, execute: executeChat };
+export const chatBehavior = { initial, receive, crashed, execute: executeChat, errorFrame };
 export const chatRun = defineRun(chatBehavior);

@@ -2,21 +2,20 @@
 // tool started, then (as its outcome arrives) the tool message stored, then the terminal
 // `completed`/`failed` event (in that order, per the spec). A tool that fails is a failed tool call
 // whose error goes back to the model; only a storage fault fails the run.
-import { randomUUID } from 'node:crypto';
 import type { ToolCallRequest, ToolResultInput } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
 import type { ServiceTool } from '../src/tools/types.ts';
 
 const PREVIEW_CHARS = 300;
 
-/** One call of the current round, from its `initiated` event to its result. */
+/** One call of the current round, from its `initiated` event to its result (both set by closeSlot). */
 export interface ToolSlot {
   readonly call: ToolCallRequest;
   readonly toolCallId: string;
   readonly startedAt: Date;
   readonly base: Record<string, unknown>;
-  terminal: Record<string, unknown> | null;
-  result: ToolResultInput | null;
+  readonly terminal: Record<string, unknown> | null;
+  readonly result: ToolResultInput | null;
 }
 
 /** The command that runs one tool (its arguments already parsed, or why they cannot be). */
@@ -47,10 +46,18 @@ function preview(text: string): string {
   return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
 }
 
+/** Where a call is: its round and place in it, its id and start time (the runtime's). */
+export interface SlotPlace {
+  round: number;
+  index: number;
+  toolCallId: string;
+  now: number;
+}
+
 /** A call's slot and the command that runs it; the caller emits `initiated` and performs the command. */
-export function openSlot(call: ToolCallRequest, tools: ServiceTool[], round: number, index: number): { slot: ToolSlot; command: ToolCommand } {
-  const toolCallId = randomUUID();
-  const startedAt = new Date();
+export function openSlot(call: ToolCallRequest, tools: readonly ServiceTool[], place: SlotPlace): { slot: ToolSlot; command: ToolCommand } {
+  const { round, index, toolCallId } = place;
+  const startedAt = new Date(place.now);
   const tool = tools.find((t) => t.name === call.name) ?? null;
   const parsed = parseArgs(call.arguments);
   const args = parsed instanceof Error ? {} : parsed;
@@ -80,9 +87,9 @@ export async function runTool(cmd: ToolCommand, ctx: Parameters<ServiceTool['run
   }
 }
 
-/** The call's terminal event and result; the tool message to store when the chat is stored. */
-export function closeSlot(slot: ToolSlot, done: ToolDone): NewMessage {
-  const completedAt = new Date();
+/** The slot closed with the call's terminal event and result; the tool message to store when the chat is stored. */
+export function closeSlot(slot: ToolSlot, done: ToolDone, now: number): { slot: ToolSlot; message: NewMessage } {
+  const completedAt = new Date(now);
   const terminal: Record<string, unknown> = {
     ...slot.base,
     status: done.error === undefined ? 'completed' : 'failed',
@@ -91,8 +98,8 @@ export function closeSlot(slot: ToolSlot, done: ToolDone): NewMessage {
   };
   if (done.preview !== undefined) terminal.resultPreview = done.preview;
   if (done.error !== undefined) terminal.error = done.error;
-  slot.terminal = terminal;
   const { call } = slot;
-  slot.result = { callId: call.callId, name: call.name, output: done.output };
-  return { role: 'tool', content: done.output, name: call.name, metadata: { kind: 'tool_call', providerCallId: call.callId, ...terminal } };
+  const result = { callId: call.callId, name: call.name, output: done.output };
+  const message: NewMessage = { role: 'tool', content: done.output, name: call.name, metadata: { kind: 'tool_call', providerCallId: call.callId, ...terminal } };
+  return { slot: { ...slot, terminal, result }, message };
 }

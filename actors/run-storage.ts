@@ -15,6 +15,7 @@ import { createChat, getChatDetail, startChatRun } from '../src/store/chats.ts';
 import { FIRST_RUN_TOKEN } from '../src/store/fencing.ts';
 import { finishLlmCall, finishLlmCallWithMessage, recordLlmCallFailure, startLlmCall } from '../src/store/llm-calls.ts';
 import { RunError } from './run-failure.ts';
+import { clockNow } from './runtime/actor.ts';
 
 /** What a chat run stores before its answer. */
 export interface ChatStorageRequest {
@@ -32,7 +33,8 @@ export interface ChatStorageRequest {
   owner?: string;
 }
 
-const sinceMs = (started: number) => Math.round(performance.now() - started);
+// `started` is the run's clock (Timers.now); the write's time is read on the same clock.
+const sinceMs = (started: number) => Math.round(clockNow() - started);
 
 /** What the chat run's storage before its answer hands back. */
 export interface PreparedChat {

@@ -10,6 +10,7 @@ import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/type
 import type { RunDeps as Deps } from '../src/run-deps.ts';
 import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
 import { defineRun, type Cancellation, type Control, type Io } from './runtime/actor.ts';
+import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { interruptionOf } from './run-failure.ts';
 
@@ -64,19 +65,21 @@ export type SearchCommand =
   | { c: 'answer'; req: SearchRunRequest }
   | { c: 'save'; searchId: string; owner: string | undefined; row: Parameters<typeof saveSearchRun>[2] };
 
-interface SearchData {
-  readonly req: SearchRunRequest;
-  started: number;
-  search: Outcome<Found> | null;
-  answer: Outcome<Answered> | null;
-}
-
 export type SearchState =
-  | { s: 'idle'; run: SearchData }
-  | { s: 'running'; run: SearchData }
+  | { readonly s: 'idle'; readonly req: SearchRunRequest }
+  /** `started` on the runtime's clock; each engine's outcome once it is in. */
+  | {
+      readonly s: 'running';
+      readonly req: SearchRunRequest;
+      readonly started: number;
+      readonly search: Outcome<Found> | null;
+      readonly answer: Outcome<Answered> | null;
+    }
   /** `stopped`: a user's stop; `interrupted`: a shutdown or fencing cut, which ends with its message. */
-  | { s: 'storing'; run: SearchData; stopped: boolean; interrupted: RunFailure | null }
-  | { s: 'ended'; run: SearchData };
+  | { readonly s: 'storing'; readonly search: Outcome<Found>; readonly answer: Outcome<Answered>; readonly stopped: boolean; readonly interrupted: RunFailure | null }
+  | { readonly s: 'ended' };
+
+type Running = SearchState & { s: 'running' };
 
 type SearchIo = Io<SearchMsg, SearchRunValue, SearchCommand, Deps>;
 
@@ -112,17 +115,23 @@ async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run
   }
 }
 
-const initial = (req: SearchRunRequest): SearchState => ({ s: 'idle', run: { req, started: 0, search: null, answer: null } });
+const initial = (req: SearchRunRequest): SearchState => ({ s: 'idle', req });
 
-function fail(run: SearchData, io: SearchIo, message: string, outcome: RunFailure['outcome']): SearchState {
-  io.finish('error', { message }, { ok: false, outcome, message });
-  return { s: 'ended', run };
+function fail(io: SearchIo, message: string, outcome: RunFailure['outcome']): SearchState {
+  io.fail({ ok: false, outcome, message });
+  return { s: 'ended' };
+}
+
+/** One engine's outcome is in; the run goes on to storing once both are. */
+function settleIfBoth(state: Running, io: SearchIo): SearchState {
+  const { search, answer } = state;
+  return search && answer ? settle(state, search, answer, io) : state;
 }
 
 /** Both outcomes are in: store them, or (a disconnect) end storing nothing. */
-function settle(run: SearchData, io: SearchIo): SearchState {
-  let s = run.search!;
-  let a = run.answer!;
+function settle({ req, started }: Running, search: Outcome<Found>, answer: Outcome<Answered>, io: SearchIo): SearchState {
+  let s = search;
+  let a = answer;
   const { signal } = io;
   // A user's stop keeps what had arrived; the part cut short is stored as stopped. So does a
   // shutdown or fencing cut, which then ends with its own message.
@@ -130,20 +139,17 @@ function settle(run: SearchData, io: SearchIo): SearchState {
   const interrupted = interruptionOf(signal);
   if (signal.aborted && !stopped && !interrupted) {
     // Only a cancel or a stop aborts a run; a client disconnect never does. Nothing is stored.
-    return fail(run, io, `search run cancelled: ${messageOf(signal.reason ?? 'aborted')}`, 'cancelled');
+    return fail(io, `search run cancelled: ${messageOf(signal.reason ?? 'aborted')}`, 'cancelled');
   }
   if (stopped || interrupted) {
     if (!s.ok) s = { ok: false, error: SEARCH_RUN_STOPPED };
     if (!a.ok) a = { ok: false, error: SEARCH_RUN_STOPPED };
   }
-  run.search = s;
-  run.answer = a;
-  const { req } = run;
   const row = {
     query: req.query,
     title: req.title ?? null,
     requestId: s.ok ? s.value.requestId : null,
-    latencyMs: Math.round(performance.now() - run.started),
+    latencyMs: Math.round(io.now() - started),
     error: s.ok ? null : s.error,
     results: s.ok ? s.value.results : [],
     answerText: a.ok ? a.value.answerText : null,
@@ -152,20 +158,18 @@ function settle(run: SearchData, io: SearchIo): SearchState {
     answerError: a.ok ? null : a.error,
   };
   io.perform({ c: 'save', searchId: req.searchId, owner: req.owner, row });
-  return { s: 'storing', run, stopped, interrupted };
+  return { s: 'storing', search: s, answer: a, stopped, interrupted };
 }
 
 function saved(state: SearchState & { s: 'storing' }, detail: SearchDetail | null, io: SearchIo): SearchState {
-  const { run } = state;
   // Deleted while the run was going.
-  if (!detail) return fail(run, io, SEARCH_NOT_FOUND, 'not_found');
-  if (state.stopped) return fail(run, io, SEARCH_RUN_STOPPED, 'stopped');
-  if (state.interrupted) return fail(run, io, state.interrupted.message, 'cancelled');
-  const s = run.search!;
-  const a = run.answer!;
-  if (!s.ok && !a.ok) return fail(run, io, `search and answer both failed: ${s.error}; ${a.error}`, 'provider_error');
-  io.finish('done', { search: detail }, { ok: true, value: { search: detail } });
-  return { s: 'ended', run };
+  if (!detail) return fail(io, SEARCH_NOT_FOUND, 'not_found');
+  if (state.stopped) return fail(io, SEARCH_RUN_STOPPED, 'stopped');
+  if (state.interrupted) return fail(io, state.interrupted.message, 'cancelled');
+  const { search: s, answer: a } = state;
+  if (!s.ok && !a.ok) return fail(io, `search and answer both failed: ${s.error}; ${a.error}`, 'provider_error');
+  io.done({ search: detail }, { search: detail });
+  return { s: 'ended' };
 }
 
 /** Sends one engine's outcome as its event, keyed by the event's name (a replay holds it once); returns it. */
@@ -176,30 +180,29 @@ function emitOutcome<T>(io: SearchIo, outcome: Outcome<T>, okEvent: string, erro
 }
 
 function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): SearchState {
-  const { run } = state;
   switch (msg.t) {
-    case 'start':
-      if (state.s !== 'idle') return state;
-      run.started = performance.now();
-      io.perform({ c: 'search', req: run.req });
-      io.perform({ c: 'answer', req: run.req });
-      return { s: 'running', run };
+    case 'start': {
+      if (state.s !== 'idle') return io.unhandled(state, msg);
+      const { req } = state;
+      const started = io.now();
+      io.perform({ c: 'search', req });
+      io.perform({ c: 'answer', req });
+      return { s: 'running', req, started, search: null, answer: null };
+    }
     case 'stop':
     case 'cancel':
       // The engines' calls see the aborted signal and come back as outcomes.
       return state;
     case 'search_done':
-      if (state.s !== 'running') return state;
-      run.search = emitOutcome(io, msg.outcome, 'search_results', 'search_error');
-      return run.answer ? settle(run, io) : state;
+      if (state.s !== 'running' || state.search) return io.unhandled(state, msg);
+      return settleIfBoth({ ...state, search: emitOutcome(io, msg.outcome, 'search_results', 'search_error') }, io);
     case 'answer_done':
-      if (state.s !== 'running') return state;
-      run.answer = emitOutcome(io, msg.outcome, 'answer', 'answer_error');
-      return run.search ? settle(run, io) : state;
+      if (state.s !== 'running' || state.answer) return io.unhandled(state, msg);
+      return settleIfBoth({ ...state, answer: emitOutcome(io, msg.outcome, 'answer', 'answer_error') }, io);
     case 'saved':
-      return state.s === 'storing' ? saved(state, msg.detail, io) : state;
+      return state.s === 'storing' ? saved(state, msg.detail, io) : io.unhandled(state, msg);
     case 'save_failed':
-      return state.s === 'storing' ? fail(run, io, `search run could not be stored: ${messageOf(msg.error)}`, 'internal') : state;
+      return state.s === 'storing' ? fail(io, `search run could not be stored: ${messageOf(msg.error)}`, 'internal') : io.unhandled(state, msg);
   }
 }
 
@@ -208,6 +211,9 @@ function crashed(_state: SearchState, err: unknown): SearchState {
   throw err;
 }
 
+/** The spec's terminal `error` event of a search stream. */
+const errorFrame = (message: string): string => sseFrame('error', { message });
+
 /** The kind's behavior, for tests that drive it without I/O. */
-export const searchBehavior = { initial, receive, crashed, execute: executeSearch };
+export const searchBehavior = { initial, receive, crashed, execute: executeSearch, errorFrame };
 export const searchRun = defineRun(searchBehavior);

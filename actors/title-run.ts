@@ -12,6 +12,7 @@ import type { RunDeps } from '../src/run-deps.ts';
 import { setChatTitleIfEmpty } from '../src/store/chats.ts';
 import type { ChatSummary } from '../src/types.ts';
 import { defineRun, isControl, messageOf, type Control, type Io } from './runtime/actor.ts';
+import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { failureOf, interruptionOf, RunError } from './run-failure.ts';
 import { failCall, finishCall, startCall } from './run-storage.ts';
@@ -46,24 +47,26 @@ export type TitleCommand =
   | { c: 'set_title'; chatId: string; owner: string | undefined; title: string }
   | { c: 'fail_call'; callId: string; error: string; started: number };
 
+/** What the run fixed at its start. */
 interface TitleData {
   readonly req: TitleRunRequest;
-  started: number;
-  model: string;
-  callId: string | null;
+  /** On the runtime's clock (io.now). */
+  readonly started: number;
+  readonly model: string;
+  readonly adapter: ProviderAdapter;
   /** Aborts the model call at TITLE_TIMEOUT_MS after the start. */
   readonly timeout: AbortController;
-  adapter: ProviderAdapter | null;
 }
 
+/** Each state after the LlmCall is open names it (`callId`): a failure then marks it failed. */
 export type TitleState =
-  | { s: 'idle'; run: TitleData }
-  | { s: 'opening'; run: TitleData }
-  | { s: 'generating'; run: TitleData }
-  | { s: 'closing'; run: TitleData; title: string }
-  | { s: 'titling'; run: TitleData }
-  | { s: 'failing'; run: TitleData; failure: RunFailure }
-  | { s: 'ended'; run: TitleData };
+  | { readonly s: 'idle'; readonly req: TitleRunRequest }
+  | { readonly s: 'opening'; readonly run: TitleData }
+  | { readonly s: 'generating'; readonly run: TitleData; readonly callId: string }
+  | { readonly s: 'closing'; readonly run: TitleData; readonly callId: string; readonly title: string }
+  | { readonly s: 'titling'; readonly run: TitleData; readonly callId: string }
+  | { readonly s: 'failing'; readonly run: TitleData; readonly failure: RunFailure }
+  | { readonly s: 'ended' };
 
 type TitleIo = Io<TitleMsg, TitleRunValue, TitleCommand, RunDeps>;
 
@@ -88,80 +91,101 @@ async function executeTitle(cmd: TitleCommand, deps: RunDeps): Promise<TitleMsg>
   }
 }
 
-function initial(req: TitleRunRequest): TitleState {
-  return { s: 'idle', run: { req, started: 0, model: '', callId: null, timeout: new AbortController(), adapter: null } };
-}
+const initial = (req: TitleRunRequest): TitleState => ({ s: 'idle', req });
 
-function start(run: TitleData, io: TitleIo): TitleState {
-  run.started = performance.now();
-  run.model = io.deps.config.TITLE_MODEL;
+function start(req: TitleRunRequest, io: TitleIo): TitleState {
+  const started = io.now();
+  const model = io.deps.config.TITLE_MODEL;
   io.after(TITLE_TIMEOUT_MS, { t: 'timeout' });
-  run.adapter = io.deps.providers.get('provider_a') ?? null;
-  if (!run.adapter) return fail(run, new RunError('provider_a is not configured', 'unavailable'), io);
-  io.perform({ c: 'start_call', chatId: run.req.chatId, owner: run.req.owner, model: run.model });
-  return { s: 'opening', run };
+  const adapter = io.deps.providers.get('provider_a');
+  if (!adapter) return end(titleFailure(new RunError('provider_a is not configured', 'unavailable'), io), io);
+  io.perform({ c: 'start_call', chatId: req.chatId, owner: req.owner, model });
+  return { s: 'opening', run: { req, started, model, adapter, timeout: new AbortController() } };
 }
 
-function fail(run: TitleData, err: unknown, io: TitleIo): TitleState {
-  // A shutdown or fencing cut ends the run with its own message, verbatim.
+/** The run's failure as it ends: a shutdown's or fencing cut's message verbatim, any other one prefixed. */
+function titleFailure(err: unknown, io: TitleIo): RunFailure {
   const cut = interruptionOf(io.signal);
-  const failure = cut ?? failureOf(err, io.signal);
-  if (!cut) failure.message = `title generation failed: ${failure.message}`;
-  if (!run.callId) return end(run, failure, io);
-  io.perform({ c: 'fail_call', callId: run.callId, error: failure.message, started: run.started });
+  if (cut) return cut;
+  const failure = failureOf(err, io.signal);
+  return { ...failure, message: `title generation failed: ${failure.message}` };
+}
+
+/** The run fails; its LlmCall (`callId`, once open) is marked failed first. */
+function fail(run: TitleData, callId: string | null, err: unknown, io: TitleIo): TitleState {
+  const failure = titleFailure(err, io);
+  if (!callId) return end(failure, io);
+  io.perform({ c: 'fail_call', callId, error: failure.message, started: run.started });
   return { s: 'failing', run, failure };
 }
 
-function end(run: TitleData, failure: RunFailure, io: TitleIo): TitleState {
-  io.finish('error', { message: failure.message }, failure);
-  return { s: 'ended', run };
+function end(failure: RunFailure, io: TitleIo): TitleState {
+  io.fail(failure);
+  return { s: 'ended' };
+}
+
+const callIdOf = (state: TitleState): string | null => ('callId' in state ? state.callId : null);
+
+/** A step's outcome after the run failed meanwhile (a crash) is no longer needed; anywhere else it is unexpected. */
+function late(state: TitleState, msg: TitleMsg | Control, io: TitleIo): TitleState {
+  return state.s === 'failing' ? state : io.unhandled(state, msg);
 }
 
 function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): TitleState {
-  const { run } = state;
   // On a stop or cancel the model call sees the aborted signal; its failure ends the run.
-  if (isControl(msg)) return msg.t === 'start' && state.s === 'idle' ? start(run, io) : state;
+  if (isControl(msg)) {
+    if (msg.t !== 'start') return state;
+    return state.s === 'idle' ? start(state.req, io) : io.unhandled(state, msg);
+  }
+  if (state.s === 'idle' || state.s === 'ended') return io.unhandled(state, msg);
+  const { run } = state;
   switch (msg.t) {
     case 'timeout':
       run.timeout.abort(new Error(`timed out after ${TITLE_TIMEOUT_MS} ms`));
       return state;
-    case 'call_started':
-      if (state.s !== 'opening') return state;
-      run.callId = msg.callId;
-      io.perform({ c: 'generate', adapter: run.adapter!, model: run.model, content: run.req.content, signal: AbortSignal.any([io.signal, run.timeout.signal]) });
-      return { s: 'generating', run };
+    case 'call_started': {
+      if (state.s !== 'opening') return late(state, msg, io);
+      const signal = AbortSignal.any([io.signal, run.timeout.signal]);
+      io.perform({ c: 'generate', adapter: run.adapter, model: run.model, content: run.req.content, signal });
+      return { s: 'generating', run, callId: msg.callId };
+    }
     case 'generated': {
-      if (state.s !== 'generating') return state;
+      if (state.s !== 'generating') return late(state, msg, io);
+      const { callId } = state;
       const title = cleanTitle(msg.text);
-      if (!title) return fail(run, new RunError(`${run.model} returned no usable title`, 'provider_error'), io);
-      io.perform({ c: 'finish_call', callId: run.callId!, usage: msg.usage, started: run.started });
-      return { s: 'closing', run, title };
+      if (!title) return fail(run, callId, new RunError(`${run.model} returned no usable title`, 'provider_error'), io);
+      io.perform({ c: 'finish_call', callId, usage: msg.usage, started: run.started });
+      return { s: 'closing', run, callId, title };
     }
     case 'call_finished':
-      if (state.s !== 'closing') return state;
+      if (state.s !== 'closing') return late(state, msg, io);
       io.perform({ c: 'set_title', chatId: run.req.chatId, owner: run.req.owner, title: state.title });
-      return { s: 'titling', run };
+      return { s: 'titling', run, callId: state.callId };
     case 'titled':
-      if (state.s !== 'titling') return state;
-      if (!msg.chat) return end(run, { ok: false, outcome: 'not_found', message: CHAT_NOT_FOUND }, io);
-      io.finish('done', { chat: msg.chat }, { ok: true, value: { chat: msg.chat } });
-      return { s: 'ended', run };
+      if (state.s !== 'titling') return late(state, msg, io);
+      if (!msg.chat) return end({ ok: false, outcome: 'not_found', message: CHAT_NOT_FOUND }, io);
+      io.done({ chat: msg.chat }, { chat: msg.chat });
+      return { s: 'ended' };
     case 'failed': {
-      if (state.s === 'failing' || state.s === 'ended') return state;
+      if (state.s === 'failing') return state;
       // The model call's failure after the timeout is the timeout, unless the run was cancelled.
       const timedOut = state.s === 'generating' && run.timeout.signal.aborted && !io.signal.aborted;
-      return fail(run, timedOut ? new RunError(`timed out after ${TITLE_TIMEOUT_MS} ms`, 'provider_timeout') : msg.error, io);
+      return fail(run, callIdOf(state), timedOut ? new RunError(`timed out after ${TITLE_TIMEOUT_MS} ms`, 'provider_timeout') : msg.error, io);
     }
     case 'call_failed':
-      return state.s === 'failing' ? end(run, state.failure, io) : state;
+      return state.s === 'failing' ? end(state.failure, io) : io.unhandled(state, msg);
   }
 }
 
 function crashed(state: TitleState, err: unknown, io: TitleIo): TitleState {
   if (state.s === 'failing' || state.s === 'ended') throw err;
-  return fail(state.run, err, io);
+  if (state.s === 'idle') return end(titleFailure(err, io), io);
+  return fail(state.run, callIdOf(state), err, io);
 }
 
+/** A title run's terminal `error` event: a search's shape, `{ message }` (the spec gives a title no stream of its own). */
+const errorFrame = (message: string): string => sseFrame('error', { message });
+
 /** The kind's behavior, for tests that drive it without I/O. */
-export const titleBehavior = { initial, receive, crashed, execute: executeTitle };
+export const titleBehavior = { initial, receive, crashed, execute: executeTitle, errorFrame };
 export const titleRun = defineRun(titleBehavior);

@@ -11,7 +11,7 @@ import { EventBuffer } from '../actors/runtime/event-buffer.ts';
 import { deltaFrame } from '../actors/runtime/frame.ts';
 import { Outbox } from '../actors/runtime/outbox.ts';
 import type { ChatRunRequest } from '../actors/chat-run.ts';
-import { fakeDeps } from '../test/helpers/fake-io.ts';
+import { fakeDeps } from '../test/helpers/fake-deps.ts';
 
 const DELTAS = Number(process.env.DELTAS ?? 200_000);
 /** Deltas per event-loop turn (one outbox flush each), as on a loaded actor thread. */
@@ -44,7 +44,7 @@ const request: ChatRunRequest = { chatId: null, createChat: false, storeChat: fa
 /** The mailbox path: the callback chat-io.ts hands the provider, into a chat actor that is streaming. */
 export function newPath(outbox: Outbox, runId = 'run-new'): (text: string) => void {
   const behavior = { ...chatBehavior, execute: () => new Promise<never>(() => {}) };
-  const actor = new Actor(runId, behavior, request, fakeDeps({ provider: 'provider_b' }), outbox, { set: () => 0, clear: () => {} });
+  const actor = new Actor(runId, behavior, request, fakeDeps({ provider: 'provider_b' }), outbox, { timers: { set: () => 0, clear: () => {}, now: () => 0 }, newId: () => 'id' });
   actor.tell({ t: 'start' });
   const round = 1;
   return (text) => actor.tell({ t: 'text', round, text });

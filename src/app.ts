@@ -4,6 +4,7 @@ import { MessageChannel } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { inlineHosts, workerHosts, type WorkerSetup } from '../actors/hosts.ts';
 import { LagBoard } from '../actors/lag-report.ts';
+import { errorFrames } from '../actors/runners.ts';
 import type { RunTypes } from '../actors/runs.ts';
 import { Supervisor } from '../actors/runtime/supervisor.ts';
 import { Admission } from './admission.ts';
@@ -233,6 +234,7 @@ function startSupervisor(
   let runs: Runs | undefined;
   const supervisor = new Supervisor<RunTypes>({
     hosts: Math.max(1, config.actorThreads),
+    errorFrames,
     maxActiveRuns: config.MAX_ACTIVE_RUNS,
     factory:
       config.actorThreads === 0

@@ -142,6 +142,13 @@ const schema = z.object({
   CHAT_WEB_SEARCH_ENGINE: z.enum(['engine_a', 'engine_b']).default('engine_a'),
   CHAT_ENGINE_B_BASE_URL: url.optional(),
   CHAT_MAX_TOOL_ROUNDS: int(1, 10_000).default(100),
+  /**
+   * With tools offered, how long a round's text may be held while it is not known whether the round
+   * ends in tool calls (spec: "briefly"; actors/text-gate.ts). 0 lets text out at once.
+   */
+  TOOL_TEXT_HOLD_MS: int(0, 10_000).default(250),
+  /** The same hold's bound in characters: past either bound the held text goes out. */
+  TOOL_TEXT_HOLD_CHARS: int(0, 1_000_000).default(512),
   CHAT_CODING_TOOL_ENABLED: bool.default(false),
   CHAT_SHELL_TOOL_ENABLED: bool.default(false),
   CHAT_CODING_REMOTE_HOST: optionalText,

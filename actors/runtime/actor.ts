@@ -9,9 +9,10 @@
 // replay holds every frame emitted before it and none emitted after it; the outbox closes the run's
 // open item at a replay, so the frames after it go out after it. No promise, timer or closure is
 // made per message: a message is the only allocation on the delta path.
+import { randomUUID } from 'node:crypto';
 import { EventBuffer } from './event-buffer.ts';
 import { deltaFrame, sseFrame } from './frame.ts';
-import type { CancelWhy, RunResult } from './protocol.ts';
+import type { CancelWhy, RunFailure, RunResult } from './protocol.ts';
 
 /** The abort reason of a run asked to end early; `why` tells a user's stop from the runtime's cancel. */
 export class RunCancelled extends Error {
@@ -50,15 +51,36 @@ export interface FrameSink {
   log(level: 'warn' | 'error', message: string, err?: unknown): void;
 }
 
+/** The run's time, given by the runtime: a test gives its own and fires the timers itself. */
 export interface Timers {
   set(ms: number, fn: () => void): unknown;
   clear(handle: unknown): void;
+  /** Milliseconds since the epoch, on a clock that never goes back (a run's timestamps and durations). */
+  now(): number;
 }
+
+/** The process's clock as Timers.now reads it: wall time at the start, monotonic after. */
+export const clockNow = (): number => performance.timeOrigin + performance.now();
 
 const realTimers: Timers = {
   set: (ms, fn) => setTimeout(fn, ms),
   clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+  now: clockNow,
 };
+
+/**
+ * What a run takes from its surroundings besides its messages, given by the runtime: its time, its
+ * fresh ids, and who hears of a message the run did not expect in its state. A test gives its own,
+ * so a machine test runs without timers or randomness, and fails on an unexpected message.
+ */
+export interface RunWorld {
+  timers: Timers;
+  newId(): string;
+  /** Without it, an unexpected message is logged as a warning (the service's case). */
+  unhandled?(runId: string, state: string, msg: string): void;
+}
+
+const realWorld: RunWorld = { timers: realTimers, newId: randomUUID };
 
 /** What `receive` may do: emit frames, end the run, start I/O and timers. All synchronous. */
 export interface Io<M, V, C, D> {
@@ -75,14 +97,25 @@ export interface Io<M, V, C, D> {
   emitDelta(text: string): void;
   /** Every delta's text so far, concatenated (kept once, by the replay buffer). */
   readonly deltaText: string;
-  /** The terminal event; the first call wins, later ones are ignored. */
-  finish(event: 'done' | 'error', data: unknown, result: RunResult<V>): void;
+  /** The terminal `done` event and the run's value; the first end wins, later ones are ignored. */
+  done(data: unknown, value: V): void;
+  /** The terminal `error` event in the kind's shape (Behavior.errorFrame), and the failure. */
+  fail(failure: RunFailure): void;
   readonly finished: boolean;
   /** Starts a command's I/O; its outcome comes back as the message its executor answers with. */
   perform(command: C): void;
   /** `msg` arrives after `ms` (unless the run ends first); the handle cancels it. */
   after(ms: number, msg: M): unknown;
   cancelTimer(handle: unknown): void;
+  /** The runtime's clock (Timers.now). */
+  now(): number;
+  /** A fresh unique id (a tool call's), from the runtime. */
+  newId(): string;
+  /**
+   * A message `receive` did not expect in `state` (a bug, or a protocol the kind does not keep): it
+   * is dropped, and the runtime says so. Returns `state`, for `return io.unhandled(state, msg)`.
+   */
+  unhandled<St extends { s: string }>(state: St, msg: { t: string }): St;
   /** A failure the run handled but someone should see (e.g. a write that could not be recorded). */
   log(level: 'warn' | 'error', message: string, err?: unknown): void;
 }
@@ -119,6 +152,11 @@ export interface Behavior<Req, V, D, S extends { s: string }, M extends { t: str
   crashed(state: S, err: unknown, io: Io<M, V, C, D>): S;
   /** Carries out a command; resolves with the message that reports its outcome, failures included. */
   execute(command: C, deps: D, tell: Tell<M>, run: RunHandle): Promise<M>;
+  /**
+   * The kind's terminal `error` event, encoded, in the spec's shape for the kind: the run's own
+   * failures and the ones the runtime ends it with (a crash, a dead host) look the same to a client.
+   */
+  errorFrame(message: string): string;
 }
 
 /** What a host holds of an actor: it hands it the runtime's messages. */
@@ -128,11 +166,16 @@ export interface ActorRef {
 
 /** A run kind as a host sees it: its types beyond request and value are the kind's own. */
 export interface RunDefinition<Req, V, D> {
-  spawn(runId: string, request: Req, deps: D, sink: FrameSink, timers?: Timers): ActorRef;
+  spawn(runId: string, request: Req, deps: D, sink: FrameSink, world?: RunWorld): ActorRef;
+  /** Behavior.errorFrame, for the supervisor's ends of a run (its host died, its replay failed). */
+  errorFrame(message: string): string;
 }
 
 export function defineRun<Req, V, D, S extends { s: string }, M extends { t: string }, C>(behavior: Behavior<Req, V, D, S, M, C>): RunDefinition<Req, V, D> {
-  return { spawn: (runId, request, deps, sink, timers) => new Actor(runId, behavior, request, deps, sink, timers ?? realTimers) };
+  return {
+    spawn: (runId, request, deps, sink, world) => new Actor(runId, behavior, request, deps, sink, world),
+    errorFrame: behavior.errorFrame,
+  };
 }
 
 export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, C> implements Io<M, V, C, D>, ActorRef, RunHandle {
@@ -153,7 +196,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     request: Req,
     deps: D,
     private readonly sink: FrameSink,
-    private readonly clock: Timers,
+    private readonly world: RunWorld = realWorld,
   ) {
     this.runId = runId;
     this.deps = deps;
@@ -227,8 +270,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
       this.state = this.behavior.crashed(this.state, err, this);
     } catch (again) {
       this.log('error', `run ${this.runId} could not record its failure`, again);
-      const message = messageOf(err);
-      this.finish('error', { type: 'error', message }, { ok: false, outcome: 'internal', message });
+      this.fail({ ok: false, outcome: 'internal', message: messageOf(err) });
     }
   }
 
@@ -243,7 +285,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   }
 
   after(ms: number, msg: M): unknown {
-    const handle = this.clock.set(ms, () => {
+    const handle = this.world.timers.set(ms, () => {
       this.timers.delete(handle);
       this.tell(msg);
     });
@@ -252,7 +294,21 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   }
 
   cancelTimer(handle: unknown): void {
-    if (this.timers.delete(handle)) this.clock.clear(handle);
+    if (this.timers.delete(handle)) this.world.timers.clear(handle);
+  }
+
+  now(): number {
+    return this.world.timers.now();
+  }
+
+  newId(): string {
+    return this.world.newId();
+  }
+
+  unhandled<St extends { s: string }>(state: St, msg: { t: string }): St {
+    if (this.world.unhandled) this.world.unhandled(this.runId, state.s, msg.t);
+    else this.log('warn', `run ${this.runId}: a '${msg.t}' message in state '${state.s}' was not expected; dropped`);
+    return state;
   }
 
   emit(event: string, data: unknown): void {
@@ -277,12 +333,18 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     this.sink.frames(this.runId, deltaFrame(text));
   }
 
-  finish(event: 'done' | 'error', data: unknown, result: RunResult<V>): void {
-    if (this.finished) return;
+  done(data: unknown, value: V): void {
+    if (!this.finished) this.end(sseFrame('done', data), { ok: true, value });
+  }
+
+  fail(failure: RunFailure): void {
+    if (!this.finished) this.end(this.behavior.errorFrame(failure.message), failure);
+  }
+
+  private end(frame: string, result: RunResult<V>): void {
     this.finished = true;
-    for (const h of this.timers) this.clock.clear(h);
+    for (const h of this.timers) this.world.timers.clear(h);
     this.timers.clear();
-    const frame = sseFrame(event, data);
     this.buffer.end(frame);
     this.sink.frames(this.runId, frame);
     this.sink.end(this.runId, result);

@@ -38,8 +38,13 @@ export interface SupervisorStats {
   slowClientsDropped: number;
 }
 
-export interface SupervisorOptions {
+export interface SupervisorOptions<T extends RunTypeMap = RunTypeMap> {
   hosts: number;
+  /**
+   * Each kind's terminal `error` event (RunDefinition.errorFrame), for the runs the supervisor ends
+   * itself (a dead host, a failed replay): a client sees its kind's shape whoever ended the run.
+   */
+  errorFrames: { [K in KindOf<T>]: (message: string) => string };
   factory: HostFactory;
   maxActiveRuns: number;
   log: RuntimeLog;
@@ -53,14 +58,14 @@ export class Supervisor<T extends RunTypeMap> {
   private readonly runs = new Map<string, Entry>();
   private readonly pending = new Map<number, { entry: Entry; sub: Subscriber }>();
   private readonly hosts: HostSlot[] = [];
-  private readonly opts: SupervisorOptions;
+  private readonly opts: SupervisorOptions<T>;
   private nextSubId = 1;
   private closing = false;
   readonly stats: SupervisorStats = { eventsSent: 0, slowClientsDropped: 0 };
   /** Callers of whenIdle, settled when the last active run ends. */
   private idleWaiters: Array<() => void> = [];
 
-  constructor(opts: SupervisorOptions) {
+  constructor(opts: SupervisorOptions<T>) {
     this.opts = opts;
     for (let i = 0; i < Math.max(1, opts.hosts); i++) this.hosts.push(this.spawn(i));
   }
@@ -260,8 +265,9 @@ export class Supervisor<T extends RunTypeMap> {
         case 'replay_failed': {
           const p = this.pending.get(item.subId);
           this.pending.delete(item.subId);
-          p?.sub.write(sseFrame('error', { type: 'error', message: item.message }));
-          p?.sub.end();
+          if (!p) break;
+          p.sub.write(this.errorFrame(p.entry, item.message));
+          p.sub.end();
           break;
         }
         case 'gone': {
@@ -320,10 +326,16 @@ export class Supervisor<T extends RunTypeMap> {
     if (!this.closing) this.hosts[this.hosts.indexOf(slot)] = this.spawn(slot.index);
   }
 
+  private errorFrame(entry: Entry, message: string): string {
+    // Only a start cast past the types names a kind without a frame; its end must still go out.
+    const frame = this.opts.errorFrames[entry.kind as KindOf<T>] as ((message: string) => string) | undefined;
+    return frame ? frame(message) : sseFrame('error', { message });
+  }
+
   /** Ends runs whose host cannot end them: an `error` event to every subscriber, then the result. */
   private endRuns(entries: Entry[], message: string, outcome: RunOutcome): void {
-    const frame = sseFrame('error', { type: 'error', message });
     for (const entry of entries) {
+      const frame = this.errorFrame(entry, message);
       for (const sub of entry.subscribers) sub.write(frame);
       for (const [subId, p] of this.pending) {
         if (p.entry !== entry) continue;

@@ -9,7 +9,7 @@ import { Outbox } from '../../actors/runtime/outbox.ts';
 import { batchItems, type RunResult } from '../../actors/runtime/protocol.ts';
 import type { ProviderSession } from '../../src/providers/types.ts';
 import type { RunDeps } from '../../src/run-deps.ts';
-import { fakeDeps } from '../../test/helpers/fake-io.ts';
+import { fakeDeps } from '../../test/helpers/fake-deps.ts';
 import { newPath, PER_TURN, turn } from '../mailbox.ts';
 import { chatRequest, providerC, ROUND_END, TEXT } from './run-shapes.ts';
 import { simBase } from './upstream.ts';

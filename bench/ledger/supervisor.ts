@@ -1,6 +1,7 @@
 // The supervisor's rows of the ledger (main thread): a start until its result settles, and the fan-out
 // of a turn's deltas to subscribers. A real Supervisor on a host port that answers on later event-loop
 // turns with the batches a short run sends: no worker thread (the crossing has its own rows).
+import { errorFrames } from '../../actors/runners.ts';
 import type { RunTypes } from '../../actors/runs.ts';
 import type { Batch, ToHost } from '../../actors/runtime/protocol.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
@@ -34,7 +35,7 @@ const [meta, delta, done] = runFrames(request);
 
 function supervisor(answer: (msg: ToHost, onBatch: (b: Batch) => void) => void, maxActiveRuns: number): Supervisor<RunTypes> {
   const factory: HostFactory = (_index, onBatch) => ({ send: (msg) => answer(msg, onBatch), terminate: async () => {}, ready: Promise.resolve() });
-  return new Supervisor<RunTypes>({ hosts: 1, factory, maxActiveRuns, log: () => {} });
+  return new Supervisor<RunTypes>({ hosts: 1, factory, errorFrames, maxActiveRuns, log: () => {} });
 }
 
 const start = (sup: Supervisor<RunTypes>, key: string, sub: Subscriber) => {

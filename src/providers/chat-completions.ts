@@ -20,6 +20,7 @@ import { openaiFrames, SseFrames } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
+  type HintSink,
   type ProviderAdapter,
   type ProviderName,
   type RoundEnd,
@@ -175,7 +176,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
     return { toolCalls, usage: toUsage(response?.usage), finishReason, raw: response };
   }
 
-  async streamed(body: ChatCompletionCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
+  async streamed(body: ChatCompletionCreateParamsNonStreaming, onText: TextSink, onHint: HintSink): Promise<RoundEnd> {
     const { signal } = this.req;
     const customText = this.opts.textFromCustomFrames === true;
     const tools = this.tools;
@@ -207,9 +208,16 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
           keepText?.push(text);
           onText(text);
         }
-        if (tools && Array.isArray(delta.tool_calls)) addFragments(drafts, delta.tool_calls);
+        if (tools && Array.isArray(delta.tool_calls)) {
+          if (drafts.size === 0 && delta.tool_calls.length > 0) onHint('tool_call');
+          addFragments(drafts, delta.tool_calls);
+        }
       }
-      if (typeof choice.finish_reason === 'string') s.finishReason = choice.finish_reason;
+      if (typeof choice.finish_reason === 'string') {
+        s.finishReason = choice.finish_reason;
+        // The choice is over without a call; the usage chunk and [DONE] may still be on their way.
+        if (drafts.size === 0 && s.finishReason !== 'tool_calls') onHint('text_end');
+      }
     });
     // [DONE] is not a chunk, so a finish_reason is the only proof the stream was not cut.
     if (s.finishReason === null) throw truncatedStream(this.name);

@@ -18,6 +18,7 @@ import { openaiFrames, SseFrames } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
+  type HintSink,
   type ProviderAdapter,
   type RoundEnd,
   type TextSink,
@@ -156,31 +157,40 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
     return { toolCalls: [...calls.values()], usage: toUsage(response.usage), finishReason: finish, raw: response };
   }
 
-  async streamed(body: ResponseCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
+  async streamed(body: ResponseCreateParamsNonStreaming, onText: TextSink, onHint: HintSink): Promise<RoundEnd> {
     const { signal } = this.req;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.responses.create({ ...body, stream: true }, { signal }).asResponse();
     const calls = new Map<string, ToolCallRequest>();
-    const end: { final: Response | null } = { final: null };
+    const seen: { final: Response | null; called: boolean } = { final: null, called: false };
     await eachFrame<ResponseStreamEvent>(response, new SseFrames(response.headers, openaiFrames), signal, (ev) => {
       switch (ev.type) {
         case 'response.output_text.delta':
           if (ev.delta) onText(ev.delta);
           break;
+        case 'response.output_item.added':
+          if (ev.item?.type === 'function_call' && !seen.called) {
+            seen.called = true;
+            onHint('tool_call');
+          }
+          break;
         case 'response.output_item.done':
           if (ev.item?.type === 'function_call') functionCalls([ev.item], calls);
+          // The answer's text item is whole. A model may still add a call after it (a "preamble"),
+          // which then follows the shown text, as it does when the text outlasts the hold.
+          else if (ev.item?.type === 'message' && !seen.called) onHint('text_end');
           break;
         case 'response.completed':
         case 'response.incomplete':
         case 'response.failed':
-          end.final = ev.response;
+          seen.final = ev.response;
           break;
         case 'error':
           // The nested form (`error: {…}`) becomes sse.failure (a status-less APIError); this is the flat one.
           throw new ProviderError(`${NAME} stream error${ev.code ? ` (${ev.code})` : ''}: ${ev.message || 'no message'}`);
       }
     });
-    const done = end.final;
+    const done = seen.final;
     if (!done) throw truncatedStream(NAME);
     this.lastResponseId = done.id;
     functionCalls(done.output, calls);

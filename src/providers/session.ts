@@ -6,22 +6,22 @@ import { isAbortError, ProviderAbortError, toProviderError } from './errors.ts';
 import { PushBody } from './push-body.ts';
 import type { SseFrames } from './sse.ts';
 import { streamBody } from './sse.ts';
-import type { CompletionRequest, ProviderName, ProviderSession, RoundEnd, TextSink, ToolResultInput } from './types.ts';
+import type { CompletionRequest, HintSink, ProviderName, ProviderSession, RoundEnd, TextSink, ToolResultInput } from './types.ts';
 
 /** The per-provider half of a session. `Body` is the provider's request body of one round. */
 export interface RoundCalls<Body> {
   body(toolResults: ToolResultInput[] | null): Body;
   whole(body: Body, onText: TextSink): Promise<RoundEnd>;
-  streamed(body: Body, onText: TextSink): Promise<RoundEnd>;
+  streamed(body: Body, onText: TextSink, onHint: HintSink): Promise<RoundEnd>;
 }
 
 export function createSession<Body>(name: ProviderName, req: CompletionRequest, calls: RoundCalls<Body>): ProviderSession {
   const { signal } = req;
   return {
-    async round(toolResults, onText) {
+    async round(toolResults, onText, onHint = ignoreHint) {
       try {
         const body = calls.body(toolResults);
-        return await (req.stream ? calls.streamed(body, onText) : calls.whole(body, onText));
+        return await (req.stream ? calls.streamed(body, onText, onHint) : calls.whole(body, onText));
       } catch (err) {
         // An abort that lands as the body ends can surface as a cut stream: the signal decides.
         if (signal.aborted && !isAbortError(err)) throw new ProviderAbortError(name, { cause: signal.reason ?? err });
@@ -30,6 +30,8 @@ export function createSession<Body>(name: ProviderName, req: CompletionRequest, 
     },
   };
 }
+
+const ignoreHint: HintSink = () => {};
 
 /**
  * Reads a streamed body: every frame a socket read completed is handed to `onFrame` synchronously, in

@@ -58,6 +58,14 @@ export interface RoundEnd {
 /** Where a round's text goes: called synchronously, in order, with no await per delta. */
 export type TextSink = (text: string) => void;
 
+/**
+ * What the wire tells about a streamed round before it ends, so the chat run need not hold its text
+ * for tool calls any longer than that: `tool_call`, the provider began a tool call (the round has
+ * calls); `text_end`, the round's text is complete and no tool call follows it (it is the answer).
+ */
+export type RoundHint = 'tool_call' | 'text_end';
+export type HintSink = (hint: RoundHint) => void;
+
 export interface CompletionRequest {
   model: string;
   messages: ProviderMessage[];
@@ -75,9 +83,10 @@ export interface ProviderSession {
   /**
    * One round. First call: null; later calls: the results of the previous round's tool calls. Text
    * goes to `onText` as it arrives; the promise resolves with the round's end, or rejects with a
-   * ProviderError (an abort is one whose name is `AbortError`).
+   * ProviderError (an abort is one whose name is `AbortError`). `onHint`, when given, hears what the
+   * stream tells early (adapters that cannot tell say nothing; the round's end always decides).
    */
-  round(toolResults: ToolResultInput[] | null, onText: TextSink): Promise<RoundEnd>;
+  round(toolResults: ToolResultInput[] | null, onText: TextSink, onHint?: HintSink): Promise<RoundEnd>;
 }
 
 export interface ProviderAdapter {

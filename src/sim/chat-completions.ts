@@ -3,7 +3,8 @@
 import { readChatRequest, type ChatInput } from './chat-input.ts';
 import { retryHeaders, scriptedStatus } from './directives.ts';
 import { openaiError, openaiNotFound, openaiPreamble, openaiScriptedMessage } from './errors.ts';
-import { delayUnlessClosed, newId, sendJson, unixNow } from './http.ts';
+import { newId, sendJson, unixNow } from './http.ts';
+import { beforeStatus } from './gates.ts';
 import { argFragments, fullText, plan, type Plan } from './script.ts';
 import { frame, sendFrames, startStream, planned } from './sse.ts';
 import type { Ctx } from './state.ts';
@@ -22,7 +23,7 @@ export async function handleChat(ctx: Ctx): Promise<void> {
   if (input.invalid) return openaiError(ctx.res, 400, { message: input.message, param: input.param, code: input.code });
   const p = plan(input.conv, ctx.state.defaultReply);
   const d = p.directive;
-  if (!(await delayUnlessClosed(ctx.res, d.firstByteDelayMs ?? 0))) return;
+  if (!(await beforeStatus(ctx.res, ctx.state.gates, d))) return;
   const status = scriptedStatus(d, ctx.retryCount);
   if (status !== null) return openaiError(ctx.res, status, { message: openaiScriptedMessage(status) }, retryHeaders(d));
   new ChatRun(ctx, input, p).run();
@@ -142,7 +143,7 @@ class ChatRun {
     const post = `},"logprobs":null,"finish_reason":null}]${this.usageNull}}\n\n`;
     startStream(
       {
-        ...planned(this.ctx.res, p),
+        ...planned(this.ctx, p),
         head: this.chunk({ role: 'assistant', content: '', refusal: null }) + this.custom(),
         delta: (_i, t) => pre + JSON.stringify(t) + post,
         tail: () => this.end('stop'),

@@ -24,6 +24,10 @@ export interface Directive {
   failAfter?: number;
   failMode?: FailMode;
   firstByteDelayMs?: number;
+  /** Held (after any delay) before the status line until the test opens the gate of this name. */
+  gate?: string;
+  /** With `gate`: a stream sends this many deltas first and holds there instead. */
+  gateAfter?: number;
   custom?: boolean;
   usage?: { input?: number; output?: number };
   noUsage?: boolean;
@@ -33,6 +37,8 @@ export interface Directive {
   answerStatus?: number;
   searchDelayMs?: number;
   answerDelayMs?: number;
+  searchGate?: string;
+  answerGate?: string;
 }
 
 export interface ParsedDirective {
@@ -58,15 +64,18 @@ const NUMBER_FIELDS = [
   'failAttempts',
   'failAfter',
   'firstByteDelayMs',
+  'gateAfter',
   'searchStatus',
   'answerStatus',
   'searchDelayMs',
   'answerDelayMs',
 ] as const;
 const BOOL_FIELDS = ['stamp', 'custom', 'echoSystem', 'echoInput', 'noUsage'] as const;
+const GATE_FIELDS = ['gate', 'searchGate', 'answerGate'] as const;
 const KNOWN = new Set<string>([
   ...NUMBER_FIELDS,
   ...BOOL_FIELDS,
+  ...GATE_FIELDS,
   'reply',
   'tools',
   'failMode',
@@ -104,6 +113,10 @@ function validate(raw: unknown): Directive | string {
   for (const k of BOOL_FIELDS) {
     if (raw[k] !== undefined && typeof raw[k] !== 'boolean') return `'${k}' must be a boolean`;
   }
+  for (const k of GATE_FIELDS) {
+    if (raw[k] !== undefined && (typeof raw[k] !== 'string' || raw[k] === '')) return `'${k}' must be a non-empty string`;
+  }
+  if (raw.gateAfter !== undefined && raw.gate === undefined) return `'gateAfter' needs a 'gate'`;
   if (raw.reply !== undefined && typeof raw.reply !== 'string') return `'reply' must be a string`;
   if (raw.deltas !== undefined && (!Number.isInteger(raw.deltas) || (raw.deltas as number) < 1)) {
     return `'deltas' must be a positive integer`;

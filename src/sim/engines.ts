@@ -101,6 +101,7 @@ export async function handleEngineA(ctx: Ctx): Promise<void> {
   const { d, q } = directiveOf(b.query);
   const isSearch = route === '/search';
   if (!(await delayUnlessClosed(res, (isSearch ? d.searchDelayMs : d.answerDelayMs) ?? 0))) return;
+  if (!(await ctx.state.gates.pass(res, isSearch ? d.searchGate : d.answerGate))) return;
   const status = isSearch ? d.searchStatus : d.answerStatus;
   if (status !== undefined) return sendJson(res, status, { error: `Simulated ${isSearch ? 'search' : 'answer'} failure (${status})` });
   if (isSearch) return search(ctx, b, q);
@@ -175,7 +176,7 @@ export async function handleEngineB(ctx: Ctx): Promise<void> {
   const raw = ctx.query.get('q') ?? '';
   if (raw.trim() === '') return sendJson(res, 400, { error: 'No query' });
   const { d, q } = directiveOf(raw);
-  if (!(await delayUnlessClosed(res, d.searchDelayMs ?? 0))) return;
+  if (!(await delayUnlessClosed(res, d.searchDelayMs ?? 0)) || !(await ctx.state.gates.pass(res, d.searchGate))) return;
   if (d.searchStatus === 429) return sendText(res, 429, 'text/plain; charset=utf-8', 'Too Many Requests');
   if (d.searchStatus !== undefined) return sendJson(res, d.searchStatus, { error: 'search error' });
   const page = Math.max(1, Number.parseInt(ctx.query.get('pageno') ?? '1', 10) || 1);

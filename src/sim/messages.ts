@@ -1,7 +1,8 @@
 // provider_b: the Messages-style API (POST /v1/messages), streaming and not, with tool_use blocks.
 import { retryHeaders, scriptedStatus } from './directives.ts';
 import { anthropicError, anthropicScriptedMessage } from './errors.ts';
-import { delayUnlessClosed, newId, ParseFailure, sendJson } from './http.ts';
+import { newId, ParseFailure, sendJson } from './http.ts';
+import { beforeStatus } from './gates.ts';
 import { readMessagesRequest, type MessagesInput } from './messages-input.ts';
 import { argFragments, continuation, fullText, plan, type Plan } from './script.ts';
 import { frame, sendFrames, startStream, planned } from './sse.ts';
@@ -29,7 +30,7 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
   if (input.invalid) return anthropicError(res, 400, input.message);
   const p = continuation(input.conv, plan(input.conv, ctx.state.defaultReply));
   const d = p.directive;
-  if (!(await delayUnlessClosed(res, d.firstByteDelayMs ?? 0))) return;
+  if (!(await beforeStatus(ctx.res, ctx.state.gates, d))) return;
   const status = scriptedStatus(d, ctx.retryCount);
   if (status !== null) return anthropicError(res, status, anthropicScriptedMessage(status), undefined, retryHeaders(d));
   new MessageRun(ctx, input, p).run();
@@ -129,7 +130,7 @@ class MessageRun {
     const post = '}}\n\n';
     startStream(
       {
-        ...planned(this.ctx.res, p),
+        ...planned(this.ctx, p),
         head,
         delta: (_i, t) => pre + JSON.stringify(t) + post,
         tail: () => frame('content_block_stop', { type: 'content_block_stop', index: 0 }) + this.end('end_turn'),

@@ -2,7 +2,8 @@
 // function-call rounds and stored responses for previous_response_id.
 import { retryHeaders, scriptedStatus } from './directives.ts';
 import { openaiError, openaiNotFound, openaiPreamble, openaiScriptedMessage } from './errors.ts';
-import { delayUnlessClosed, isObject, newId, sendJson, unixNow } from './http.ts';
+import { isObject, newId, sendJson, unixNow } from './http.ts';
+import { beforeStatus } from './gates.ts';
 import { readResponsesRequest, type ResponsesInput } from './responses-input.ts';
 import { argFragments, fullText, plan, type Plan, type Turn } from './script.ts';
 import { frame, sendFrames, startStream, planned } from './sse.ts';
@@ -19,7 +20,7 @@ export async function handleResponses(ctx: Ctx): Promise<void> {
   }
   const p = plan({ system: input.system, turns: input.turns }, ctx.state.defaultReply);
   const d = p.directive;
-  if (!(await delayUnlessClosed(ctx.res, d.firstByteDelayMs ?? 0))) return;
+  if (!(await beforeStatus(ctx.res, ctx.state.gates, d))) return;
   const status = scriptedStatus(d, ctx.retryCount);
   if (status !== null) {
     return openaiError(ctx.res, status, { message: openaiScriptedMessage(status) }, retryHeaders(d));
@@ -215,7 +216,7 @@ class ResponseRun {
     const post = ',"logprobs":[]}\n\n';
     startStream(
       {
-        ...planned(this.ctx.res, p),
+        ...planned(this.ctx, p),
         head,
         delta: (i, t) => pre + (base + i) + mid + JSON.stringify(t) + post,
         tail: (text) => {

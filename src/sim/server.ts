@@ -49,6 +49,10 @@ export interface SimHandle {
   /** every request received, for assertions (the oldest are dropped past 20,000) */
   requests: SimRequestLog[];
   clearRequests(): void;
+  /** Lets the calls a `gate` / `searchGate` / `answerGate` directive holds go on (see README). */
+  openGate(name: string): void;
+  /** How many calls are held at the gate `name` now. */
+  heldAt(name: string): number;
 }
 
 /** Path prefix → upstream, and the part of the prefix that belongs to the base URL. */
@@ -141,6 +145,8 @@ export async function startSimulator(opts: SimOptions = {}): Promise<SimHandle> 
     clearRequests: () => {
       requests.length = 0;
     },
+    openGate: (name) => state.gates.open(name),
+    heldAt: (name) => state.gates.held(name),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -9,6 +9,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FailMode } from './directives.ts';
 import { deltaText, type Deltas, type Plan } from './script.ts';
+import type { Ctx } from './state.ts';
 
 // No `connection` header: Node answers keep-alive or close as the client asked, and forcing
 // keep-alive would hold `Connection: close` clients open after the stream ended.
@@ -29,6 +30,8 @@ export interface StreamSpec {
   rate?: number;
   failAfter?: number;
   failMode?: FailMode;
+  /** Send `after` deltas, then wait for `pass` (a test's gate) before the rest; false: the client left. */
+  hold?: { after: number; pass(): Promise<boolean> };
   head: string;
   /** The SSE frame carrying delta `i` with text `text`. */
   delta(i: number, text: string): string;
@@ -48,7 +51,9 @@ class Job {
   done = false;
   nextAt = 0;
   readonly interval: number;
-  readonly limit: number;
+  /** Deltas that may go out now: all of them, or those before a hold. */
+  limit: number;
+  private readonly total: number;
   /** Only kept for stamped text, where the final text is not known in advance. */
   acc = '';
 
@@ -56,7 +61,21 @@ class Job {
     const r = spec.rate ?? 0;
     this.interval = r > 0 ? 1000 / r : 0;
     const fa = spec.failAfter;
-    this.limit = fa !== undefined ? Math.min(fa, spec.deltas.count) : spec.deltas.count;
+    this.total = fa !== undefined ? Math.min(fa, spec.deltas.count) : spec.deltas.count;
+    this.limit = spec.hold ? Math.min(spec.hold.after, this.total) : this.total;
+  }
+
+  /** All that may go out is out: wait at the hold and then `resume`, or write the ending. */
+  settle(resume: (job: Job) => void): void {
+    const hold = this.spec.hold;
+    if (!hold || this.limit >= this.total) return this.finish();
+    this.limit = this.total;
+    this.done = true;
+    void hold.pass().then((ok) => {
+      if (!ok) return;
+      this.done = false;
+      resume(this);
+    });
   }
 
   /** Builds up to `max` next delta frames into one string. */
@@ -113,8 +132,10 @@ function partialText(d: Deltas, n: number): string {
 }
 
 /** The part of a StreamSpec that comes straight from the response and the plan. */
-export function planned(res: ServerResponse, p: Plan): Pick<StreamSpec, 'res' | 'deltas' | 'rate' | 'failAfter' | 'failMode'> {
-  return { res, deltas: p.deltas, rate: p.directive.rate, failAfter: p.directive.failAfter, failMode: p.directive.failMode };
+export function planned({ res, state }: Ctx, p: Plan): Pick<StreamSpec, 'res' | 'deltas' | 'rate' | 'failAfter' | 'failMode' | 'hold'> {
+  const d = p.directive;
+  const hold = d.gateAfter !== undefined ? { after: d.gateAfter, pass: () => state.gates.pass(res, d.gate) } : undefined;
+  return { res, deltas: p.deltas, rate: d.rate, failAfter: d.failAfter, failMode: d.failMode, hold };
 }
 
 export function startStream(spec: StreamSpec, extraHeaders: Record<string, string> = {}): void {
@@ -127,19 +148,19 @@ export function startStream(spec: StreamSpec, extraHeaders: Record<string, strin
   });
   if (job.interval > 0 && job.limit > 0) {
     res.write(spec.head);
-    job.nextAt = performance.now();
-    ticker.add(job);
+    paced(job);
     return;
   }
   // Small streams (the common case in tests) go out in a single write.
   const first = job.take(BURST);
-  if (job.sent >= job.limit) {
-    res.write(spec.head + first);
-    job.finish();
-    return;
-  }
   res.write(spec.head + first);
-  burst(job);
+  if (job.sent >= job.limit) job.settle(job.interval > 0 ? paced : burst);
+  else burst(job);
+}
+
+function paced(job: Job): void {
+  job.nextAt = performance.now();
+  ticker.add(job);
 }
 
 function burst(job: Job): void {
@@ -147,7 +168,7 @@ function burst(job: Job): void {
   const step = (): void => {
     if (job.done || res.destroyed) return;
     const ok = res.write(job.take(BURST));
-    if (job.sent >= job.limit) return job.finish();
+    if (job.sent >= job.limit) return job.settle(burst);
     // Yield between batches so one huge stream cannot starve the others.
     if (ok) setImmediate(step);
     else res.once('drain', step);
@@ -204,7 +225,7 @@ class Ticker {
     job.nextAt += due * job.interval;
     if (job.sent >= job.limit) {
       if (out) job.spec.res.write(out);
-      job.finish();
+      job.settle(paced);
     } else {
       job.spec.res.write(out);
     }

@@ -2,6 +2,7 @@
 // and the context every route handler receives.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DefaultReply } from './default-reply.ts';
+import { Gates } from './gates.ts';
 import type { Turn } from './script.ts';
 
 /** Map keeps insertion order, so re-inserting on access makes the first key the least recent. */
@@ -58,6 +59,7 @@ export type Upstream = (typeof UPSTREAMS)[number];
 export class SimState {
   readonly responses = new Lru<StoredResponse>(10_000);
   failModels = new Set<string>();
+  readonly gates = new Gates();
   constructor(readonly defaultReply: DefaultReply) {}
 
   resetControls(): void {

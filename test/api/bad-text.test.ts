@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_JSON_DEPTH } from '../../src/http/json-check.ts';
-import { apiDatabases, startTestServer, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const NUL = '\u0000';
 const LONE = '\ud800';
@@ -25,7 +25,7 @@ function nested(depth: number): Record<string, unknown> {
 }
 
 for (const db of apiDatabases()) {
-  describe(`bad text never reaches the database (${db})`, () => {
+  describe(`bad text never reaches the database ${variantTag(db)}`, () => {
     let t: TestServer;
     let chatId: string;
     let searchId: string;

@@ -2,12 +2,13 @@
 // each database the suite has (embedded always, Postgres with TEST_DATABASE_URL).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, startTestServer, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, startTestServer, type TestServer } from '../helpers/server.ts';
+import { clockPast } from '../helpers/wait.ts';
 
 const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 for (const db of apiDatabases()) {
-  describe(`chats and searches (${db})`, () => {
+  describe(`chats and searches ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db });
@@ -61,7 +62,7 @@ for (const db of apiDatabases()) {
 
     it('patches title, prompt and tools; omitted settings unchanged; updatedAt moves (rules 1–6)', async () => {
       const chat = (await t.call('POST', '/v1/chats', { title: 'a', additionalSystemPrompt: 'keep', enabledTools: ['web_search'] })).body.chat;
-      await new Promise((r) => setTimeout(r, 5));
+      await clockPast(chat.updatedAt);
       const p1 = await t.call('PATCH', `/v1/chats/${chat.id}`, { title: '  New title  ' });
       assert.equal(p1.status, 200);
       assert.equal(p1.body.chat.title, 'New title');

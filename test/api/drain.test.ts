@@ -5,35 +5,42 @@
 // keep what they streamed (metadata.interrupted).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { startSimulator } from '../../src/sim/server.ts';
 import { simCompletion, type ServiceProcess } from '../helpers/process.ts';
 import { assistantMessages, chatIdOf, deltaText, follow, metric, openChatStream, readyIs, startDrainService, storedRun, type LiveStream } from '../helpers/drain.ts';
-import { sim, waitFor } from '../helpers/server.ts';
+import { sim, simEnv, waitFor } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 const CUT = 'run cancelled: server is shutting down';
 const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 describe('drain on SIGTERM', () => {
   it('refuses new runs, serves the rest, lets running runs end and exits 0', async () => {
-    const { service, stop } = await startDrainService({ SHUTDOWN_GRACE_MS: '600000' });
+    // The service talks to this process's simulator, so the test can hold the runs that must still be
+    // going at the signal (a gate each) and let them go once the drain has begun.
+    const simulator = await startSimulator({ defaultReply: { mode: 'echo' } });
+    const gate = gateName('drain');
+    const { service, stop } = await startDrainService({ SHUTDOWN_GRACE_MS: '600000', ...simEnv(simulator) });
     try {
       const { url } = service;
       const chat = await fetch(`${url}/v1/chats`, json({})).then((r) => r.json());
       const search = await fetch(`${url}/v1/searches`, json({ query: 'drain' })).then((r) => r.json());
       // `short` ends by itself during the drain; `held` keeps the instance draining until it is stopped.
       const key = { 'idempotency-key': 'drain-held-1' };
-      const short = await openChatStream(url, 120, 40);
+      const short = await openChatStream(url, 120, 40, {}, { gate, gateAfter: 1 });
       const held = await openChatStream(url, 100_000, 20, key);
       await Promise.all([short.firstDelta, held.firstDelta]);
       const heldChat = (await held.meta).data.chatId as string;
       // A search run and a title run going at the signal drain too: both end by themselves.
-      const slowSearch = await fetch(`${url}/v1/searches`, json({ query: `tides SIM ${JSON.stringify({ searchDelayMs: 2000, answerDelayMs: 2000 })}` })).then((r) => r.json());
+      const slowSearch = await fetch(`${url}/v1/searches`, json({ query: `tides SIM ${JSON.stringify({ searchGate: gate, answerGate: gate })}` })).then((r) => r.json());
       const searching = follow(await fetch(`${url}/v1/searches/${slowSearch.search.id}/run/stream`, json({})));
       const titledChat = await fetch(`${url}/v1/chats`, json({})).then((r) => r.json());
-      const titled = fetch(`${url}/v1/chats/title/suggest`, json({ chatId: titledChat.chat.id, content: sim({ firstByteDelayMs: 2000, reply: 'Tide pools' }) }));
+      const titled = fetch(`${url}/v1/chats/title/suggest`, json({ chatId: titledChat.chat.id, content: sim({ gate, reply: 'Tide pools' }) }));
       await waitFor(async () => (await metric(url, 'css_active_runs{kind="title"}')) === 1 && (await metric(url, 'css_active_runs{kind="search"}')) === 1, 30_000, 'the search and title runs to be going');
 
       service.child.kill('SIGTERM');
       await readyIs(url, 503);
+      simulator.openGate(gate);
       const ready = await fetch(`${url}/ready`);
       assert.deepEqual(await ready.json(), { message: 'server is draining' });
       assert.equal((await fetch(`${url}/health`)).status, 200, '/health stays 200');
@@ -92,6 +99,7 @@ describe('drain on SIGTERM', () => {
       assert.equal(await service.exited, 0, service.output());
     } finally {
       await stop();
+      await simulator.close();
     }
   });
 

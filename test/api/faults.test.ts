@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { readSse, sim, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 describe('faults', () => {
   let t: TestServer;
@@ -21,10 +22,12 @@ describe('faults', () => {
   it('a database fault while storing the answer ends the run with error and a failed LlmCall', async () => {
     const pool = t.server.ctx.pool;
     const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
+    // Held after its first delta until the table is gone, so the answer cannot be stored before.
+    const gate = gateName();
     const res = await fetch(`${t.url}/v1/chat-completions/stream`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(ask(sim({ deltas: 20, rate: 20 }), { chatId: chat.id })),
+      body: JSON.stringify(ask(sim({ deltas: 20, rate: 20, gate, gateAfter: 1 }), { chatId: chat.id })),
     });
     // Once the answer streams and the run has stored its input and LlmCall (the provider is called
     // alongside that write, so a delta can come first), take the messages table away from the run.
@@ -36,6 +39,7 @@ describe('faults', () => {
           moved = true;
           await waitFor(async () => (await pool.query('SELECT 1 FROM llm_calls WHERE chat_id = $1', [chat.id])).rows.length === 1, 10_000, 'the LlmCall row');
           await pool.query('ALTER TABLE messages RENAME TO messages_away');
+          t.sim.openGate(gate);
         }
       });
     } finally {
@@ -61,7 +65,8 @@ describe('faults', () => {
     await pool.query('ALTER TABLE llm_calls RENAME TO llm_calls_away');
     let r;
     try {
-      r = await t.stream('/v1/chat-completions/stream', ask(sim({ deltas: 40, rate: 20 }), { chatId: chat.id }));
+      // Held after its first delta at a gate nobody opens: only the storage error can end it.
+      r = await t.stream('/v1/chat-completions/stream', ask(sim({ deltas: 40, rate: 20, gate: gateName(), gateAfter: 1 }), { chatId: chat.id }));
     } finally {
       await pool.query('ALTER TABLE llm_calls_away RENAME TO llm_calls');
     }

@@ -3,13 +3,13 @@
 // every word of q, in relevance order, with match.field/snippet; bad q and limit get 400.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, startTestServer, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, startTestServer, type TestServer } from '../helpers/server.ts';
 import { clockPast } from '../helpers/wait.ts';
 
 const search = (q: string, extra = '') => `/v1/workspace-items?q=${encodeURIComponent(q)}${extra}`;
 
 for (const db of apiDatabases()) {
-  describe(`history search API (${db})`, () => {
+  describe(`history search API ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db, actorThreads: 1 });

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { keyed, rebuilt, wholeWithRetry } from '../helpers/idempotency.ts';
-import { apiDatabases, readSse, sim, startTestServer, waitFor, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, readSse, sim, startTestServer, variantTag, waitFor, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 // As reported: no enabledTools, so the service's default tools are offered and the run holds its first
 // text up to a second (actors/text-gate.ts) before the first delta, which the retry waits for.
@@ -19,25 +20,25 @@ const post = (t: TestServer, path: string, payload: unknown, headers: Record<str
 
 /** The four ways a run ends in a stop, each answered as the spec says. */
 async function stopEveryKind(t: TestServer): Promise<void> {
-  // A chat stream stopped once its first delta is out.
+  // A chat stream stopped once its first delta is out (held there at a gate nobody opens).
   let chatId = '';
   let streamStop = 0;
-  const streamed = await readSse(await post(t, '/v1/chat-completions/stream', body(sim({ deltas: 200, rate: 20 }, 'stop me'))), new AbortController(), undefined, async (ev) => {
+  const streamed = await readSse(await post(t, '/v1/chat-completions/stream', body(sim({ deltas: 200, rate: 20, gate: gateName(), gateAfter: 1 }, 'stop me'))), new AbortController(), undefined, async (ev) => {
     if (ev.event === 'meta') chatId = ev.data.chatId;
     if (ev.event === 'delta' && !streamStop) streamStop = (await t.call('POST', `/v1/chats/${chatId}/stream/stop`)).status;
   });
   assert.equal(streamStop, 200);
   assert.equal(streamed.at(-1)!.data.stopped, true);
 
-  // A non-streaming completion stopped while the provider holds its answer back.
+  // A non-streaming completion stopped while the provider holds its answer back (at a gate nobody opens).
   const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
-  const whole = t.call('POST', '/v1/chat-completions', body(sim({ firstByteDelayMs: 30_000 }), { chatId: chat.id }));
+  const whole = t.call('POST', '/v1/chat-completions', body(sim({ gate: gateName() }), { chatId: chat.id }));
   await waitFor(async () => (await t.call('GET', '/v1/active-runs')).body.chats.includes(chat.id), 10_000, 'the completion to start');
   assert.equal((await t.call('POST', `/v1/chats/${chat.id}/stream/stop`)).status, 200);
   assert.equal((await whole).status, 200);
 
-  // A search run stopped between its results and its answer.
-  const query = `tide pools SIM ${JSON.stringify({ answerDelayMs: 30_000 })}`;
+  // A search run stopped between its results and its answer (held at a gate nobody opens).
+  const query = `tide pools SIM ${JSON.stringify({ answerGate: gateName() })}`;
   const search = (await t.call('POST', '/v1/searches', { query })).body.search;
   let searchStop = 0;
   const searchEvents = await readSse(await post(t, `/v1/searches/${search.id}/run/stream`, {}), new AbortController(), undefined, async (ev) => {
@@ -52,7 +53,7 @@ async function stopEveryKind(t: TestServer): Promise<void> {
 
 for (const db of apiDatabases()) {
   for (const threads of [0, 1]) {
-    describe(`a keyed retry after stopped runs (${db}, ACTOR_THREADS=${threads})`, () => {
+    describe(`a keyed retry after stopped runs (ACTOR_THREADS=${threads}) ${variantTag(db)}`, () => {
       let t: TestServer;
       before(async () => {
         t = await startTestServer({ db, actorThreads: threads });
@@ -64,8 +65,9 @@ for (const db of apiDatabases()) {
 
       it('a stream retried while it runs attaches: meta, the same text, done', async () => {
         const key = randomUUID();
-        // Long enough to be still going when the retry's first frames arrive (checked below).
-        const b = body(sim({ deltas: 200, rate: 40 }, 'attach me'));
+        // Held after its first delta until the retry's first frame has come and the run was checked going.
+        const gate = gateName();
+        const b = body(sim({ deltas: 200, rate: 40, gate, gateAfter: 1 }, 'attach me'));
         const calls = providerCalls();
         let retry: Promise<StreamResult> | undefined;
         let chatId = '';
@@ -77,7 +79,10 @@ for (const db of apiDatabases()) {
             headers: keyed(key),
             stopAfter: (_ev, all) => {
               // The retry's first frame: was the run still going then (an attach, not a replay)?
-              if (all.length === 1) activeAtRetry = t.call('GET', '/v1/active-runs').then((r) => r.body.chats.includes(chatId));
+              if (all.length === 1) {
+                activeAtRetry = t.call('GET', '/v1/active-runs').then((r) => r.body.chats.includes(chatId));
+                void activeAtRetry.finally(() => t.sim.openGate(gate));
+              }
               return false;
             },
           });
@@ -96,7 +101,7 @@ for (const db of apiDatabases()) {
       });
 
       it('a whole completion retried while it runs waits for it and gets the same answer', async () => {
-        const { chatId, calls, first, waiting } = await wholeWithRetry(t, (id) => body(sim({ reply: 'the same answer', firstByteDelayMs: 2_000 }), { chatId: id }), providerCalls);
+        const { chatId, calls, first, waiting } = await wholeWithRetry(t, (id, gate) => body(sim({ reply: 'the same answer', gate }), { chatId: id }), providerCalls);
         assert.equal(first.status, 200);
         assert.equal(first.body.message.content, 'the same answer');
         assert.deepEqual([waiting.status, waiting.headers.get('idempotent-replayed'), waiting.body], [200, 'true', first.body]);

@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { keyed, rebuilt, wholeWithRetry } from '../helpers/idempotency.ts';
 import { readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
 import { runVariants } from '../helpers/variants.ts';
+import { gateName, onFrame } from '../helpers/wait.ts';
 
 const body = (content: string, extra: Record<string, unknown> = {}) => ({
   provider: 'provider_c',
@@ -17,7 +18,7 @@ const body = (content: string, extra: Record<string, unknown> = {}) => ({
 });
 
 for (const v of runVariants()) {
-  describe(`Idempotency-Key on completions (${v.name})`, () => {
+  describe(`Idempotency-Key on completions, ${v.name}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db: v.db, actorThreads: v.actorThreads });
@@ -46,7 +47,9 @@ for (const v of runVariants()) {
 
     it('a stream retried while its run is active attaches to it: the same text, one run', async () => {
       const key = randomUUID();
-      const b = body(sim({ deltas: 30, rate: 30 }, 'attach me'));
+      // Held after its first delta until the retry is attached (its replay has come).
+      const gate = gateName();
+      const b = body(sim({ deltas: 30, rate: 30, gate, gateAfter: 1 }, 'attach me'));
       const calls = providerCalls();
       const res = await fetch(`${t.url}/v1/chat-completions/stream`, {
         method: 'POST',
@@ -57,7 +60,8 @@ for (const v of runVariants()) {
       let retry: Promise<StreamResult> | undefined;
       const one = {
         events: await readSse(res, new AbortController(), undefined, (ev) => {
-          if (ev.event === 'delta') retry ??= t.stream('/v1/chat-completions/stream', b, { headers: keyed(key) });
+          const attached = onFrame('meta', () => t.sim.openGate(gate));
+          if (ev.event === 'delta') retry ??= t.stream('/v1/chat-completions/stream', b, { headers: keyed(key), stopAfter: attached });
         }),
       };
       const again = await retry!;
@@ -69,7 +73,7 @@ for (const v of runVariants()) {
     });
 
     it('a whole completion retried while running waits for it, and after its end gets the same body', async () => {
-      const { chatId, key, body: b, calls, first, waiting } = await wholeWithRetry(t, (id) => body(sim({ reply: 'the same answer', firstByteDelayMs: 400 }), { chatId: id }), providerCalls);
+      const { chatId, key, body: b, calls, first, waiting } = await wholeWithRetry(t, (id, gate) => body(sim({ reply: 'the same answer', gate }), { chatId: id }), providerCalls);
       assert.equal(first.status, 200);
       assert.equal(first.headers.get('idempotent-replayed'), null);
       assert.deepEqual([waiting.status, waiting.body], [200, first.body]);

@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createScratchPostgres, freshEmbeddedDataDir } from '../helpers/db.ts';
 import { startService, stopService } from '../helpers/process.ts';
-import { apiDatabases, readSse, sim, waitFor } from '../helpers/server.ts';
+import { apiDatabases, variantTag, readSse, sim, waitFor } from '../helpers/server.ts';
 
 describe('chat lastRun after a crash', () => {
   // One database is enough (the sweep is the same SQL on both) and keeps two process starts off `make test`'s clock.
   for (const db of apiDatabases().slice(-1)) {
-    it(`reads failed, saying the service restarted (${db})`, async () => {
+    it(`reads failed, saying the service restarted ${variantTag(db)}`, async () => {
       // A copy of an initialised cluster: the child skips initdb.
       const dir = await freshEmbeddedDataDir();
       const scratch = db === 'postgres' ? await createScratchPostgres() : null;

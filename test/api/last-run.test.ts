@@ -4,9 +4,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { readSse, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
 import { runVariants } from '../helpers/variants.ts';
+import { gateName } from '../helpers/wait.ts';
 
 for (const v of runVariants()) {
-  describe(`chat lastRun (${v.name})`, () => {
+  describe(`chat lastRun ${v.name}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db: v.db, actorThreads: v.actorThreads });
@@ -46,10 +47,12 @@ for (const v of runVariants()) {
     it('a run in progress reads running, then its end', async () => {
       const chatId = await newChat();
       const controller = new AbortController();
+      // Held after its first delta until lastRun has been read as running.
+      const gate = gateName();
       const res = await fetch(`${t.url}/v1/chat-completions/stream`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ chatId, provider: 'provider_b', model: 'sim-b-large', messages: [{ role: 'user', content: sim({ reply: 'slow answer here', deltas: 30, rate: 30 }) }] }),
+        body: JSON.stringify({ chatId, provider: 'provider_b', model: 'sim-b-large', messages: [{ role: 'user', content: sim({ reply: 'slow answer here', deltas: 30, rate: 30, gate, gateAfter: 1 }) }] }),
         signal: controller.signal,
       });
       let sawRunning = false;
@@ -59,6 +62,7 @@ for (const v of runVariants()) {
           const run = (await chatOf(chatId)).lastRun;
           assert.deepEqual([run.finishedAt, run.latencyMs, run.usage, run.error], [null, null, null, null]);
           sawRunning = true;
+          t.sim.openGate(gate);
         }
       });
       assert.equal(events.at(-1)!.event, 'done');

@@ -3,13 +3,13 @@
 // event, 502 for a whole completion), never with an empty `done.text` and an empty stored answer.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, sim, startTestServer, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, sim, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const TOOL_USE = sim({ tools: [{ name: 'web_search', args: { query: 'tide pools' } }] }, 'look this up');
 const EXPECTED = /provider_b answered with a call to the tool `web_search` instead of text, but provider_b runs without service tools/;
 
 for (const db of apiDatabases()) {
-  describe(`provider_b answering with tool_use (${db})`, () => {
+  describe(`provider_b answering with tool_use ${variantTag(db)}`, () => {
     let t: TestServer;
     const q = async (sql: string, params: unknown[] = []) => (await t.server.ctx.pool.query(sql, params)).rows;
     before(async () => {

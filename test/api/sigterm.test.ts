@@ -22,8 +22,8 @@ describe('SIGTERM with active runs', () => {
       const whole = fetch(`${service.url}/v1/chat-completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        // The simulator paces only streams: hold the whole answer back instead.
-        body: simCompletion(sim({ firstByteDelayMs: 120_000 }), { chatId: chat.chat.id }),
+        // Its answer is held at a gate nobody opens: only the shutdown can answer it.
+        body: simCompletion(sim({ gate: 'never' }), { chatId: chat.chat.id }),
       }).then(
         async (r) => ({ status: r.status, body: await r.json() }),
         (err: Error) => ({ status: 0, body: { message: `no answer: ${err.message}` } }),

@@ -6,28 +6,31 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { readSse, sim, startStorm, stopAfterFirstDelta, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
 import { runVariants } from '../helpers/variants.ts';
+import { gateName, onFrame } from '../helpers/wait.ts';
 
 /** The text a subscriber can rebuild: the replayed delta carries all earlier text, live ones follow. */
 const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
 
 for (const v of runVariants()) {
-  describe(`chat streams (${v.name})`, () => {
+  describe(`chat streams, ${v.name}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db: v.db, actorThreads: v.actorThreads, env: { SSE_HEARTBEAT_MS: '150', SSE_MAX_QUEUED_BYTES: String(16 * 1024 * 1024) } });
     });
     after(() => t.close());
 
-    const slow = (deltas: number, rate: number) => ({
+    // `hold`: a simulator gate the run waits at (before its first delta, or after `gateAfter` of them)
+    // until the test opens it, so the run is known to be going while the test acts.
+    const slow = (deltas: number, rate: number, hold: { gate?: string; gateAfter?: number } = {}) => ({
       provider: 'provider_c',
       model: 'm',
       enabledTools: [],
-      messages: [{ role: 'user', content: sim({ deltas, rate }) }],
+      messages: [{ role: 'user', content: sim({ deltas, rate, ...hold }) }],
     });
 
     it('a start storm on one chat runs exactly once; the others get 409', async () => {
       const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
-      const { won, refused, statuses } = await startStorm(25, () => t.url, { ...slow(200, 20), chatId: chat.id });
+      const { won, refused, statuses } = await startStorm(25, () => t.url, { ...slow(200, 20, { gate: gateName(), gateAfter: 1 }), chatId: chat.id });
       assert.equal(won.length, 1, statuses);
       assert.deepEqual(refused, Array(24).fill({ message: 'an active chat stream already exists for this chat' }));
       const { events, stopStatus } = await stopAfterFirstDelta(won[0]!, () => t.call('POST', `/v1/chats/${chat.id}/stream/stop`));
@@ -42,17 +45,21 @@ for (const v of runVariants()) {
     it('a second start right after meta gets 409, even before the new chat is stored', async () => {
       // meta goes out before the run's first write; the chat is held by its run from the start.
       for (let i = 0; i < 10; i++) {
-        const first = await t.stream('/v1/chat-completions/stream', slow(20, 100), { stopAfter: (e) => e.event === 'meta' });
+        const gate = gateName();
+        const first = await t.stream('/v1/chat-completions/stream', slow(20, 100, { gate }), { stopAfter: (e) => e.event === 'meta' });
         const chatId = first.events[0]!.data.chatId;
         const second = await t.stream('/v1/chat-completions/stream', { ...slow(2, 0), chatId });
         assert.deepEqual([second.status, second.body?.message], [409, 'an active chat stream already exists for this chat']);
+        t.sim.openGate(gate);
       }
     });
 
     it('a client that disconnects leaves the run going; it is listed as active, then stored', async () => {
-      const first = await t.stream('/v1/chat-completions/stream', slow(30, 60), { stopAfter: (e) => e.event === 'delta' });
+      const gate = gateName();
+      const first = await t.stream('/v1/chat-completions/stream', slow(30, 60, { gate, gateAfter: 1 }), { stopAfter: (e) => e.event === 'delta' });
       const chatId = first.events[0]!.data.chatId;
       assert.ok((await t.call('GET', '/v1/active-runs')).body.chats.includes(chatId));
+      t.sim.openGate(gate);
       await waitFor(async () => !(await t.call('GET', '/v1/active-runs')).body.chats.includes(chatId), 10_000, 'the run to end');
       const detail = (await t.call('GET', `/v1/chats/${chatId}`)).body.chat;
       const answer = detail.messages.find((m: any) => m.role === 'assistant');
@@ -64,7 +71,8 @@ for (const v of runVariants()) {
 
     it('an unpersisted stream stops when its client disconnects (nobody could re-attach)', async () => {
       t.sim.clearRequests();
-      const body = { ...slow(100, 20), persist: false };
+      // Held after its first delta and never let go: only the cancel can end it.
+      const body = { ...slow(100, 20, { gate: gateName(), gateAfter: 1 }), persist: false };
       const r = await t.stream('/v1/chat-completions/stream', body, { stopAfter: (e) => e.event === 'delta' });
       assert.equal(r.events[0]!.data.chatId, null);
       await waitFor(() => t.server.ctx.supervisor.activeCount === 0, 2000, 'the run to be cancelled');
@@ -73,28 +81,31 @@ for (const v of runVariants()) {
     });
 
     it('attaching at random moments always yields the stored text exactly, nothing lost or doubled', async () => {
-      const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(80, 80)) });
-      // Eight attaches at random moments of the run's first half, counted in its own deltas (not in
-      // milliseconds, which a loaded machine stretches past the run's end).
+      // The run holds after its first half until all eight attaches are in, so none comes too late.
+      const gate = gateName();
+      const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(80, 80, { gate, gateAfter: 40 })) });
+      // Eight attaches at random moments of the run's first half, counted in its own deltas.
       const moments = Array.from({ length: 8 }, (_, i) => i * 5 + Math.floor(Math.random() * 5));
       const attaches: Promise<StreamResult>[] = [];
       let meta = '';
       let deltas = 0;
+      let replayed = 0;
+      const countReplay = onFrame('meta', () => replayed++);
       const origin = readSse(res, new AbortController(), undefined, (ev) => {
         if (ev.event === 'meta') meta = ev.data.chatId;
         if (ev.event !== 'delta') return;
-        for (const m of moments) if (m === deltas) attaches.push(t.stream(`/v1/chats/${meta}/stream/attach`));
+        for (const m of moments) if (m === deltas) attaches.push(t.stream(`/v1/chats/${meta}/stream/attach`, undefined, { stopAfter: countReplay }));
         deltas++;
       });
+      await waitFor(() => replayed === 8, 20_000, 'the eight attaches to be replayed to');
+      t.sim.openGate(gate);
       const own = await origin;
       const others = await Promise.all(attaches);
       assert.equal(others.length, 8);
       const stored = (await t.call('GET', `/v1/chats/${meta}`)).body.chat.messages.find((m: any) => m.role === 'assistant').content;
       assert.equal(rebuilt(own as SseEvent[]), stored);
-      let attached = 0;
       for (const r of others) {
-        if (r.status === 404) continue; // the run had already ended: allowed
-        attached++;
+        assert.equal(r.status, 200);
         const names = r.events.map((e) => e.event);
         assert.equal(names[0], 'meta', 'replay starts with meta');
         assert.equal(names.at(-1), 'done');
@@ -102,28 +113,36 @@ for (const v of runVariants()) {
         assert.equal(rebuilt(r.events), stored);
         assert.equal(r.events.at(-1)!.data.text, stored);
       }
-      assert.ok(attached >= 4, `most attaches happen while the run is active (${attached})`);
     });
 
     it('streams and attaches under the /api proxy prefix too', async () => {
-      const first = await t.stream('/api/v1/chat-completions/stream', slow(20, 40), { stopAfter: (e) => e.event === 'delta' });
+      const gate = gateName();
+      const first = await t.stream('/api/v1/chat-completions/stream', slow(20, 40, { gate, gateAfter: 1 }), { stopAfter: (e) => e.event === 'delta' });
       assert.equal(first.headers.get('content-type'), 'text/event-stream; charset=utf-8');
       const chatId = first.events[0]!.data.chatId;
-      const att = await t.stream(`/api/v1/chats/${chatId}/stream/attach`);
+      const att = await t.stream(`/api/v1/chats/${chatId}/stream/attach`, undefined, { stopAfter: onFrame('meta', () => t.sim.openGate(gate)) });
       assert.equal(att.events[0]!.event, 'meta');
       assert.equal(att.events.at(-1)!.event, 'done');
     });
 
     it('sends heartbeat comments on open streams', async () => {
-      const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(4, 5)) });
-      const raw = await res.text();
+      // Held before its first delta until a heartbeat has come: the open stream's only traffic.
+      const gate = gateName();
+      const res = await fetch(`${t.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(slow(4, 5, { gate })) });
+      let raw = '';
+      const decoder = new TextDecoder();
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        raw += decoder.decode(chunk, { stream: true });
+        if (/^: ping$/m.test(raw)) t.sim.openGate(gate);
+      }
       assert.match(raw, /^: ping$/m);
       assert.match(raw, /event: done/);
     });
 
     it('drops a client that does not read, without slowing the run or a reading client', async () => {
       const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
-      const big = { provider: 'provider_c', model: 'm', enabledTools: [], chatId: chat.id, messages: [{ role: 'user', content: sim({ reply: 'x'.repeat(24_000_000), deltas: 600, rate: 100 }) }] };
+      const gate = gateName();
+      const big = { provider: 'provider_c', model: 'm', enabledTools: [], chatId: chat.id, messages: [{ role: 'user', content: sim({ reply: 'x'.repeat(24_000_000), deltas: 600, rate: 100, gate, gateAfter: 1 }) }] };
       const payload = JSON.stringify(big);
       // A raw socket that sends the request and never reads a byte of the answer. The answer is paced
       // (4 MB/s) so that the reading client, even on a loaded machine, stays within the 16 MB cap (four
@@ -137,7 +156,8 @@ for (const v of runVariants()) {
       // The request carries the 24 MB reply script: reading, parsing and forwarding it took over 10 s on a
       // loaded, slow CI machine. The deadline only bounds a failure; the wait ends when the run is listed.
       await waitFor(async () => (await t.call('GET', '/v1/active-runs')).body.chats.includes(chat.id), 90_000, 'the run to start');
-      const reader = await t.stream(`/v1/chats/${chat.id}/stream/attach`);
+      // Held after its first delta until the reader is attached, so it cannot end before.
+      const reader = await t.stream(`/v1/chats/${chat.id}/stream/attach`, undefined, { stopAfter: onFrame('meta', () => t.sim.openGate(gate)) });
       assert.equal(reader.events.at(-1)!.event, 'done');
       assert.equal(rebuilt(reader.events).length, 24_000_000);
       const metrics = await (await fetch(`${t.url}/metrics`)).text();

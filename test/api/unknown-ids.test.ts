@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, startTestServer, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, startTestServer, type TestServer, variantTag } from '../helpers/server.ts';
 import { storedRows } from '../helpers/store.ts';
 
 type Kind = 'chat' | 'search';
@@ -69,7 +69,7 @@ async function namingRoutes(t: TestServer): Promise<Map<string, { kind: Kind; me
 }
 
 for (const db of apiDatabases()) {
-  describe(`unknown ids through the real lookup (${db})`, () => {
+  describe(`unknown ids through the real lookup ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db });

@@ -3,13 +3,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, sim, startTestServer, waitFor, type TestServer, variantTag } from '../helpers/server.ts';
 import { ADMIN_TOKEN, as, createUser } from '../helpers/users.ts';
 
 const UNAUTHORIZED = { message: 'unauthorized' };
 
 for (const db of apiDatabases()) {
-  describe(`managing users (${db})`, () => {
+  describe(`managing users ${variantTag(db)}`, () => {
     let t: TestServer;
     let admin: ReturnType<typeof as>;
     before(async () => {

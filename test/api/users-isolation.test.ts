@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Route } from '../../src/http/router.ts';
-import { apiDatabases, sim, startTestServer, waitFor, type StreamResult, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, sim, startTestServer, waitFor, type StreamResult, type TestServer, variantTag } from '../helpers/server.ts';
 import { ADMIN_TOKEN, as, chatBody, createUser, type AsUser } from '../helpers/users.ts';
 
 const CHAT = 'chat not found';
@@ -70,7 +70,7 @@ function matrix(routes: readonly Route[], ids: Ids): Case[] {
 }
 
 for (const db of apiDatabases()) {
-  describe(`isolation between users (${db})`, () => {
+  describe(`isolation between users ${variantTag(db)}`, () => {
     let t: TestServer;
     let alice: AsUser;
     let bob: AsUser;

@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AUDIENCE, ISSUER, sign, startJwksServer, testKey, type JwksServer, type TestKey } from '../helpers/jwks-server.ts';
-import { apiDatabases, startTestServer, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, startTestServer, type TestServer, variantTag } from '../helpers/server.ts';
 import { ADMIN_TOKEN, as, chatBody } from '../helpers/users.ts';
 
 const UNAUTHORIZED = { message: 'unauthorized' };
 
 for (const db of apiDatabases()) {
-  describe(`users from single sign-on (${db})`, () => {
+  describe(`users from single sign-on ${variantTag(db)}`, () => {
     let t: TestServer;
     let jwks: JwksServer;
     let key: TestKey;

@@ -2,7 +2,7 @@
 // answered with 429 and Retry-After and counted on /metrics; the admin has none; GET /v1/usage.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, sim, startTestServer, waitFor, type TestServer, variantTag } from '../helpers/server.ts';
 import { ADMIN_TOKEN, as, chatBody, createUser, type AsUser } from '../helpers/users.ts';
 
 const SLOW = sim({ deltas: 4000, rate: 5 });
@@ -16,7 +16,7 @@ async function refusedTotal(t: TestServer, reason: string): Promise<number> {
 }
 
 for (const db of apiDatabases()) {
-  describe(`user limits and usage (${db})`, () => {
+  describe(`user limits and usage ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db, env: { ADMIN_TOKEN, USER_MAX_ACTIVE_RUNS: '2' } });

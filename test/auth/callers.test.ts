@@ -27,7 +27,7 @@ class SubVerifier implements JwtVerifier {
 }
 
 for (const target of await testDatabases()) {
-  describe(`who is calling (${target.name})`, () => {
+  describe(`who is calling ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { browserSkipReason, browserSuite, recordedTexts, recordTexts } from '../helpers/browser.ts';
 import { sim } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 const skip = browserSkipReason();
 const ANSWER = '.msg.assistant .body';
@@ -56,7 +57,9 @@ describe('web client: chat', { skip: skip ?? false }, () => {
   });
 
   it('re-attaches after a reload mid-stream and ends with the full stored text', async () => {
-    await send(sim({ deltas: 40, rate: 8 }, 'count slowly'));
+    // Held after half its deltas until the page has re-attached, so the run cannot end before.
+    const gate = gateName();
+    await send(sim({ deltas: 40, rate: 8, gate, gateAfter: 20 }, 'count slowly'));
     await web.page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
     const chatId = chatIdOf();
     const before = (await web.page.textContent(ANSWER))!;
@@ -65,6 +68,7 @@ describe('web client: chat', { skip: skip ?? false }, () => {
     await web.page.waitForSelector('.msg.assistant[aria-busy=true]');
     const replayed = (await web.page.textContent(ANSWER))!;
     assert.ok(replayed.startsWith(before), `after the reload ${JSON.stringify(replayed)} continues ${JSON.stringify(before)}`);
+    web.server.sim.openGate(gate);
     await idle();
     const stored = await storedAnswer(chatId);
     assert.ok(stored.length > replayed.length);
@@ -75,9 +79,12 @@ describe('web client: chat', { skip: skip ?? false }, () => {
   it('shows a tool call as a card that goes from running to done', async () => {
     await web.page.goto(`${web.server.url}/`);
     await recordTexts(web.page, '.tool .tool-status');
-    // The engine answers the tool's search after a pause, so the running state is there to see.
-    const query = `tide pools SIM ${JSON.stringify({ searchDelayMs: 1500 })}`;
+    // The engine's answer to the tool's search is held until the card shows the running state.
+    const gate = gateName();
+    const query = `tide pools SIM ${JSON.stringify({ searchGate: gate })}`;
     await send(sim({ tools: [{ name: 'web_search', args: { query } }], reply: 'Found them.' }, 'look it up'));
+    await web.page.waitForFunction(() => document.querySelector('.tool .tool-status')?.textContent === 'running');
+    web.server.sim.openGate(gate);
     await idle();
     const states = (await recordedTexts(web.page)).filter((t) => t.length > 0);
     assert.equal(states[0], 'running');
@@ -113,10 +120,9 @@ describe('web client: chat', { skip: skip ?? false }, () => {
   });
 
   it('stop keeps the partial answer, stored and shown as stopped', async () => {
-    // 600 deltas at 10/s: a minute, so that Stop lands long before the end even on a loaded CI machine
-    // (at 80 deltas a clean-clone run once saw the answer end first, and no `stopped` note came).
+    // Held after 40 of its 600 deltas at a gate nobody opens: only Stop can end it.
     const reply = Array.from({ length: 600 }, (_, i) => `word${i + 1}`).join(' ');
-    await send(sim({ reply, deltas: 600, rate: 10 }, 'count to six hundred'));
+    await send(sim({ reply, deltas: 600, rate: 10, gate: gateName(), gateAfter: 40 }, 'count to six hundred'));
     await web.page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
     const chatId = chatIdOf();
     await web.page.click('.stop');

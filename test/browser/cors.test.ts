@@ -10,6 +10,7 @@ import { loadWebClient } from '../../src/routes/web.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { browserSkipReason, launchBrowser } from '../helpers/browser.ts';
 import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 const skip = browserSkipReason();
 const ANSWER = '.msg.assistant .body';
@@ -59,7 +60,9 @@ describe('web client on another origin', { skip: skip ?? false }, () => {
     await page.goto(`${origin}/`);
     await page.locator('#model option[value="provider_c:sim-c-large"]').waitFor({ state: 'attached' });
     await page.selectOption('#model', 'provider_c:sim-c-large');
-    await page.fill('textarea[name=text]', sim({ deltas: 40, rate: 8 }, 'from another origin'));
+    // Held after half its deltas until the page has re-attached, so the run cannot end before.
+    const gate = gateName();
+    await page.fill('textarea[name=text]', sim({ deltas: 40, rate: 8, gate, gateAfter: 20 }, 'from another origin'));
     await page.keyboard.press('Enter');
     await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 10, ANSWER);
     const before = (await page.textContent(ANSWER))!;
@@ -67,6 +70,7 @@ describe('web client on another origin', { skip: skip ?? false }, () => {
     await page.reload();
     await page.waitForSelector('.msg.assistant[aria-busy=true]');
     assert.ok((await page.textContent(ANSWER))!.startsWith(before), 'the re-attached stream replays what was shown');
+    simulator.openGate(gate);
     await page.waitForFunction(() => document.querySelector('.msg.assistant') && !document.querySelector('[aria-busy]'));
     const { body } = await api.call('GET', `/v1/chats/${chatId}`);
     const stored = body.chat.messages.find((m: { role: string }) => m.role === 'assistant').content;

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { clusterRuns, clusterSuite, openStream, rebuilt, slow, startInstance, storedAnswer, type Instance } from '../helpers/cluster.ts';
 import { freePort } from '../helpers/redis.ts';
 import { sim, simEnv, startStorm, stopAfterFirstDelta, waitFor } from '../helpers/server.ts';
+import { gateName, onFrame } from '../helpers/wait.ts';
 
 describe('cluster mode: three instances on one Postgres and one Redis', async () => {
   const suite = await clusterSuite({ n: 3 });
@@ -21,7 +22,7 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
 
   it('a start storm on one chat over three instances runs exactly once; the others get 409', async () => {
     const chat = (await a.call('POST', '/v1/chats', {})).body.chat;
-    const { won, refused, statuses } = await startStorm(24, (i) => suite.cluster.instances[i % 3]!.url, slow(200, 20, { chatId: chat.id }));
+    const { won, refused, statuses } = await startStorm(24, (i) => suite.cluster.instances[i % 3]!.url, slow(200, 20, { chatId: chat.id }, { gate: gateName(), gateAfter: 1 }));
     assert.equal(won.length, 1, statuses);
     assert.deepEqual(refused, Array(23).fill({ message: 'an active chat stream already exists for this chat' }));
     const { events, stopStatus } = await stopAfterFirstDelta(won[0]!, () => b.call('POST', `/v1/chats/${chat.id}/stream/stop`));
@@ -38,28 +39,32 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   });
 
   it('attach on any instance at random moments replays then follows: equal to the stored answer', async () => {
-    const origin = await openStream(a, '/v1/chat-completions/stream', slow(40, 60));
+    // Held after 30 of its 40 deltas until every attach below has its replay, so none comes too late.
+    const gate = gateName();
+    const origin = await openStream(a, '/v1/chat-completions/stream', slow(40, 60, {}, { gate, gateAfter: 30 }));
     const chatId = origin.meta.data.chatId as string;
     assert.deepEqual((await b.call('GET', '/v1/active-runs')).body.chats, [], 'the spec’s meaning: this process only');
     assert.ok((await clusterRuns(b)).chats.includes(chatId), '?scope=cluster lists the run on another instance');
     // Random moments of the run, chosen by its progress (deltas the origin has seen), not by the clock:
-    // the last attach comes by delta 26 of 40, so every one lands while the run is active.
+    // the last attach comes by delta 26 of 40, before the hold at 30.
     const deltasSeen = () => origin.timeline.filter((e) => e.event === 'delta').length;
+    let replayed = 0;
+    const counted = { stopAfter: onFrame('meta', () => replayed++) };
     const attaches = Array.from({ length: 9 }, (_, i) => {
       const after = i * 3 + Math.floor(Math.random() * 3);
-      return waitFor(() => deltasSeen() >= after, 30_000, `delta ${after} of the origin`).then(() => suite.cluster.instances[i % 3]!.stream(`/v1/chats/${chatId}/stream/attach`));
+      return waitFor(() => deltasSeen() >= after, 30_000, `delta ${after} of the origin`).then(() => suite.cluster.instances[i % 3]!.stream(`/v1/chats/${chatId}/stream/attach`, undefined, counted));
     });
     // A client that drops mid-stream and re-attaches elsewhere gets everything too.
     const dropped = await b.stream(`/v1/chats/${chatId}/stream/attach`, undefined, { stopAfter: (_e, all) => all.length >= 3 });
     assert.equal(dropped.status, 200);
+    await waitFor(() => replayed === 9, 30_000, 'the nine attaches to be replayed to');
+    suite.sim.openGate(gate);
     const [own, ...others] = await Promise.all([origin.events, ...attaches]);
     const stored = await storedAnswer(a, chatId);
     assert.ok(stored);
     assert.equal(rebuilt(own!), stored);
-    let remote = 0;
     others.forEach((x, i) => {
-      if (x.status === 404) return; // the run had already ended: allowed
-      if (i % 3 !== 0) remote++;
+      assert.equal(x.status, 200, `attach ${i}`);
       const names = x.events.map((e) => e.event);
       assert.equal(names[0], 'meta', 'replay starts with meta');
       assert.equal(names.filter((n) => n === 'done' || n === 'error').length, 1, 'one terminal event');
@@ -67,13 +72,13 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
       assert.equal(rebuilt(x.events), stored, `attach ${i} on ${suite.cluster.instances[i % 3]!.id}: nothing lost or doubled`);
       assert.equal(x.events.at(-1)!.data.text, stored);
     });
-    assert.ok(remote >= 3, `most remote attaches happen while the run is active (${remote})`);
     const gone = await cc.call('POST', `/v1/chats/${chatId}/stream/attach`);
     assert.deepEqual([gone.status, gone.body.message], [404, 'active chat stream not found']);
   });
 
   it('a run started on one instance is stopped by a request to another; attached streams end too', async () => {
-    const origin = await openStream(a, '/v1/chat-completions/stream', slow(60, 20));
+    // Held after its first delta at a gate nobody opens: only the stop can end it.
+    const origin = await openStream(a, '/v1/chat-completions/stream', slow(60, 20, {}, { gate: gateName(), gateAfter: 1 }));
     const chatId = origin.meta.data.chatId as string;
     // The follower has attached once its replay (starting with meta) arrived; the stop comes after some
     // text (a run stopped before its first delta stores no answer).
@@ -95,12 +100,20 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   });
 
   it('a search started on two instances joins one run: one engine call, the same outcome everywhere', async () => {
-    const q = `cluster join ${Date.now()} SIM ${JSON.stringify({ searchDelayMs: 600 })}`;
+    const gate = gateName();
+    const q = `cluster join ${Date.now()} SIM ${JSON.stringify({ searchGate: gate })}`;
     const s = (await a.call('POST', '/v1/searches', { query: q })).body.search;
     const path = `/v1/searches/${s.id}/run/stream`;
-    const first = a.stream(path, {});
-    await waitFor(async () => (await clusterRuns(b)).searches.includes(s.id), 5000, 'the search run to be listed');
-    const [one, two, whole, attached] = await Promise.all([first, b.stream(path, {}), cc.call('POST', `/v1/searches/${s.id}/run`, {}), cc.stream(`${path}/attach`)]);
+    // The whole run on cc starts it, its search call held at the gate; the streams on a and b and an
+    // attach on cc join while it is held, each seen joined by its replayed answer; then it may answer.
+    const wholeRun = cc.call('POST', `/v1/searches/${s.id}/run`, {});
+    await waitFor(async () => (await clusterRuns(b)).searches.includes(s.id) && suite.sim.heldAt(gate) === 1, 5000, 'the search run to be listed and held');
+    let joined = 0;
+    const join = { stopAfter: onFrame('answer', () => joined++) };
+    const streams = Promise.all([a.stream(path, {}, join), b.stream(path, {}, join), cc.stream(`${path}/attach`, undefined, join)]);
+    await waitFor(() => joined === 3, 10_000, 'the three to join');
+    suite.sim.openGate(gate);
+    const [[one, two, attached], whole] = await Promise.all([streams, wholeRun]);
     for (const x of [one, two, attached]) assert.deepEqual(x.events.map((e) => e.event), ['answer', 'search_results', 'done']);
     assert.deepEqual(two.events.at(-1)!.data, one.events.at(-1)!.data);
     assert.deepEqual(attached.events.at(-1)!.data, one.events.at(-1)!.data);
@@ -113,9 +126,15 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
 
   it('a title suggested on two instances at once is one model call; both get the stored title', async () => {
     const chat = (await a.call('POST', '/v1/chats', {})).body.chat;
-    const content = sim({ reply: 'Shared Cluster Title', firstByteDelayMs: 600 }, `title ${chat.id}`);
+    const gate = gateName();
+    const content = sim({ reply: 'Shared Cluster Title', gate }, `title ${chat.id}`);
     const calls = () => suite.sim.requests.filter((x) => x.upstream === 'provider_a' && x.path.endsWith('/responses') && JSON.stringify(x.body?.input).includes(chat.id)).length;
-    const [one, two] = await Promise.all([a, b].map((i) => i.call('POST', '/v1/chats/title/suggest', { chatId: chat.id, content })));
+    const both = Promise.all([a, b].map((i) => i.call('POST', '/v1/chats/title/suggest', { chatId: chat.id, content })));
+    // Sent together; the model's answer waits until one has reached it (one that came after the answer
+    // would find the chat titled and return it without a call: the same verdict).
+    await waitFor(() => suite.sim.heldAt(gate) > 0, 10_000, 'the title request to reach the model');
+    suite.sim.openGate(gate);
+    const [one, two] = await both;
     assert.deepEqual([one!.status, two!.status], [200, 200], JSON.stringify([one!.body, two!.body]));
     assert.deepEqual([one!.body.chat.title, two!.body.chat.title], ['Shared Cluster Title', 'Shared Cluster Title']);
     assert.equal(calls(), 1, 'provider_a is asked once');
@@ -135,7 +154,7 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   });
 
   it('an instance stopped with SIGTERM ends its runs and frees their keys at once', async () => {
-    const run = await openStream(b, '/v1/chat-completions/stream', slow(400, 10));
+    const run = await openStream(b, '/v1/chat-completions/stream', slow(400, 10, {}, { gate: gateName(), gateAfter: 1 }));
     const chatId = run.meta.data.chatId as string;
     await b.kill('SIGTERM');
     const ended = await run.events;

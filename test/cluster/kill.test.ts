@@ -1,20 +1,22 @@
 // An instance killed with SIGKILL mid-run (two instances of the real entry point on one Postgres and
-// one Redis, the default lease TTL): within 15 s its run leaves ?scope=cluster and its chat takes
+// one Redis, the default lease TTL): once its lease expires its run leaves ?scope=cluster and its chat takes
 // a new stream on the survivor, a follower on the survivor is told the run's instance stopped, and
 // the heartbeat sweeper (issue 16's, not a second mechanism) marks its LlmCall failed.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { clusterRuns, clusterSuite, openStream, slow, type Instance } from '../helpers/cluster.ts';
-import { waitFor } from '../helpers/server.ts';
+import { waitFor, type StreamResult } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 describe('cluster mode: an instance killed with SIGKILL', async () => {
   const suite = await clusterSuite({ n: 2 });
   if (!suite) return;
 
-  it('an instance killed with SIGKILL frees its runs within 15 s; followers elsewhere get an error; its LlmCall reads failed', async (t) => {
+  it('an instance killed with SIGKILL frees its runs once their leases expire; followers elsewhere get an error; its LlmCall reads failed', async (t) => {
     const [a, victim] = suite.cluster.instances as [Instance, Instance];
-    const run = await openStream(victim, '/v1/chat-completions/stream', slow(400, 10));
+    // Held after its first delta at a gate nobody opens: it can only end by the kill.
+    const run = await openStream(victim, '/v1/chat-completions/stream', slow(400, 10, {}, { gate: gateName(), gateAfter: 1 }));
     const chatId = run.meta.data.chatId as string;
     const callId = run.meta.data.callId as string;
     // A follower on another instance, attached (its replay arrived) before the kill.
@@ -22,22 +24,17 @@ describe('cluster mode: an instance killed with SIGKILL', async () => {
     await waitFor(async () => (await clusterRuns(a)).chats.includes(chatId), 5000, 'the run to be listed');
     await victim.kill('SIGKILL');
     const killedAt = Date.now();
-    let freedAfter = -1;
-    while (Date.now() - killedAt < 20_000) {
-      const listed = (await clusterRuns(a)).chats.includes(chatId);
-      if (!listed) {
-        const again = await a.stream('/v1/chat-completions/stream', slow(3, 0, { chatId }));
-        if (again.status === 200) {
-          freedAfter = Date.now() - killedAt;
-          assert.equal(again.events.at(-1)?.event, 'done');
-          break;
-        }
-        assert.equal(again.status, 409, JSON.stringify(again.body));
-      }
-      await new Promise((res) => setTimeout(res, 250));
-    }
-    assert.ok(freedAfter >= 0 && freedAfter <= 15_000, `freed within 15 s (after ${freedAfter} ms)`);
-    t.diagnostic(`SIGKILL: chat free for a new stream after ${freedAfter} ms`);
+    // How soon is the bench's to measure (the lease TTL); the test waits for it, with a deadline.
+    let again: StreamResult | undefined;
+    await waitFor(async () => {
+      if ((await clusterRuns(a)).chats.includes(chatId)) return false;
+      const r = await a.stream('/v1/chat-completions/stream', slow(3, 0, { chatId }));
+      if (r.status !== 200) assert.equal(r.status, 409, JSON.stringify(r.body));
+      again = r.status === 200 ? r : undefined;
+      return again !== undefined;
+    }, 60_000, 'the chat to take a new stream');
+    assert.equal(again!.events.at(-1)?.event, 'done');
+    t.diagnostic(`SIGKILL: chat free for a new stream after ${Date.now() - killedAt} ms`);
     const f = await follower.events;
     assert.equal(f.at(-1)?.event, 'error', 'the follower is told the run’s instance stopped');
     assert.match(f.at(-1)!.data.message, /stopped/);

@@ -38,6 +38,18 @@ describe('numeric variables', () => {
   });
 });
 
+describe('TOOL_TEXT_HOLD_MS and TOOL_TEXT_HOLD_CHARS', () => {
+  it('hold text briefly by default, and a bad value names its variable', () => {
+    const c = loadConfig({});
+    assert.deepEqual([c.TOOL_TEXT_HOLD_MS, c.TOOL_TEXT_HOLD_CHARS], [250, 512]);
+    const set = loadConfig({ TOOL_TEXT_HOLD_MS: '0', TOOL_TEXT_HOLD_CHARS: '64' });
+    assert.deepEqual([set.TOOL_TEXT_HOLD_MS, set.TOOL_TEXT_HOLD_CHARS], [0, 64]);
+    assert.equal(configError({ TOOL_TEXT_HOLD_MS: '-1' }), 'invalid configuration: TOOL_TEXT_HOLD_MS: must be a whole number from 0 to 10000 (got -1)');
+    assert.equal(configError({ TOOL_TEXT_HOLD_MS: '20000' }), 'invalid configuration: TOOL_TEXT_HOLD_MS: must be a whole number from 0 to 10000 (got 20000)');
+    assert.equal(configError({ TOOL_TEXT_HOLD_CHARS: 'lots' }), 'invalid configuration: TOOL_TEXT_HOLD_CHARS: must be a whole number from 0 to 1000000 (got lots)');
+  });
+});
+
 describe('PROVIDER_C_BASE_URL', () => {
   it('is required with PROVIDER_C_API_KEY, naming the variable', () => {
     assert.equal(

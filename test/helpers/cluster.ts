@@ -93,12 +93,15 @@ export async function startInstance(id: string, env: Record<string, string>): Pr
 
 /** The text a subscriber can rebuild: the replayed delta carries all earlier text, live ones follow. */
 export const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
-/** A chat stream request of `deltas` deltas at `rate` per second (0: as fast as possible). */
-export const slow = (deltas: number, rate: number, extra: Record<string, unknown> = {}) => ({
+/**
+ * A chat stream request of `deltas` deltas at `rate` per second (0: as fast as possible); `hold`: a
+ * simulator gate it waits at (after `gateAfter` deltas) until the test opens it.
+ */
+export const slow = (deltas: number, rate: number, extra: Record<string, unknown> = {}, hold: { gate?: string; gateAfter?: number } = {}) => ({
   provider: 'provider_c',
   model: 'm',
   enabledTools: [],
-  messages: [{ role: 'user', content: sim({ deltas, rate }) }],
+  messages: [{ role: 'user', content: sim({ deltas, rate, ...hold }) }],
   ...extra,
 });
 

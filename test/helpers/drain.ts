@@ -49,11 +49,11 @@ export interface LiveStream {
 }
 
 /** Opens a persisted chat stream of `deltas` deltas at `rate` per second on `url`, with optional headers. */
-export async function openChatStream(url: string, deltas: number, rate: number, headers: Record<string, string> = {}): Promise<LiveStream> {
+export async function openChatStream(url: string, deltas: number, rate: number, headers: Record<string, string> = {}, hold: { gate?: string; gateAfter?: number } = {}): Promise<LiveStream> {
   const res = await fetch(`${url}/v1/chat-completions/stream`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: simCompletion(sim({ deltas, rate })),
+    body: simCompletion(sim({ deltas, rate, ...hold })),
   });
   assert.equal(res.status, 200, `stream start: ${res.status} ${res.status === 200 ? '' : await res.text()}`);
   return follow(res);

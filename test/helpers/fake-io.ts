@@ -1,14 +1,13 @@
 // A fake world for one run kind's machine: the real actor and mailbox, with every command recorded
 // instead of carried out, frames and the end recorded by a sink, and timers the test fires. The test
 // answers a command by telling the run the message its executor would have sent. No network,
-// database or thread.
+// database or thread. A message a run did not expect in its state fails the test that sent it.
+import { afterEach } from 'node:test';
 import { Actor, type Behavior, type Control, type FrameSink, type Timers } from '../../actors/runtime/actor.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
-import type { Config } from '../../src/config.ts';
-import { CpuPool } from '../../src/cpu-pool.ts';
-import type { ProviderAdapter, ProviderName, ProviderSession, ToolCallRequest } from '../../src/providers/types.ts';
 import type { RunDeps } from '../../src/run-deps.ts';
-import type { ServiceTool } from '../../src/tools/types.ts';
+
+export { call, fakeDeps, fakeTool } from './fake-deps.ts';
 
 export class RecordingSink implements FrameSink {
   data = '';
@@ -48,6 +47,11 @@ export class RecordingSink implements FrameSink {
 export class FakeTimers implements Timers {
   readonly pending = new Map<number, { ms: number; fn: () => void }>();
   private next = 1;
+  /** The clock the run reads; a test moves it. */
+  time = 0;
+  now(): number {
+    return this.time;
+  }
   set(ms: number, fn: () => void): unknown {
     const id = this.next++;
     this.pending.set(id, { ms, fn });
@@ -69,11 +73,25 @@ export class FakeTimers implements Timers {
   }
 }
 
+/** The machines of the running test: each one's unexpected messages fail it (below). */
+const machines = new Set<{ unexpected: string[] }>();
+
+// The service logs an unexpected message and goes on; a test must not: it names a state the kind
+// does not handle, or a test that plays its I/O out of order. A test expecting one takes it out of
+// `unexpected` itself.
+afterEach(() => {
+  const seen = [...machines].flatMap((m) => m.unexpected);
+  machines.clear();
+  if (seen.length > 0) throw new Error(`unexpected messages: ${seen.join('; ')}`);
+});
+
 /** A run of `behavior` whose commands are recorded, never carried out. */
 export function machine<Req, V, S extends { s: string }, M extends { t: string }, C extends object>(behavior: Behavior<Req, V, RunDeps, S, M, C>, request: Req, deps: RunDeps) {
   const commands: C[] = [];
   const sink = new RecordingSink();
   const timers = new FakeTimers();
+  let ids = 0;
+  const unexpected: string[] = [];
   const recorded: Behavior<Req, V, RunDeps, S, M, C> = {
     ...behavior,
     execute: (cmd) => {
@@ -81,30 +99,15 @@ export function machine<Req, V, S extends { s: string }, M extends { t: string }
       return new Promise<M>(() => {});
     },
   };
-  const actor = new Actor('run-1', recorded, request, deps, sink, timers);
+  // Time and ids from the test: the run has neither real timers nor randomness.
+  const actor = new Actor('run-1', recorded, request, deps, sink, {
+    timers,
+    newId: () => `id-${++ids}`,
+    unhandled: (_runId, state, msg) => unexpected.push(`'${msg}' in state '${state}'`),
+  });
+  machines.add({ unexpected });
   const tell = (msg: M | Control | { t: 'attach'; subId: number }) => actor.tell(msg);
   /** The commands of one kind so far (`c` is the kind's command tag). */
   const sent = <K extends string>(c: K) => commands.filter((x): x is Extract<C, { c: K }> => (x as { c?: string }).c === c);
-  return { actor, commands, sent, sink, timers, tell };
+  return { actor, commands, sent, sink, timers, tell, unexpected };
 }
-
-/** A tool that the machine only names; running it is a recorded command. */
-export function fakeTool(name: string): ServiceTool {
-  return {
-    name,
-    description: name,
-    parameters: { type: 'object' },
-    summarize: (args) => `${name} ${JSON.stringify(args)}`,
-    run: () => Promise.reject(new Error('a machine test never runs tools')),
-  };
-}
-
-/** Deps with a provider whose sessions do nothing (every round is a recorded command), or are `session`. */
-export function fakeDeps(opts: { tools?: ServiceTool[]; maxToolRounds?: number; provider?: ProviderName; session?: ProviderSession } = {}): RunDeps {
-  const session: ProviderSession = opts.session ?? { round: () => Promise.reject(new Error('a machine test never calls a provider')) };
-  const adapter = { name: opts.provider ?? 'provider_a', startSession: () => session, listModels: async () => [] } as ProviderAdapter;
-  const config = { CHAT_MAX_TOOL_ROUNDS: opts.maxToolRounds ?? 3, TITLE_MODEL: 'title-model', instanceId: 'test' } as Partial<Config> as Config;
-  return { config, pool: null as unknown as RunDeps['pool'], providers: new Map([[adapter.name, adapter]]), tools: opts.tools ?? [], cpu: new CpuPool() };
-}
-
-export const call = (name: string, args: unknown, callId = `call-${name}`): ToolCallRequest => ({ callId, name, arguments: JSON.stringify(args) });

@@ -2,7 +2,8 @@
 // sent with its retry while it runs.
 import { randomUUID } from 'node:crypto';
 import type { SseEvent, TestServer } from './server.ts';
-import { waitFor } from './wait.ts';
+import { metric } from './drain.ts';
+import { gateName, waitFor } from './wait.ts';
 
 export const keyed = (key: string) => ({ 'idempotency-key': key });
 
@@ -10,18 +11,24 @@ export const keyed = (key: string) => ({ 'idempotency-key': key });
 export const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
 
 /**
- * On a new chat, POSTs a keyed whole completion (`bodyFor` the chat) and, once the run has called the
- * provider (the body has it hold its answer back), the same request again: the retry meets the run
- * while it goes. `calls` is the provider's count before the first.
+ * On a new chat, POSTs a keyed whole completion (`bodyFor` the chat and a simulator gate its answer is
+ * to wait at) and, once the run has called the provider (held at the gate), the same request again.
+ * The gate opens once the retry has found the key taken and waits (css_idempotent_replays_total), so
+ * the retry meets the run while it goes however slow the machine. `calls` is the provider's count before.
  */
-export async function wholeWithRetry<B>(t: TestServer, bodyFor: (chatId: string) => B, providerCalls: () => number) {
+export async function wholeWithRetry<B>(t: TestServer, bodyFor: (chatId: string, gate: string) => B, providerCalls: () => number) {
   const chatId: string = (await t.call('POST', '/v1/chats', {})).body.chat.id;
   const key = randomUUID();
-  const body = bodyFor(chatId);
+  const gate = gateName('retry');
+  const body = bodyFor(chatId, gate);
   const calls = providerCalls();
-  const [first, waiting] = await Promise.all([
-    t.call('POST', '/v1/chat-completions', body, keyed(key)),
-    waitFor(() => providerCalls() > calls, 10_000, 'the run to call the provider').then(() => t.call('POST', '/v1/chat-completions', body, keyed(key))),
-  ]);
+  const replays = () => metric(t.url, 'css_idempotent_replays_total{mode="whole"}');
+  const replayed = await replays();
+  const pending = t.call('POST', '/v1/chat-completions', body, keyed(key));
+  await waitFor(() => t.sim.heldAt(gate) === 1, 10_000, 'the run to call the provider');
+  const retried = t.call('POST', '/v1/chat-completions', body, keyed(key));
+  await waitFor(async () => (await replays()) > replayed, 10_000, 'the retry to wait for the run');
+  t.sim.openGate(gate);
+  const [first, waiting] = await Promise.all([pending, retried]);
   return { chatId, key, body, calls, first, waiting };
 }

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { freePort } from './ports.ts';
 import { start, type Child } from './procs.ts';
+import { waitFor } from './wait.ts';
 
 export { freePort };
 
@@ -77,19 +78,24 @@ export async function startNginx(port: number, http: (dir: string) => string, re
     await child.stop();
     rmSync(dir, { recursive: true, force: true });
   };
-  const end = Date.now() + 10_000;
-  for (;;) {
+  let last: Error | undefined;
+  const answers = async () => {
+    if (child.proc.exitCode !== null) return true; // exited: no point waiting for it
     try {
       await (await fetch(`http://127.0.0.1:${port}${readyPath}`)).arrayBuffer();
-      return { dir, child, stop };
+      return true;
     } catch (err) {
-      if (child.proc.exitCode !== null || Date.now() > end) {
-        await stop();
-        throw new Error(`nginx did not start: ${(err as Error).message}\n${child.lines.join('\n')}`);
-      }
-      await new Promise((r) => setTimeout(r, 50));
+      last = err as Error;
+      return false;
     }
+  };
+  const waited = await waitFor(answers, 10_000, 'nginx to answer').then(() => null, (err: Error) => err);
+  if (waited || child.proc.exitCode !== null) {
+    await stop();
+    const why = child.proc.exitCode !== null ? `it exited with ${child.proc.exitCode}` : (last ?? waited)!.message;
+    throw new Error(`nginx did not start: ${why}\n${child.lines.join('\n')}`);
   }
+  return { dir, child, stop };
 }
 
 /** Debian's nginx; installed here when missing (the bench runs as root on these machines). */

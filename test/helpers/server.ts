@@ -6,14 +6,12 @@ import { loadConfig } from '../../src/config.ts';
 import type { Clock } from '../../src/context.ts';
 import { createLogger } from '../../src/log.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
-import { createScratchPostgres, migratedEmbeddedDataDir } from './db.ts';
+import { createScratchPostgres, databaseKinds, migratedEmbeddedDataDir, type DbKind } from './db.ts';
 
-export type DbKind = 'embedded' | 'postgres';
+export { variantTag, type DbKind } from './db.ts';
 
-/** The databases API suites run on: embedded always, Postgres when TEST_DATABASE_URL is set. */
-export function apiDatabases(): DbKind[] {
-  return process.env.TEST_DATABASE_URL ? ['embedded', 'postgres'] : ['embedded'];
-}
+/** The databases API suites run on: embedded always, Postgres when TEST_DATABASE_URL is set (else a skip line). */
+export const apiDatabases = (): DbKind[] => databaseKinds();
 
 export interface TestServerOptions {
   db?: DbKind;

@@ -4,20 +4,20 @@
 // variants cover all four once, at the cost of the two the suites already ran: the main thread on the
 // embedded database, and a worker thread on Postgres. Without TEST_DATABASE_URL the second runs on the
 // embedded database, and the file says so.
-import type { DbKind } from './server.ts';
+import { databaseKinds, variantTag, type DbKind } from './db.ts';
 
 export interface RunVariant {
   db: DbKind;
   actorThreads: number;
-  /** For the suite's title: which variant failed must be plain from the report. */
+  /** The end of the suite's title (`ACTOR_THREADS=1 [postgres]`): which variant failed must be plain from the report. */
   name: string;
 }
 
 export function runVariants(): RunVariant[] {
-  const second: DbKind = process.env.TEST_DATABASE_URL ? 'postgres' : 'embedded';
-  if (second === 'embedded') console.log('# Postgres variant skipped: TEST_DATABASE_URL is unset, so the worker-thread variant runs on the embedded database');
+  // Without TEST_DATABASE_URL, databaseKinds() registers the file's [postgres] skip line saying so.
+  const second: DbKind = databaseKinds().includes('postgres') ? 'postgres' : 'embedded';
   return [
-    { db: 'embedded', actorThreads: 0, name: 'embedded, ACTOR_THREADS=0' },
-    { db: second, actorThreads: 1, name: `${second}, ACTOR_THREADS=1` },
+    { db: 'embedded', actorThreads: 0, name: `ACTOR_THREADS=0 ${variantTag('embedded')}` },
+    { db: second, actorThreads: 1, name: `ACTOR_THREADS=1 ${variantTag(second)}` },
   ];
 }

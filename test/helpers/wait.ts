@@ -1,5 +1,6 @@
 // Poll-with-deadline: tests wait for what they can observe (a row, a request count, a state), never
 // for a stretch of time. A light module, so unit tests need not load the whole server.
+import { randomUUID } from 'node:crypto';
 
 /** Resolves once `check` holds; rejects naming `what` when it has not within `timeoutMs`. */
 export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
@@ -19,3 +20,17 @@ export function clockPast(iso: string): Promise<void> {
   const at = Date.parse(iso);
   return waitFor(() => Date.now() > at, 5_000, `the clock to pass ${iso}`);
 }
+
+/**
+ * A fresh simulator gate name (`gate`, `searchGate`, `answerGate` in a SIM directive): a gate once
+ * opened stays open, so each held call gets its own.
+ */
+export const gateName = (label = 'gate'): string => `${label}-${randomUUID().slice(0, 8)}`;
+
+/** A stream observer (a `stopAfter`) that calls `act` at each `event` frame and never stops the stream. */
+export const onFrame =
+  (event: string, act: () => void) =>
+  (ev: { event: string }): boolean => {
+    if (ev.event === event) act();
+    return false;
+  };

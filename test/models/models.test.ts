@@ -134,12 +134,9 @@ describe('GET /v1/models with every provider configured', () => {
 describe('GET /v1/models with missing keys and a provider that never answers', () => {
   let t: TestServer;
   let silent: Awaited<ReturnType<typeof startSilentServer>>;
-  let startMs = 0;
   before(async () => {
     silent = await startSilentServer();
-    const started = Date.now();
     t = await startTestServer({ env: { PROVIDER_B_API_KEY: '', AGENT_PROVIDER_API_KEY: '', PROVIDER_C_BASE_URL: silent.url } });
-    startMs = Date.now() - started;
   });
   after(async () => {
     await t.close();
@@ -153,8 +150,8 @@ describe('GET /v1/models with missing keys and a provider that never answers', (
   });
 
   it('a provider that never answers delays neither the start nor the other lists', async () => {
-    // PROVIDER_TIMEOUT_MS is 30 s in tests: a start that waited for provider_c would take that long.
-    assert.ok(startMs < 20_000, `started in ${startMs} ms`);
+    // PROVIDER_TIMEOUT_MS is 30 s in tests: a start that waited for provider_c would find its list
+    // timed out (an error) by now, not still loading as asserted below.
     await waitFor(async () => (await t.call('GET', '/v1/models')).body.providers.provider_a.loadedAt !== null, 10_000, 'provider_a');
     const p = (await t.call('GET', '/v1/models')).body.providers;
     assert.deepEqual(p.provider_a.models, PROVIDER_A_EXPECTED);
@@ -209,9 +206,7 @@ describe('the model registry', () => {
     const listers = new Map([...providers].map(([name, a]) => [name, (s: AbortSignal) => a.listModels(s)] as const));
     const registry = new ModelRegistry({ listers, unconfigured: [], clock: { now: () => Date.now() }, timeoutMs: 300 });
     try {
-      const started = Date.now();
       await registry.refreshAll();
-      assert.ok(Date.now() - started < 3000);
       const p = registry.snapshot();
       assert.equal(p.provider_c!.error, 'provider_c model list timed out after 300 ms');
       assert.equal(p.provider_c!.loadedAt, null);

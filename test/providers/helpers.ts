@@ -6,6 +6,7 @@ import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { startSimulator } from '../../src/sim/server.ts';
 import { createProviders } from '../../src/providers/index.ts';
 import type { CompletionRequest, ProviderAdapter, ProviderName, ProviderSession, RoundEnd, ToolResultInput } from '../../src/providers/types.ts';
+import { gateName, waitFor } from '../helpers/wait.ts';
 
 export type Sim = Awaited<ReturnType<typeof startSimulator>>;
 export type { RoundEnd };
@@ -71,6 +72,22 @@ export async function failure(session: ProviderSession, onText?: (n: number) => 
     return err as Error;
   }
   throw new Error('round succeeded but a failure was expected');
+}
+
+/**
+ * Starts a stream the simulator holds after `abortAt` deltas (it could never end by itself), aborts
+ * its signal at the `abortAt`-th delta and returns the error, once the simulator saw its connection
+ * closed: the abort, not the stream's end or a timeout, is what stopped it.
+ */
+export async function abortMidStream(sim: Sim, adapter: ProviderAdapter, abortAt: number): Promise<Error> {
+  const ac = new AbortController();
+  const gate = gateName('abort');
+  const seen = sim.requests.length;
+  const err = failure(adapter.startSession(request({ deltas: 200, gate, gateAfter: abortAt }, { signal: ac.signal })), (n) => {
+    if (n === abortAt) ac.abort();
+  });
+  await waitFor(() => sim.requests.slice(seen).some((r) => r.closedEarly), 10_000, 'the provider connection to be closed');
+  return err;
 }
 
 export const TOOLS = [

@@ -6,7 +6,8 @@ import { chatBehavior, toolLimitMessage, type ChatRunRequest } from '../../actor
 import type { ChatMsg } from '../../actors/chat-protocol.ts';
 import { RunError } from '../../actors/run-failure.ts';
 import { ProviderError, type RoundEnd, type ToolCallRequest } from '../../src/providers/types.ts';
-import { call, fakeDeps, fakeTool, machine } from '../helpers/fake-io.ts';
+import { Actor } from '../../actors/runtime/actor.ts';
+import { call, fakeDeps, FakeTimers, fakeTool, machine, RecordingSink } from '../helpers/fake-io.ts';
 
 const request: ChatRunRequest = {
   chatId: 'chat-1',
@@ -29,6 +30,14 @@ function chat(opts: Parameters<typeof fakeDeps>[0] = {}, req: ChatRunRequest = r
   return machine(chatBehavior, req, fakeDeps(opts));
 }
 
+/** A run with web_search offered, started, its input stored. */
+function withTools() {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'prepared', runToken: 1 });
+  return m;
+}
+
 const deltas = (events: Array<[string, Record<string, unknown>]>) =>
   events
     .filter(([e]) => e === 'delta')
@@ -47,7 +56,7 @@ test('a plain answer: meta, deltas as they come, the answer stored once the inpu
   m.tell({ t: 'round_end', round: 1, end: end() });
   assert.equal(m.sent('store_answer').length, 0, 'the answer waits for the input to be stored');
   m.tell({ t: 'prepared', runToken: 1 });
-  assert.deepEqual(m.sent('store_answer'), [{ c: 'store_answer', callId: 'llm-1', chatId: 'chat-1', text: 'Hello world', usage, started: m.sent('store_answer')[0]!.started, stopped: false, runToken: 1 }]);
+  assert.deepEqual(m.sent('store_answer'), [{ c: 'store_answer', callId: 'llm-1', chatId: 'chat-1', text: 'Hello world', usage, started: 0, stopped: false, runToken: 1 }]);
   assert.equal(m.sink.result, null, 'done waits for the answer to be stored');
   m.tell({ t: 'answer_stored' });
   assert.deepEqual(m.sink.names(), ['meta', 'delta', 'delta', 'done']);
@@ -70,6 +79,7 @@ test('a tool round: commentary held then dropped, tool_call before the answer, t
   assert.equal(m.timers.pending.size, 0, 'the round end cancels the hold timer');
   const [tool] = m.sent('tool');
   assert.deepEqual(tool && { ...tool, tool: tool.tool?.name }, { c: 'tool', round: 1, index: 0, tool: 'web_search', name: 'web_search', args: { query: 'x' }, invalid: null });
+  m.timers.time += 1500;
   m.tell({ t: 'tool_done', round: 1, index: 0, output: 'found it', preview: 'found it' });
   const [store] = m.sent('store_tool');
   assert.equal(store?.chatId, 'chat-1');
@@ -80,15 +90,20 @@ test('a tool round: commentary held then dropped, tool_call before the answer, t
   assert.deepEqual(second && [second.round, second.results], [2, [{ callId: 'call-web_search', name: 'web_search', output: 'found it' }]]);
   m.tell({ t: 'text', round: 2, text: 'The answer' });
   assert.deepEqual(m.sink.names(), ['meta', 'tool_call', 'tool_call'], 'held while tool calls may still come');
-  assert.equal(m.timers.fire(1000), 1);
+  assert.equal(m.timers.fire(250), 1, 'the hold is TOOL_TEXT_HOLD_MS long');
   m.tell({ t: 'text', round: 2, text: ' is 42' });
   m.tell({ t: 'round_end', round: 2, end: end() });
   m.tell({ t: 'answer_stored' });
   const events = m.sink.events();
   assert.deepEqual(m.sink.names(), ['meta', 'tool_call', 'tool_call', 'delta', 'delta', 'done']);
+  const base = { toolCallId: 'id-1', name: 'web_search', summary: 'web_search {"query":"x"}', args: { query: 'x' }, startedAt: new Date(0).toISOString() };
   assert.deepEqual(
-    events.filter(([e]) => e === 'tool_call').map(([, d]) => d.status),
-    ['initiated', 'completed'],
+    events.filter(([e]) => e === 'tool_call').map(([, d]) => d),
+    [
+      { ...base, status: 'initiated' },
+      { ...base, status: 'completed', completedAt: new Date(1500).toISOString(), durationMs: 1500, resultPreview: 'found it' },
+    ],
+    'the id and the times are the runtime\'s: no randomness, no real clock',
   );
   assert.equal(deltas(events), 'The answer is 42', 'the first round\'s commentary is never shown');
   assert.equal(m.sent('store_answer')[0]?.text, 'The answer is 42');
@@ -102,6 +117,89 @@ test('512 held characters are let through without waiting for the timer', () => 
   m.tell({ t: 'text', round: 1, text: 'y' });
   assert.equal(deltas(m.sink.events()), `${'x'.repeat(511)}y`);
   assert.equal(m.timers.pending.size, 0);
+});
+
+test('the hold\'s bound: the first delta goes out when the hold\'s timer message is handled, the rest as it comes', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'text', round: 1, text: 'The ' });
+  m.tell({ t: 'text', round: 1, text: 'answer' });
+  assert.deepEqual(m.sink.names(), ['meta'], 'held: the round may still end in tool calls');
+  assert.deepEqual([...m.timers.pending.values()].map((t) => t.ms), [250], 'one timer, of TOOL_TEXT_HOLD_MS');
+  assert.equal(m.timers.fire(250), 1);
+  assert.deepEqual(m.sink.events().slice(1), [['delta', { type: 'delta', text: 'The answer' }]]);
+  m.tell({ t: 'text', round: 1, text: ' is 42' });
+  assert.deepEqual(m.sink.events().at(-1), ['delta', { type: 'delta', text: ' is 42' }], 'no hold once released');
+});
+
+test('text that arrives after the hold\'s age goes out even before its timer message is handled', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'text', round: 1, text: 'The ' });
+  m.timers.time += 250;
+  m.tell({ t: 'text', round: 1, text: 'answer' });
+  assert.equal(deltas(m.sink.events()), 'The answer', 'a late timer (a busy loop) delays nothing');
+  assert.equal(m.timers.pending.size, 0, 'the timer is cancelled');
+});
+
+test('a round whose provider begins a tool call: no hold to wait out, its commentary never shown, the tool call next', () => {
+  const m = withTools();
+  m.tell({ t: 'text', round: 1, text: 'Let me look that up' });
+  m.tell({ t: 'round_hint', round: 1, hint: 'tool_call' });
+  assert.equal(m.timers.pending.size, 0, 'the hold\'s timer is gone: the round has tool calls');
+  m.timers.time += 10_000;
+  m.tell({ t: 'text', round: 1, text: 'x'.repeat(600) });
+  assert.deepEqual(m.sink.names(), ['meta'], 'neither the age nor the size lets commentary out');
+  m.tell({ t: 'round_end', round: 1, end: end([call('web_search', { query: 'x' })]) });
+  assert.deepEqual(m.sink.names(), ['meta', 'tool_call']);
+});
+
+test('a round that begins with a tool call holds nothing: its tool_call frames are the next frames', () => {
+  const m = withTools();
+  m.tell({ t: 'round_hint', round: 1, hint: 'tool_call' });
+  assert.equal(m.timers.pending.size, 0);
+  m.tell({ t: 'round_end', round: 1, end: end([call('web_search', { query: 'x' })]) });
+  assert.deepEqual(m.sink.events().map(([e, d]) => [e, d.status]), [['meta', undefined], ['tool_call', 'initiated']]);
+});
+
+test('a round whose text item is known complete without a call lets its text out at once', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'text', round: 1, text: 'Sunny' });
+  assert.deepEqual(m.sink.names(), ['meta']);
+  m.tell({ t: 'round_hint', round: 1, hint: 'text_end' });
+  assert.deepEqual(m.sink.events().slice(1), [['delta', { type: 'delta', text: 'Sunny' }]], 'out before the round ends');
+  assert.equal(m.timers.pending.size, 0, 'the hold\'s timer is cancelled');
+  m.tell({ t: 'text', round: 1, text: ' today' });
+  assert.equal(deltas(m.sink.events()), 'Sunny today');
+});
+
+test('a message the run does not expect in its state is dropped and reported, logged by the service', () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'round_hint', round: 2, hint: 'tool_call' });
+  m.tell({ t: 'answer_stored' });
+  m.tell({ t: 'text', round: 1, text: 'still streaming' });
+  m.timers.fire(250);
+  assert.equal(deltas(m.sink.events()), 'still streaming', 'neither changed the run');
+  assert.deepEqual(m.unexpected.splice(0), ["'round_hint' in state 'streaming'", "'answer_stored' in state 'streaming'"]);
+
+  // Without a test's hook (the service), the runtime logs it as a warning.
+  const sink = new RecordingSink();
+  const timers = new FakeTimers();
+  const actor = new Actor('run-2', { ...chatBehavior, execute: () => new Promise<never>(() => {}) }, request, fakeDeps(), sink, { timers, newId: () => 'id' });
+  actor.tell({ t: 'start' });
+  actor.tell({ t: 'call_failed' });
+  assert.deepEqual(sink.logs, ["warn: run run-2: a 'call_failed' message in state 'streaming' was not expected; dropped"]);
+});
+
+test('a round said to begin a tool call that ends without one still shows its text', () => {
+  const m = withTools();
+  m.tell({ t: 'round_hint', round: 1, hint: 'tool_call' });
+  m.tell({ t: 'text', round: 1, text: 'no call after all' });
+  m.tell({ t: 'round_end', round: 1, end: end() });
+  assert.equal(m.sent('store_answer')[0]?.text, 'no call after all');
+  assert.equal(deltas(m.sink.events()), 'no call after all');
 });
 
 test('the tool-round limit ends the answer with its message', () => {
@@ -178,8 +276,7 @@ for (const [why, message] of [
     m.tell({ t: 'cancel', why, message });
     m.tell({ t: 'round_failed', round: 1, error: aborted() });
     const [store] = m.sent('store_interrupted');
-    assert.deepEqual({ ...store, started: 0 }, { c: 'store_interrupted', callId: store!.callId, chatId: 'chat-1', text: 'Half an ans', usage: null, started: 0, error: message, runToken: 1 });
-    assert.ok(store!.callId, 'the cut answer is stored with its LlmCall');
+    assert.deepEqual(store, { c: 'store_interrupted', callId: 'llm-1', chatId: 'chat-1', text: 'Half an ans', usage: null, started: 0, error: message, runToken: 1 });
     m.tell({ t: 'interrupted_stored', error: null });
     assert.equal(m.sent('fail_call').length, 0, 'the store failed the call in the same statement');
     assert.deepEqual(m.sink.events().at(-1), ['error', { type: 'error', message }]);

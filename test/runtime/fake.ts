@@ -1,6 +1,7 @@
 // A fake world for the runtime's unit tests: subscribers that record what they get, run kinds the
 // test drives step by step, and a supervisor on inline hosts the test can kill.
 import { defineRun } from '../../actors/runtime/actor.ts';
+import { sseFrame } from '../../actors/runtime/frame.ts';
 import { createHost, type Runners } from '../../actors/runtime/host.ts';
 import type { Batch, ToHost } from '../../actors/runtime/protocol.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
@@ -47,6 +48,9 @@ export type TestRuns = {
   hold: { request: { until: Promise<void> | null }; value: { why: string | null } };
 };
 
+/** The test kinds' terminal error: `{ message }`. */
+const errorFrame = (message: string) => sseFrame('error', { message });
+
 type Echo = TestRuns['echo'];
 type EchoState = { s: 'idle' | 'running' | 'ended'; req: Echo['request']; next: number };
 type Go = { t: 'go'; i: number };
@@ -54,6 +58,7 @@ type Go = { t: 'go'; i: number };
 /** `echo` emits meta, then each part as a delta (after its gate opens), then done. */
 const echo = defineRun<Echo['request'], Echo['value'], null, EchoState, Go, { c: 'wait'; i: number; gate: Promise<void> | undefined }>({
   initial: (req) => ({ s: 'idle', req, next: 0 }),
+  errorFrame,
   receive(state, msg, io) {
     if (msg.t === 'start') io.emit('meta', { type: 'meta' });
     else if (msg.t === 'go') io.emitDelta(state.req.parts[msg.i]!);
@@ -63,7 +68,7 @@ const echo = defineRun<Echo['request'], Echo['value'], null, EchoState, Go, { c:
       io.perform({ c: 'wait', i, gate: state.req.gates?.[i] });
       return { ...state, s: 'running', next: i };
     }
-    io.finish('done', { type: 'done', text: io.deltaText }, { ok: true, value: { text: io.deltaText } });
+    io.done({ type: 'done', text: io.deltaText }, { text: io.deltaText });
     return { ...state, s: 'ended' };
   },
   crashed(_state, err) {
@@ -81,6 +86,7 @@ type HoldState = { s: 'holding' | 'ended'; until: Promise<void> | null };
 /** `hold` emits meta and waits for its promise or a stop or cancel, and says which it was. */
 const hold = defineRun<Hold['request'], Hold['value'], null, HoldState, { t: 'released' }, { c: 'until'; p: Promise<void> }>({
   initial: (req) => ({ s: 'holding', until: req.until }),
+  errorFrame,
   receive(state, msg, io) {
     if (msg.t === 'start') {
       io.emit('meta', { type: 'meta' });
@@ -88,8 +94,8 @@ const hold = defineRun<Hold['request'], Hold['value'], null, HoldState, { t: 're
       return state;
     }
     const why = io.cancelled;
-    if (why === 'stop') io.finish('done', { stopped: true }, { ok: true, value: { why } });
-    else io.finish('error', { message: 'cancelled' }, { ok: false, outcome: 'cancelled', message: String(why) });
+    if (why === 'stop') io.done({ stopped: true }, { why });
+    else io.fail({ ok: false, outcome: 'cancelled', message: String(why) });
     return { ...state, s: 'ended' };
   },
   crashed(_state, err) {
@@ -121,6 +127,7 @@ export function supervisor(opts: { hosts?: number; maxActiveRuns?: number } = {}
   const sup = new Supervisor<TestRuns>({
     hosts: opts.hosts ?? 1,
     factory: hosts.factory,
+    errorFrames: { echo: errorFrame, hold: errorFrame },
     maxActiveRuns: opts.maxActiveRuns ?? 100,
     log: (level, message) => logs.push(`${level}: ${message}`),
   });

@@ -126,6 +126,7 @@ test('a message told while another is handled waits its turn, and a throw in rec
   };
   const behavior: Behavior<null, null, null, { s: 'on' }, Msg, { c: 'now'; n: number }> = {
     initial: () => ({ s: 'on' }),
+    errorFrame: (message) => sseFrame('error', { message }),
     receive(state, msg, io) {
       if (msg.t === 'start') {
         // The executor tells its answer synchronously, in the middle of this handler.
@@ -143,13 +144,13 @@ test('a message told while another is handled waits its turn, and a throw in rec
       return new Promise(() => {});
     },
   };
-  const actor = new Actor('r', behavior, null, null, sink, { set: () => 0, clear: () => {} });
+  const actor = new Actor('r', behavior, null, null, sink, { timers: { set: () => 0, clear: () => {}, now: () => 0 }, newId: () => 'id' });
   actor.tell({ t: 'start' });
   assert.deepEqual(frames, [sseFrame('start_done', {}), sseFrame('echo', 1)]);
   actor.tell({ t: 'boom' });
   actor.tell({ t: 'echo', n: 2 });
   assert.equal(ends, 1);
-  assert.equal(frames.at(-1), sseFrame('error', { type: 'error', message: 'boom' }));
+  assert.equal(frames.at(-1), sseFrame('error', { message: 'boom' }), 'the kind\'s own error shape');
   assert.deepEqual(logs, ['run r threw', 'run r could not record its failure']);
 });
 
@@ -159,6 +160,7 @@ test('the run\'s signal, made when first read, is aborted by a stop that came be
   const sink = { frames: () => {}, replay: () => {}, replayFailed: () => {}, end: () => {}, log: () => {} };
   const behavior: Behavior<null, null, null, { s: 'on' }, { t: 'noop' }, { c: 'look' }> = {
     initial: () => ({ s: 'on' }),
+    errorFrame: (message) => sseFrame('error', { message }),
     receive(state, msg, io) {
       if (msg.t === 'stop') io.perform({ c: 'look' });
       return state;
@@ -172,14 +174,14 @@ test('the run\'s signal, made when first read, is aborted by a stop that came be
       return new Promise(() => {});
     },
   };
-  const timers = { set: () => 0, clear: () => {} };
+  const world = { timers: { set: () => 0, clear: () => {}, now: () => 0 }, newId: () => 'id' };
   // Stopped before anything read the signal: the command performed after sees it aborted, with why.
-  new Actor('a', behavior, null, null, sink, timers).tell({ t: 'stop', message: 'enough' });
+  new Actor('a', behavior, null, null, sink, world).tell({ t: 'stop', message: 'enough' });
   assert.equal(seen.length, 1);
   assert.equal(seen[0]!.aborted, true);
   assert.ok(seen[0]!.reason instanceof RunCancelled);
   // Read first, stopped after: the signal read is the one aborted.
-  const b = new Actor('b', behavior, null, null, sink, timers);
+  const b = new Actor('b', behavior, null, null, sink, world);
   const read = b.signal;
   assert.equal(read.aborted, false);
   b.tell({ t: 'stop', message: 'enough' });

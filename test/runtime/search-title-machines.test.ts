@@ -24,10 +24,12 @@ test('search: each outcome is an event as it arrives, then the run is stored and
     ['search', 'answer'],
   );
   m.tell({ t: 'answer_done', outcome: { ok: false, error: 'engine 500' } });
+  m.timers.time += 700;
   m.tell({ t: 'search_done', outcome: { ok: true, value: found } });
   assert.deepEqual(m.sink.names(), ['answer_error', 'search_results']);
   const [save] = m.sent('save');
   assert.deepEqual(save && [save.searchId, save.row.requestId, save.row.error, save.row.answerError], ['search-1', 'r1', null, 'engine 500']);
+  assert.equal(save?.row.latencyMs, 700, 'timed on the runtime\'s clock');
   m.tell({ t: 'saved', detail });
   assert.deepEqual(m.sink.events().at(-1), ['done', { search: detail }]);
   assert.deepEqual(m.sink.result, { ok: true, value: { search: detail } });
@@ -81,6 +83,16 @@ test('search: a disconnect stores nothing; a failed store and a deleted search e
   deleted.tell({ t: 'saved', detail: null });
   assert.deepEqual(deleted.sink.result, { ok: false, outcome: 'not_found', message: 'search not found' });
   assert.equal(deleted.sink.ends, 1);
+});
+
+test('search: an engine outcome twice, or a store outcome while running, is unexpected', () => {
+  const m = search();
+  m.tell({ t: 'start' });
+  m.tell({ t: 'search_done', outcome: { ok: true, value: found } });
+  m.tell({ t: 'search_done', outcome: { ok: false, error: 'again' } });
+  m.tell({ t: 'saved', detail });
+  assert.deepEqual(m.sink.names(), ['search_results'], 'neither changed the run');
+  assert.deepEqual(m.unexpected.splice(0), ["'search_done' in state 'running'", "'saved' in state 'running'"]);
 });
 
 const title = () => machine(titleBehavior, { chatId: 'chat-1', content: 'how do tides work?' }, fakeDeps());

@@ -113,7 +113,7 @@ test('a host that dies ends its runs with an error frame and a failure; a fresh 
   const result = await started.handle.result;
   assert.equal(result.ok ? 'ok' : result.outcome, 'internal');
   assert.ok(sub.ended);
-  assert.deepEqual(sub.events().at(-1), ['error', { type: 'error', message: 'run host failed: boom' }]);
+  assert.deepEqual(sub.events().at(-1), ['error', { message: 'run host failed: boom' }]);
   assert.ok(logs.some((l) => l.startsWith('error: actor host 0 exited')), 'the death is logged');
   assert.equal(sup.findNow('hold', 'h'), null, 'the key is free again');
   const next = sup.start({ kind: 'echo', key: 'h2', request: { parts: ['fine'] }, ifRunning: 'reject' });

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 const HOUR = 60 * 60 * 1000;
 
@@ -16,7 +17,7 @@ class MovableClock {
 }
 
 for (const db of apiDatabases()) {
-  describe(`search reuse and cacheHit (${db})`, () => {
+  describe(`search reuse and cacheHit ${variantTag(db)}`, () => {
     let t: TestServer;
     const clock = new MovableClock();
     before(async () => {
@@ -60,15 +61,19 @@ for (const db of apiDatabases()) {
       assert.equal((await reuse(q)).cacheHit, true);
 
       const seen: SseEvent[] = [];
-      const streaming = t.stream(`/v1/searches/${search.id}/run/stream`, { query: `${q} SIM {"searchDelayMs":600}` }, { stopAfter: (ev) => (seen.push(ev), false) });
+      // The run's search call is held at a gate until the check during the run is done.
+      const g = gateName();
+      const held = `${q} SIM {"searchGate":"${g}"}`;
+      const streaming = t.stream(`/v1/searches/${search.id}/run/stream`, { query: held }, { stopAfter: (ev) => (seen.push(ev), false) });
       await waitFor(async () => (await t.call('GET', '/v1/active-runs')).body.searches.includes(search.id), 5000, 'the run to start');
       // The run's query override carries a directive, so reuse by the stored (old) query text.
       const during = await reuse(q);
       assert.deepEqual([during.search.id, during.reused, during.cacheHit], [search.id, true, false]);
+      t.sim.openGate(g);
       const r = await streaming;
       assert.equal(r.events.at(-1)!.event, 'done');
       assert.ok(!seen.some((e) => e.event === 'error'));
-      const afterRun = await reuse(`${q} SIM {"searchDelayMs":600}`);
+      const afterRun = await reuse(held);
       assert.deepEqual([afterRun.search.id, afterRun.cacheHit], [search.id, true]);
     });
 

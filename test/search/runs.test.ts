@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { gateName, onFrame } from '../helpers/wait.ts';
 
 /** A unique query with an optional engine directive (the simulator reads `SIM {…}` from the query). */
 function query(label: string, directive?: Record<string, unknown>): string {
@@ -13,7 +14,7 @@ function query(label: string, directive?: Record<string, unknown>): string {
 }
 
 for (const db of apiDatabases()) {
-  describe(`search runs (${db})`, () => {
+  describe(`search runs ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db, actorThreads: 1 });
@@ -25,11 +26,14 @@ for (const db of apiDatabases()) {
       t.sim.requests.filter((r) => r.upstream === 'engine_a' && r.path.endsWith(what) && r.body?.query === q);
     const names = (events: SseEvent[]) => events.map((e) => e.event);
     const activeSearches = async () => (await t.call('GET', '/v1/active-runs')).body.searches as string[];
+    // Which engine call answers first is decided by a simulator gate the test opens on a frame.
+    const openOn = (event: string, name: string) => onFrame(event, () => t.sim.openGate(name));
 
     it('streams search_results, then answer, then done with the stored search', async () => {
-      const q = query('event order', { answerDelayMs: 250 });
+      const g = gateName();
+      const q = query('event order', { answerDelayMs: 250, answerGate: g });
       const s = await newSearch({ query: q });
-      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {});
+      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: openOn('search_results', g) });
       assert.equal(r.status, 200);
       assert.match(r.headers.get('content-type')!, /^text\/event-stream/);
       assert.deepEqual(names(r.events), ['search_results', 'answer', 'done']);
@@ -55,8 +59,9 @@ for (const db of apiDatabases()) {
     });
 
     it('emits answer first when the search is the slower call', async () => {
-      const s = await newSearch({ query: query('slow search', { searchDelayMs: 250 }) });
-      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {});
+      const g = gateName();
+      const s = await newSearch({ query: query('slow search', { searchGate: g }) });
+      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: openOn('answer', g) });
       assert.deepEqual(names(r.events), ['answer', 'search_results', 'done']);
     });
 
@@ -103,10 +108,20 @@ for (const db of apiDatabases()) {
     });
 
     it('a second run/stream attaches to the running one: one engine request, the same events', async () => {
-      const q = query('two streams', { searchDelayMs: 400 });
+      const g = gateName();
+      const q = query('two streams', { searchGate: g });
       const s = await newSearch({ query: q });
       const path = `/v1/searches/${s.id}/run/stream`;
-      const [a, b, whole] = await Promise.all([t.stream(path, {}), t.stream(path, { numResults: 2 }), t.call('POST', `/v1/searches/${s.id}/run`, {})]);
+      // The whole run starts it (its search call held at the gate); the two streams join while it is
+      // held, each seen joined by its replayed answer; only then may the search answer.
+      const wholeRun = t.call('POST', `/v1/searches/${s.id}/run`, {});
+      await waitFor(() => t.sim.heldAt(g) === 1, 10_000, 'the search call to be held');
+      let joined = 0;
+      const join = { stopAfter: onFrame('answer', () => joined++) };
+      const streams = Promise.all([t.stream(path, {}, join), t.stream(path, { numResults: 2 }, join)]);
+      await waitFor(() => joined === 2, 10_000, 'both streams to join');
+      t.sim.openGate(g);
+      const [[a, b], whole] = await Promise.all([streams, wholeRun]);
       assert.deepEqual(names(a.events), ['answer', 'search_results', 'done']);
       assert.deepEqual(names(b.events), ['answer', 'search_results', 'done']);
       assert.deepEqual(b.events.at(-1)!.data, a.events.at(-1)!.data);
@@ -116,13 +131,14 @@ for (const db of apiDatabases()) {
     });
 
     it('attach during a slow run replays what happened, then follows live to done', async () => {
-      const q = query('attach', { searchDelayMs: 700 });
+      const g = gateName();
+      const q = query('attach', { searchGate: g });
       const s = await newSearch({ query: q });
       const seen: SseEvent[] = [];
       const first = t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: (ev) => (seen.push(ev), false) });
       await waitFor(() => seen.some((e) => e.event === 'answer'), 5000, 'the answer event');
       assert.deepEqual(await activeSearches(), [s.id]);
-      const attached = await t.stream(`/v1/searches/${s.id}/run/stream/attach`);
+      const attached = await t.stream(`/v1/searches/${s.id}/run/stream/attach`, undefined, { stopAfter: openOn('answer', g) });
       assert.equal(attached.status, 200);
       assert.deepEqual(names(attached.events), ['answer', 'search_results', 'done']);
       assert.deepEqual(attached.events[0]!.data, seen[0]!.data);
@@ -177,8 +193,9 @@ for (const db of apiDatabases()) {
     });
 
     it('search fails, answer works: search_error and answer, stored error, whole run is 200', async () => {
-      const s = await newSearch({ query: query('half', { searchStatus: 500, answerDelayMs: 150 }) });
-      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {});
+      const g = gateName();
+      const s = await newSearch({ query: query('half', { searchStatus: 500, answerGate: g }) });
+      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: openOn('search_error', g) });
       assert.deepEqual(names(r.events), ['search_error', 'answer', 'done']);
       assert.match(r.events[0]!.data.error, /engine_a \/search failed with HTTP 500: Simulated search failure/);
       const stored = r.events.at(-1)!.data.search;
@@ -190,8 +207,9 @@ for (const db of apiDatabases()) {
     });
 
     it('answer fails, search works: answer_error and search_results', async () => {
-      const s = await newSearch({ query: query('other half', { answerStatus: 429, answerDelayMs: 150 }) });
-      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {});
+      const g = gateName();
+      const s = await newSearch({ query: query('other half', { answerStatus: 429, answerGate: g }) });
+      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: openOn('search_results', g) });
       assert.deepEqual(names(r.events), ['search_results', 'answer_error', 'done']);
       const stored = r.events.at(-1)!.data.search;
       assert.match(stored.answerError, /HTTP 429/);
@@ -201,7 +219,8 @@ for (const db of apiDatabases()) {
     });
 
     it('both failing: an error status, a terminal error event, and both errors stored', async () => {
-      const s = await newSearch({ query: query('both', { searchStatus: 500, answerStatus: 503, answerDelayMs: 100 }) });
+      const failing = { searchStatus: 500, answerStatus: 503 };
+      const s = await newSearch({ query: query('both', failing) });
       const whole = await t.call('POST', `/v1/searches/${s.id}/run`, {});
       assert.equal(whole.status, 502);
       assert.match(whole.body.message, /^search and answer both failed: .*HTTP 500.*; .*HTTP 503/);
@@ -211,17 +230,20 @@ for (const db of apiDatabases()) {
       assert.deepEqual(stored.results, []);
       assert.equal(stored.answerText, null);
 
-      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {});
+      const g = gateName();
+      const r = await t.stream(`/v1/searches/${s.id}/run/stream`, { query: query('both', { ...failing, answerGate: g }) }, { stopAfter: openOn('search_error', g) });
       assert.deepEqual(names(r.events), ['search_error', 'answer_error', 'error']);
       assert.equal(r.events[2]!.data.message, whole.body.message);
     });
 
     it('a client disconnect leaves the run going; its final state is stored', async () => {
-      const q = query('disconnect', { searchDelayMs: 500 });
+      const g = gateName();
+      const q = query('disconnect', { searchGate: g });
       const s = await newSearch({ query: q });
       const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: (ev) => ev.event === 'answer' });
       assert.deepEqual(names(r.events), ['answer']);
       assert.deepEqual(await activeSearches(), [s.id]);
+      t.sim.openGate(g);
       await waitFor(async () => (await activeSearches()).length === 0, 5000, 'the run to finish');
       const stored = (await t.call('GET', `/v1/searches/${s.id}`)).body.search;
       assert.equal(stored.results.length, 10);

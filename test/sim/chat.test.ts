@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const SIM = (o: object): string => `SIM ${JSON.stringify(o)}`;
 let sim: SimHandle;
@@ -74,6 +75,25 @@ describe('chat completions text', () => {
     const elapsed = performance.now() - t0;
     assert.equal(textOf(list), '0123456789');
     assert.ok(elapsed >= 170, `took ${elapsed} ms`);
+  });
+
+  test('gate with gateAfter: the stream holds after n deltas until the gate opens, paced or not', async () => {
+    for (const rate of [undefined, 100]) {
+      const gate = `mid-${rate}`;
+      const s = await c.chat.completions.create({ model: 'sim-c-large', stream: true, messages: [{ role: 'user', content: SIM({ reply: 'abcdef', deltas: 6, rate, gate, gateAfter: 2 }) }] });
+      const it = s[Symbol.asyncIterator]();
+      const seen: string[] = [];
+      while (seen.length < 2) {
+        const t = (await it.next()).value?.choices[0]?.delta?.content;
+        if (t) seen.push(t);
+      }
+      await waitFor(() => sim.heldAt(gate) === 1, 10_000, 'the stream to hold at its gate');
+      sim.openGate(gate);
+      for (let r = await it.next(); !r.done; r = await it.next()) seen.push(r.value.choices[0]?.delta?.content ?? '');
+      assert.equal(seen.join(''), 'abcdef');
+    }
+    const bad = await c.chat.completions.create({ model: 'sim-c-large', messages: [{ role: 'user', content: SIM({ gateAfter: 2 }) }] });
+    assert.equal(bad.choices[0]!.message.content, "SIM directive error: 'gateAfter' needs a 'gate'");
   });
 
   test('stamp: each delta is its send time', async () => {

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let sim: SimHandle;
 before(async () => {
@@ -52,6 +53,17 @@ describe('engine_a', () => {
     assert.equal(slow.status, 200);
     assert.ok(performance.now() - t0 >= 140);
     assert.equal((await post(`${sim.urls.engine_a}/search`, {})).status, 400);
+  });
+
+  test('a gated answer is held until the test opens its gate; an open gate stays open', async () => {
+    let answered = false;
+    const held = post(`${sim.urls.engine_a}/answer`, { query: 'x SIM {"answerGate":"g1"}' }).then((r) => ((answered = true), r));
+    await waitFor(() => sim.heldAt('g1') === 1, 10_000, 'the answer call to reach its gate');
+    assert.equal(answered, false);
+    sim.openGate('g1');
+    assert.equal((await held).status, 200);
+    assert.equal(sim.heldAt('g1'), 0);
+    assert.equal((await post(`${sim.urls.engine_a}/answer`, { query: 'y SIM {"answerGate":"g1"}' })).status, 200);
   });
 });
 

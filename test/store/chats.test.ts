@@ -14,12 +14,12 @@ import {
 } from '../../src/store/chats.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages, setStarred } from '../helpers/store.ts';
+import { clockPast } from '../helpers/wait.ts';
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-const tick = () => new Promise((r) => setTimeout(r, 5));
 
 for (const target of await testDatabases()) {
-  describe(`chats store (${target.name})`, () => {
+  describe(`chats store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();
@@ -131,7 +131,7 @@ for (const target of await testDatabases()) {
 
     it('updates only the given settings and bumps updatedAt', async () => {
       const chat = await createChat(db.pool, { title: 't', additionalSystemPrompt: 'p', enabledTools: ['a', 'b'] });
-      await tick();
+      await clockPast(chat.updatedAt);
       const renamed = await updateChat(db.pool, chat.id, { title: '  New  ' });
       assert.ok(renamed);
       assert.equal(renamed.title, 'New');
@@ -152,9 +152,9 @@ for (const target of await testDatabases()) {
 
     it('lists by updatedAt, newest first, with a limit', async () => {
       const a = await createChat(db.pool, { title: 'a', enabledTools: [] });
-      await tick();
+      await clockPast(a.updatedAt);
       const b = await createChat(db.pool, { title: 'b', enabledTools: [] });
-      await tick();
+      await clockPast(b.updatedAt);
       await updateChat(db.pool, a.id, { title: 'a2' });
       const top = await listChats(db.pool, { limit: 2 });
       assert.deepEqual(top.map((c) => c.id), [a.id, b.id]);
@@ -164,7 +164,7 @@ for (const target of await testDatabases()) {
 
     it('continues a chat in one statement: provider use (initiated once, lastUsed every time), new input, the call', async () => {
       const chat = await createChat(db.pool, { enabledTools: [] });
-      await tick();
+      await clockPast(chat.updatedAt);
       const call = { id: randomUUID(), instanceId: 'host:1' };
       assert.equal(await continueChat(db.pool, { chatId: chat.id, provider: 'provider_b', model: 'claude-x', messages: [{ role: 'user', content: 'q1' }], call }), true);
       const first = await getChat(db.pool, chat.id);

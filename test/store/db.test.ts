@@ -32,7 +32,7 @@ describe('migration files', () => {
 });
 
 for (const target of await testDatabases()) {
-  describe(`database (${target.name})`, () => {
+  describe(`database ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

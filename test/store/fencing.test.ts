@@ -14,7 +14,7 @@ import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 
 for (const target of await testDatabases()) {
-  describe(`fencing token (${target.name})`, () => {
+  describe(`fencing token ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

@@ -20,7 +20,7 @@ function counting(pool: Queryable): { db: Queryable; statements: () => number } 
 }
 
 for (const target of await testDatabases()) {
-  describe(`group commit (${target.name})`, () => {
+  describe(`group commit ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

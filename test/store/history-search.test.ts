@@ -19,7 +19,7 @@ function searchRun(query: string, answerText: string) {
 }
 
 for (const target of await testDatabases()) {
-  describe(`history search store (${target.name})`, () => {
+  describe(`history search store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

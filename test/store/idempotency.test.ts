@@ -19,7 +19,7 @@ const age = (db: Database, key: string, hours: number) =>
   db.pool.query(`UPDATE idempotency_keys SET created_at = now() - make_interval(hours => $2) WHERE key = $1`, [key, hours]);
 
 for (const target of await testDatabases()) {
-  describe(`idempotency keys (${target.name})`, () => {
+  describe(`idempotency keys ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

@@ -13,7 +13,7 @@ import { getLlmCall } from '../helpers/store.ts';
 const DEAD_AFTER = 15_000;
 
 for (const target of await testDatabases()) {
-  describe(`instance heartbeats (${target.name})`, () => {
+  describe(`instance heartbeats ${target.tag}`, () => {
     let db!: Database;
     sweptDatabase(target, (opened) => (db = opened));
 

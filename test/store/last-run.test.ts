@@ -10,7 +10,7 @@ const usage = { inputTokens: 7, outputTokens: 3, totalTokens: 10 };
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 for (const target of await testDatabases()) {
-  describe(`chat lastRun (${target.name})`, () => {
+  describe(`chat lastRun ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

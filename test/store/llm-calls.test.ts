@@ -13,12 +13,12 @@ import {
 } from '../../src/store/llm-calls.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
+import { clockPast } from '../helpers/wait.ts';
 
-const tick = () => new Promise((r) => setTimeout(r, 5));
 const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
 
 for (const target of await testDatabases()) {
-  describe(`llm calls store (${target.name})`, () => {
+  describe(`llm calls store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();
@@ -48,7 +48,7 @@ for (const target of await testDatabases()) {
     it('stores the assistant message and the usage together', async () => {
       const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
       const callId = await startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_c', model: 'm' });
-      await tick();
+      await clockPast(chat.updatedAt);
       const message = await finishLlmCallWithMessage(db.pool, {
         callId,
         chatId: chat.id,
@@ -78,7 +78,7 @@ for (const target of await testDatabases()) {
     it('writes nothing when the message insert fails: the call stays running', async () => {
       const chat = await createChat(db.pool, { enabledTools: [] });
       const callId = await startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_a', model: 'm' });
-      await tick();
+      await clockPast(chat.updatedAt);
       await assert.rejects(
         finishLlmCallWithMessage(db.pool, { callId, chatId: chat.id, assistant: { content: 'boom' }, usage, latencyMs: 5 }),
         /message insert failed/,

@@ -5,11 +5,11 @@ import { createChat, getChat, getChatDetail } from '../../src/store/chats.ts';
 import { appendMessages, type NewMessage } from '../../src/store/messages.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { listMessages } from '../helpers/store.ts';
+import { clockPast } from '../helpers/wait.ts';
 
-const tick = () => new Promise((r) => setTimeout(r, 5));
 
 for (const target of await testDatabases()) {
-  describe(`messages store (${target.name})`, () => {
+  describe(`messages store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();
@@ -20,7 +20,7 @@ for (const target of await testDatabases()) {
 
     it('appends in order after the existing transcript and bumps the chat', async () => {
       const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'system', content: 's' }] });
-      await tick();
+      await clockPast(chat.updatedAt);
       const batch: NewMessage[] = [
         { role: 'user', content: 'q', metadata: { attachments: [{ kind: 'text', id: 'a1', text: 't' }] } },
         { role: 'tool', content: 'out', name: 'fetch_url', metadata: { kind: 'tool_call' } },

@@ -19,7 +19,7 @@ const preparedStatements = async (pool: pg.Pool) =>
   (await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'css\\_%'")).rows.map((r) => r.statement);
 
 for (const target of await testDatabases()) {
-  describe(`named statements (${target.name})`, () => {
+  describe(`named statements ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();

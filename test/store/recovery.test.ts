@@ -21,7 +21,7 @@ import { waitFor } from '../helpers/wait.ts';
 const DEAD_AFTER = 15_000;
 
 for (const target of await testDatabases()) {
-  describe(`checkpoints and recovery (${target.name})`, () => {
+  describe(`checkpoints and recovery ${target.tag}`, () => {
     let db!: Database;
     sweptDatabase(target, (opened) => (db = opened));
 

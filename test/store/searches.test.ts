@@ -16,8 +16,8 @@ import {
 import type { SearchResultItem } from '../../src/types.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
+import { clockPast } from '../helpers/wait.ts';
 
-const tick = () => new Promise((r) => setTimeout(r, 5));
 
 const result = (n: number): SearchResultItem => ({
   url: `https://example.com/${n}`,
@@ -45,7 +45,7 @@ const run = (over: Partial<SearchRun> = {}): SearchRun => ({
 });
 
 for (const target of await testDatabases()) {
-  describe(`searches store (${target.name})`, () => {
+  describe(`searches store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();
@@ -75,7 +75,7 @@ for (const target of await testDatabases()) {
 
     it('stores a run, then replaces it with the next run', async () => {
       const s = await createSearch(db.pool, {});
-      await tick();
+      await clockPast(s.updatedAt);
       const first = await saveSearchRun(db.pool, s.id, run());
       assert.ok(first);
       assert.equal(first.title, 'Cats'); // an untitled search takes its query as title
@@ -87,7 +87,7 @@ for (const target of await testDatabases()) {
       assert.equal(hasStoredResults(first), true);
       assert.deepEqual(await getSearchDetail(db.pool, s.id), first);
 
-      await tick();
+      await clockPast(first.updatedAt);
       const second = await saveSearchRun(
         db.pool,
         s.id,
@@ -107,23 +107,23 @@ for (const target of await testDatabases()) {
     it('reuses the most recently updated search with the same normalized query', async () => {
       assert.equal(normalizeQuery('  Hello World '), 'hello world');
       const a = await createSearch(db.pool, { query: 'Quantum Dots' });
-      await tick();
+      await clockPast(a.updatedAt);
       const b = await createSearch(db.pool, { query: '  quantum dots' });
-      await tick();
-      await createSearch(db.pool, { query: 'quantum dot' });
+      await clockPast(b.updatedAt);
+      const c = await createSearch(db.pool, { query: 'quantum dot' });
       let found = await findLatestByNormalizedQuery(db.pool, 'QUANTUM DOTS ');
       assert.equal(found?.search.id, b.id);
       assert.equal(found?.hasStoredResults, false);
 
-      await tick();
-      await saveSearchRun(db.pool, a.id, run({ query: 'quantum DOTS' }));
+      await clockPast(c.updatedAt);
+      const rerun = await saveSearchRun(db.pool, a.id, run({ query: 'quantum DOTS' }));
       found = await findLatestByNormalizedQuery(db.pool, 'quantum dots');
       assert.equal(found?.search.id, a.id);
       assert.equal(found?.hasStoredResults, true);
       assert.equal(found?.search.query, 'quantum DOTS');
 
       // A run under another query moves the search out of this query's matches.
-      await tick();
+      await clockPast(rerun!.updatedAt);
       await saveSearchRun(db.pool, a.id, run({ query: 'something else' }));
       assert.equal((await findLatestByNormalizedQuery(db.pool, 'quantum dots'))?.search.id, b.id);
       assert.equal(await findLatestByNormalizedQuery(db.pool, 'never searched'), null);
@@ -138,9 +138,9 @@ for (const target of await testDatabases()) {
 
     it('lists by updatedAt, newest first, with a limit', async () => {
       const x = await createSearch(db.pool, { query: 'x' });
-      await tick();
+      await clockPast(x.updatedAt);
       const y = await createSearch(db.pool, { query: 'y' });
-      await tick();
+      await clockPast(y.updatedAt);
       await saveSearchRun(db.pool, x.id, run({ query: 'x' }));
       assert.deepEqual((await listSearches(db.pool, { limit: 2 })).map((s) => s.id), [x.id, y.id]);
       const all = await listSearches(db.pool);

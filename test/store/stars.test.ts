@@ -6,11 +6,11 @@ import { createSearch, getSearch, getSearchDetail, listSearches } from '../../sr
 import { starChat, starSearch } from '../../src/store/stars.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
+import { clockPast } from '../helpers/wait.ts';
 
-const tick = () => new Promise((r) => setTimeout(r, 5));
 
 for (const target of await testDatabases()) {
-  describe(`stars store (${target.name})`, () => {
+  describe(`stars store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open();
@@ -21,7 +21,7 @@ for (const target of await testDatabases()) {
 
     it('stars a chat without touching updatedAt or the transcript, and keeps the first starredAt', async () => {
       const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'user', content: 'hi' }] });
-      await tick();
+      await clockPast(chat.updatedAt);
       const starred = await starChat(db.pool, chat.id, true);
       assert.ok(starred);
       assert.equal(starred.starred, true);
@@ -30,7 +30,7 @@ for (const target of await testDatabases()) {
       assert.equal(starred.updatedAt, chat.updatedAt);
       assert.deepEqual({ ...starred, starred: false, starredAt: null }, chat);
 
-      await tick();
+      await clockPast(starred.starredAt!);
       assert.equal(await setStarred(db.pool, 'chat', chat.id, true), true);
       const again = await getChat(db.pool, chat.id);
       assert.equal(again?.starredAt, starred.starredAt);
@@ -43,7 +43,7 @@ for (const target of await testDatabases()) {
       assert.deepEqual(unstarred, chat);
       assert.deepEqual(await getChat(db.pool, chat.id), chat);
       assert.deepEqual(await starChat(db.pool, chat.id, false), chat); // idempotent
-      await tick();
+      await clockPast(starred.starredAt!);
       const restarred = await starChat(db.pool, chat.id, true);
       assert.ok(restarred!.starredAt! > starred.starredAt!); // a new membership, a new time
     });
@@ -60,7 +60,7 @@ for (const target of await testDatabases()) {
 
     it('stars a search the same way', async () => {
       const s = await createSearch(db.pool, { query: 'stars' });
-      await tick();
+      await clockPast(s.updatedAt);
       const starred = await starSearch(db.pool, s.id, true);
       assert.equal(starred?.starred, true);
       assert.equal(starred?.updatedAt, s.updatedAt);

@@ -6,11 +6,11 @@ import { createSearch, saveSearchRun } from '../../src/store/searches.ts';
 import { listWorkspaceItems } from '../../src/store/workspace.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
+import { clockPast } from '../helpers/wait.ts';
 
-const tick = () => new Promise((r) => setTimeout(r, 5));
 
 for (const target of await testDatabases()) {
-  describe(`workspace store (${target.name})`, () => {
+  describe(`workspace store ${target.tag}`, () => {
     let db: Database;
     before(async () => {
       db = await target.open(); // a database of its own: these tests count every item
@@ -25,11 +25,11 @@ for (const target of await testDatabases()) {
 
     it('merges chats and searches by updatedAt with their own fields', async () => {
       const a = await createChat(db.pool, { title: 'A', provider: 'provider_a', model: 'm', enabledTools: ['web_search'] });
-      await tick();
+      await clockPast(a.updatedAt);
       const b = await createSearch(db.pool, { query: 'B' });
-      await tick();
+      await clockPast(b.updatedAt);
       const c = await createChat(db.pool, { title: 'C', enabledTools: [] });
-      await tick();
+      await clockPast(c.updatedAt);
       await updateChat(db.pool, a.id, { title: 'A2' });
       await setStarred(db.pool, 'search', b.id, true);
 
@@ -52,16 +52,26 @@ for (const target of await testDatabases()) {
       const oldChats: string[] = [];
       const oldSearches: string[] = [];
       for (let i = 0; i < 4; i++) oldChats.push((await createChat(db.pool, { title: `old${i}`, enabledTools: [] })).id);
-      for (let i = 0; i < 3; i++) oldSearches.push((await createSearch(db.pool, { query: `old${i}` })).id);
-      await tick();
+      let last = '';
+      for (let i = 0; i < 3; i++) {
+        const old = await createSearch(db.pool, { query: `old${i}` });
+        oldSearches.push(old.id);
+        last = old.updatedAt;
+      }
+      await clockPast(last);
       const chats: string[] = [];
       const searches: string[] = [];
       for (let i = 0; i < 99; i++) chats.push((await createChat(db.pool, { title: `c${i}`, enabledTools: [] })).id);
-      for (let i = 0; i < 99; i++) searches.push((await createSearch(db.pool, { query: `s${i}` })).id);
-      await tick();
+      for (let i = 0; i < 99; i++) {
+        const s = await createSearch(db.pool, { query: `s${i}` });
+        searches.push(s.id);
+        last = s.updatedAt;
+      }
+      await clockPast(last);
       const freshChat = (await createChat(db.pool, { title: 'fresh', enabledTools: [] })).id;
-      const freshSearch = (await createSearch(db.pool, { query: 'fresh' })).id;
-      await tick();
+      const fresh = await createSearch(db.pool, { query: 'fresh' });
+      const freshSearch = fresh.id;
+      await clockPast(fresh.updatedAt);
       // A run bumps updatedAt: the search just created goes before the chat just created.
       await saveSearchRun(db.pool, freshSearch, {
         query: 'fresh', requestId: null, latencyMs: 1, error: null, answerText: 'x', answerRequestId: null,

@@ -2,10 +2,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { cleanTitle, TITLE_INSTRUCTION } from '../../src/chat/title.ts';
-import { apiDatabases, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 for (const db of apiDatabases()) {
-  describe(`title suggestion (${db})`, () => {
+  describe(`title suggestion ${variantTag(db)}`, () => {
     let t: TestServer;
     before(async () => {
       t = await startTestServer({ db, env: { TITLE_MODEL: 'sim-a-nano' } });
@@ -58,11 +59,14 @@ for (const db of apiDatabases()) {
     it('keeps a title set while generation is in flight', async () => {
       const chat = await newChat();
       const before = responsesCalls().length;
-      const pending = suggest(chat.id, sim({ reply: 'Generated Title', firstByteDelayMs: 800 }));
-      // In flight: the model has the request (its answer is held back by the delay).
-      await waitFor(() => responsesCalls().length > before, 10_000, 'the title request to reach the model');
+      const g = gateName();
+      const pending = suggest(chat.id, sim({ reply: 'Generated Title', gate: g }));
+      // In flight: the model has the request (its answer is held at the gate until the PATCH is done).
+      await waitFor(() => t.sim.heldAt(g) === 1, 10_000, 'the title request to reach the model');
+      assert.equal(responsesCalls().length, before + 1);
       const patched = await t.call('PATCH', `/v1/chats/${chat.id}`, { title: 'Typed by the user' });
       assert.equal(patched.status, 200);
+      t.sim.openGate(g);
       const r = await pending;
       assert.equal(r.status, 200);
       assert.equal(r.body.chat.title, 'Typed by the user');
@@ -72,8 +76,14 @@ for (const db of apiDatabases()) {
     it('two suggestions at once share one model call and one LlmCall', async () => {
       const chat = await newChat();
       const before = responsesCalls().length;
-      const content = sim({ reply: 'Shared Title', firstByteDelayMs: 300 });
-      const [a, b] = await Promise.all([suggest(chat.id, content), suggest(chat.id, content)]);
+      const g = gateName();
+      const content = sim({ reply: 'Shared Title', gate: g });
+      const both = Promise.all([suggest(chat.id, content), suggest(chat.id, content)]);
+      // Sent together; the model's answer waits until one of them has reached it. (One that came
+      // after the answer would find the chat titled and return it without a call: the same verdict.)
+      await waitFor(() => t.sim.heldAt(g) > 0, 10_000, 'the title request to reach the model');
+      t.sim.openGate(g);
+      const [a, b] = await both;
       assert.deepEqual([a.status, b.status], [200, 200]);
       assert.deepEqual([a.body.chat.title, b.body.chat.title], ['Shared Title', 'Shared Title']);
       assert.equal(responsesCalls().length, before + 1);
@@ -82,12 +92,14 @@ for (const db of apiDatabases()) {
 
     it('a title run is not listed as an active chat or search run', async () => {
       const chat = await newChat();
-      const pending = suggest(chat.id, sim({ reply: 'Slow Title', firstByteDelayMs: 600 }));
+      const g = gateName();
+      const pending = suggest(chat.id, sim({ reply: 'Slow Title', gate: g }));
       // It is a run while it goes (the gauge counts it), so the empty list below is a real exclusion.
       const titleRuns = async () => Number(/css_active_runs\{kind="title"\} (\d+)/.exec((await t.call('GET', '/metrics')).body as string)?.[1]);
       await waitFor(async () => (await titleRuns()) === 1, 5000, 'the title run to be active');
       const active = await t.call('GET', '/v1/active-runs');
       assert.deepEqual(active.body, { chats: [], searches: [] });
+      t.sim.openGate(g);
       assert.equal((await pending).body.chat.title, 'Slow Title');
     });
 

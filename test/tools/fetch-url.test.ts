@@ -141,10 +141,8 @@ describe('fetch_url with FETCH_URL_ALLOW_PRIVATE=true', () => {
   });
 
   test('times out, and stops on cancellation', async () => {
-    const started = Date.now();
     const quick = createFetchUrlTool({ timeoutMs: 300 });
     await assert.rejects(quick.run({ url: page('/slow') }, open()), toolError(/timed out after 300 ms/));
-    assert.ok(Date.now() - started < 2000);
     await assert.rejects(
       fetchUrlTool.run({ url: page('/slow') }, ctx(true, AbortSignal.timeout(200))),
       toolError(/was cancelled/),
@@ -241,13 +239,12 @@ test('address classification', () => {
 describe('fetch_url and a stopped run', () => {
   test("the run's signal aborts a fetch in flight: the tool fails at once and the connection is closed", async () => {
     const controller = new AbortController();
-    const started = Date.now();
     const running = fetchUrlTool.run({ url: `${fixtureUrl}/hang` }, ctx(true, controller.signal));
     // Stopped once the request is in flight: the fixture has it (and never answers).
     await waitFor(() => hangClosed !== undefined, 10_000, 'the request to reach the fixture');
     controller.abort(new Error('stopped by request'));
+    // The fixture never answers, so the error can only be the stop's (a timeout reads "timed out").
     await assert.rejects(running, toolError(/cancelled/));
-    assert.ok(Date.now() - started < 5_000, 'cut by the stop, not by a timeout');
     await hangClosed;
   });
 });
