@@ -2,13 +2,20 @@
 // it synchronously, with its active count). Three reasons to refuse, checked in this order:
 // draining (a SIGTERM came: the runs here finish, new ones go elsewhere), capacity (MAX_ACTIVE_RUNS)
 // and overload (an event loop running late, so every stream here is already slowing down). The
-// refusals are built once: the accept path allocates nothing and reads two numbers.
+// refusals are built once: the accept path allocates nothing and reads two numbers. The router asks
+// it too, before a start's body is read (`shedding`): draining and overload need nothing from the
+// request, so a flood is refused for the price of its headers (src/http/early-refusal.ts).
 import type { StartRefusal } from '../actors/runtime/registry.ts';
 
 export const DRAINING_MESSAGE = 'server is draining';
 export const OVERLOADED_MESSAGE = 'server is overloaded, retry later';
 
 export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' | 'user_tokens';
+
+/** The lag as of the question, a stall still going on included (LagBoard.lagNow). */
+export interface LagSignal {
+  lagNow(): number;
+}
 
 export interface AdmissionOptions {
   maxActiveRuns: number;
@@ -23,8 +30,10 @@ export class Admission {
   /** Refusals so far, by reason (css_runs_refused_total). */
   readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0, user_runs: 0, user_tokens: 0 };
   private drainingNow = false;
-  /** The worst thread's event-loop delay p99 in ms (LagBoard keeps it current). */
+  /** The worst thread's event-loop delay p99 in ms as of the last fold (LagBoard keeps it current; the gauge shows it). */
   lagMs = 0;
+  /** Read at each decision, so a loop running late now counts before its next fold; null: lagMs alone. */
+  private signal: LagSignal | null = null;
 
   constructor(opts: AdmissionOptions) {
     this.maxActiveRuns = opts.maxActiveRuns;
@@ -45,15 +54,35 @@ export class Admission {
     this.drainingNow = true;
   }
 
+  /** From now on overload is judged by `signal` at each decision. */
+  watch(signal: LagSignal): void {
+    this.signal = signal;
+  }
+
   get overloaded(): boolean {
-    return this.overloadLagMs > 0 && this.lagMs > this.overloadLagMs;
+    if (this.overloadLagMs <= 0) return false;
+    return this.lagMs > this.overloadLagMs || (this.signal !== null && this.signal.lagNow() > this.overloadLagMs);
+  }
+
+  /**
+   * Why a new run would be refused now whatever the request says (draining, overload), or null. Not
+   * counted: the caller counts it (`count`) once it has answered with it.
+   */
+  shedding(): 'draining' | 'overload' | null {
+    if (this.drainingNow) return 'draining';
+    return this.overloaded ? 'overload' : null;
+  }
+
+  /** A refusal answered without asking `admit` (the router's early refusal). */
+  count(reason: RefusalReason): void {
+    this.refused[reason]++;
   }
 
   /** Null: start it. Otherwise the refusal to answer with. */
   admit(active: number): StartRefusal | null {
     if (this.drainingNow) return this.refuse('draining');
     if (active >= this.maxActiveRuns) return this.refuse('capacity');
-    if (this.overloadLagMs > 0 && this.lagMs > this.overloadLagMs) return this.refuse('overload');
+    if (this.overloaded) return this.refuse('overload');
     return null;
   }
 

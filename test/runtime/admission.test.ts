@@ -1,10 +1,9 @@
 // The start decision (src/admission.ts) and the lag signal it reads (actors/lag-report.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LagBoard, REPORT_MS } from '../../actors/lag-report.ts';
+import { LagBoard, LagWindow, REPORT_MS, WINDOW_MS } from '../../actors/lag-report.ts';
 import { Admission } from '../../src/admission.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { waitFor } from '../helpers/server.ts';
 
 describe('Admission', () => {
   it('admits below capacity and on time, and refuses by reason: draining, then capacity, then overload', () => {
@@ -19,25 +18,62 @@ describe('Admission', () => {
     assert.deepEqual(a.refused, { capacity: 2, overload: 1, draining: 1, user_runs: 0, user_tokens: 0 });
   });
 
+  it('judges overload by its signal at each decision, and says why it sheds without counting it', () => {
+    let lagNow = 0;
+    const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 100 });
+    a.watch({ lagNow: () => lagNow });
+    assert.equal(a.shedding(), null);
+    lagNow = 101;
+    assert.equal(a.shedding(), 'overload');
+    assert.equal(a.admit(0)?.outcome, 'overloaded');
+    assert.deepEqual(a.refused, { capacity: 0, overload: 1, draining: 0, user_runs: 0, user_tokens: 0 }, 'shedding() counted nothing');
+    a.count('overload');
+    assert.equal(a.refused.overload, 2);
+    lagNow = 0;
+    assert.equal(a.admit(0), null);
+    a.drain();
+    assert.equal(a.shedding(), 'draining');
+  });
+
   it('OVERLOAD_LAG_MS=0 never refuses for lag', () => {
     const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 0 });
     a.lagMs = 10_000;
+    a.watch({ lagNow: () => 10_000 });
     assert.equal(a.admit(0), null);
     assert.equal(a.overloaded, false);
+    assert.equal(a.shedding(), null);
   });
 });
 
-describe('LagBoard', () => {
-  it('counts a thread that stops reporting as late as its silence', async () => {
-    const board = new LagBoard().start(() => {});
-    try {
-      board.report(0, 1);
-      await waitFor(() => board.worstMs > 2 * REPORT_MS, 30_000, 'the silent thread to count as late');
-      board.report(0, 1);
-      await waitFor(() => board.worstMs < 2 * REPORT_MS, 30_000, 'a fresh report to count again');
-    } finally {
-      board.stop();
-    }
+describe('LagBoard (a clock the test advances)', () => {
+  it('counts a thread that stops reporting as late as its silence, and a fresh report as on time', () => {
+    let now = 1000;
+    const board = new LagBoard(() => now);
+    board.fold(0);
+    board.report(0, 1);
+    assert.equal(board.lagNow(), 1);
+    now += REPORT_MS + 40;
+    board.fold(2);
+    assert.equal(board.lagNow(), 40, 'host 0 is 40 ms overdue');
+    board.report(0, 3);
+    assert.equal(board.lagNow(), 3);
+  });
+
+  it('counts the main loop late before its next fold, by how overdue the fold is', () => {
+    let now = 0;
+    const board = new LagBoard(() => now);
+    board.fold(0);
+    now = REPORT_MS;
+    assert.equal(board.lagNow(), 0);
+    now = REPORT_MS + 250;
+    assert.equal(board.lagNow(), 250);
+  });
+
+  it('a thread keeps a slow slice for the last second: WINDOW_MS / REPORT_MS folds', () => {
+    const window = new LagWindow();
+    window.fold(150);
+    for (let i = 1; i < WINDOW_MS / REPORT_MS; i++) assert.equal(window.fold(0), 150, `fold ${i}`);
+    assert.equal(window.fold(0), 0, 'a second later it is gone');
   });
 });
 
