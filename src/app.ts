@@ -24,6 +24,7 @@ import { writeRetries } from './db/write-retry.ts';
 import { Drain } from './drain.ts';
 import { startHeartbeat } from './heartbeat.ts';
 import { corsPolicy } from './http/cors.ts';
+import { startShedding } from './http/early-refusal.ts';
 import { toHttpError } from './http/to-http-error.ts';
 import { mountRoutes, type Route } from './http/router.ts';
 import { SseStreams } from './http/sse.ts';
@@ -193,11 +194,13 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     bodies,
     authenticate: callers.authenticate,
     cors: corsPolicy(config.CORS_ORIGINS),
+    shed: startShedding(admission),
     onError: (err, req) => toHttpError(err, () => log.error({ err, method: req.method, path: req.path }, 'request failed')),
   });
   const listenSocket = await lc.open('listener', () => listenExclusive(app, config.HOST, config.PORT), (s) => uws.us_listen_socket_close(s));
   // Measured from here: the start-up's own stalls (migrations, worker boot) are no overload.
   lag?.start((worstMs) => (admission.lagMs = worstMs));
+  if (lag) admission.watch(lag);
   const port = uws.us_socket_local_port(listenSocket);
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
   const close = () => lc.close();

@@ -5,6 +5,7 @@
 import type { BodyPool } from './body-pool.ts';
 import { PUBLIC_CALLER, type Caller } from '../auth/caller.ts';
 import type { CorsPolicy } from './cors.ts';
+import type { StartShedding } from './early-refusal.ts';
 import { METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, UNAUTHORIZED, type HttpError } from './errors.ts';
 import { bodyReader, Reply, type Req } from './reply.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.ts';
@@ -21,6 +22,11 @@ export interface Route {
   public?: boolean;
   /** Request headers the handler reads (lower case), copied into `req.headers` when present. */
   headers?: readonly string[];
+  /**
+   * The route starts a run: true when this request can only start a new one (not join or retry one
+   * that is going), so that it may be refused before its body is read (RouterOptions.shed).
+   */
+  startsRun?: (req: Req) => boolean;
 }
 
 interface Compiled {
@@ -40,6 +46,8 @@ export interface RouterOptions {
   cors?: CorsPolicy | null;
   /** The server's pool for big bodies (readJson). */
   bodies: BodyPool;
+  /** Refuses starts (Route.startsRun) while draining or overloaded, before their body is read. */
+  shed?: StartShedding;
 }
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
@@ -120,6 +128,16 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
       uReq.forEach((name, value) => {
         if (wanted.includes(name)) req.headers[name] = value;
       });
+    }
+    // A caller known at once (no token lookup pending) whose start is refused is answered before its
+    // body is read; while a token is looked up the body must be read (below), so the ordinary path decides.
+    const startsRun = route.startsRun;
+    if (startsRun !== undefined && opts.shed !== undefined && !(who instanceof Promise)) {
+      const answer = opts.shed.answer();
+      if (answer !== null && startsRun(req)) {
+        opts.shed.sent(answer);
+        return reply.text(answer.status, answer.body, answer.contentType, answer.headers);
+      }
     }
     // The body is read from now on even while a token is looked up: uWS would drop it otherwise.
     if (BODY_METHODS.has(method)) {

@@ -12,6 +12,7 @@ import { mayReach } from '../run-owners.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
+import { withoutIdempotencyKey } from '../http/early-refusal.ts';
 import type { SseSink } from '../http/sse.ts';
 import { ACTIVE_CHAT_STREAM_EXISTS } from '../messages.ts';
 import { providerKeyVariable } from '../providers/index.ts';
@@ -156,8 +157,8 @@ export function completionRoutes(app: AppContext): Route[] {
   }
 
   return [
-    { method: 'POST', path: '/v1/chat-completions', bodyLimit: MESSAGE_BODY_LIMIT, handler: complete, headers: KEYED_HEADERS },
-    { method: 'POST', path: '/v1/chat-completions/stream', bodyLimit: MESSAGE_BODY_LIMIT, handler: stream, headers: KEYED_HEADERS },
+    { method: 'POST', path: '/v1/chat-completions', bodyLimit: MESSAGE_BODY_LIMIT, handler: complete, headers: KEYED_HEADERS, startsRun: withoutIdempotencyKey },
+    { method: 'POST', path: '/v1/chat-completions/stream', bodyLimit: MESSAGE_BODY_LIMIT, handler: stream, headers: KEYED_HEADERS, startsRun: withoutIdempotencyKey },
     { method: 'POST', path: '/v1/chats/:chatId/stream/attach', handler: attach },
     { method: 'POST', path: '/v1/chats/:chatId/stream/stop', handler: stop },
   ];

@@ -92,9 +92,12 @@ export function searchRunRoutes(app: AppContext): Route[] {
     reply.json(200, { chat });
   }
 
+  /** A run request that joins none (none going here, and no other instance to hold one) may be refused before its body is read. */
+  const startsRun = (req: Req) => !runs.clustered && runs.supervisor.findNow('search', req.params.searchId!) === null;
+
   return [
-    { method: 'POST', path: '/v1/searches/:searchId/run', handler: runWhole },
-    { method: 'POST', path: '/v1/searches/:searchId/run/stream', handler: runStream },
+    { method: 'POST', path: '/v1/searches/:searchId/run', handler: runWhole, startsRun },
+    { method: 'POST', path: '/v1/searches/:searchId/run/stream', handler: runStream, startsRun },
     { method: 'POST', path: '/v1/searches/:searchId/run/stream/attach', handler: attach },
     { method: 'POST', path: '/v1/searches/:searchId/run/stop', handler: stop },
     { method: 'POST', path: '/v1/searches/:searchId/chat', handler: toChat },

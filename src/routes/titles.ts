@@ -4,6 +4,7 @@
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
 import { badRequest, notFound, CHAT_NOT_FOUND, TITLE_PROVIDER_MISSING } from '../http/errors.ts';
+import { alwaysStartsRun } from '../http/early-refusal.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Route } from '../http/router.ts';
 import { providerKeyVariable } from '../providers/index.ts';
@@ -16,6 +17,7 @@ export function titleRoutes(app: AppContext): Route[] {
     {
       method: 'POST',
       path: '/v1/chats/title/suggest',
+      startsRun: alwaysStartsRun,
       handler: async (req, reply) => {
         const body = await readJson(req, suggestTitleSchema);
         const chat = await getChat(pool, body.chatId, req.caller.userId);

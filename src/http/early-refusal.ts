@@ -1,0 +1,52 @@
+// The refusal of a start decided before anything else is touched: while the instance drains or is
+// overloaded, a request on a route that starts a run is answered from its headers alone, with an
+// answer built once here. Its body is never read (a client may still be sending it), nothing is
+// parsed, no actor hears of it and the database is not asked: a flood of starts costs its headers,
+// not the running streams' latency. A request that might not start a new run (an Idempotency-Key
+// retry of a running run, a run that joins one going here) is left to the ordinary path, which
+// attaches it or refuses it with the same answer after the body is read.
+import type { Admission } from '../admission.ts';
+import { DRAINING, OVERLOADED, type HttpError } from './errors.ts';
+import { IDEMPOTENCY_KEY_HEADER } from './idempotency.ts';
+import type { Req } from './reply.ts';
+
+/** A whole answer, serialised once. */
+export interface PrebuiltAnswer {
+  reason: 'draining' | 'overload';
+  status: number;
+  body: string;
+  contentType: string;
+  headers: Readonly<Record<string, string>>;
+}
+
+/** What the router asks before reading a start's body (RouterOptions.shed). */
+export interface StartShedding {
+  /** The answer for a new run right now, or null: take the request the ordinary way. Not yet counted. */
+  answer(): PrebuiltAnswer | null;
+  /** `answer` was sent. */
+  sent(answer: PrebuiltAnswer): void;
+}
+
+function prebuilt(reason: PrebuiltAnswer['reason'], err: HttpError): PrebuiltAnswer {
+  // The same body reply.error writes for these errors.
+  return { reason, status: err.status, body: JSON.stringify({ message: err.message }), contentType: 'application/json; charset=utf-8', headers: Object.freeze({ ...err.headers }) };
+}
+
+export function startShedding(admission: Admission): StartShedding {
+  const answers = { draining: prebuilt('draining', DRAINING()), overload: prebuilt('overload', OVERLOADED()) };
+  return {
+    answer() {
+      const reason = admission.shedding();
+      return reason === null ? null : answers[reason];
+    },
+    sent(answer) {
+      admission.count(answer.reason);
+    },
+  };
+}
+
+/** Route.startsRun for the completion routes: without an Idempotency-Key a request cannot be a retry of a running run. */
+export const withoutIdempotencyKey = (req: Req): boolean => req.headers[IDEMPOTENCY_KEY_HEADER] === undefined;
+
+/** Route.startsRun for routes whose only way to join a run is by a key the body names (a title suggestion). */
+export const alwaysStartsRun = (): boolean => true;

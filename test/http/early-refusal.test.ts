@@ -1,0 +1,91 @@
+// The refusal of a start before its body is read (src/http/early-refusal.ts), on a real uWS app with
+// the real router and admission: while draining or overloaded, a start route answers from the
+// headers alone (a body that never finishes still gets its 503, and the handler never runs); a start
+// carrying an Idempotency-Key, which may be the retry of a running run, goes the ordinary way.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { LagBoard, REPORT_MS } from '../../actors/lag-report.ts';
+import { Admission } from '../../src/admission.ts';
+import { ADMIN_CALLER } from '../../src/auth/caller.ts';
+import { CpuPool } from '../../src/cpu-pool.ts';
+import { BodyPool } from '../../src/http/body-pool.ts';
+import { startShedding, withoutIdempotencyKey } from '../../src/http/early-refusal.ts';
+import { mountRoutes } from '../../src/http/router.ts';
+import { listenExclusive, uws, type us_listen_socket } from '../../src/http/uws.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
+
+/** Headers of a start whose body is announced at 100,000 bytes, followed by only a few of them. */
+const unfinished = (headers = '') =>
+  `POST /v1/start HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n${headers}\r\n{"messages":`;
+const whole = (headers = '') => `POST /v1/start HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n${headers}\r\n{}`;
+
+describe('early refusal of starts', () => {
+  let listen: us_listen_socket;
+  let port: number;
+  let clock = 0;
+  const board = new LagBoard(() => clock);
+  const admission = new Admission({ maxActiveRuns: 100, overloadLagMs: 100 });
+  admission.watch(board);
+  /** Bodies the start handler has read to the end. */
+  const handled: number[] = [];
+
+  before(async () => {
+    const app = uws.App();
+    mountRoutes(
+      app,
+      [
+        {
+          method: 'POST',
+          path: '/v1/start',
+          headers: ['idempotency-key'],
+          startsRun: withoutIdempotencyKey,
+          handler: async (req, reply) => {
+            const body = await req.body();
+            handled.push(body.length);
+            reply.json(200, { read: body.length });
+          },
+        },
+      ],
+      { defaultBodyLimit: 1 << 20, bodies: new BodyPool(new CpuPool()), authenticate: () => ADMIN_CALLER, onError: (err) => err as never, shed: startShedding(admission) },
+    );
+    listen = await listenExclusive(app, '127.0.0.1', 0);
+    port = uws.us_socket_local_port(listen);
+  });
+  after(() => uws.us_listen_socket_close(listen));
+
+  it('takes starts the ordinary way while on time', async () => {
+    board.fold(0);
+    const res = await rawExchange(port, whole());
+    assert.equal(res.status, 200, res.head);
+    assert.deepEqual(handled, [2]);
+  });
+
+  it('answers an overloaded start at once, without its body, from a stall the board has not folded yet', async () => {
+    // The main loop last folded at 0; a question asked REPORT_MS + 150 ms later finds it 150 ms late.
+    clock += REPORT_MS + 150;
+    const res = await rawExchange(port, unfinished());
+    assert.equal(res.status, 503, res.head);
+    assert.equal(res.complete, true);
+    assert.deepEqual(JSON.parse(res.body), { message: 'server is overloaded, retry later' });
+    assert.match(res.head, /\r\nretry-after: 1\r\n/i);
+    assert.deepEqual(handled, [2], 'the handler never ran');
+    assert.equal(admission.refused.overload, 1);
+    // The loop folds again, on time: starts are taken.
+    board.fold(0);
+    assert.equal((await rawExchange(port, whole())).status, 200);
+  });
+
+  it('refuses while draining, but lets an Idempotency-Key start through to the ordinary path', async () => {
+    admission.drain();
+    const res = await rawExchange(port, unfinished());
+    assert.equal(res.status, 503, res.head);
+    assert.deepEqual(JSON.parse(res.body), { message: 'server is draining' });
+    assert.match(res.head, /\r\nretry-after: 5\r\n/i);
+    assert.equal(admission.refused.draining, 1);
+
+    const keyed = await rawExchange(port, whole('idempotency-key: retry-1\r\n'));
+    assert.equal(keyed.status, 200, 'read and handled: the ordinary path decides');
+    assert.deepEqual(handled, [2, 2, 2]);
+    assert.equal(admission.refused.draining, 1, 'not counted as refused');
+  });
+});
