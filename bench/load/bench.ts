@@ -11,6 +11,7 @@
 //   BENCH_BURST=1000 (start-burst K; 0 = off)  BENCH_CHECKS=0  BENCH_REATTACH=0
 //   BENCH_CLUSTER=0 BENCH_CLUSTER_K=1000 BENCH_REDIS_URL (the cluster rows: bench/load/cluster.ts)
 //   BENCH_OVERLOAD=0 BENCH_ROLLING=0 (the overload-shedding and rolling-restart rows, and their knobs: bench/load/overload.ts)
+//   BENCH_FLOOD=0 (issue 38's start flood over running streams, and its knobs: bench/load/flood.ts)
 //   BENCH_QUIET_LOAD=1 BENCH_QUIET_WAIT_S=120 (wait before each run for the 1-minute load average to fall below it)
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=3600 (runs left after this are skipped, with a note)
@@ -32,6 +33,7 @@ import { runClusterChecks } from './cluster.ts';
 import { runHistorySearchBench } from './history-search.ts';
 import { pgCpuMeter } from './pg-cpu.ts';
 import { runStartRates, START_RATES } from './start-rate.ts';
+import { runFloodCheck } from './flood.ts';
 import { runOverloadCheck, runRollingCheck } from './overload.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
@@ -237,6 +239,9 @@ async function main(): Promise<void> {
     (checks as Record<string, unknown>).overloadShedding = service && env.BENCH_OVERLOAD !== '0'
       ? await runOverloadCheck({ sim: sim.urls, dbUrl: db.url, log, withService, serviceBody })
       : { skipped: 'BENCH_OVERLOAD=0, service not in BENCH_TARGETS, or over budget' };
+    (checks as Record<string, unknown>).flood = service && env.BENCH_FLOOD !== '0'
+      ? await runFloodCheck({ sim: sim.urls, dbUrl: db.url, log, withService })
+      : { skipped: 'BENCH_FLOOD=0, service not in BENCH_TARGETS, or over budget' };
     (checks as Record<string, unknown>).rollingRestart = service && env.BENCH_ROLLING !== '0'
       ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };
