@@ -9,7 +9,7 @@
 //
 // Knobs (env): BENCH_FLOOD=0 skips it; BENCH_FLOOD_STREAMS=200 BENCH_FLOOD_RATE=20 BENCH_FLOOD_STARTS=800
 //   BENCH_FLOOD_SECONDS=8 BENCH_FLOOD_BEFORE_S=5 BENCH_FLOOD_AFTER_S=3 BENCH_FLOOD_DELTAS=20 (each flood
-//   stream's deltas) BENCH_FLOOD_LAGS=100 (the OVERLOAD_LAG_MS of each shedding phase; 60000: shedding off)
+//   stream's deltas) BENCH_FLOOD_OPEN_PER_SEC=50 (the running streams' opening pace) BENCH_FLOOD_LAGS=100 (the OVERLOAD_LAG_MS of each shedding phase; 60000: shedding off)
 // Alone: node --import tsx bench/load/flood.ts (its own simulator, and a scratch database as bench.ts makes one).
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { OVERLOAD_LAG_MS_DEFAULT } from '../../src/config.ts';
 import { stopAll } from '../../test/helpers/procs.ts';
 import { serviceBody } from './bodies.ts';
-import { countStamps, eachStamp, epochNow, openStream, parseBlock } from './client.ts';
+import { countStamps, eachStamp, openStream, parseBlock } from './client.ts';
 import type { OverloadContext } from './overload.ts';
 import type { OverloadJob, OverloadResult } from './overload-gen.ts';
 import { Samples, summarize } from './stats.ts';
@@ -29,57 +29,59 @@ const GEN = path.join(import.meta.dirname, 'overload-gen.ts');
 const NEVER = '60000';
 
 interface Running {
-  /** Stamp-to-client latency of the deltas stamped before the flood, and during it. */
-  before: Samples;
-  during: Samples;
-  ended: Promise<{ cut: number; lost: number; duplicated: number }>;
+  /** Each delta's stamp and its latency to the client (stamp-to-read), as pairs. */
+  seen: number[];
+  ended: Promise<{ cut: number; lost: number; duplicated: number; refusedOpens: number }>;
   /** Every stream has had its first delta. */
   started: Promise<void>;
 }
 
-/** Opens `n` stamped streams of `deltas` each; `window()` says where a stamp falls (null: neither). */
-function openRunning(port: number, n: number, deltas: number, rate: number, window: (stamp: number) => 'before' | 'during' | null): Running {
-  const before = new Samples();
-  const during = new Samples();
-  const tally = { cut: 0, lost: 0, duplicated: 0 };
+/** Opens `n` stamped streams of `deltas` each, `perSec` a second. */
+function openRunning(port: number, n: number, perSec: number, deltas: number, rate: number): Running {
+  const seen: number[] = [];
+  const tally = { cut: 0, lost: 0, duplicated: 0, refusedOpens: 0 };
+  const body = serviceBody('provider_c', true, deltas, rate);
+  /** One stream to its end; a refused open (the instance sheds its own warm-up burst) is tried again after Retry-After, as a client would. */
+  const one = (i: number, first: () => void): Promise<void> =>
+    new Promise((resolve) => {
+      let status = 0;
+      let joined = '';
+      let done: string | null = null;
+      openStream({ host: '127.0.0.1', port }, 'POST', '/v1/chat-completions/stream', {}, body.replaceAll('__I__', `running-${i}`), {
+        onHead: (s) => (status = s),
+        onEvent(block, at) {
+          const { event, data } = parseBlock(block);
+          if (event === 'delta') {
+            const text = JSON.parse(data).text as string;
+            joined += text;
+            first();
+            eachStamp(text, (stamp) => void seen.push(stamp, at - stamp));
+          } else if (event === 'done') done = JSON.parse(data).text as string;
+        },
+        onClose() {
+          if (status === 503) {
+            tally.refusedOpens++;
+            setTimeout(() => void one(i, first).then(resolve), 1000);
+            return;
+          }
+          first();
+          if (done === null || done !== joined) tally.cut++;
+          const got = countStamps(joined);
+          if (got < deltas) tally.lost += deltas - got;
+          if (got > deltas) tally.duplicated += got - deltas;
+          resolve();
+        },
+      });
+    });
   const firsts: Promise<void>[] = [];
   const ends: Promise<void>[] = [];
-  const body = serviceBody('provider_c', true, deltas, rate);
   for (let i = 0; i < n; i++) {
     let first!: () => void;
     firsts.push(new Promise((r) => (first = r)));
-    ends.push(
-      new Promise((resolve) => {
-        let joined = '';
-        let done: string | null = null;
-        openStream({ host: '127.0.0.1', port }, 'POST', '/v1/chat-completions/stream', {}, body.replaceAll('__I__', `running-${i}`), {
-          onEvent(block, at) {
-            const { event, data } = parseBlock(block);
-            if (event === 'delta') {
-              const text = JSON.parse(data).text as string;
-              joined += text;
-              first();
-              eachStamp(text, (stamp) => {
-                const w = window(stamp);
-                if (w === 'before') before.push(at - stamp);
-                else if (w === 'during') during.push(at - stamp);
-              });
-            } else if (event === 'done') done = JSON.parse(data).text as string;
-          },
-          onBody: () => first(),
-          onClose() {
-            first();
-            if (done === null || done !== joined) tally.cut++;
-            const got = countStamps(joined);
-            if (got < deltas) tally.lost += deltas - got;
-            if (got > deltas) tally.duplicated += got - deltas;
-            resolve();
-          },
-        });
-      }),
-    );
+    const f = first;
+    ends.push(new Promise<void>((r) => setTimeout(r, (i * 1000) / perSec)).then(() => one(i, f)));
   }
-  return { before, during, started: Promise.all(firsts).then(() => undefined), ended: Promise.all(ends).then(() => tally) };
+  return { seen, started: Promise.all(firsts).then(() => undefined), ended: Promise.all(ends).then(() => tally) };
 }
 
 async function generate(job: OverloadJob): Promise<OverloadResult> {
@@ -97,30 +99,33 @@ async function floodPhase(c: FloodContext, name: string, lagMs: string) {
   const beforeS = num('BENCH_FLOOD_BEFORE_S', 5);
   const afterS = num('BENCH_FLOOD_AFTER_S', 3);
   const floodDeltas = num('BENCH_FLOOD_DELTAS', 20);
-  // Long enough for the running streams to outlast the flood; the opening second is warm-up, not "before".
-  const deltas = Math.ceil(rate * (1 + beforeS + seconds + afterS));
+  const openPerSec = num('BENCH_FLOOD_OPEN_PER_SEC', 50);
+  // Long enough for the running streams to outlast the flood: their paced opening, a few retries and the
+  // generator's own start (tsx compiles it: seconds on a loaded machine) included.
+  const deltas = Math.ceil(rate * (streams / openPerSec + 20 + beforeS + seconds + afterS));
   const maxRuns = streams + Math.ceil(starts * (seconds + floodDeltas / rate)) + 1000;
   return c.withService(c.sim, c.dbUrl, maxRuns, async (svc) => {
-    let floodAt = Infinity;
-    let floodEnd = Infinity;
-    let beforeFrom = Infinity;
-    const running = openRunning(svc.port, streams, deltas, rate, (stamp) =>
-      stamp >= floodAt && stamp <= floodEnd ? 'during' : stamp >= beforeFrom && stamp < floodAt ? 'before' : null,
-    );
+    const running = openRunning(svc.port, streams, openPerSec, deltas, rate);
     await running.started;
-    beforeFrom = epochNow() + 1000;
     await new Promise((r) => setTimeout(r, 1000 + beforeS * 1000));
-    floodAt = epochNow();
     const flood = await generate({ port: svc.port, body: serviceBody('provider_c', true, floodDeltas, rate), deltas: floodDeltas, startsPerSec: starts, seconds });
-    // The generator returns once its accepted streams have ended: the flood's load lasted until then.
-    floodEnd = epochNow();
     const tally = await running.ended;
+    // Before: the BEFORE_S seconds up to the first start offered; during: from it until the last
+    // accepted flood stream could have ended.
+    const before = new Samples();
+    const during = new Samples();
+    const duringUntil = flood.offeredUntil + (floodDeltas / rate) * 1000;
+    for (let i = 0; i < running.seen.length; i += 2) {
+      const stamp = running.seen[i]!;
+      if (stamp >= flood.offeredFrom - beforeS * 1000 && stamp < flood.offeredFrom) before.push(running.seen[i + 1]!);
+      else if (stamp >= flood.offeredFrom && stamp <= duringUntil) during.push(running.seen[i + 1]!);
+    }
     const out = {
       overloadLagMs: Number(lagMs),
-      running: { streams, deltas, rate, before: summarize(running.before), during: summarize(running.during), ...tally },
+      running: { streams, deltas, rate, before: summarize(before), during: summarize(during), ...tally },
       flood: { startsPerSec: starts, seconds, deltas: floodDeltas, ...flood },
     };
-    c.log(`flood ${name}: running p99 before ${out.running.before.p99} ms, during ${out.running.during.p99} ms, cut ${tally.cut} lost ${tally.lost}; `
+    c.log(`flood ${name}: running p99 before ${out.running.before.p99} ms, during ${out.running.during.p99} ms, cut ${tally.cut} lost ${tally.lost} (opens refused ${tally.refusedOpens}); `
       + `flood ${flood.accepted}/${flood.offered} accepted, refusal p50 ${flood.refusalMs.p50} p99 ${flood.refusalMs.p99} ms, lost ${flood.lost} failed ${flood.failed} ${JSON.stringify(flood.refused)}`);
     return out;
   }, undefined, { OVERLOAD_LAG_MS: lagMs });

@@ -28,6 +28,9 @@ export interface OverloadResult {
   latencyMs: ReturnType<typeof summarize>;
   refusalMs: ReturnType<typeof summarize>;
   reasons: Record<string, number>;
+  /** Epoch ms of the first start offered, and of the moment the last was. */
+  offeredFrom: number;
+  offeredUntil: number;
 }
 
 function one(job: OverloadJob, i: number, r: OverloadResult, latency: Samples, refusal: Samples): Promise<void> {
@@ -87,7 +90,7 @@ function one(job: OverloadJob, i: number, r: OverloadResult, latency: Samples, r
 export async function runOverloadJob(job: OverloadJob): Promise<OverloadResult> {
   const r: OverloadResult = {
     offered: 0, accepted: 0, refused: {}, failed: 0, lost: 0, duplicated: 0,
-    latencyMs: summarize(new Samples()), refusalMs: summarize(new Samples()), reasons: {},
+    latencyMs: summarize(new Samples()), refusalMs: summarize(new Samples()), reasons: {}, offeredFrom: epochNow(), offeredUntil: 0,
   };
   const latency = new Samples();
   const refusal = new Samples();
@@ -101,6 +104,7 @@ export async function runOverloadJob(job: OverloadJob): Promise<OverloadResult> 
     if (i < total) await new Promise((res) => setTimeout(res, Math.max(1, gap)));
   }
   r.offered = total;
+  r.offeredUntil = epochNow();
   await Promise.all(all);
   r.latencyMs = summarize(latency);
   r.refusalMs = summarize(refusal);
