@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { startSimulator } from '../../src/sim/server.ts';
 import { simCompletion, type ServiceProcess } from '../helpers/process.ts';
 import { assistantMessages, chatIdOf, deltaText, follow, metric, openChatStream, readyIs, startDrainService, storedRun, type LiveStream } from '../helpers/drain.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
 import { sim, simEnv, waitFor } from '../helpers/server.ts';
 import { gateName } from '../helpers/wait.ts';
 
@@ -58,6 +59,10 @@ describe('drain on SIGTERM', () => {
         assert.ok(Number(res.headers.get('retry-after')) > 0, `Retry-After on ${res.url}`);
         assert.deepEqual(await res.json(), { message: 'server is draining' });
       }
+      // Decided before the body is read: a start whose body never ends is answered all the same.
+      const unfinished = await rawExchange(Number(new URL(url).port), 'POST /v1/chat-completions/stream HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{"provider":');
+      assert.equal(unfinished.status, 503, unfinished.head);
+      assert.deepEqual(JSON.parse(unfinished.body), { message: 'server is draining' });
       // The rest is served.
       assert.equal((await fetch(`${url}/v1/chats`)).status, 200);
       assert.equal((await fetch(`${url}/v1/chats`, json({}))).status, 200, 'a chat is created');
@@ -89,7 +94,7 @@ describe('drain on SIGTERM', () => {
       assert.ok(!stored[0]!.metadata?.interrupted);
 
       assert.equal(await metric(url, 'css_draining'), 1);
-      assert.ok((await metric(url, 'css_runs_refused_total{reason="draining"}')) >= starts.length);
+      assert.ok((await metric(url, 'css_runs_refused_total{reason="draining"}')) >= starts.length + 1);
 
       // Stop still works; once the last run has ended the process exits 0 by itself.
       assert.equal((await fetch(`${url}/v1/chats/${heldChat}/stream/stop`, { method: 'POST' })).status, 200);

@@ -12,7 +12,9 @@ import { BodyPool } from '../../src/http/body-pool.ts';
 import { startShedding, withoutIdempotencyKey } from '../../src/http/early-refusal.ts';
 import { mountRoutes } from '../../src/http/router.ts';
 import { listenExclusive, uws, type us_listen_socket } from '../../src/http/uws.ts';
+import net from 'node:net';
 import { rawExchange } from '../helpers/raw-http.ts';
+import { waitFor } from '../helpers/server.ts';
 
 /** Headers of a start whose body is announced at 100,000 bytes, followed by only a few of them. */
 const unfinished = (headers = '') =>
@@ -45,6 +47,7 @@ describe('early refusal of starts', () => {
             reply.json(200, { read: body.length });
           },
         },
+        { method: 'GET', path: '/v1/other', handler: (_req, reply) => reply.json(200, { other: true }) },
       ],
       { defaultBodyLimit: 1 << 20, bodies: new BodyPool(new CpuPool()), authenticate: () => ADMIN_CALLER, onError: (err) => err as never, shed: startShedding(admission) },
     );
@@ -87,5 +90,21 @@ describe('early refusal of starts', () => {
     assert.equal(keyed.status, 200, 'read and handled: the ordinary path decides');
     assert.deepEqual(handled, [2, 2, 2]);
     assert.equal(admission.refused.draining, 1, 'not counted as refused');
+  });
+
+  it('keeps the connection usable: the rest of a refused body is skipped and the next request served', async () => {
+    const sock = net.connect(port, '127.0.0.1');
+    let got = '';
+    sock.on('data', (d) => (got += d.toString('latin1')));
+    try {
+      sock.write('POST /v1/start HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n{"a":');
+      await waitFor(() => got.includes('{"message":"server is draining"}'), 10_000, 'the refusal before the body ends');
+      got = '';
+      sock.write('"bc"}GET /v1/other HTTP/1.1\r\nhost: x\r\n\r\n');
+      await waitFor(() => got.includes('{"other":true}'), 10_000, 'the next request on the same connection');
+      assert.match(got, /^HTTP\/1\.1 200 /);
+    } finally {
+      sock.destroy();
+    }
   });
 });
