@@ -22,7 +22,7 @@ sim: install
 # Four files at a time on two cores: most of a test's time is spent waiting (streams at a set rate,
 # child processes starting, timers), not computing; a full run used about half of two cores at 2.
 test: install chromium deps
-	node $(NODE_FLAGS) --test --test-concurrency=4 --test-timeout=240000 $(TESTS)
+	node $(NODE_FLAGS) --test --test-concurrency=4 --test-timeout=600000 $(TESTS)
 
 # The layers (.dependency-cruiser.cjs, lowest first at its top): fails on an import that runs upward or
 # round in a circle, and when the actor runtime does not compile alone (actors/runtime/tsconfig.json).
