@@ -96,6 +96,9 @@ for (const db of apiDatabases()) {
       // A run of Alice's that stays active through the matrix, so attach and stop have something to refuse.
       running = alice.stream('/v1/chat-completions/stream', chatBody(sim({ deltas: 4000, rate: 5 }), { chatId: ids.chatId }));
       await waitFor(async () => (await alice.call('GET', '/v1/active-runs')).body.chats.includes(ids.chatId), 10_000, "Alice's run");
+      // The run stores its input as it starts: the matrix compares Alice's chat before and after, so
+      // it begins once that write is in, not while it may still land.
+      await waitFor(async () => (await alice.call('GET', `/v1/chats/${ids.chatId}`)).body.chat.messages.length === 2, 10_000, "the run's stored input");
     });
     after(() => t.close());
 
