@@ -16,6 +16,8 @@
 //   BENCH_PROFILE=1 (service under --cpu-prof; results go to
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=3600 (runs left after this are skipped, with a note)
 //   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
+//   BENCH_DEFAULT_PATH=0 BENCH_NOISY=0 BENCH_CHECKPOINTS=0 BENCH_KILL=0 (issues 36–38's checks, each in its own file;
+//   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery runs only those named, nothing else)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -35,16 +37,25 @@ import { pgCpuMeter } from './pg-cpu.ts';
 import { runStartRates, START_RATES } from './start-rate.ts';
 import { runFloodCheck } from './flood.ts';
 import { runOverloadCheck, runRollingCheck } from './overload.ts';
+import { runCheckpoints } from './checkpoints.ts';
+import { runDefaultPath } from './default-path.ts';
+import { runKillCheck } from './kill-recovery.ts';
+import { runNoisyNeighbour } from './noisy.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
 
 const env = process.env;
+// BENCH_ONLY: the named checks of issues 36–38 alone (no burst, start rates, capacity, sweep or other checks).
+const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',')) : null;
+const ALL = ONLY === null;
+const NEW_CHECKS = { defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL' } as const;
+const wanted = (check: keyof typeof NEW_CHECKS) => (ONLY ? ONLY.has(check) : env[NEW_CHECKS[check]] !== '0');
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
 // floor itself (simulator + generator, nothing in between) saturates this 2-core machine near 40k
 // deltas/s, so no target's added latency could be read there; the step is about 5,000 open streams.
 // K=10,000 at 2/s is the same 20k deltas/s again, with twice the streams open: the cost curve's last point.
 // Empty: no sweep (a targeted run of the start rows or the capacity search alone).
-const SWEEP = (env.BENCH_SWEEP ?? '100:20:120,1000:20:120,5000:4:40,10000:2:40').split(',').filter(Boolean).map((s) => {
+const SWEEP = (ALL ? env.BENCH_SWEEP ??  '100:20:120,1000:20:120,5000:4:40,10000:2:40' : '').split(',').filter(Boolean).map((s) => {
   const [k, r, d] = s.split(':').map(Number);
   return { k: k!, rate: r!, deltas: d! };
 });
@@ -52,11 +63,11 @@ const KS = SWEEP.map((s) => s.k);
 // 1,000 starts/s: faster ramps measure the simulator's own start-up queue (its ttfd passes 150 ms
 // at 2,000/s), and K=5,000 still has every stream open at once for seconds.
 const STARTS = Number(env.BENCH_STARTS_PER_SEC ?? 1000);
-const TARGETS = new Set((env.BENCH_TARGETS ?? 'floor,nginx,peer,service').split(','));
+const TARGETS = new Set((ALL ? env.BENCH_TARGETS ?? 'floor,nginx,peer,service' : 'service').split(','));
 const PROFILE = env.BENCH_PROFILE === '1';
 const SERVICE_FLAGS = (env.BENCH_SERVICE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const CASES = new Set((env.BENCH_CASES ?? 'provider_c:true,provider_c:false,provider_a:true,provider_a:false').split(','));
-const CHECKS = env.BENCH_CHECKS !== '0';
+const CHECKS = ALL && env.BENCH_CHECKS !== '0';
 // The service saturates well below K=5,000 × 20/s, so each of its runs there takes minutes' worth of
 // deltas; two cases keep `make bench` under 10 minutes (BENCH_BIG_K_CASES=all for the four).
 const BIG_K = 5000;
@@ -72,7 +83,7 @@ const EXTRAS = new Set((env.BENCH_EXTRAS ?? 'provider_b,web_search,embedded,tls,
 const TLS_KS = new Set((env.BENCH_TLS_K ?? '1000,5000').split(',').map(Number));
 const EXTRAS_K = Number(env.BENCH_EXTRAS_K ?? 1000);
 const EMBEDDED_K = Number(env.BENCH_EMBEDDED_K ?? 100);
-const BURST_K = Number(env.BENCH_BURST ?? 1000);
+const BURST_K = ALL ? Number(env.BENCH_BURST ?? 1000) : 0;
 const REATTACH = env.BENCH_REATTACH !== '0';
 // The start-rate sweep and the capacity search add ~15–25 minutes to the sweep's ~20.
 const BUDGET_MS = Number(env.BENCH_BUDGET_S ?? 3600) * 1000;
@@ -89,7 +100,7 @@ const webSearchBody = (deltas: number, rate: number) =>
   });
 
 async function main(): Promise<void> {
-  const maxK = Math.max(...KS, BURST_K, CAPACITY ? CAPACITY_MAX : 0);
+  const maxK = Math.max(...KS, BURST_K, ALL && CAPACITY ? CAPACITY_MAX : 0);
   const limit = openFilesLimit();
   if (limit < maxK * 2 + 1024) log(`warning: open-files limit ${limit} is low for K=${maxK} (raise with: ulimit -n $(ulimit -Hn))`);
   mkdirSync(OUT, { recursive: true });
@@ -100,7 +111,7 @@ async function main(): Promise<void> {
   const nginx = nginxBin ? await startNginx(nginxBin, sim.port, maxK) : null;
   const peer = TARGETS.has('peer') ? await startPeer().catch((err: Error) => (log(`peer did not start: ${err.message}`), null)) : null;
   const peerProbe = peer ? await probePeer(peer.port, sim.urls) : 'not started';
-  if (peerProbe) log(`peer gateway streaming fails: ${peerProbe}`);
+  if (peerProbe && TARGETS.has('peer')) log(`peer gateway streaming fails: ${peerProbe}`);
   const db = await createBenchDb();
   // The Postgres backends' CPU per start beside the service's (start rows); null on the embedded database.
   const pgMeter = db.url ? await pgCpuMeter(db.url).catch((err: Error) => (log(`no Postgres CPU figures: ${err.message}`), null)) : null;
@@ -146,7 +157,7 @@ async function main(): Promise<void> {
   };
   // The `tls` rows' simulator: https, HTTP/2 or HTTP/1.1 by ALPN; the service trusts its certificate.
   const secureSim = TARGETS.has('service') && EXTRAS.has('tls') && (BURST_K > 0 || SWEEP.some((s) => TLS_KS.has(s.k))) ? await startSecureSimulator() : null;
-  const h2cSim = TARGETS.has('service') && EXTRAS.has('h2c') ? await startSimulator({ h2c: true }) : null;
+  const h2cSim = ALL && TARGETS.has('service') && EXTRAS.has('h2c') ? await startSimulator({ h2c: true }) : null;
   type RunOptions = { note?: string; dataDir?: string; via?: typeof secureSim };
   const serviceRun = (base: Base, body: string, step: Step, floor: Row | undefined, o: RunOptions = {}) => {
     const upstream = o.via ?? { child: sim.child, urls: sim.urls, env: {} };
@@ -184,8 +195,8 @@ async function main(): Promise<void> {
       await h2cRun(persisted, serviceBody('provider_c', true, 1, 1), step, floor);
     }
     const drive = { sim, h2cSim, nginx, peer: peerProbe ? null : peer, peerDown: peerProbe, dbUrl: db.url, pgMeter, withService };
-    if (START_RATES.length) await runStartRates(drive, run);
-    if (CAPACITY) {
+    if (ALL && START_RATES.length) await runStartRates(drive, run);
+    if (ALL && CAPACITY) {
       for (const row of await runCapacity({ ...drive, log, overBudget })) {
         rows.push(row);
         log(`capacity ${row.target}: ${row.capacityStreams} streams${row.note ? ` (${row.note})` : ''}`);
@@ -230,19 +241,30 @@ async function main(): Promise<void> {
     const checks = CHECKS && TARGETS.has('service')
       ? await runChecks({ sim: sim.urls, dbUrl: db.url, D: 120, RATE: 20, STARTS, log, withService, generate, serviceBody })
       : { skipped: 'BENCH_CHECKS=0 or service not in BENCH_TARGETS' };
-    (checks as Record<string, unknown>).cluster = TARGETS.has('service') && env.BENCH_CLUSTER !== '0' && !overBudget()
+    (checks as Record<string, unknown>).cluster = ALL && TARGETS.has('service') && env.BENCH_CLUSTER !== '0' && !overBudget()
       ? await runClusterChecks({ sim: sim.urls, dbUrl: db.url, nginxBin: nginxBin ?? ensureNginx(), D: 120, RATE: 20, STARTS, rows, log, generate, serviceBody })
       : { skipped: 'BENCH_CLUSTER=0, service not in BENCH_TARGETS, or over budget' };
     // History search at 100,000 messages (bench/load/history-search.ts; alone: node --import tsx bench/load/history-search.ts).
-    (checks as Record<string, unknown>).historySearch = env.BENCH_HISTORY !== '0' ? await runHistorySearchBench(log) : { skipped: 'BENCH_HISTORY=0' };
+    (checks as Record<string, unknown>).historySearch = ALL && env.BENCH_HISTORY !== '0' ? await runHistorySearchBench(log) : { skipped: 'BENCH_HISTORY=0' };
     const service = TARGETS.has('service') && !overBudget();
-    (checks as Record<string, unknown>).overloadShedding = service && env.BENCH_OVERLOAD !== '0'
+    // Issues 36–38's checks, each alone through BENCH_ONLY; they run even past the budget when named there.
+    const newCheck = async (name: keyof typeof NEW_CHECKS, go: () => Promise<Record<string, unknown>>) => {
+      (checks as Record<string, unknown>)[name] = wanted(name) && TARGETS.has('service') && (ONLY || !overBudget())
+        ? await go().catch((err: Error) => ({ error: err.message.split('\n').slice(0, 3).join(' ') }))
+        : { skipped: `${NEW_CHECKS[name]}=0, not in BENCH_ONLY, service not in BENCH_TARGETS, or over budget` };
+      log(`${name}: ${JSON.stringify((checks as Record<string, unknown>)[name])}`);
+    };
+    await newCheck('defaultPath', () => runDefaultPath(drive, run));
+    await newCheck('noisyNeighbour', () => runNoisyNeighbour(drive, run));
+    await newCheck('checkpoints', () => runCheckpoints(drive, run));
+    await newCheck('killRecovery', () => runKillCheck({ sim: sim.urls, dbUrl: db.url, log }));
+    (checks as Record<string, unknown>).overloadShedding = ALL && service && env.BENCH_OVERLOAD !== '0'
       ? await runOverloadCheck({ sim: sim.urls, dbUrl: db.url, log, withService, serviceBody })
       : { skipped: 'BENCH_OVERLOAD=0, service not in BENCH_TARGETS, or over budget' };
-    (checks as Record<string, unknown>).flood = service && env.BENCH_FLOOD !== '0'
+    (checks as Record<string, unknown>).flood = ALL && service && env.BENCH_FLOOD !== '0'
       ? await runFloodCheck({ sim: sim.urls, dbUrl: db.url, log, withService })
       : { skipped: 'BENCH_FLOOD=0, service not in BENCH_TARGETS, or over budget' };
-    (checks as Record<string, unknown>).rollingRestart = service && env.BENCH_ROLLING !== '0'
+    (checks as Record<string, unknown>).rollingRestart = ALL && service && env.BENCH_ROLLING !== '0'
       ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };
     const meta = {

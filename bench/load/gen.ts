@@ -16,6 +16,8 @@ export interface GenJob {
   port: number;
   path: string;
   headers?: Record<string, string>;
+  /** Stream i sends `headersByIndex[i % length]` instead (several users' keys in one job). */
+  headersByIndex?: Record<string, string>[];
   /** Request body; `__I__` is replaced by the stream's index. */
   body: string;
   kind: 'sse' | 'cc';
@@ -65,7 +67,10 @@ async function runStreams(job: GenJob): Promise<GenResult> {
   // Starts go out in small groups per timer tick (timers cannot fire every 0.4 ms).
   for (let i = 0; i < job.k; ) {
     const due = Math.min(job.k, Math.floor((performance.now() - t0) / gap) + 1);
-    for (; i < due; i++) all.push(runStream({ ...base, body: job.body.replaceAll('__I__', String(i)) }, t));
+    for (; i < due; i++) {
+      const headers = job.headersByIndex ? job.headersByIndex[i % job.headersByIndex.length]! : base.headers;
+      all.push(runStream({ ...base, headers, body: job.body.replaceAll('__I__', String(i)) }, t));
+    }
     if (i < job.k) await new Promise((r) => setTimeout(r, Math.max(1, gap)));
   }
   t.rampOver = true;
