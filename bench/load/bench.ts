@@ -48,7 +48,7 @@ const env = process.env;
 // BENCH_ONLY: the named checks of issues 36–38 alone (no burst, start rates, capacity, sweep or other checks).
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',')) : null;
 const ALL = ONLY === null;
-const NEW_CHECKS = { defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL' } as const;
+const NEW_CHECKS = { defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL', flood: 'BENCH_FLOOD' } as const;
 const wanted = (check: keyof typeof NEW_CHECKS) => (ONLY ? ONLY.has(check) : env[NEW_CHECKS[check]] !== '0');
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
 // floor itself (simulator + generator, nothing in between) saturates this 2-core machine near 40k
@@ -261,9 +261,7 @@ async function main(): Promise<void> {
     (checks as Record<string, unknown>).overloadShedding = ALL && service && env.BENCH_OVERLOAD !== '0'
       ? await runOverloadCheck({ sim: sim.urls, dbUrl: db.url, log, withService, serviceBody })
       : { skipped: 'BENCH_OVERLOAD=0, service not in BENCH_TARGETS, or over budget' };
-    (checks as Record<string, unknown>).flood = ALL && service && env.BENCH_FLOOD !== '0'
-      ? await runFloodCheck({ sim: sim.urls, dbUrl: db.url, log, withService })
-      : { skipped: 'BENCH_FLOOD=0, service not in BENCH_TARGETS, or over budget' };
+    await newCheck('flood', () => runFloodCheck({ sim: sim.urls, dbUrl: db.url, log, withService }));
     (checks as Record<string, unknown>).rollingRestart = ALL && service && env.BENCH_ROLLING !== '0'
       ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };
