@@ -1,5 +1,5 @@
 // The layer check itself (make deps): the project's own .dependency-cruiser.cjs and the runtime's own
-// tsconfig, run on a small tree shaped like the project's. A clean tree passes; the same tree with one
+// tsconfig, run on a small tree shaped like the project's. A clean tree passes; the same tree with an
 // import of each forbidden kind added fails, naming exactly those imports. So a rule that stopped matching
 // (a renamed folder, a broken pattern, type-only imports no longer seen) fails here instead of letting
 // `make deps` pass silently.
@@ -96,11 +96,15 @@ describe('the layer check (make deps)', () => {
     assert.deepEqual(await cruise(tree()), { code: 0, violations: [] });
   });
 
-  for (const { what, add, expect } of BROKEN) {
-    it(`fails on ${what}, naming the import`, async () => {
-      const { code, violations } = await cruise(tree(add));
-      assert.deepEqual(violations, expect);
-      assert.equal(code, expect.length, 'dependency-cruiser exits non-zero, so make test stops');
+  // Every forbidden kind in two trees instead of ten (each kind adds to files of its own): the storage
+  // import of HTTP goes alone, since together with HTTP's import of the service it would close a circle.
+  const groups = [BROKEN.filter((b) => !b.what.startsWith('storage')), BROKEN.filter((b) => b.what.startsWith('storage'))];
+  for (const group of groups) {
+    it(`fails on ${group.map((b) => b.what).join(', ')}: naming each import`, async () => {
+      const { code, violations } = await cruise(tree(group.flatMap((b) => b.add)));
+      const expected = group.flatMap((b) => b.expect).sort();
+      assert.deepEqual(violations, expected);
+      assert.equal(code, expected.length, 'dependency-cruiser exits non-zero, so make test stops');
     });
   }
 
