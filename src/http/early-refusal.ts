@@ -5,7 +5,6 @@
 // not the running streams' latency. A request that might not start a new run (an Idempotency-Key
 // retry of a running run, a run that joins one going here) is left to the ordinary path, which
 // attaches it or refuses it with the same answer after the body is read.
-import type { Admission } from '../admission.ts';
 import { DRAINING, OVERLOADED, type HttpError } from './errors.ts';
 import { IDEMPOTENCY_KEY_HEADER } from './idempotency.ts';
 import type { Req } from './reply.ts';
@@ -32,7 +31,15 @@ function prebuilt(reason: PrebuiltAnswer['reason'], err: HttpError): PrebuiltAns
   return { reason, status: err.status, body: JSON.stringify({ message: err.message }), contentType: 'application/json; charset=utf-8', headers: Object.freeze({ ...err.headers }) };
 }
 
-export function startShedding(admission: Admission): StartShedding {
+/** What the shedding asks of the admission (src/admission.ts), which HTTP may not import. */
+export interface SheddingSignal {
+  /** Why a new run would be refused now, or null. */
+  shedding(): PrebuiltAnswer['reason'] | null;
+  /** Counts a refusal (css_runs_refused_total). */
+  count(reason: PrebuiltAnswer['reason']): void;
+}
+
+export function startShedding(admission: SheddingSignal): StartShedding {
   const answers = { draining: prebuilt('draining', DRAINING()), overload: prebuilt('overload', OVERLOADED()) };
   return {
     answer() {
