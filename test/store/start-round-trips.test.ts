@@ -7,45 +7,15 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { prepareChat, type ChatStorageRequest } from '../../actors/run-storage.ts';
-import type { Database, Queryable } from '../../src/db/types.ts';
+import type { Database } from '../../src/db/types.ts';
 import type { InputMessage } from '../../src/schemas.ts';
 import { createChat, getChat } from '../../src/store/chats.ts';
 import { FIRST_RUN_TOKEN } from '../../src/store/fencing.ts';
 import { appendMessages } from '../../src/store/messages.ts';
+import { countQueries } from '../helpers/count-queries.ts';
 import { fakeDeps } from '../helpers/fake-deps.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
-
-/**
- * Runs `fn` with every query and connection checkout of `pool` counted. The pool itself is wrapped
- * (not a stand-in), so its named statements and group commit work as in the service.
- */
-type Method = (...a: unknown[]) => unknown;
-
-async function counted<T>(pool: Queryable, fn: () => Promise<T>): Promise<{ value: T; queries: string[]; checkouts: number }> {
-  const p = pool as unknown as { query: Method; connect: Method };
-  const { query, connect } = p;
-  const queries: string[] = [];
-  let checkouts = 0;
-  // pg's pool.query checks a client out itself, synchronously: only the other checkouts are a caller's.
-  let inQuery = false;
-  p.query = (text, ...rest) => {
-    queries.push(typeof text === 'string' ? text : (text as { text: string }).text);
-    inQuery = true;
-    try {
-      return query.call(pool, text, ...rest);
-    } finally {
-      inQuery = false;
-    }
-  };
-  p.connect = (...a) => (inQuery || checkouts++, connect.apply(pool, a));
-  try {
-    return { value: await fn(), queries, checkouts };
-  } finally {
-    delete (p as Partial<typeof p>).query;
-    delete (p as Partial<typeof p>).connect;
-  }
-}
 
 const user = (content: string): InputMessage => ({ role: 'user', content });
 
@@ -65,7 +35,7 @@ for (const target of await testDatabases()) {
     });
     /** The run's prepare, counted: it must be one query and no transaction. */
     const start = async (req: ChatStorageRequest) => {
-      const { value, queries, checkouts } = await counted(db.pool, () => prepareChat(req, deps()));
+      const { value, queries, checkouts } = await countQueries(db.pool, () => prepareChat(req, deps()));
       assert.equal(checkouts, 0, 'a start takes no connection for a transaction');
       assert.equal(queries.length, 1, `a start is one statement, got: ${queries.join(' ;; ')}`);
       return value;
