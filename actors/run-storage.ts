@@ -6,12 +6,12 @@
 // (prepareChat returns it); the run's tool messages and its answer carry it and are refused with
 // FencedWriteError once a later run has started on the chat. Failing the run's own LlmCall is never
 // refused: that row is the run's alone.
-import { newInputMessages, toStoredMessage } from '../src/chat/transcript.ts';
+import { toStoredMessage } from '../src/chat/transcript.ts';
 import { CHAT_NOT_FOUND } from '../src/messages.ts';
 import type { ProviderName, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import type { InputMessage } from '../src/schemas.ts';
-import { createChat, getChatDetail, startChatRun } from '../src/store/chats.ts';
+import { createChat, startChatRun } from '../src/store/chats.ts';
 import { FIRST_RUN_TOKEN } from '../src/store/fencing.ts';
 import { finishLlmCall, finishLlmCallWithMessage, recordLlmCallFailure, startLlmCall } from '../src/store/llm-calls.ts';
 import { RunError } from './run-failure.ts';
@@ -42,6 +42,9 @@ export interface PreparedChat {
   runToken: number | null;
 }
 
+/** The supplied messages a chat may store: assistant messages are never taken from the client. */
+const inputOf = (req: ChatStorageRequest) => req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage);
+
 /**
  * The chat run's storage before its answer, in one statement: the chat (created with its input, or
  * its new input appended and its provider use recorded) with the running LlmCall, and the run's
@@ -60,17 +63,14 @@ export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promi
       provider: req.provider,
       model: req.model,
       enabledTools: deps.tools.map((t) => t.name),
-      messages: req.messages.filter((m) => m.role !== 'assistant').map(toStoredMessage),
+      messages: inputOf(req),
       ...(call ? { call } : {}),
       owner: req.owner,
     });
     return { runToken: call ? FIRST_RUN_TOKEN : null };
   }
-  const chatId = req.chatId;
-  const chat = await getChatDetail(pool, chatId, req.owner);
-  if (!chat) throw new RunError(CHAT_NOT_FOUND, 'not_found');
-  const fresh = newInputMessages(chat.messages, req.messages);
-  const runToken = await startChatRun(pool, { chatId, provider: req.provider, model: req.model, messages: fresh.map(toStoredMessage), call, owner: req.owner });
+  // The statement itself picks which of the supplied messages are new to the transcript.
+  const runToken = await startChatRun(pool, { chatId: req.chatId, provider: req.provider, model: req.model, messages: inputOf(req), supplied: true, call, owner: req.owner });
   if (runToken === null) throw new RunError(CHAT_NOT_FOUND, 'not_found');
   return { runToken };
 }

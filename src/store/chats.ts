@@ -209,21 +209,6 @@ export async function deleteChat(db: Queryable, id: string, owner = ADMIN_USER_I
   return rows[0]!.n > 0;
 }
 
-const continueChatSql = variants(
-  (withMessages, withCall) => `WITH chat AS (
-       UPDATE chats
-          SET last_used_provider = $2::text,
-              last_used_model = $3::text,
-              initiated_model = CASE WHEN initiated_provider IS NULL THEN $3::text ELSE initiated_model END,
-              initiated_provider = COALESCE(initiated_provider, $2::text),
-              updated_at = now(),
-              run_token = run_token + 1
-        WHERE id = $1 AND owner_id = $4
-        RETURNING id, run_token, owner_id
-     )${inputCtes('chat', '$2::text', '$3::text', 5, withMessages, withCall)}
-     SELECT max(run_token)::int AS token FROM chat`,
-);
-
 /**
  * A run's start on an existing chat, in one statement: its new input appended, the provider use
  * recorded (lastUsed* always, initiated* only while unset: the spec's "first call, successful or
@@ -239,10 +224,19 @@ export interface ContinueChat {
   provider: ProviderName;
   model: string;
   messages: readonly NewMessage[];
+  /**
+   * `messages` is the client's whole history (its assistant messages left out): only those not yet in
+   * the stored transcript are appended, each matched in order by role and content. Else every one is.
+   */
+  supplied?: boolean;
   call: { id: string; instanceId: string | null } | null;
   /** The user the chat belongs to: another user's chat reads as absent (the built-in admin when not given). */
   owner?: string;
 }
+
+// The function of sql/012_start_in_one_statement.sql: finding the new messages of a supplied history
+// is a sequential walk, which no single data-modifying CTE can do.
+const START_CHAT_RUN = 'SELECT start_chat_run($1, $2, $3, $4, $5::json, $6, $7, $8) AS token';
 
 /**
  * continueChat that also starts a new run's fencing: the chat's token goes one up in the same
@@ -250,10 +244,17 @@ export interface ContinueChat {
  */
 export async function startChatRun(db: Queryable, input: ContinueChat): Promise<number | null> {
   if (!isIssuedId(input.chatId)) return null;
-  const params: unknown[] = [input.chatId, input.provider, input.model, input.owner ?? ADMIN_USER_ID];
-  if (input.messages.length) params.push(messagesParam(input.messages));
-  if (input.call) params.push(input.call.id, input.call.instanceId);
-  const { rows } = await db.query<{ token: number | null }>(prepared(db, continueChatSql(input.messages.length > 0, Boolean(input.call))), params);
+  if (input.call) noteRunWrites(db, 1);
+  const { rows } = await db.query<{ token: number | null }>(prepared(db, START_CHAT_RUN), [
+    input.chatId,
+    input.owner ?? ADMIN_USER_ID,
+    input.provider,
+    input.model,
+    messagesParam(input.messages),
+    input.supplied === true,
+    input.call?.id ?? null,
+    input.call?.instanceId ?? null,
+  ]);
   return rows[0]!.token;
 }
 

@@ -46,7 +46,7 @@ export interface FinishLlmCall {
 
 /**
  * INSERT of a running call for the chat that the CTE `chat` yields (none when it yields no row), for
- * statements that write a run's start in one round trip (createChat, continueChat). Arguments are SQL
+ * statements that write a run's start in one round trip (createChat). Arguments are SQL
  * expressions (parameters).
  */
 export function insertCallSql(chat: string, provider: string, model: string, id: string, instanceId: string): string {
