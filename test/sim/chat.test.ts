@@ -96,6 +96,29 @@ describe('chat completions text', () => {
     assert.equal(bad.choices[0]!.message.content, "SIM directive error: 'gateAfter' needs a 'gate'");
   });
 
+  test('gate with gateEvery: the stream holds after every n deltas, the k-th time at <gate>-<k>, paced or not', async () => {
+    for (const rate of [undefined, 100]) {
+      const gate = `step-${rate}`;
+      const s = await c.chat.completions.create({ model: 'sim-c-large', stream: true, messages: [{ role: 'user', content: SIM({ reply: 'abcdefg', deltas: 7, rate, gate, gateEvery: 3 }) }] });
+      const it = s[Symbol.asyncIterator]();
+      const seen: string[] = [];
+      for (const k of [1, 2]) {
+        while (seen.length < 3 * k) {
+          const t = (await it.next()).value?.choices[0]?.delta?.content;
+          if (t) seen.push(t);
+        }
+        await waitFor(() => sim.heldAt(`${gate}-${k}`) === 1, 10_000, `the stream to hold at its gate ${k}`);
+        assert.equal(seen.join(''), 'abcdefg'.slice(0, 3 * k), `held after ${3 * k} deltas`);
+        sim.openGate(`${gate}-${k}`);
+      }
+      for (let r = await it.next(); !r.done; r = await it.next()) seen.push(r.value.choices[0]?.delta?.content ?? '');
+      assert.equal(seen.join(''), 'abcdefg');
+      assert.equal(sim.heldAt(`${gate}-3`), 0, 'no hold after the last delta');
+    }
+    const bad = await c.chat.completions.create({ model: 'sim-c-large', messages: [{ role: 'user', content: SIM({ gate: 'g', gateAfter: 1, gateEvery: 2 }) }] });
+    assert.equal(bad.choices[0]!.message.content, "SIM directive error: 'gateEvery' and 'gateAfter' exclude each other");
+  });
+
   test('stamp: each delta is its send time', async () => {
     const before = performance.timeOrigin + performance.now();
     const list = await chunks(c, [{ role: 'user', content: SIM({ deltas: 5, rate: 200, stamp: true }) }]);
