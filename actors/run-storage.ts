@@ -130,6 +130,6 @@ export function finishCall(deps: RunDeps, o: { callId: string; usage: Usage | nu
  * database is back (recordLlmCallFailure), so the run can end now.
  */
 export async function failCall(deps: RunDeps, o: { callId: string; error: string; started: number }): Promise<void> {
-  await recordLlmCallFailure(deps.pool, { callId: o.callId, error: o.error, latencyMs: sinceMs(o.started) });
+  await recordLlmCallFailure(deps.pool, { callId: o.callId, error: o.error, latencyMs: sinceMs(o.started) }, deps.writes);
 }
 

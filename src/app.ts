@@ -20,7 +20,7 @@ import { openControlDb } from './db/control-pool.ts';
 import { openDatabase, redact } from './db/pool.ts';
 import type { Database } from './db/types.ts';
 import { servePool } from './db/remote-pool.ts';
-import { writeRetries } from './db/write-retry.ts';
+import { WriteRetryQueue } from './db/write-retry.ts';
 import { Drain } from './drain.ts';
 import { startHeartbeat } from './heartbeat.ts';
 import { corsPolicy } from './http/cors.ts';
@@ -48,7 +48,9 @@ import { userRoutes } from './routes/users.ts';
 import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
 import { Runs } from './runs.ts';
+import { ClaimedKeys } from './claimed-keys.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
+import { newRecoveredRuns, type RecoveredRuns } from './store/recovery.ts';
 import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
 import { UserLimits, UserRevocations } from './users.ts';
@@ -105,18 +107,21 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     (d) => d.close(),
   );
   const control = await lc.open('control database', () => openControlDb(db, config.DATABASE_URL, CONTROL_DEADLINE_MS), (c) => c.close());
+  // This server's count of runs recovered from lost instances: its start and its sweeps add, its metrics read.
+  const recovered = newRecoveredRuns();
   await lc.open(
     'heartbeat',
-    () => startHeartbeat({ db: control, pool: db.pool, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log }),
+    () => startHeartbeat({ db: control, pool: db.pool, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log, recovered }),
     (h) => h.stop(),
   );
-  const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId });
+  const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId, tally: recovered });
   if (interrupted > 0) log.warn({ interrupted }, 'marked LlmCalls interrupted by the last stop as failed');
   const readiness = new Readiness();
   readiness.add({ name: 'database', check: () => control.query('SELECT 1') });
   // Runs on this thread whose failure met a database outage: give their writes a last chance, once
   // the runs have ended and before the database closes.
-  lc.defer('write retries', () => writeRetries.drain(STOP_WRITE_GRACE_MS));
+  const writes = new WriteRetryQueue();
+  lc.defer('write retries', () => writes.drain(STOP_WRITE_GRACE_MS));
   // The cluster joins after the supervisor (it serves the supervisor's runs) but leaves after it:
   // the runs have ended and given their leases back by then, so leave now rather than after a TTL.
   let cluster: Cluster | null = null;
@@ -131,7 +136,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   lc.defer('sse streams', () => sse.close());
   const { supervisor, runs, metrics } = await lc.open(
     'supervisor',
-    () => startSupervisor(config, db, providers, { admission, lag, sse, cpu }, log),
+    () => startSupervisor(config, db, providers, { admission, lag, sse, cpu, recovered, writes }, log),
     (s) => s.supervisor.shutdown(),
   );
   // Who is calling: the admin token, a user's API key, or (AUTH_JWKS_URL) a single-sign-on JWT.
@@ -181,6 +186,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     metrics,
     sse,
     limits: new UserLimits(config, db.pool, admission),
+    claimedKeys: new ClaimedKeys(),
   };
   lc.defer('overload lag', () => lag?.stop());
   // Loads in the background: the server does not wait for any provider's list.
@@ -222,7 +228,7 @@ function startSupervisor(
   config: Config,
   db: Database,
   providers: AppContext['providers'],
-  { admission, lag, sse, cpu }: { admission: Admission; lag: LagBoard | null; sse: SseStreams; cpu: CpuPool },
+  { admission, lag, sse, cpu, recovered, writes }: { admission: Admission; lag: LagBoard | null; sse: SseStreams; cpu: CpuPool; recovered: RecoveredRuns; writes: WriteRetryQueue },
   log: Logger,
 ) {
   const workerSetup = (): WorkerSetup => {
@@ -241,7 +247,7 @@ function startSupervisor(
     maxActiveRuns: config.MAX_ACTIVE_RUNS,
     factory:
       config.actorThreads === 0
-        ? inlineHosts(runDepsFrom(config, db.pool, cpu, providers))
+        ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers))
         : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms) => lag.report(index, p99Ms) : undefined),
     log: (level, message, err) => log[level]({ err }, message),
     onEnd: (run, result) => {
@@ -250,7 +256,7 @@ function startSupervisor(
     },
     admission,
   });
-  metrics = createMetrics(supervisor, sse, admission);
+  metrics = createMetrics(supervisor, sse, recovered, admission);
   runs = new Runs(supervisor, admission);
   return { supervisor, runs, metrics };
 }

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { RunSupervisor } from '../actors/runs.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import type { ClaimedKeys } from './claimed-keys.ts';
 import type { SseStreams } from './http/sse.ts';
 import type { Metrics } from './metrics.ts';
 import type { ModelRegistry } from './models/registry.ts';
@@ -37,4 +38,6 @@ export interface AppContext {
   sse: SseStreams;
   /** Each user's limits (active runs, daily tokens); the admin has none. */
   limits: UserLimits;
+  /** Idempotency-Keys this server claimed whose run has not recorded its outcome yet. */
+  claimedKeys: ClaimedKeys;
 }

@@ -1,4 +1,4 @@
-// Idempotent starts of a completion (ARCHITECTURE.md, "Run control: idempotent start"), as a service
+// Idempotent starts of a completion (docs/api-notes.md, "Retrying a start safely"), as a service
 // beside the runs: a request with an Idempotency-Key either claims the key and starts the run, or finds
 // the key already used: with another request (IdempotencyKeyError `reused`), or with this request, whose
 // retry then waits for the run and replays what it recorded. The record lives in Postgres, so this holds
@@ -18,9 +18,6 @@ import {
   type IdempotencyRecord,
 } from './store/idempotency.ts';
 import { ErrorCodes, ServiceError } from './errors.ts';
-
-/** How often a retry re-reads a key whose run is on another instance (no event reaches it from there). */
-const POLL_MS = 100;
 
 export interface KeyedRequest {
   key: string;
@@ -61,55 +58,8 @@ const streamOutcome = z.object({
 export type WholeOutcome = z.infer<typeof wholeOutcome>;
 export type StreamOutcome = z.infer<typeof streamOutcome>;
 
-// ---- events of this process's keyed runs -------------------------------------------------------
-
-/** A promise and the function that settles it. */
-function signal(): { settled: Promise<void>; fire: () => void } {
-  let fire!: () => void;
-  const settled = new Promise<void>((r) => (fire = r));
-  return { settled, fire };
-}
-
-/** A keyed run claimed here: when it started (or was given up), and when its outcome was recorded. */
-class KeyEvents {
-  started = false;
-  readonly start = signal();
-  readonly record = signal();
-}
-
-// Per database (a process may host several services in tests): keys claimed here whose run has not
-// recorded its outcome yet.
-const claimedHere = new WeakMap<object, Map<string, KeyEvents>>();
-
-function keyEvents(app: AppContext): Map<string, KeyEvents> {
-  let keys = claimedHere.get(app.pool);
-  if (!keys) claimedHere.set(app.pool, (keys = new Map()));
-  return keys;
-}
-
 /** A key as this process tells keys apart: per user. */
 const scoped = (k: Pick<KeyedRequest, 'owner' | 'key'>) => `${k.owner}\n${k.key}`;
-
-function watchKey(app: AppContext, key: string): void {
-  keyEvents(app).set(key, new KeyEvents());
-}
-
-function unwatchKey(app: AppContext, key: string): void {
-  const e = keyEvents(app).get(key);
-  keyEvents(app).delete(key);
-  e?.start.fire();
-  e?.record.fire();
-}
-
-/**
- * Settles at the next thing that can change what a retry of `key` sees: the run registered or its
- * outcome recorded, when this process runs it; else after a poll interval (the run is elsewhere).
- */
-function nextChange(app: AppContext, key: string): Promise<void> {
-  const e = keyEvents(app).get(key);
-  if (!e) return new Promise((r) => setTimeout(r, POLL_MS));
-  return e.started ? e.record.settled : e.start.settled;
-}
 
 // ---- the service -------------------------------------------------------------------------------
 
@@ -118,7 +68,7 @@ export async function claimKey(app: AppContext, k: KeyedRequest): Promise<{ star
   // Twice: a record can expire (and be taken over) between a failed claim and the read.
   for (let attempt = 0; attempt < 2; attempt++) {
     if (await claimIdempotencyKey(app.pool, { key: k.key, requestHash: k.hash, mode: k.mode, chatId: k.chatId, callId: k.callId, owner: k.owner })) {
-      watchKey(app, scoped(k));
+      app.claimedKeys.watch(scoped(k));
       return { start: true };
     }
     const record = await readIdempotencyKey(app.pool, k.key, k.owner);
@@ -135,17 +85,13 @@ export async function releaseKey(app: AppContext, k: KeyedRequest): Promise<void
   try {
     await releaseIdempotencyKey(app.pool, k.key, k.callId, k.owner);
   } finally {
-    unwatchKey(app, scoped(k));
+    app.claimedKeys.unwatch(scoped(k));
   }
 }
 
 /** Records the run's outcome (as `render` makes it) on its key when it ends, wherever its client is by then. */
 export function recordOutcome(app: AppContext, k: KeyedRequest, result: Promise<RunResult<ChatRunValue>>, render: (r: RunResult<ChatRunValue>) => WholeOutcome | StreamOutcome): void {
-  const e = keyEvents(app).get(scoped(k));
-  if (e) {
-    e.started = true;
-    e.start.fire();
-  }
+  app.claimedKeys.started(scoped(k));
   void result.then(async (r) => {
     const status = r.ok ? (r.value.stopped ? 'stopped' : 'succeeded') : 'failed';
     try {
@@ -153,7 +99,7 @@ export function recordOutcome(app: AppContext, k: KeyedRequest, result: Promise<
     } catch (err) {
       app.log.error({ err, key: k.key }, 'the outcome of a keyed run could not be recorded');
     } finally {
-      unwatchKey(app, scoped(k));
+      app.claimedKeys.unwatch(scoped(k));
     }
   });
 }
@@ -179,7 +125,7 @@ export function recordedStream(record: IdempotencyRecord): StreamOutcome | null 
 
 /** The key's record after the next change (see nextChange), or null when `gone` settles first. */
 export async function nextRecord(app: AppContext, k: Pick<KeyedRequest, 'owner' | 'key'>, gone: Promise<void>): Promise<IdempotencyRecord | null> {
-  const left = await Promise.race([nextChange(app, scoped(k)).then(() => false), gone.then(() => true)]);
+  const left = await Promise.race([app.claimedKeys.nextChange(scoped(k)).then(() => false), gone.then(() => true)]);
   if (left) return null;
   const record = await readIdempotencyKey(app.pool, k.key, k.owner);
   if (!record) throw new IdempotencyKeyError('expired');

@@ -4,7 +4,7 @@ import client from 'prom-client';
 import type { RunSupervisor } from '../actors/runs.ts';
 import type { Admission, RefusalReason } from './admission.ts';
 import type { SseStreams } from './http/sse.ts';
-import { recoveredRuns } from './store/recovery.ts';
+import type { RecoveredRuns } from './store/recovery.ts';
 
 export interface Metrics {
   registry: client.Registry;
@@ -20,7 +20,8 @@ export interface Metrics {
 /** prom-client's event-loop delay sampling interval. */
 const EVENT_LOOP_PRECISION_MS = 100;
 
-export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, 'openCount'>, admission?: Admission): Metrics {
+/** `recovered`: the server's tally of runs recovered from lost instances (store/recovery.ts). */
+export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, 'openCount'>, recovered: RecoveredRuns, admission?: Admission): Metrics {
   const registry = new client.Registry();
   // prom-client samples the event-loop delay on a timer: at its default 10 ms that timer is ~100 wake-ups a
   // second of the main thread, idle or not (docs/performance.md, ninth round). A tenth of that is plenty for
@@ -66,8 +67,8 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
     registers: [registry],
     collect() {
       this.reset();
-      this.inc({ how: 'interrupted' }, recoveredRuns.interrupted);
-      this.inc({ how: 'continued' }, recoveredRuns.continued);
+      this.inc({ how: 'interrupted' }, recovered.interrupted);
+      this.inc({ how: 'continued' }, recovered.continued);
     },
   });
   const runDuration = new client.Histogram({

@@ -6,6 +6,7 @@ import { Checkpoints } from './checkpoints.ts';
 import type { Config } from './config.ts';
 import { CpuPool } from './cpu-pool.ts';
 import { usePreparedStatements } from './db/prepared.ts';
+import { WriteRetryQueue } from './db/write-retry.ts';
 import { remotePool } from './db/remote-pool.ts';
 import { createProviders } from './providers/index.ts';
 import type { ProviderAdapter, ProviderName } from './providers/types.ts';
@@ -19,6 +20,8 @@ export interface RunDeps {
   tools: ServiceTool[];
   /** The thread's CPU pool (the server's own for inline hosts). */
   cpu: CpuPool;
+  /** Failure writes that wait out a database outage: the server's own queue for inline hosts, the thread's in a worker. */
+  writes: WriteRetryQueue;
   /** The host's checkpoint timer (CHECKPOINT_MS): persisted chat runs register with it once stored. */
   checkpoints?: Checkpoints;
 }
@@ -33,8 +36,8 @@ export interface RunDepsInput {
 }
 
 /** `providers`: the thread's clients when it already has them (the main thread's, for inline hosts). */
-export function runDepsFrom(config: Config, pool: pg.Pool, cpu: CpuPool, providers = createProviders(config)): RunDeps {
-  return { config, pool, providers, tools: availableTools(config), cpu, checkpoints: new Checkpoints(pool, config.CHECKPOINT_MS) };
+export function runDepsFrom(config: Config, pool: pg.Pool, cpu: CpuPool, writes: WriteRetryQueue, providers = createProviders(config)): RunDeps {
+  return { config, pool, providers, tools: availableTools(config), cpu, writes, checkpoints: new Checkpoints(pool, config.CHECKPOINT_MS) };
 }
 
 export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {
@@ -48,6 +51,6 @@ export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {
   } else {
     throw new Error('actor host has neither a database URL nor a database port');
   }
-  // The thread's own: it ends with the thread.
-  return runDepsFrom(input.config, pool, new CpuPool());
+  // The thread's own: they end with the thread (a worker serves one server).
+  return runDepsFrom(input.config, pool, new CpuPool(), new WriteRetryQueue());
 }

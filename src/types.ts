@@ -52,7 +52,7 @@ export interface ChatSummary {
 
 export interface ChatDetail extends ChatSummary {
   messages: Message[];
-  /** How the chat's newest model call went (beyond the spec: ARCHITECTURE "the last run on the chat"). */
+  /** How the chat's newest model call went (beyond the spec: docs/api-notes.md, "How the last run went"). */
   lastRun: LastRun | null;
 }
 

@@ -1,5 +1,6 @@
 // SIMULATE: serve providers and engines that have no key from the bundled offline simulator
-// (test/sim), so `make run` works on a machine with no keys and no network. Never in production.
+// (src/sim: product code, so `make run` works on a machine with no keys and no network). Never with
+// NODE_ENV=production: there SIMULATE is off whatever it is set to.
 import type { Config } from './config.ts';
 
 export interface Upstreams {

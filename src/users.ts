@@ -1,7 +1,7 @@
 // What users mean beyond the database: a revoked user's cached keys stop resolving and a deleted user's
 // runs end, on this instance at once and on every other one through the cluster; and each user's limits
-// (ARCHITECTURE.md, "Users", Limits): runs going at once, cluster-wide (counted by the run registry,
-// src/runs.ts), and tokens per UTC day (user_day_tokens). The admin has none. Runs already going are
+// (docs/operations.md, "Users and single sign-on", Limits): runs going at once, cluster-wide (counted by
+// the run registry, src/runs.ts), and tokens per UTC day (user_day_tokens). The admin has none. Runs already going are
 // never cut by a limit: only starts are refused.
 import type { Logger } from 'pino';
 import type { RunSupervisor } from '../actors/runs.ts';

@@ -1,6 +1,6 @@
 // Single sign-on: a JWT bearer token checked against the identity provider's JWKS (see
-// ARCHITECTURE.md, "Users"). Every failure is `null`, never a throw: the caller answers 401 exactly as
-// for a wrong token, and nothing tells a client which check failed.
+// docs/operations.md, "Users and single sign-on"). Every failure is `null`, never a throw: the caller
+// answers 401 exactly as for a wrong token, and nothing tells a client which check failed.
 import { jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from 'pino';
 import { createLogger } from '../log.ts';

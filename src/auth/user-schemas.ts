@@ -1,4 +1,4 @@
-// Request bodies of the user endpoints (ARCHITECTURE.md, "Users"), as zod schemas: each problem is
+// Request bodies of the user endpoints (docs/operations.md, "Users and single sign-on"), as zod schemas: each problem is
 // reported under the field's own name.
 import { z } from 'zod';
 

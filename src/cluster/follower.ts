@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { runResult as runResultOf } from '../../actors/results.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
-import { sseFrame } from '../../actors/runtime/frame.ts';
+import { errorFrames } from '../../actors/runners.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Bus, Reply, Request } from './bus.ts';
 import type { RunKind } from './keys.ts';
@@ -41,7 +41,7 @@ function decodeResult(owner: string, payload: string): RunResult | Error {
 }
 
 type Pending =
-  | { t: 'follow'; owner: string; next: number; open: () => Subscriber; sink: Subscriber | null; settle: (r: boolean | Error) => void }
+  | { t: 'follow'; kind: RunKind; owner: string; next: number; open: () => Subscriber; sink: Subscriber | null; settle: (r: boolean | Error) => void }
   | { t: 'wait'; owner: string; settle: (r: RunResult | null | Error) => void }
   | { t: 'stop'; owner: string; settle: (r: boolean | Error) => void };
 
@@ -64,7 +64,7 @@ export class Follower {
    * answered (so a run that just ended can still be a 404). False when the owner no longer runs it.
    */
   follow(kind: RunKind, key: string, owner: string, open: () => Subscriber): Promise<boolean> {
-    return this.ask(owner, (sub) => ({ t: 'attach', from: this.instanceId, sub, kind, key }), (settle) => ({ t: 'follow', owner, next: 0, open, sink: null, settle }));
+    return this.ask(owner, (sub) => ({ t: 'attach', from: this.instanceId, sub, kind, key }), (settle) => ({ t: 'follow', kind, owner, next: 0, open, sink: null, settle }));
   }
 
   /** The outcome of the run held by `owner`, when it ends; null when it no longer runs there. */
@@ -161,13 +161,13 @@ export class Follower {
     p.sink.write(payload);
   }
 
-  /** `peer` is dead: its followers get an `error` event, its waiters and stops an error. */
+  /** `peer` is dead: its followers get their run kind's `error` event, its waiters and stops an error. */
   ownerLost(peer: string): void {
     for (const [sub, p] of this.pending) {
       if (p.owner !== peer) continue;
       this.pending.delete(sub);
       if (p.t === 'follow' && p.sink) {
-        p.sink.write(sseFrame('error', { type: 'error', message: `the instance running this stream (${peer}) stopped` }));
+        p.sink.write(errorFrames[p.kind](`the instance running this stream (${peer}) stopped`));
         p.sink.end();
       } else p.settle(new OwnerUnreachableError(peer));
     }

@@ -12,18 +12,20 @@
 import type pg from 'pg';
 import type { Queryable } from './types.ts';
 
-const usesNames = new WeakSet<object>();
-/** One name per statement text, shared by every pool of the thread; the texts are a fixed few. */
-const statements = new Map<string, { name: string; text: string }>();
+// Per pool, keyed by the pool itself (a pool belongs to one server, or to one actor thread): which
+// pools are marked, each with its names, one per statement text. A pool's connections are the sessions
+// that hold its names, so the names need agree only within the pool. Weak, so a closed pool's entry
+// goes with it; nothing else is kept here.
+const namesByPool = new WeakMap<object, Map<string, { name: string; text: string }>>();
 
 /** Marks `pool` as one whose connections keep named statements. */
 export function usePreparedStatements(pool: pg.Pool): void {
-  usesNames.add(pool);
+  if (!namesByPool.has(pool)) namesByPool.set(pool, new Map());
 }
 
 /** Whether `db` is a pool whose connections keep named statements (and so their cached plans). */
 export function usesPreparedStatements(db: Queryable): boolean {
-  return usesNames.has(db);
+  return namesByPool.has(db);
 }
 
 /**
@@ -31,11 +33,12 @@ export function usesPreparedStatements(db: Queryable): boolean {
  * transaction, the embedded database). pg copies the config, so the cached object is never changed.
  */
 export function prepared(db: Queryable, text: string): string | { name: string; text: string } {
-  if (!usesNames.has(db)) return text;
-  let statement = statements.get(text);
+  const names = namesByPool.get(db);
+  if (names === undefined) return text;
+  let statement = names.get(text);
   if (statement === undefined) {
-    statement = { name: `css_${statements.size}`, text };
-    statements.set(text, statement);
+    statement = { name: `css_${names.size}`, text };
+    names.set(text, statement);
   }
   return statement;
 }

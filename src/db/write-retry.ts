@@ -5,7 +5,8 @@
 // single probe write instead of every write hammering a refused port, and once that probe lands the
 // rest follow at once. Bounded: a write still failing after `giveUpAfterMs` is dropped and reported
 // (the heartbeat sweeper, src/heartbeat.ts, then fails the call when this instance stops).
-// One queue per thread (actor hosts run in worker threads): `writeRetries`.
+// One queue per server, built in its composition root (src/app.ts) for its inline hosts, and one per
+// actor worker thread (src/run-deps.ts), which serves a single server.
 // Queued writes must be idempotent: a first attempt may have landed although its reply was lost.
 
 export interface RetryPolicy {
@@ -155,6 +156,3 @@ function defaultReport(r: RetryReport): void {
   // Only the loss of a write is worth a line: queued writes are expected during an outage.
   if (r.event === 'dropped') process.emitWarning(`gave up writing ${r.label}: ${r.error}`, 'DatabaseWriteDropped');
 }
-
-/** This thread's queue (the main thread and each actor host thread have their own). */
-export const writeRetries = new WriteRetryQueue();

@@ -68,7 +68,7 @@ const requests = {
   PatchUserRequest: named('PatchUserRequest', patchUserSchema),
 };
 
-/** A user's own limits refusing a start (ARCHITECTURE.md, "Users", Limits), both with Retry-After. */
+/** A user's own limits refusing a start (docs/operations.md, "Users and single sign-on", Limits), both with Retry-After. */
 const USER_LIMITS = {
   429: 'too many active runs for this user (limit N), or daily token budget exhausted (Retry-After: seconds to the next UTC midnight); '
     + 'or the provider rate-limited the call',
@@ -91,7 +91,7 @@ const PROVIDER_FAILURES = {
   504: 'the provider timed out',
 };
 
-/** Idempotent starts of a completion (ARCHITECTURE.md, "Run control: idempotent start"). */
+/** Idempotent starts of a completion (docs/api-notes.md, "Retrying a start safely"). */
 const IDEMPOTENCY_KEY = {
   'Idempotency-Key': {
     description:

@@ -168,7 +168,7 @@ export const workspaceItem = named(
   z.discriminatedUnion('type', [z.object({ type: z.literal('chat'), ...chatFields }), z.object({ type: z.literal('search'), ...searchFields })]),
 ) satisfies z.ZodType<WorkspaceItem>;
 
-// History search (GET /v1/workspace-items?q=…; ARCHITECTURE "History search"): a workspace item with where q matched.
+// History search (GET /v1/workspace-items?q=…; docs/api-notes.md, "History search"): a workspace item with where q matched.
 export const historyMatch = named(
   'HistoryMatch',
   z.object({

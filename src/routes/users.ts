@@ -1,4 +1,4 @@
-// Managing users (ARCHITECTURE.md, "Users"): the admin token only. Keys are made here, shown once in
+// Managing users (docs/operations.md, "Users and single sign-on"): the admin token only. Keys are made here, shown once in
 // the answer, and stored as a hash; rotation, disabling and deletion are announced to every instance.
 import { ADMIN_USER_ID } from '../auth/caller.ts';
 import { newApiKey, keyHash } from '../auth/keys.ts';

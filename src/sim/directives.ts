@@ -28,6 +28,8 @@ export interface Directive {
   gate?: string;
   /** With `gate`: a stream sends this many deltas first and holds there instead. */
   gateAfter?: number;
+  /** With `gate`: a stream holds after every this many deltas, the k-th time at gate `${gate}-${k}`. */
+  gateEvery?: number;
   custom?: boolean;
   usage?: { input?: number; output?: number };
   noUsage?: boolean;
@@ -65,6 +67,7 @@ const NUMBER_FIELDS = [
   'failAfter',
   'firstByteDelayMs',
   'gateAfter',
+  'gateEvery',
   'searchStatus',
   'answerStatus',
   'searchDelayMs',
@@ -117,6 +120,9 @@ function validate(raw: unknown): Directive | string {
     if (raw[k] !== undefined && (typeof raw[k] !== 'string' || raw[k] === '')) return `'${k}' must be a non-empty string`;
   }
   if (raw.gateAfter !== undefined && raw.gate === undefined) return `'gateAfter' needs a 'gate'`;
+  if (raw.gateEvery !== undefined && raw.gate === undefined) return `'gateEvery' needs a 'gate'`;
+  if (raw.gateEvery !== undefined && raw.gateAfter !== undefined) return `'gateEvery' and 'gateAfter' exclude each other`;
+  if (raw.gateEvery !== undefined && (!Number.isInteger(raw.gateEvery) || (raw.gateEvery as number) < 1)) return `'gateEvery' must be a positive integer`;
   if (raw.reply !== undefined && typeof raw.reply !== 'string') return `'reply' must be a string`;
   if (raw.deltas !== undefined && (!Number.isInteger(raw.deltas) || (raw.deltas as number) < 1)) {
     return `'deltas' must be a positive integer`;

@@ -8,7 +8,7 @@ import { delayUnlessClosed } from './http.ts';
 /** Before a provider's status line: the scripted delay, then its gate unless that holds mid-stream. */
 export async function beforeStatus(res: ServerResponse, gates: Gates, d: Directive): Promise<boolean> {
   if (!(await delayUnlessClosed(res, d.firstByteDelayMs ?? 0))) return false;
-  return gates.pass(res, d.gateAfter === undefined ? d.gate : undefined);
+  return gates.pass(res, d.gateAfter === undefined && d.gateEvery === undefined ? d.gate : undefined);
 }
 
 export class Gates {

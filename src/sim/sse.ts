@@ -30,8 +30,11 @@ export interface StreamSpec {
   rate?: number;
   failAfter?: number;
   failMode?: FailMode;
-  /** Send `after` deltas, then wait for `pass` (a test's gate) before the rest; false: the client left. */
-  hold?: { after: number; pass(): Promise<boolean> };
+  /**
+   * Send `after` deltas, then wait for `pass(1)` (a test's gate) before the rest, or with `every`
+   * before the next `every` deltas, and so on (`pass(k)` at the k-th hold); false: the client left.
+   */
+  hold?: { after: number; every?: number; pass(k: number): Promise<boolean> };
   head: string;
   /** The SSE frame carrying delta `i` with text `text`. */
   delta(i: number, text: string): string;
@@ -56,6 +59,8 @@ class Job {
   private readonly total: number;
   /** Only kept for stamped text, where the final text is not known in advance. */
   acc = '';
+  /** Holds passed or waited at so far. */
+  private holds = 0;
 
   constructor(readonly spec: StreamSpec) {
     const r = spec.rate ?? 0;
@@ -69,9 +74,9 @@ class Job {
   settle(resume: (job: Job) => void): void {
     const hold = this.spec.hold;
     if (!hold || this.limit >= this.total) return this.finish();
-    this.limit = this.total;
+    this.limit = hold.every === undefined ? this.total : Math.min(this.limit + hold.every, this.total);
     this.done = true;
-    void hold.pass().then((ok) => {
+    void hold.pass(++this.holds).then((ok) => {
       if (!ok) return;
       this.done = false;
       resume(this);
@@ -134,7 +139,12 @@ function partialText(d: Deltas, n: number): string {
 /** The part of a StreamSpec that comes straight from the response and the plan. */
 export function planned({ res, state }: Ctx, p: Plan): Pick<StreamSpec, 'res' | 'deltas' | 'rate' | 'failAfter' | 'failMode' | 'hold'> {
   const d = p.directive;
-  const hold = d.gateAfter !== undefined ? { after: d.gateAfter, pass: () => state.gates.pass(res, d.gate) } : undefined;
+  const hold =
+    d.gateEvery !== undefined
+      ? { after: d.gateEvery, every: d.gateEvery, pass: (k: number) => state.gates.pass(res, `${d.gate}-${k}`) }
+      : d.gateAfter !== undefined
+        ? { after: d.gateAfter, pass: () => state.gates.pass(res, d.gate) }
+        : undefined;
   return { res, deltas: p.deltas, rate: d.rate, failAfter: d.failAfter, failMode: d.failMode, hold };
 }
 

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { GroupRefused, groupCommit } from '../db/group-commit.ts';
 import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
-import { writeRetries, type WriteRetryQueue } from '../db/write-retry.ts';
+import type { WriteRetryQueue } from '../db/write-retry.ts';
 import type { ProviderName, Usage } from '../providers/types.ts';
 import type { Message } from '../types.ts';
 import { FencedWriteError } from './fencing.ts';
@@ -14,7 +14,7 @@ import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { finishCalls, type FinishRecord, type FinishRow } from './run-groups.ts';
 import { cleanText, toJson } from './values.ts';
 import { noteRunWrites } from './first-analyze.ts';
-import { recoverLostCalls, type TransactionDb } from './recovery.ts';
+import { recoverLostCalls, type RecoveredRuns, type TransactionDb } from './recovery.ts';
 import { ADMIN_USER_ID } from '../auth/caller.ts';
 import { spentSql } from './day-tokens.ts';
 
@@ -227,7 +227,7 @@ export async function failLlmCall(
 export function recordLlmCallFailure(
   db: Queryable,
   input: { callId: string; error: string; latencyMs: number },
-  queue: WriteRetryQueue = writeRetries,
+  queue: WriteRetryQueue,
 ): Promise<'written' | 'queued' | 'failed'> {
   return queue
     .write(`the failure of LlmCall ${input.callId}`, (sinceFailureMs) => failLlmCall(db, { ...input, sinceFailureMs }))
@@ -240,11 +240,11 @@ export function recordLlmCallFailure(
  * call begins. With `instanceId`, only this instance's calls (and calls with no instance, or older
  * than `staleAfterMs`, whose instance is presumed gone), so instances sharing a database do not fail
  * each other's live calls (the same for search runs). Without it, every running call. Returns how many
- * calls were recovered.
+ * calls were recovered; the chat runs among them are counted in `tally`.
  */
 export async function markInterruptedLlmCalls(
   db: TransactionDb,
-  opts: { instanceId?: string; staleAfterMs?: number } = {},
+  opts: { instanceId?: string; staleAfterMs?: number; tally?: RecoveredRuns } = {},
 ): Promise<number> {
   const lost =
     opts.instanceId === undefined
@@ -253,5 +253,5 @@ export async function markInterruptedLlmCalls(
           where: 'c.instance_id IS NULL OR c.instance_id = $2 OR c.started_at < now() - make_interval(secs => $3::double precision / 1000)',
           params: [opts.instanceId, opts.staleAfterMs ?? 24 * 3600 * 1000],
         };
-  return (await recoverLostCalls(db, lost)).calls.length;
+  return (await recoverLostCalls(db, lost, opts.tally)).calls.length;
 }

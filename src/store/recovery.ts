@@ -19,8 +19,17 @@ export const INTERRUPTED_ERROR = 'instance lost: the service instance stopped or
 /** `metadata.reason` of an answer recovered from a lost instance's checkpoint. */
 export const INSTANCE_LOST = 'instance lost';
 
-/** Runs recovered by this process since it started, by how (css_runs_recovered_total). */
-export const recoveredRuns = { interrupted: 0, continued: 0 };
+/**
+ * Runs recovered by one server since it started, by how (css_runs_recovered_total). Each server builds
+ * its own (src/app.ts) and hands it to its start's recovery, its heartbeat's sweep and its metrics, so
+ * two servers in one process count apart.
+ */
+export interface RecoveredRuns {
+  interrupted: number;
+  continued: number;
+}
+
+export const newRecoveredRuns = (): RecoveredRuns => ({ interrupted: 0, continued: 0 });
 
 /** A database a transaction can be taken on: a pool (the store's functions get `db.pool`). */
 export type TransactionDb = Pick<pg.Pool, 'connect'>;
@@ -97,8 +106,11 @@ export interface Recovered {
   searches: number;
 }
 
-/** Fails the lost calls and search runs and stores the calls' checkpointed answers, in one transaction. */
-export async function recoverLostCalls(db: TransactionDb, lost: LostCalls): Promise<Recovered> {
+/**
+ * Fails the lost calls and search runs and stores the calls' checkpointed answers, in one transaction.
+ * The chat runs among them are added to `tally` once committed.
+ */
+export async function recoverLostCalls(db: TransactionDb, lost: LostCalls, tally?: RecoveredRuns): Promise<Recovered> {
   const client = await db.connect();
   try {
     await client.query('BEGIN');
@@ -113,7 +125,7 @@ export async function recoverLostCalls(db: TransactionDb, lost: LostCalls): Prom
     }
     const searches = await client.query(failSearchesSql(lost.where), [INTERRUPTED_ERROR, ...lost.params]);
     await client.query('COMMIT');
-    recoveredRuns.interrupted += rows.filter((r) => r.purpose === 'completion' && r.chat_id !== null).length;
+    if (tally) tally.interrupted += rows.filter((r) => r.purpose === 'completion' && r.chat_id !== null).length;
     return {
       calls: rows.map((r) => ({ callId: r.id, chatId: r.chat_id, instanceId: r.instance_id, stored: stored.has(r.id) })),
       searches: searches.rowCount ?? 0,

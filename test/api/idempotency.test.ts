@@ -1,4 +1,4 @@
-// Idempotent starts (ARCHITECTURE.md, "Run control: idempotent start"): a retry with the same
+// Idempotent starts (docs/api-notes.md, "Retrying a start safely"): a retry with the same
 // Idempotency-Key and body attaches to the active run or replays the finished one without calling
 // the provider again; another body is 422; a burst with one key starts one run.
 import assert from 'node:assert/strict';

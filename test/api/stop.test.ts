@@ -1,4 +1,4 @@
-// Stopping a run (ARCHITECTURE.md, "Run control: stop"): a chat stream ends with `done` carrying the
+// Stopping a run (docs/api-notes.md, "Stopping a run"): a chat stream ends with `done` carrying the
 // partial text and `stopped: true`, that text is stored with metadata.stopped and the LlmCall ends
 // `stopped`; the provider sees its connection closed; a waiting non-streaming completion answers
 // with the partial message; a search ends with `search run stopped` and keeps what had arrived.

@@ -1,4 +1,4 @@
-// Managing users (ARCHITECTURE.md, "Users"): the admin endpoints' statuses and messages, keys shown
+// Managing users (docs/operations.md, "Users and single sign-on"): the admin endpoints' statuses and messages, keys shown
 // once and stored as a hash, and rotation, disabling and deletion taking effect at once.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';

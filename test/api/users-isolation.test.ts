@@ -1,4 +1,4 @@
-// Isolation between users (ARCHITECTURE.md, "Users"): another user's chat, search or run reads as
+// Isolation between users (docs/operations.md, "Users and single sign-on"): another user's chat, search or run reads as
 // absent. The matrix is generated from the router's own table, so a route added later is either
 // covered or fails here until someone says what it names.
 import assert from 'node:assert/strict';

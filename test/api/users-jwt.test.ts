@@ -1,4 +1,4 @@
-// Single sign-on end to end (ARCHITECTURE.md, "Users"): with AUTH_JWKS_URL set, a JWT signed by a key
+// Single sign-on end to end (docs/operations.md, "Users and single sign-on"): with AUTH_JWKS_URL set, a JWT signed by a key
 // of the identity provider's JWKS acts as the user bound to its `sub`, created at first use; a token
 // that fails a check is the same 401 as a wrong token; each such user has a workspace of their own.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Each user's limits and usage (ARCHITECTURE.md, "Users"): runs at once and tokens per UTC day, both
+// Each user's limits and usage (docs/operations.md, "Users and single sign-on"): runs at once and tokens per UTC day, both
 // answered with 429 and Retry-After and counted on /metrics; the admin has none; GET /v1/usage.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

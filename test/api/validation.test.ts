@@ -142,7 +142,7 @@ describe('token mode', () => {
 
   it('the right token passes and the session reports token mode', async () => {
     const auth = { authorization: 'Bearer s3cret' };
-    // `user` is additive (ARCHITECTURE.md, "Users"): the admin token is the built-in admin, users or not.
+    // `user` is additive (docs/operations.md, "Users and single sign-on"): the admin token is the built-in admin, users or not.
     assert.deepEqual((await t.call('GET', '/v1/auth/session', undefined, auth)).body, {
       authenticated: true,
       mode: 'token',

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { browserSkipReason, browserSuite, recordedTexts, recordTexts } from '../helpers/browser.ts';
-import { sim } from '../helpers/server.ts';
+import { sim, waitFor } from '../helpers/server.ts';
 import { gateName } from '../helpers/wait.ts';
 
 const skip = browserSkipReason();
@@ -39,9 +39,25 @@ describe('web client: chat', { skip: skip ?? false }, () => {
       'and at low water they are easy to see from the rocks.';
     await web.page.goto(`${web.server.url}/`);
     await recordTexts(web.page, ANSWER);
-    // provider_c has tools, so its first second of text may be held back while the round could still
-    // turn into tool calls: the stream runs well past that.
-    await send(sim({ reply, deltas: 30, rate: 10 }));
+    // Stepped through four gates (after every 6 of its 30 deltas): at each the page must have shown
+    // more of the answer before the next part is let go. provider_c has tools, so its first text may be
+    // held back briefly while the round could still turn into tool calls; the wait covers that.
+    const gate = gateName();
+    await send(sim({ reply, deltas: 30, gate, gateEvery: 6 }));
+    let shown = 0;
+    for (let k = 1; k <= 4; k++) {
+      await waitFor(() => web.server.sim.heldAt(`${gate}-${k}`) === 1, 10_000, `the answer to hold at its gate ${k}`);
+      const grown = await web.page.waitForFunction(
+        ([sel, n]) => {
+          const all = document.querySelectorAll(sel as string);
+          const len = all.length ? (all[all.length - 1]!.textContent ?? '').length : 0;
+          return len > (n as number) ? len : false;
+        },
+        [ANSWER, shown] as const,
+      );
+      shown = (await grown.jsonValue()) as number;
+      web.server.sim.openGate(`${gate}-${k}`);
+    }
     await idle();
     const texts = (await recordedTexts(web.page)).filter((t) => t.length > 0);
     assert.equal(texts.at(-1), reply);

@@ -1,16 +1,19 @@
-// A 2,000-delta Markdown answer in real Chromium: the page renders it incrementally (a render per
-// frame, not per delta), ends with the stored text, and PRINTS its scripting time per delta (measured
+// A 2,000-delta Markdown answer in real Chromium, held at a gate after each quarter: the page renders
+// it incrementally (a render per frame, not per delta), ends with the stored text, and PRINTS its scripting time per delta (measured
 // by Chromium's own counters; speed is printed, never asserted).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { browserSkipReason, browserSuite } from '../helpers/browser.ts';
-import { sim } from '../helpers/server.ts';
+import { sim, waitFor } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 import { chatIdOf, idle, sendInNewChat } from './ui.ts';
 
 const skip = browserSkipReason();
 const DELTAS = 2000;
 const RATE = 400;
+/** Deltas between the stream's holds (simulator gates). */
+const STEP = DELTAS / 4;
 
 /** About 24,000 characters of headings, paragraphs, lists and code: ~12 characters per delta. */
 function longAnswer(): string {
@@ -52,7 +55,17 @@ describe('web client: a long streamed answer', { skip: skip ?? false }, () => {
     await cdp.send('Performance.enable');
     const start = await metrics(web.page, cdp);
     const began = performance.now();
-    await sendInNewChat(web.page, web.server.url, sim({ reply, deltas: DELTAS, rate: RATE }, 'a long one'));
+    // Held after each quarter until the page has rendered the open block again, so it renders while
+    // the answer streams whatever the machine's speed; the rate only shapes the printed measure.
+    const gate = gateName();
+    await sendInNewChat(web.page, web.server.url, sim({ reply, deltas: DELTAS, rate: RATE, gate, gateEvery: STEP }, 'a long one'));
+    let rendered = 0;
+    for (let k = 1; k * STEP < DELTAS; k++) {
+      await waitFor(() => web.server.sim.heldAt(`${gate}-${k}`) === 1, 30_000, `the answer to hold at its gate ${k}`);
+      const more = await web.page.waitForFunction((n) => ((window as unknown as { __renders: number }).__renders > n ? (window as unknown as { __renders: number }).__renders : false), rendered);
+      rendered = (await more.jsonValue()) as number;
+      web.server.sim.openGate(`${gate}-${k}`);
+    }
     await idle(web.page);
     const seconds = (performance.now() - began) / 1000;
     const end = await metrics(web.page, cdp);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { clusterRuns, clusterSuite, openStream, rebuilt, slow, type Instance } from '../helpers/cluster.ts';
 import { readyIs } from '../helpers/drain.ts';
+import { gateName } from '../helpers/wait.ts';
 
 describe('cluster mode: a draining instance', async () => {
   const suite = await clusterSuite({ n: 2, env: { SHUTDOWN_GRACE_MS: '600000' } });
@@ -13,7 +14,8 @@ describe('cluster mode: a draining instance', async () => {
 
   it('serves attach and stop from another instance until its run ends, then exits 0', async () => {
     const [other, draining] = suite.cluster.instances as [Instance, Instance];
-    const run = await openStream(draining, '/v1/chat-completions/stream', slow(100_000, 20));
+    // Held after its first delta at a gate nobody opens: it can only end by the stop.
+    const run = await openStream(draining, '/v1/chat-completions/stream', slow(100, 0, {}, { gate: gateName(), gateAfter: 1 }));
     const chatId = run.meta.data.chatId as string;
     await run.firstDelta;
 

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { clusterSuite, openStream, rebuilt, slow, type Instance } from '../helpers/cluster.ts';
 import { waitFor, type SseEvent } from '../helpers/server.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { gateName } from '../helpers/wait.ts';
 
 // Short, so the tests are quick; long enough that the fencing margin (a third) outlasts a loaded machine's lag.
 const TTL_MS = 4500;
@@ -38,7 +39,8 @@ describe('cluster mode: fencing a cut-off or frozen owner', async () => {
   it('a partitioned owner ends its run before another instance can take the chat', async (t) => {
     const [a] = suite.cluster.instances as [Instance];
     const cut = await suite.cluster.add('cut', { REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
-    const old = await openStream(cut, '/v1/chat-completions/stream', slow(600, 20));
+    // Held after its first delta at a gate nobody opens: it can only end by the fencing.
+    const old = await openStream(cut, '/v1/chat-completions/stream', slow(600, 0, {}, { gate: gateName(), gateAfter: 1 }));
     const chatId = old.meta.data.chatId as string;
     await old.firstDelta;
     proxy.blackhole();
@@ -68,7 +70,9 @@ describe('cluster mode: fencing a cut-off or frozen owner', async () => {
   it('a frozen owner’s late write is refused by the fencing token', async () => {
     const [a] = suite.cluster.instances as [Instance];
     const frozen = await suite.cluster.add('frozen');
-    const old = await openStream(frozen, '/v1/chat-completions/stream', slow(100, 10));
+    // Held after its first delta until the owner is resumed: its late write comes after the new run's.
+    const gate = gateName();
+    const old = await openStream(frozen, '/v1/chat-completions/stream', slow(100, 0, {}, { gate, gateAfter: 1 }));
     const chatId = old.meta.data.chatId as string;
     const callId = old.meta.data.callId as string;
     await old.firstDelta;
@@ -80,6 +84,7 @@ describe('cluster mode: fencing a cut-off or frozen owner', async () => {
       assert.equal(newEvents.at(-1)?.event, 'done');
     } finally {
       frozen.child.kill('SIGCONT');
+      suite.sim.openGate(gate);
     }
     const oldEvents = await old.events;
     assert.equal(oldEvents.at(-1)?.event, 'error', 'the resumed run ends with an error');

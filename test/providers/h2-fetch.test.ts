@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { startSimulator } from '../../src/sim/server.ts';
 import { selfSignedCertificate } from '../helpers/tls.ts';
+import { gateName } from '../helpers/wait.ts';
 import { collect, failure, httpsAdapter, request, type Sim } from './helpers.ts';
 
 let sim: Sim;
@@ -157,9 +158,12 @@ test('an abort ends its stream, not the connection', () =>
   withFront(front('h2'), async (f) => {
     const provider = adapter(f.base);
     const ac = new AbortController();
-    const session = provider.startSession({ ...slow(40, 10), signal: ac.signal });
+    // Held after its first delta until the test has seen the abort: it is mid-stream when the abort comes.
+    const gate = gateName();
+    const session = provider.startSession({ ...request({ reply: REPLY, deltas: 40, gate, gateAfter: 1 }), signal: ac.signal });
     const err = await failure(session, () => ac.abort());
     assert.equal(err.name, 'AbortError');
+    sim.openGate(gate);
     const next = await collect(provider.startSession(slow(2, 100)));
     assert.equal(next.text, REPLY);
     assert.equal(f.connections, 1);

@@ -77,23 +77,54 @@ describe('chat completions text', () => {
     assert.ok(elapsed >= 170, `took ${elapsed} ms`);
   });
 
+  /** A stream of `directive` read delta by delta: `until(n)` reads until n texts are in, `rest()` to the end. */
+  async function stepped(directive: Record<string, unknown>) {
+    const s = await c.chat.completions.create({ model: 'sim-c-large', stream: true, messages: [{ role: 'user', content: SIM(directive) }] });
+    const it = s[Symbol.asyncIterator]();
+    const seen: string[] = [];
+    return {
+      seen,
+      async until(n: number) {
+        while (seen.length < n) {
+          const t = (await it.next()).value?.choices[0]?.delta?.content;
+          if (t) seen.push(t);
+        }
+      },
+      async rest() {
+        for (let r = await it.next(); !r.done; r = await it.next()) seen.push(r.value.choices[0]?.delta?.content ?? '');
+        return seen.join('');
+      },
+    };
+  }
+
   test('gate with gateAfter: the stream holds after n deltas until the gate opens, paced or not', async () => {
     for (const rate of [undefined, 100]) {
       const gate = `mid-${rate}`;
-      const s = await c.chat.completions.create({ model: 'sim-c-large', stream: true, messages: [{ role: 'user', content: SIM({ reply: 'abcdef', deltas: 6, rate, gate, gateAfter: 2 }) }] });
-      const it = s[Symbol.asyncIterator]();
-      const seen: string[] = [];
-      while (seen.length < 2) {
-        const t = (await it.next()).value?.choices[0]?.delta?.content;
-        if (t) seen.push(t);
-      }
+      const s = await stepped({ reply: 'abcdef', deltas: 6, rate, gate, gateAfter: 2 });
+      await s.until(2);
       await waitFor(() => sim.heldAt(gate) === 1, 10_000, 'the stream to hold at its gate');
       sim.openGate(gate);
-      for (let r = await it.next(); !r.done; r = await it.next()) seen.push(r.value.choices[0]?.delta?.content ?? '');
-      assert.equal(seen.join(''), 'abcdef');
+      assert.equal(await s.rest(), 'abcdef');
     }
     const bad = await c.chat.completions.create({ model: 'sim-c-large', messages: [{ role: 'user', content: SIM({ gateAfter: 2 }) }] });
     assert.equal(bad.choices[0]!.message.content, "SIM directive error: 'gateAfter' needs a 'gate'");
+  });
+
+  test('gate with gateEvery: the stream holds after every n deltas, the k-th time at <gate>-<k>, paced or not', async () => {
+    for (const rate of [undefined, 100]) {
+      const gate = `step-${rate}`;
+      const s = await stepped({ reply: 'abcdefg', deltas: 7, rate, gate, gateEvery: 3 });
+      for (const k of [1, 2]) {
+        await s.until(3 * k);
+        await waitFor(() => sim.heldAt(`${gate}-${k}`) === 1, 10_000, `the stream to hold at its gate ${k}`);
+        assert.equal(s.seen.join(''), 'abcdefg'.slice(0, 3 * k), `held after ${3 * k} deltas`);
+        sim.openGate(`${gate}-${k}`);
+      }
+      assert.equal(await s.rest(), 'abcdefg');
+      assert.equal(sim.heldAt(`${gate}-3`), 0, 'no hold after the last delta');
+    }
+    const bad = await c.chat.completions.create({ model: 'sim-c-large', messages: [{ role: 'user', content: SIM({ gate: 'g', gateAfter: 1, gateEvery: 2 }) }] });
+    assert.equal(bad.choices[0]!.message.content, "SIM directive error: 'gateEvery' and 'gateAfter' exclude each other");
   });
 
   test('stamp: each delta is its send time', async () => {

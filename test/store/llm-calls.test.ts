@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../src/db/types.ts';
+import { WriteRetryQueue } from '../../src/db/write-retry.ts';
 import { createChat, deleteChat, getChat } from '../../src/store/chats.ts';
 import {
   failLlmCall,
@@ -144,11 +145,11 @@ for (const target of await testDatabases()) {
 
     it('recordLlmCallFailure writes at once when the database answers, and never rejects', async () => {
       const id = await startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm' });
-      assert.equal(await recordLlmCallFailure(db.pool, { callId: id, error: 'boom', latencyMs: 3 }), 'written');
+      assert.equal(await recordLlmCallFailure(db.pool, { callId: id, error: 'boom', latencyMs: 3 }, new WriteRetryQueue()), 'written');
       assert.equal((await getLlmCall(db.pool, id))?.error, 'boom');
       // An error of the statement itself (2^40 overflows the integer column) is permanent: not queued, not thrown.
       const other = await startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm' });
-      assert.equal(await recordLlmCallFailure(db.pool, { callId: other, error: 'x', latencyMs: 2 ** 40 }), 'failed');
+      assert.equal(await recordLlmCallFailure(db.pool, { callId: other, error: 'x', latencyMs: 2 ** 40 }, new WriteRetryQueue()), 'failed');
       assert.equal((await getLlmCall(db.pool, other))?.status, 'running');
       await failLlmCall(db.pool, { callId: other, error: 'x', latencyMs: 1 });
     });

@@ -12,7 +12,7 @@ import { writeCheckpoints } from '../../src/store/checkpoints.ts';
 import { createSearch, getSearchDetail, markSearchRunning, saveSearchRun } from '../../src/store/searches.ts';
 import { registerInstance, sweepDeadInstances } from '../../src/store/instances.ts';
 import { finishLlmCall, markInterruptedLlmCalls, startLlmCall } from '../../src/store/llm-calls.ts';
-import { INTERRUPTED_ERROR, recoveredRuns } from '../../src/store/recovery.ts';
+import { INTERRUPTED_ERROR, newRecoveredRuns } from '../../src/store/recovery.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
@@ -85,10 +85,10 @@ for (const target of await testDatabases()) {
       const silent = await run();
       const title = await startLlmCall(db.pool, { chatId: silent.chatId, provider: 'provider_a', model: 'm', instanceId: 'dead', purpose: 'title' });
       await writeCheckpoints(db.pool, [{ ...withText, from: 0, text: 'Half an answ' }]);
-      const before = recoveredRuns.interrupted;
+      const tally = newRecoveredRuns();
 
-      assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }), 3);
-      assert.equal(recoveredRuns.interrupted - before, 2, 'two chat runs recovered (the title call is no run of the chat)');
+      assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead', tally }), 3);
+      assert.equal(tally.interrupted, 2, 'two chat runs recovered (the title call is no run of the chat)');
       const [answer] = await answers(withText.chatId);
       assert.deepEqual([answer?.content, answer?.metadata], ['Half an answ', { interrupted: true, reason: 'instance lost' }]);
       assert.deepEqual(await answers(silent.chatId), [], 'no text checkpointed: nothing stored');
