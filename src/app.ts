@@ -40,6 +40,7 @@ import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
 import { modelRoutes } from './routes/models.ts';
 import { withOpenApiRoute } from './routes/openapi.ts';
+import { recordContinuedOutcome } from './routes/idempotent-replay.ts';
 import { searchRunRoutes } from './routes/search-runs.ts';
 import { searchRoutes } from './routes/searches.ts';
 import { systemRoutes } from './routes/system.ts';
@@ -48,6 +49,7 @@ import { userRoutes } from './routes/users.ts';
 import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
 import { Runs } from './runs.ts';
+import { Takeovers } from './takeover.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
 import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
@@ -105,9 +107,19 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     (d) => d.close(),
   );
   const control = await lc.open('control database', () => openControlDb(db, config.DATABASE_URL, CONTROL_DEADLINE_MS), (c) => c.close());
+  // Set once the cluster is joined: until then the sweeper ends lost runs instead of continuing them.
+  let takeovers: Takeovers | null = null;
   await lc.open(
     'heartbeat',
-    () => startHeartbeat({ db: control, pool: db.pool, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log }),
+    () =>
+      startHeartbeat({
+        db: control,
+        pool: db.pool,
+        instanceId: config.instanceId,
+        intervalMs: config.INSTANCE_HEARTBEAT_MS,
+        log,
+        takeover: () => takeovers?.policy() ?? null,
+      }),
     (h) => h.stop(),
   );
   const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId });
@@ -156,6 +168,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     await revocations.useCluster(joined);
     readiness.add({ name: 'redis', check: () => joined.ping() });
     log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL) }, 'cluster mode: joined');
+    if (config.runTakeover) takeovers = new Takeovers({ pool: db.pool, runs, instanceId: config.instanceId, leaseTtlMs: config.CLUSTER_LEASE_TTL_MS, log, recordKey: (run, r) => recordContinuedOutcome(db.pool, run, r) });
   }
 
   const clock = opts.clock ?? systemClock;
