@@ -32,7 +32,7 @@ const layers = [
   { name: 'http', paths: ['^src/http/'], may: ['runtime', 'base', 'clients', 'domain'] },
   {
     name: 'service',
-    paths: ['^src/cluster/', '^src/(runs|idempotent-start|claimed-keys|admission|drain|readiness|heartbeat|metrics|context|users|run-owners)\\.ts$'],
+    paths: ['^src/cluster/', '^src/(runs|idempotent-start|claimed-keys|admission|drain|readiness|heartbeat|metrics|context|users|run-owners|takeover)\\.ts$'],
     may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http'],
   },
   { name: 'routes', paths: ['^src/routes/', '^src/openapi/(document|operations)\\.ts$'], may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http', 'service'] },

@@ -12,10 +12,11 @@
 // of changing the last one. What every state after the start shares is its Base.
 import { resolveToolNames } from '../src/chat/tools.ts';
 import { toProviderMessages } from '../src/chat/transcript.ts';
-import type { ProviderSession, RoundEnd, ToolCallRequest, Usage } from '../src/providers/types.ts';
+import type { ProviderMessage, ProviderSession, RoundEnd, ToolCallRequest, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { normalizePrompt } from '../src/schemas.ts';
 import { FencedWriteError } from '../src/store/fencing.ts';
+import { INSTANCE_LOST } from '../src/store/recovery.ts';
 import type { ServiceTool } from '../src/tools/types.ts';
 import { executeChat } from './chat-io.ts';
 import type { ChatCommand, ChatMsg, ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
@@ -112,6 +113,8 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
   // First, so that a failure anywhere after it can wait for the input to settle.
   io.perform({ c: 'prepare', req });
   io.emit('meta', { type: 'meta', chatId: req.storeChat ? req.chatId : null, callId: req.callId, provider: req.provider, model: req.model });
+  // A takeover: the lost run's text is this run's first delta, so attach replays it and the answer holds it.
+  if (req.resume) io.emitDelta(req.resume.text);
   const adapter = deps.providers.get(req.provider);
   if (!adapter) return caught(begin(req, io), new RunError(`${req.provider} is not configured`, 'invalid'), io);
   const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : (req.stored?.additionalSystemPrompt ?? null);
@@ -120,7 +123,7 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
   const call = new AbortController();
   const session = adapter.startSession({
     model: req.model,
-    messages: toProviderMessages(prompt, req.messages),
+    messages: withResumed(toProviderMessages(prompt, req.messages), req.resume),
     tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
     temperature: req.temperature,
     maxTokens: req.maxTokens,
@@ -128,6 +131,11 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
     signal: call.signal,
   });
   return nextRound(begin(req, io, call, tools, session), null, io);
+}
+
+/** The Messages API continues a trailing assistant turn: a takeover sends the lost run's text as one. */
+function withResumed(messages: ProviderMessage[], resume: ChatRunRequest['resume']): ProviderMessage[] {
+  return resume ? [...messages, { role: 'assistant', content: resume.text }] : messages;
 }
 
 function nextRound(b: Base, slots: readonly ToolSlot[] | null, io: ChatIo): ChatState {
@@ -254,9 +262,12 @@ function failing(b: Base, failure: RunFailure, step: Step, io: ChatIo): ChatStat
   if (step === 'settle') {
     if (input.at === 'pending') return { ...b, s: 'failing', failure, step };
     const text = io.deltaText;
-    if (input.at === 'stored' && run.chatId && callId && text && interruptionOf(io.signal)) {
+    // A takeover that fails ends as the lost run would have: its text kept, as interrupted.
+    const { resume } = run.req;
+    if (input.at === 'stored' && run.chatId && callId && text && (interruptionOf(io.signal) || resume)) {
       const { usage } = b.rounds;
-      io.perform({ c: 'store_interrupted', callId, chatId: run.chatId, text, usage, started: run.started, error: failure.message, runToken: input.runToken });
+      const lost = resume ? { error: `${INSTANCE_LOST}: the continuation by a peer failed: ${failure.message}`, reason: INSTANCE_LOST } : { error: failure.message };
+      io.perform({ c: 'store_interrupted', callId, chatId: run.chatId, text, usage, started: run.started, runToken: input.runToken, ...lost });
       return { ...b, s: 'failing', failure, step: 'interrupt' };
     }
     step = 'interrupt';

@@ -31,6 +31,11 @@ export interface ChatStorageRequest {
   messages: InputMessage[];
   /** The user the run works for: the chat and the LlmCall are theirs (the built-in admin when not given). */
   owner?: string;
+  /**
+   * A takeover (src/takeover.ts): the run continues a lost run's checkpointed `text`. Its call is
+   * already running under `runToken` (store/takeover.ts), so its start stores nothing.
+   */
+  resume?: { text: string; runToken: number };
 }
 
 // `started` is the run's clock (Timers.now); the write's time is read on the same clock.
@@ -51,6 +56,7 @@ const inputOf = (req: ChatStorageRequest) => req.messages.filter((m) => m.role !
  * fencing token taken.
  */
 export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promise<PreparedChat> {
+  if (req.resume) return { runToken: req.resume.runToken };
   const { pool } = deps;
   const call = req.callId ? { id: req.callId, instanceId: deps.config.instanceId } : null;
   if (!req.storeChat || !req.chatId) {
@@ -98,16 +104,19 @@ export async function storeAnswer(deps: RunDeps, o: StreamedAnswer & { stopped: 
  * fails with `error`, in one statement. Rejects with FencedWriteError, writing nothing, when
  * `runToken` is no longer the chat's (the caller then fails the call alone).
  */
-export async function storeInterrupted(deps: RunDeps, o: StreamedAnswer & { chatId: string; error: string; runToken: number | null }): Promise<void> {
-  await finishWithAnswer(deps, o, { interrupted: o.error });
+export async function storeInterrupted(
+  deps: RunDeps,
+  o: StreamedAnswer & { chatId: string; error: string; runToken: number | null; reason?: string },
+): Promise<void> {
+  await finishWithAnswer(deps, o, { interrupted: o.error }, o.reason === undefined ? undefined : { reason: o.reason });
 }
 
 /** The two above: the answer and its call's end in one statement; `end` says how the call ended. */
-async function finishWithAnswer(deps: RunDeps, o: StreamedAnswer, end: { stopped: boolean } | { interrupted: string }): Promise<void> {
+async function finishWithAnswer(deps: RunDeps, o: StreamedAnswer, end: { stopped: boolean } | { interrupted: string }, metadata?: Record<string, unknown>): Promise<void> {
   await finishLlmCallWithMessage(deps.pool, {
     callId: o.callId,
     chatId: o.chatId,
-    assistant: { content: o.text },
+    assistant: { content: o.text, ...(metadata && { metadata }) },
     usage: o.usage,
     latencyMs: sinceMs(o.started),
     runToken: o.runToken ?? null,

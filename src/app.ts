@@ -40,6 +40,7 @@ import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
 import { modelRoutes } from './routes/models.ts';
 import { withOpenApiRoute } from './routes/openapi.ts';
+import { recordContinuedOutcome } from './routes/idempotent-replay.ts';
 import { searchRunRoutes } from './routes/search-runs.ts';
 import { searchRoutes } from './routes/searches.ts';
 import { systemRoutes } from './routes/system.ts';
@@ -49,6 +50,7 @@ import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
 import { Runs } from './runs.ts';
 import { ClaimedKeys } from './claimed-keys.ts';
+import { Takeovers } from './takeover.ts';
 import { markInterruptedLlmCalls } from './store/llm-calls.ts';
 import { newRecoveredRuns, type RecoveredRuns } from './store/recovery.ts';
 import { availableTools } from './tools/registry.ts';
@@ -109,9 +111,20 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const control = await lc.open('control database', () => openControlDb(db, config.DATABASE_URL, CONTROL_DEADLINE_MS), (c) => c.close());
   // This server's count of runs recovered from lost instances: its start and its sweeps add, its metrics read.
   const recovered = newRecoveredRuns();
+  // Set once the cluster is joined: until then the sweeper ends lost runs instead of continuing them.
+  let takeovers: Takeovers | null = null;
   await lc.open(
     'heartbeat',
-    () => startHeartbeat({ db: control, pool: db.pool, instanceId: config.instanceId, intervalMs: config.INSTANCE_HEARTBEAT_MS, log, recovered }),
+    () =>
+      startHeartbeat({
+        db: control,
+        pool: db.pool,
+        instanceId: config.instanceId,
+        intervalMs: config.INSTANCE_HEARTBEAT_MS,
+        log,
+        recovered,
+        takeover: () => takeovers?.policy() ?? null,
+      }),
     (h) => h.stop(),
   );
   const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId, tally: recovered });
@@ -161,6 +174,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     await revocations.useCluster(joined);
     readiness.add({ name: 'redis', check: () => joined.ping() });
     log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL) }, 'cluster mode: joined');
+    if (config.runTakeover) takeovers = new Takeovers({ pool: db.pool, runs, instanceId: config.instanceId, leaseTtlMs: config.CLUSTER_LEASE_TTL_MS, log, recovered, recordKey: (run, r) => recordContinuedOutcome(db.pool, run, r) });
   }
 
   const clock = opts.clock ?? systemClock;

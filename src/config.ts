@@ -106,6 +106,8 @@ const schema = z.object({
   SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
   /** How often the text each persisted chat run has streamed reaches the database (recovery after a crash); 0 turns it off. */
   CHECKPOINT_MS: int(0, 3_600_000).default(1000),
+  /** Cluster mode: a live peer continues a lost instance's provider_b runs from their checkpoint; unset: on with REDIS_URL. */
+  RUN_TAKEOVER: bool.optional(),
   /** Origins whose web pages may call the API (CORS); unset sends no CORS headers at all. */
   CORS_ORIGINS: corsOrigins.optional(),
   /** Single sign-on: the identity provider's JWKS; JWT bearer tokens signed by one of its keys are users (src/auth/jwt.ts). */
@@ -172,7 +174,7 @@ const schema = z.object({
   FETCH_URL_ALLOW_PRIVATE: bool.default(false),
 });
 
-export type Config = z.infer<typeof schema> & { actorThreads: number; instanceId: string };
+export type Config = z.infer<typeof schema> & { actorThreads: number; instanceId: string; runTakeover: boolean };
 
 export class ConfigError extends ServiceError {
   constructor(message: string) {
@@ -219,5 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const actorThreads = c.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1);
   const instanceId = c.INSTANCE_ID ?? `${os.hostname()}:${c.PORT}`;
-  return { ...c, actorThreads, instanceId };
+  // A takeover needs a peer to hand the run's chat to: without a cluster there is none.
+  const runTakeover = (c.RUN_TAKEOVER ?? true) && c.REDIS_URL !== undefined;
+  return { ...c, actorThreads, instanceId, runTakeover };
 }

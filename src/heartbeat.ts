@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { ControlDb } from './db/control-pool.ts';
 import { purgeExpiredIdempotencyKeys } from './store/idempotency.ts';
 import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } from './store/instances.ts';
-import type { RecoveredRuns, TransactionDb } from './store/recovery.ts';
+import type { RecoveredRuns, TakeoverPolicy, TransactionDb } from './store/recovery.ts';
 
 /** An instance silent for this many intervals is dead (9 s with the default 3 s; the next sweep finds it, so a killed instance's calls fail within about 12 s, inside the cluster's 15 s promise). */
 export const DEAD_AFTER_BEATS = 3;
@@ -32,10 +32,12 @@ export interface HeartbeatOptions {
   log: Logger;
   /** The server's tally of recovered runs (its metrics read it). */
   recovered: RecoveredRuns;
+  /** Which lost runs this instance continues instead of ending them (takeover); null: none (yet). */
+  takeover?: () => TakeoverPolicy | null;
 }
 
 /** Registers the instance (rejects when the database does not answer) and starts the timer. */
-export async function startHeartbeat({ db, pool, instanceId, intervalMs, log, recovered }: HeartbeatOptions): Promise<Heartbeat> {
+export async function startHeartbeat({ db, pool, instanceId, intervalMs, log, recovered, takeover }: HeartbeatOptions): Promise<Heartbeat> {
   const deadAfterMs = DEAD_AFTER_BEATS * intervalMs;
   await registerInstance(db, instanceId);
   let healthySince: number | null = performance.now();
@@ -45,7 +47,7 @@ export async function startHeartbeat({ db, pool, instanceId, intervalMs, log, re
   // The sweep goes on beside the beats: a recovery waiting for a busy pool must not make this instance look dead.
   let sweeping: Promise<void> | null = null;
   const sweep = () =>
-    sweepDeadInstances(pool, { selfId: instanceId, deadAfterMs, tally: recovered }).then(
+    sweepDeadInstances(pool, { selfId: instanceId, deadAfterMs, tally: recovered, takeover: takeover?.() ?? null }).then(
       (swept) => {
         for (const s of swept) log.warn(s, 'marked the running LlmCalls of a stopped instance as failed');
       },

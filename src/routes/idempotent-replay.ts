@@ -10,7 +10,9 @@ import { nextRecord, recordedStream, recordedWhole, type KeyedRequest, type Stre
 import { REPLAYED_HEADERS, requestHash } from '../http/idempotency.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply } from '../http/reply.ts';
-import type { IdempotencyMode, IdempotencyRecord } from '../store/idempotency.ts';
+import type { Queryable } from '../db/types.ts';
+import { finishIdempotencyKey, type IdempotencyMode, type IdempotencyRecord } from '../store/idempotency.ts';
+import { keyOfContinuation, type ContinuedRun } from '../store/takeover.ts';
 
 export const keyedRequest = (key: string, mode: IdempotencyMode, endpoint: string, body: unknown, ids: { chatId: string | null; callId: string; owner: string }): KeyedRequest => ({
   key,
@@ -77,4 +79,17 @@ export async function replayStream(app: AppContext, record: IdempotencyRecord, r
     if (!next) return;
     record = next;
   }
+}
+
+/**
+ * A continued run's outcome (src/takeover.ts), recorded on the Idempotency-Key of the start it
+ * continues, as that start would have recorded it: its instance died before it could.
+ */
+export async function recordContinuedOutcome(pool: Queryable, run: ContinuedRun, r: RunResult<ChatRunValue>): Promise<void> {
+  const k = await keyOfContinuation(pool, run.newCallId);
+  if (!k) return;
+  const meta = { type: 'meta' as const, chatId: run.chatId, callId: run.newCallId, provider: run.provider, model: run.model };
+  const response = k.mode === 'whole' ? wholeOutcome(r) : streamOutcome(meta)(r);
+  const status = r.ok ? (r.value.stopped ? 'stopped' : 'succeeded') : 'failed';
+  await finishIdempotencyKey(pool, { key: k.key, callId: run.newCallId, status, response, owner: k.owner });
 }

@@ -2,7 +2,7 @@
 // than the dead-after span has stopped, whatever its id, and any live instance fails its running
 // LlmCalls. Every time is the database's now(), so the instances' clocks never have to agree.
 import type { QueryRunner } from '../db/types.ts';
-import { recoverLostCalls, type RecoveredRuns, type TransactionDb } from './recovery.ts';
+import { recoverLostCalls, type RecoveredRuns, type TakeoverPolicy, type TransactionDb } from './recovery.ts';
 
 /** Rows of instances silent for this long are removed at the next start of any instance. */
 const FORGET_AFTER = '7 days';
@@ -40,12 +40,12 @@ export interface SweptInstance {
  * `deadAfterMs` (or has no row at all: it stopped cleanly, or predates heartbeats). A call younger
  * than that span is spared, so an instance's first calls never race its first beat. Idempotent and
  * safe with many sweepers at once, and with a restart of the dead instance racing them: each call is
- * claimed by one of them. Returns the calls recovered, per instance; the chat runs among them are
- * counted in `tally`.
+ * claimed by one of them. Returns the calls recovered, per instance (`takeover` continues some); the
+ * chat runs among them are counted in `tally`.
  */
 export async function sweepDeadInstances(
   db: TransactionDb,
-  opts: { selfId: string; deadAfterMs: number; tally?: RecoveredRuns },
+  opts: { selfId: string; deadAfterMs: number; tally?: RecoveredRuns; takeover?: TakeoverPolicy | null },
 ): Promise<SweptInstance[]> {
   const recovered = await recoverLostCalls(db, {
     where: `c.instance_id IS DISTINCT FROM $2
@@ -55,7 +55,7 @@ export async function sweepDeadInstances(
                    WHERE i.id = c.instance_id
                      AND i.last_beat >= now() - make_interval(secs => $3::double precision / 1000))`,
     params: [opts.selfId, opts.deadAfterMs],
-  }, opts.tally);
+  }, { tally: opts.tally, takeover: opts.takeover ?? null });
   const calls = new Map<string | null, number>();
   for (const r of recovered.calls) calls.set(r.instanceId, (calls.get(r.instanceId) ?? 0) + 1);
   return [...calls].map(([instanceId, n]) => ({ instanceId, calls: n }));

@@ -253,5 +253,5 @@ export async function markInterruptedLlmCalls(
           where: 'c.instance_id IS NULL OR c.instance_id = $2 OR c.started_at < now() - make_interval(secs => $3::double precision / 1000)',
           params: [opts.instanceId, opts.staleAfterMs ?? 24 * 3600 * 1000],
         };
-  return (await recoverLostCalls(db, lost, opts.tally)).calls.length;
+  return (await recoverLostCalls(db, lost, { tally: opts.tally })).calls.length;
 }

@@ -11,7 +11,9 @@
 // back is running again for the next sweep.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import type { Queryable } from '../db/types.ts';
 import { finishCalls, type FinishRecord } from './run-groups.ts';
+import { continueLostRun, type ContinuedRun } from './takeover.ts';
 
 /** What a call cut by a crash or restart reads as its error (chat.lastRun shows it). */
 export const INTERRUPTED_ERROR = 'instance lost: the service instance stopped or restarted during the call';
@@ -56,6 +58,10 @@ interface ClaimedRow {
   checkpoint_text: string | null;
   checkpoint_token: number | null;
   latency: number;
+  provider: string;
+  model: string;
+  owner_id: string;
+  continues_call_id: string | null;
 }
 
 // The latency of a lost call runs to its last checkpoint, the last moment it is known to have been alive.
@@ -65,7 +71,8 @@ const claimSql = (where: string) => `UPDATE llm_calls l
      WHERE l.id = ANY (ARRAY(
              SELECT c.id FROM llm_calls c WHERE c.status = 'running' AND (${where})
               ORDER BY c.id FOR UPDATE SKIP LOCKED))
-    RETURNING l.id, l.chat_id, l.instance_id, l.purpose, l.checkpoint_text, l.checkpoint_token, l.latency_ms AS latency`;
+    RETURNING l.id, l.chat_id, l.instance_id, l.purpose, l.checkpoint_text, l.checkpoint_token, l.latency_ms AS latency,
+              l.provider, l.model, l.owner_id, l.continues_call_id`;
 
 // A search run of a lost instance (searches.run_instance_id, set while it runs) reads as failed with the
 // same error; the results and answer of its search's earlier run, if any, stay. The search's columns
@@ -77,56 +84,107 @@ const failSearchesSql = (where: string) => `UPDATE searches s
               FROM searches WHERE run_instance_id IS NOT NULL) c
      WHERE s.id = c.id AND s.run_instance_id = c.instance_id AND s.run_started_at = c.started_at AND (${where})`;
 
-/** The interrupted answer of a claimed chat run, as the drain's and the fencing cut's store writes it. */
-function interruptedAnswer(row: ClaimedRow & { chat_id: string; checkpoint_text: string }): FinishRecord {
+/** The interrupted answer of a lost chat run, as the drain's and the fencing cut's store writes it. */
+function interruptedAnswer(a: { callId: string; chatId: string; text: string; latency: number; token: number | null }): FinishRecord {
   return {
-    call_id: row.id,
-    chat_id: row.chat_id,
+    call_id: a.callId,
+    chat_id: a.chatId,
     msg_id: randomUUID(),
-    content: row.checkpoint_text,
+    content: a.text,
     metadata: { interrupted: true, reason: INSTANCE_LOST },
-    latency: row.latency,
+    latency: a.latency,
     input_tokens: null,
     output_tokens: null,
     total_tokens: null,
     status: 'failed',
     store: true,
     // A later run on the chat (a new stream after the lease expired) keeps the chat: the text is dropped.
-    token: row.checkpoint_token,
+    token: a.token,
     error: INTERRUPTED_ERROR,
   };
+}
+
+/**
+ * A continuation that could not start (its chat's lease stayed taken, the cluster was out of reach):
+ * its call ends as any lost run does, the checkpointed text kept as the interrupted answer.
+ */
+export async function endAsInterrupted(db: Queryable, run: ContinuedRun, tally?: RecoveredRuns): Promise<void> {
+  await finishCalls(db, [interruptedAnswer({ callId: run.newCallId, chatId: run.chatId, text: run.text, latency: 0, token: run.runToken })]);
+  if (tally) tally.interrupted++;
 }
 
 const hasText = (r: ClaimedRow): r is ClaimedRow & { chat_id: string; checkpoint_text: string } =>
   r.chat_id !== null && r.purpose === 'completion' && (r.checkpoint_text ?? '') !== '';
 
+/** Which lost runs this instance continues instead (takeover), and as which instance. */
+export interface TakeoverPolicy {
+  instanceId: string;
+  /** Providers whose API continues a trailing assistant turn. */
+  providers: ReadonlySet<string>;
+  /** Starts the continuation of a run handed to this instance, once that is committed. */
+  start(run: ContinuedRun): void;
+}
+
+/** A run continues only once: a continuation that is itself lost ends as interrupted text. */
+const continuable = (r: ClaimedRow & { chat_id: string; checkpoint_text: string }, policy: TakeoverPolicy) =>
+  r.continues_call_id === null && r.checkpoint_token !== null && policy.providers.has(r.provider) && r.checkpoint_text.trimEnd() !== '';
+
+// The prefill the Messages API continues may not end in whitespace; the continuation brings its own.
+const lostRun = (r: ClaimedRow & { chat_id: string; checkpoint_text: string }) => ({
+  callId: r.id,
+  chatId: r.chat_id,
+  provider: r.provider,
+  model: r.model,
+  owner: r.owner_id,
+  text: r.checkpoint_text.trimEnd(),
+  token: r.checkpoint_token!,
+});
+
 export interface Recovered {
   calls: RecoveredCall[];
+  /** Runs handed to this instance to continue (takeover): their new calls run here from now on. */
+  continued: ContinuedRun[];
   /** Search runs of the lost instances, failed. */
   searches: number;
 }
 
 /**
- * Fails the lost calls and search runs and stores the calls' checkpointed answers, in one transaction.
- * The chat runs among them are added to `tally` once committed.
+ * Fails the lost calls and search runs and stores the calls' checkpointed answers, in one transaction;
+ * with `takeover`, hands some runs to this instance to continue instead. The chat runs among them are
+ * added to `tally` once committed.
  */
-export async function recoverLostCalls(db: TransactionDb, lost: LostCalls, tally?: RecoveredRuns): Promise<Recovered> {
+export async function recoverLostCalls(
+  db: TransactionDb,
+  lost: LostCalls,
+  { tally, takeover = null }: { tally?: RecoveredRuns; takeover?: TakeoverPolicy | null } = {},
+): Promise<Recovered> {
   const client = await db.connect();
   try {
     await client.query('BEGIN');
     const { rows } = await client.query<ClaimedRow>(claimSql(lost.where), [INTERRUPTED_ERROR, ...lost.params]);
-    const answers = rows.filter(hasText);
+    const continued: ContinuedRun[] = [];
+    const answers: Array<ClaimedRow & { chat_id: string; checkpoint_text: string }> = [];
+    for (const r of rows.filter(hasText)) {
+      const run = takeover && continuable(r, takeover) ? await continueLostRun(client, lostRun(r), takeover.instanceId) : null;
+      if (run) continued.push(run);
+      else answers.push(r);
+    }
     const stored = new Set<string>();
     if (answers.length > 0) {
-      const finished = await finishCalls(client, answers.map(interruptedAnswer));
+      const finished = await finishCalls(
+        client,
+        answers.map((r) => interruptedAnswer({ callId: r.id, chatId: r.chat_id, text: r.checkpoint_text, latency: r.latency, token: r.checkpoint_token })),
+      );
       finished.forEach((f, i) => {
         if (f.id) stored.add(answers[i]!.id);
       });
     }
     const searches = await client.query(failSearchesSql(lost.where), [INTERRUPTED_ERROR, ...lost.params]);
     await client.query('COMMIT');
-    if (tally) tally.interrupted += rows.filter((r) => r.purpose === 'completion' && r.chat_id !== null).length;
+    for (const run of continued) takeover!.start(run);
+    if (tally) tally.interrupted += rows.filter((r) => r.purpose === 'completion' && r.chat_id !== null).length - continued.length;
     return {
+      continued,
       calls: rows.map((r) => ({ callId: r.id, chatId: r.chat_id, instanceId: r.instance_id, stored: stored.has(r.id) })),
       searches: searches.rowCount ?? 0,
     };
