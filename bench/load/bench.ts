@@ -279,8 +279,11 @@ async function main(): Promise<void> {
     const results = mergeResults(merge ? JSON.parse(readFileSync(file, 'utf8')) : null, { meta, runs: rows, checks });
     writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
     writeFileSync(path.join(dir, 'results.md'), markdown(results.runs, meta, results.checks));
-    writeFileSync(path.join(dir, 'added-p99.svg'), latencyChart(rows));
-    writeFileSync(path.join(dir, 'cost-curve.svg'), costChart(rows));
+    // The charts draw the sweep: a run of named checks alone (BENCH_ONLY) has none, so it keeps the last ones.
+    if (ALL) {
+      writeFileSync(path.join(dir, 'added-p99.svg'), latencyChart(rows));
+      writeFileSync(path.join(dir, 'cost-curve.svg'), costChart(rows));
+    }
     log(`wrote ${path.relative(process.cwd(), dir)}/results.json, results.md, added-p99.svg, cost-curve.svg`);
   } finally {
     await pgMeter?.close().catch(() => undefined);
