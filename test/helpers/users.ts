@@ -1,20 +1,19 @@
 // Users in API tests: the admin token, and users made through the admin endpoints, each a client
 // whose requests carry its own key.
 import assert from 'node:assert/strict';
-import type { HttpResult, StreamOptions, StreamResult, TestServer } from './server.ts';
+import type { TestServer } from './server.ts';
 
 export const ADMIN_TOKEN = 'users-test-admin-token';
 
-export interface AsUser {
+/** A user made through the admin endpoints, with the test server's client acting as them. */
+export interface AsUser extends Pick<TestServer, 'call' | 'stream'> {
   id: string;
   name: string;
   key: string;
-  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult>;
-  stream(path: string, body?: unknown, opts?: StreamOptions): Promise<StreamResult>;
 }
 
 /** A client that sends `token` as its bearer. */
-export function as(t: TestServer, token: string): Pick<AsUser, 'call' | 'stream'> {
+export function as(t: TestServer, token: string): Pick<TestServer, 'call' | 'stream'> {
   const auth = { authorization: `Bearer ${token}` };
   return {
     call: (method, path, body, headers = {}) => t.call(method, path, body, { ...auth, ...headers }),
