@@ -4,13 +4,12 @@
 import { executeChat } from '../../actors/chat-io.ts';
 import type { ChatCommand, ChatMsg, ChatRunRequest } from '../../actors/chat-protocol.ts';
 import { chatBehavior } from '../../actors/chat-run.ts';
-import { defineRun, type RunHandle, type Tell } from '../../actors/runtime/actor.ts';
+import { Actor, defineRun, type RunHandle, type Tell } from '../../actors/runtime/actor.ts';
 import { Outbox } from '../../actors/runtime/outbox.ts';
 import { batchItems, type RunResult } from '../../actors/runtime/protocol.ts';
 import type { ProviderSession } from '../../src/providers/types.ts';
 import type { RunDeps } from '../../src/run-deps.ts';
 import { fakeDeps } from '../../test/helpers/fake-deps.ts';
-import { newPath, PER_TURN, turn } from '../mailbox.ts';
 import { chatRequest, providerC, ROUND_END, TEXT } from './run-shapes.ts';
 import { simBase } from './upstream.ts';
 import { steadyWindow, time, type Stage } from './timing.ts';
@@ -108,6 +107,19 @@ export async function actorThreadDelta(upstream: { port: number }, other: () => 
   return s;
 }
 
+/** Deltas per event-loop turn (one outbox flush each), as on a loaded actor thread. */
+const PER_TURN = 64;
+const turn = () => new Promise<void>((r) => setImmediate(r));
+const mailboxRequest: ChatRunRequest = { chatId: null, createChat: false, storeChat: false, callId: null, provider: 'provider_b', model: 'm', messages: [{ role: 'user', content: 'hi' }], mode: 'stream' };
+
+/** The callback chat-io.ts hands the provider, into a chat actor that is streaming. */
+function newPath(outbox: Outbox, runId: string): (text: string) => void {
+  const behavior = { ...chatBehavior, execute: () => new Promise<never>(() => {}) };
+  const actor = new Actor(runId, behavior, mailboxRequest, fakeDeps({ provider: 'provider_b' }), outbox, { timers: { set: () => 0, clear: () => {}, now: () => 0 }, newId: () => 'id' });
+  actor.tell({ t: 'start' });
+  return (text) => actor.tell({ t: 'text', round: 1, text });
+}
+
 /**
  * The mailbox path of one delta into `streams` streaming chat actors, taken in turn as a thread serving
  * that many streams meets them (each delta finds its actor's state out of the cache), the outbox
@@ -120,5 +132,5 @@ export async function actorDelta(ops: number, streams: number): Promise<Stage> {
     paths[i % streams]!(TEXT);
     if (i % PER_TURN === PER_TURN - 1) return turn();
   }, { ops });
-  return { ...s, note: `tell → receive → text gate → emitDelta (event buffer, deltaFrame, outbox item), ${streams} actors in turn; one flush per ${PER_TURN} deltas, as a loaded thread would (bench/mailbox.ts)` };
+  return { ...s, note: `tell → receive → text gate → emitDelta (event buffer, deltaFrame, outbox item), ${streams} actors in turn; one flush per ${PER_TURN} deltas, as a loaded thread would` };
 }

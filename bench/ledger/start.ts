@@ -107,7 +107,7 @@ async function upstreamStages(): Promise<Stage[]> {
       { ...round, note: `${round.note}; its parts measured alone are the next three rows (out of the sum)` },
       { ...minus(sdk, cannedOnly), inSum: false, note: `minus the canned Response (${cannedOnly.cpuUs.toFixed(1)} µs)` },
       { ...reuse, inSum: false, note: 'undici\'s `request` API (the service uses `dispatch`, as the next row); other = the upstream server process' },
-      { ...minus(fresh, reuse), inSum: false, name: 'extra for a new upstream connection', note: 'new connection minus reuse; paid by a start only when no idle connection is left: at 500 starts/s after the warm-up the pool reuses (bench/load/upstream-conns.ts: 35 connections for 1,000 starts), so not in the sum' },
+      { ...minus(fresh, reuse), inSum: false, name: 'extra for a new upstream connection', note: 'new connection minus reuse; paid by a start only when no idle connection is left: at 500 starts/s after the warm-up the pool reuses (bench/load/upstream-conns.ts at d8cf097: 35 connections for 1,000 starts), so not in the sum' },
       { ...viaFetch, inSum: false, note: 'the service\'s fetch under the SDK: undici\'s dispatch, the PushBody, the Response shim' },
     ];
   } finally {

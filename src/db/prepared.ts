@@ -1,7 +1,7 @@
 // Named (server-side prepared) statements for the statements every run makes. Postgres then parses
 // and plans each once per connection instead of once per call: measured with a persisted start's
 // two statements (createChat with its LlmCall, finishLlmCallWithMessage), Postgres's own CPU fell
-// from ~950–1,130 to ~520 µs per start and the service's from ~170–190 to ~160–170 (bench/load/pg-named.ts). On
+// from ~950–1,130 to ~520 µs per start and the service's from ~170–190 to ~160–170 (bench/load/pg-named.ts, in git at d8cf097). On
 // this 2-core machine Postgres shares the cores with the service, so that is time every stream waits.
 //
 // Only pools marked here use them: a real Postgres, where each connection is its own session. The

@@ -1,7 +1,7 @@
 // HTTP/2 toward https provider origins that offer it (ALPN `h2`). One TLS connection carries up to
 // STREAMS_PER_SESSION streams, where HTTP/1.1 holds a connection, a socket and a parser per open
 // stream: over TLS 27 against 63 KB of RSS per open stream and 26 against 65–80 µs of CPU per chunk
-// (bench/load/h2-probe.ts, docs/performance.md). Built on node:http2, not undici's `allowH2`: undici 7
+// (bench/load/h2-probe.ts at d8cf097, docs/performance.md). Built on node:http2, not undici's `allowH2`: undici 7
 // fails every stream of a connection on a graceful GOAWAY, which provider front ends send to rotate
 // connections; node:http2 lets open streams finish, and a stream the server refused unprocessed (past
 // nginx's `keepalive_requests`, say) is sent again on another connection. An origin that answers ALPN

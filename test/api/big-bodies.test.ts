@@ -2,7 +2,7 @@
 // parsed and checked in the CPU pool: while twenty are in flight, /health keeps answering, and the
 // answers are the same as on the fast path. No timing is asserted here (the machine is shared), and the
 // bodies are 10 MB so the file stays well inside make test's limit on a loaded machine; the 30 MB
-// figure (p99 of /health) comes from `node --import tsx bench/load/big-bodies.ts`.
+// figure (p99 of /health) came from bench/load/big-bodies.ts (in git at d8cf097).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { OFFLOAD_BODY_BYTES } from '../../src/http/body-pool.ts';

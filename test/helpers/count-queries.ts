@@ -1,7 +1,7 @@
 // Counting the round trips a piece of code makes on a real pool: every `query` (one round trip each)
 // and every checkout of a client for a transaction. The pool itself is wrapped for the duration, not
 // replaced by a stand-in, so its named statements (src/db/prepared.ts) and group commit work as in the
-// service. Used by test/store/start-round-trips.test.ts and bench/ledger/start-statements.ts.
+// service. Used by test/store/start-round-trips.test.ts (and by bench/ledger/start-statements.ts at d8cf097).
 import type { Queryable } from '../../src/db/types.ts';
 
 type Method = (...a: unknown[]) => unknown;
