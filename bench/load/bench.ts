@@ -17,7 +17,7 @@
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=3600 (runs left after this are skipped, with a note)
 //   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
 //   BENCH_DEFAULT_PATH=0 BENCH_NOISY=0 BENCH_CHECKPOINTS=0 BENCH_KILL=0 (issues 36–38's checks, each in its own file;
-//   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery runs only those named, nothing else)
+//   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery,flood,capacity runs only those named, nothing else)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,7 +30,7 @@ import { costChart, latencyChart } from './charts.ts';
 import { knobs, mergeResults } from './merge.ts';
 import { markdown } from './report.ts';
 import { childByName, openFilesLimit, sleep, stopAll, type Child } from '../../test/helpers/procs.ts';
-import { CAPACITY, CAPACITY_MAX, capacityBound, runCapacity } from './capacity.ts';
+import { CAPACITY, CAPACITY_MAX, capacityBound, capacityRatio, runCapacity } from './capacity.ts';
 import { runClusterChecks } from './cluster.ts';
 import { runHistorySearchBench } from './history-search.ts';
 import { pgCpuMeter } from './pg-cpu.ts';
@@ -45,9 +45,11 @@ import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
 
 const env = process.env;
-// BENCH_ONLY: the named checks of issues 36–38 alone (no burst, start rates, capacity, sweep or other checks).
+// BENCH_ONLY: the named checks of issues 36–38 alone (no burst, start rates, capacity, sweep or other checks);
+// `capacity` there runs the capacity search alone (with its BENCH_CAPACITY_* knobs).
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',')) : null;
 const ALL = ONLY === null;
+const CAPACITY_RUN = ALL ? CAPACITY : ONLY.has('capacity');
 const NEW_CHECKS = { defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL', flood: 'BENCH_FLOOD' } as const;
 const wanted = (check: keyof typeof NEW_CHECKS) => (ONLY ? ONLY.has(check) : env[NEW_CHECKS[check]] !== '0');
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
@@ -63,7 +65,7 @@ const KS = SWEEP.map((s) => s.k);
 // 1,000 starts/s: faster ramps measure the simulator's own start-up queue (its ttfd passes 150 ms
 // at 2,000/s), and K=5,000 still has every stream open at once for seconds.
 const STARTS = Number(env.BENCH_STARTS_PER_SEC ?? 1000);
-const TARGETS = new Set((ALL ? env.BENCH_TARGETS ?? 'floor,nginx,peer,service' : 'service').split(','));
+const TARGETS = new Set((ALL ? env.BENCH_TARGETS ?? 'floor,nginx,peer,service' : CAPACITY_RUN ? 'floor,nginx,service' : 'service').split(','));
 const PROFILE = env.BENCH_PROFILE === '1';
 const SERVICE_FLAGS = (env.BENCH_SERVICE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const CASES = new Set((env.BENCH_CASES ?? 'provider_c:true,provider_c:false,provider_a:true,provider_a:false').split(','));
@@ -100,7 +102,7 @@ const webSearchBody = (deltas: number, rate: number) =>
   });
 
 async function main(): Promise<void> {
-  const maxK = Math.max(...KS, BURST_K, ALL && CAPACITY ? CAPACITY_MAX : 0);
+  const maxK = Math.max(...KS, BURST_K, CAPACITY_RUN ? CAPACITY_MAX : 0);
   const limit = openFilesLimit();
   if (limit < maxK * 2 + 1024) log(`warning: open-files limit ${limit} is low for K=${maxK} (raise with: ulimit -n $(ulimit -Hn))`);
   mkdirSync(OUT, { recursive: true });
@@ -157,7 +159,7 @@ async function main(): Promise<void> {
   };
   // The `tls` rows' simulator: https, HTTP/2 or HTTP/1.1 by ALPN; the service trusts its certificate.
   const secureSim = TARGETS.has('service') && EXTRAS.has('tls') && (BURST_K > 0 || SWEEP.some((s) => TLS_KS.has(s.k))) ? await startSecureSimulator() : null;
-  const h2cSim = ALL && TARGETS.has('service') && EXTRAS.has('h2c') ? await startSimulator({ h2c: true }) : null;
+  const h2cSim = (ALL || CAPACITY_RUN) && TARGETS.has('service') && EXTRAS.has('h2c') ? await startSimulator({ h2c: true }) : null;
   type RunOptions = { note?: string; dataDir?: string; via?: typeof secureSim };
   const serviceRun = (base: Base, body: string, step: Step, floor: Row | undefined, o: RunOptions = {}) => {
     const upstream = o.via ?? { child: sim.child, urls: sim.urls, env: {} };
@@ -196,11 +198,10 @@ async function main(): Promise<void> {
     }
     const drive = { sim, h2cSim, nginx, peer: peerProbe ? null : peer, peerDown: peerProbe, dbUrl: db.url, pgMeter, withService };
     if (ALL && START_RATES.length) await runStartRates(drive, run);
-    if (ALL && CAPACITY) {
-      for (const row of await runCapacity({ ...drive, log, overBudget })) {
-        rows.push(row);
-        log(`capacity ${row.target}: ${row.capacityStreams} streams${row.note ? ` (${row.note})` : ''}`);
-      }
+    const capacityRows = CAPACITY_RUN ? await runCapacity({ ...drive, log, overBudget }) : [];
+    for (const row of capacityRows) {
+      rows.push(row);
+      log(`capacity ${row.target}${row.variant ? ` (${row.variant})` : ''}: median ${row.capacityStreams} streams, searches ${row.capacitySearches?.join(', ')}${row.note ? ` (${row.note})` : ''}`);
     }
     for (const step of SWEEP) {
       const { k, rate, deltas } = step;
@@ -246,6 +247,9 @@ async function main(): Promise<void> {
       : { skipped: 'BENCH_CLUSTER=0, service not in BENCH_TARGETS, or over budget' };
     // History search at 100,000 messages (bench/load/history-search.ts; alone: node --import tsx bench/load/history-search.ts).
     (checks as Record<string, unknown>).historySearch = ALL && env.BENCH_HISTORY !== '0' ? await runHistorySearchBench(log) : { skipped: 'BENCH_HISTORY=0' };
+    const ratio = capacityRatio(capacityRows);
+    (checks as Record<string, unknown>).capacity = ratio ?? { skipped: 'no capacity search of both the service and nginx in this run' };
+    if (ratio) log(`capacity: service ÷ nginx ${ratio.ratio} (${ratio.pass ? 'pass' : 'miss'}: ${ratio.bound}); service ${ratio.service.median} [${ratio.service.spread.join('–')}], nginx ${ratio.nginx.median} [${ratio.nginx.spread.join('–')}]`);
     const service = TARGETS.has('service') && !overBudget();
     // Issues 36–38's checks, each alone through BENCH_ONLY; they run even past the budget when named there.
     const newCheck = async (name: keyof typeof NEW_CHECKS, go: () => Promise<Record<string, unknown>>) => {

@@ -19,7 +19,9 @@
 // Knobs (env): BENCH_CAPACITY=0 (off)  BENCH_CAPACITY_TARGETS=floor,nginx,service,peer
 //   BENCH_CAPACITY_MIN=100 BENCH_CAPACITY_MAX=10000 BENCH_CAPACITY_TOL=0.1 BENCH_CAPACITY_RATE=20
 //   BENCH_CAPACITY_STARTS=500 BENCH_CAPACITY_HOLD_S=5 BENCH_CAPACITY_ADDED_P99_MS=50 BENCH_CAPACITY_TTFD_P99_MS=250
-//   BENCH_CAPACITY_REPEATS=3 (1: every step one run)
+//   BENCH_CAPACITY_REPEATS=3 (1: every step one run)  BENCH_CAPACITY_SEARCHES=3 (searches per target)
+// Issue 38: one search's K moved by a quarter within the hour (nginx's most), so each target is searched
+// BENCH_CAPACITY_SEARCHES times, the targets alternated, and its row carries the median and the spread.
 import { driveOnce, type DriveContext, type Step, type Who } from './drive.ts';
 import { failedRow, steadyP99, type Base, type CapacityProbe, type Row } from './measure.ts';
 
@@ -36,11 +38,15 @@ const HOLD_S = Number(env.BENCH_CAPACITY_HOLD_S ?? 5);
 const ADDED_P99_MS = Number(env.BENCH_CAPACITY_ADDED_P99_MS ?? 50);
 const TTFD_P99_MS = Number(env.BENCH_CAPACITY_TTFD_P99_MS ?? 250);
 const REPEATS = Number(env.BENCH_CAPACITY_REPEATS ?? 3);
+const SEARCHES = Math.max(1, Number(env.BENCH_CAPACITY_SEARCHES ?? 3));
+/** Issue 38: the service's median capacity against nginx's. */
+const RATIO_TARGET = 0.7;
 
 export const capacityBound = () =>
   `K concurrent streams at ${RATE} deltas/s, started at ${STARTS}/s, all open together for ${HOLD_S} s; bound: added p99 ≤ ${ADDED_P99_MS} ms over the floor, `
   + `time to first delta p99 ≤ ${TTFD_P99_MS} ms, nothing failed, lost or doubled; K from ${MIN} (doubling) to ${MAX}, bisected to within ${Math.round(TOL * 100)} %`
-  + (REPEATS > 1 ? `; a step near the bound decided by a majority of ${REPEATS} runs` : '');
+  + (REPEATS > 1 ? `; a step near the bound decided by a majority of ${REPEATS} runs` : '')
+  + `; ${SEARCHES} search${SEARCHES > 1 ? 'es' : ''} per target, alternated between targets, the median reported`;
 
 export interface CapacityContext extends DriveContext {
   log(msg: string): void;
@@ -98,6 +104,11 @@ const whoOf = (target: string): Who | null =>
   : target === 'service-h2c' ? { target: 'service', persist: true, h2c: true }
   : target === 'floor' || target === 'nginx' || target === 'peer' ? { target } : null;
 
+const baseOf = (who: Who): Base => {
+  const h2c = 'h2c' in who && who.h2c === true;
+  return { target: who.target, provider: 'provider_c', persist: who.target === 'service' ? true : null, k: 0, rate: RATE, scenario: 'capacity', ...(h2c ? { variant: 'h2c' } : {}) };
+};
+
 /** A step's outcome: its verdict, the run that stands for it, and every run with its own pass. */
 interface StepOutcome {
   row: Row;
@@ -131,7 +142,105 @@ async function targetStep(c: CapacityContext, who: Who, base: Base, floor: Row, 
   }
 }
 
-/** Runs the search for every target in BENCH_CAPACITY_TARGETS; one `capacity` row each. */
+/** One search of one target: the largest K that held, the run standing for it, every step tried. */
+interface Search {
+  k: number;
+  best: Row | null;
+  probes: CapacityProbe[];
+  note: string | null;
+}
+
+async function searchTarget(c: CapacityContext, target: string, who: Who, base: Base, floorAt: (k: number) => Promise<Row>, search: number): Promise<Search> {
+  const h2c = base.variant === 'h2c';
+  const probes: CapacityProbe[] = [];
+  let best: Row | null = null;
+  let lo = 0;
+  let hi: number | null = null;
+  let stopped: string | null = null;
+  for (let k: number | null = MIN; k !== null; k = lo === 0 ? null : nextK(lo, hi)) {
+    if (c.overBudget()) {
+      stopped = 'stopped early: the bench passed its time budget';
+      break;
+    }
+    const floor = await floorAt(k);
+    // The floor is judged by its own p99; a target by its added p99 over the floor's.
+    const judge = who.target === 'floor' ? null : floor;
+    const say = (r: Row, i: number) =>
+      c.log(`capacity ${target} search ${search} K=${k}${i ? ` run ${i + 1}` : ''}: ${miss(r, judge) ?? 'held'} (added p99 ${r.addedP99Ms}, steady ${steadyP99(r)}, latency p99 ${r.latencyP99Ms}, ttfd p99 ${r.ttfdP99Ms}, load ${r.loadAvg1})`);
+    let step: StepOutcome;
+    if (judge) {
+      step = await targetStep(c, who, { ...base, k, variant: h2c ? 'h2c-step' : 'step' }, judge, say);
+    } else {
+      say(floor, 0);
+      const held = miss(floor, null) === null;
+      step = { row: floor, held, runs: [floor], passes: [held] };
+    }
+    const { row } = step;
+    const why = step.held ? null : miss(row, judge);
+    probes.push({
+      search, k, pass: step.held, why: why ?? 'held', failed: row.failed, ...figures(row),
+      ...(step.runs.length > 1 ? { runs: step.runs.map((r, i) => ({ pass: step.passes[i]!, ...figures(r) })) } : {}),
+    });
+    if (why === null) {
+      lo = k;
+      best = row;
+    } else {
+      hi = k;
+    }
+  }
+  const note = [stopped, lo === 0 && !stopped ? `missed already at K = ${MIN}` : null, hi === null && lo >= MAX ? `held at the largest K tried (${MAX})` : null]
+    .filter(Boolean).join('; ') || null;
+  return { k: lo, best, probes, note };
+}
+
+/** The median of the searches' K (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : Math.round((sorted[mid - 1]! + sorted[mid]!) / 2);
+}
+
+/** The smallest and largest K the searches found. */
+export const spread = (values: readonly number[]): [number, number] => [Math.min(...values), Math.max(...values)];
+
+/**
+ * The order of the searches: round after round, each target once, in BENCH_CAPACITY_TARGETS order
+ * (service, nginx, service, nginx, …), so a drift of the machine over the hour falls on every target alike
+ * instead of on whichever was searched last. The floor is searched once: its steps are measured once per
+ * K and shared, so another search of it would replay the same rows.
+ */
+export function searchOrder(targets: readonly string[], searches: number): { target: string; search: number }[] {
+  const order: { target: string; search: number }[] = [];
+  for (let search = 1; search <= searches; search++) {
+    for (const target of targets) if (target !== 'floor' || search === 1) order.push({ target, search });
+  }
+  return order;
+}
+
+/** A target's searches as the results carry them: the median, every search's K, and their spread. */
+export interface CapacityFigure {
+  median: number;
+  searches: number[];
+  spread: [number, number];
+}
+
+/** The service's median ÷ nginx's, with both targets' searches; null when either was not searched. */
+export function capacityRatio(rows: readonly Row[]): { ratio: number; pass: boolean; bound: string; service: CapacityFigure; nginx: CapacityFigure } | null {
+  const of = (target: string): CapacityFigure | null => {
+    const r = rows.find((x) => x.scenario === 'capacity' && x.target === target && x.variant === undefined);
+    return r?.capacitySearches?.length ? { median: r.capacityStreams ?? 0, searches: r.capacitySearches, spread: spread(r.capacitySearches) } : null;
+  };
+  const service = of('service');
+  const nginx = of('nginx');
+  if (!service || !nginx || nginx.median === 0) return null;
+  const ratio = Math.round((service.median / nginx.median) * 100) / 100;
+  return { ratio, pass: ratio >= RATIO_TARGET, bound: `service median ≥ ${RATIO_TARGET} × nginx median`, service, nginx };
+}
+
+/**
+ * Runs BENCH_CAPACITY_SEARCHES searches of every target in BENCH_CAPACITY_TARGETS, alternated; one
+ * `capacity` row per target: the median K, every search's K and their spread, the steps of every search.
+ */
 export async function runCapacity(c: CapacityContext): Promise<Row[]> {
   const floors = new Map<number, Row>();
   const floorAt = async (k: number): Promise<Row> => {
@@ -147,53 +256,25 @@ export async function runCapacity(c: CapacityContext): Promise<Row[]> {
     }
     return row;
   };
-  const rows: Row[] = [];
-  for (const target of TARGETS) {
+  const searches = new Map<string, Search[]>();
+  for (const { target, search } of searchOrder(TARGETS, SEARCHES)) {
     const who = whoOf(target);
     if (!who) continue;
-    const h2c = 'h2c' in who && who.h2c === true;
-    const base: Base = { target: who.target, provider: 'provider_c', persist: who.target === 'service' ? true : null, k: 0, rate: RATE, scenario: 'capacity', ...(h2c ? { variant: 'h2c' } : {}) };
-    const probes: CapacityProbe[] = [];
-    let best: Row | null = null;
-    let lo = 0;
-    let hi: number | null = null;
-    let stopped: string | null = null;
-    for (let k: number | null = MIN; k !== null; k = lo === 0 ? null : nextK(lo, hi)) {
-      if (c.overBudget()) {
-        stopped = 'stopped early: the bench passed its time budget';
-        break;
-      }
-      const floor = await floorAt(k);
-      // The floor is judged by its own p99; a target by its added p99 over the floor's.
-      const judge = who.target === 'floor' ? null : floor;
-      const say = (r: Row, i: number) =>
-        c.log(`capacity ${target} K=${k}${i ? ` run ${i + 1}` : ''}: ${miss(r, judge) ?? 'held'} (added p99 ${r.addedP99Ms}, steady ${steadyP99(r)}, latency p99 ${r.latencyP99Ms}, ttfd p99 ${r.ttfdP99Ms}, load ${r.loadAvg1})`);
-      let step: StepOutcome;
-      if (judge) {
-        step = await targetStep(c, who, { ...base, k, variant: h2c ? 'h2c-step' : 'step' }, judge, say);
-      } else {
-        say(floor, 0);
-        const held = miss(floor, null) === null;
-        step = { row: floor, held, runs: [floor], passes: [held] };
-      }
-      const { row } = step;
-      const why = step.held ? null : miss(row, judge);
-      probes.push({
-        k, pass: step.held, why: why ?? 'held', failed: row.failed, ...figures(row),
-        ...(step.runs.length > 1 ? { runs: step.runs.map((r, i) => ({ pass: step.passes[i]!, ...figures(r) })) } : {}),
-      });
-      if (why === null) {
-        lo = k;
-        best = row;
-      } else {
-        hi = k;
-      }
-    }
-    const note = [stopped, lo === 0 && !stopped ? `missed already at K = ${MIN}` : null, hi === null && lo >= MAX ? `held at the largest K tried (${MAX})` : null]
-      .filter(Boolean).join('; ') || undefined;
+    const found = await searchTarget(c, target, who, baseOf(who), floorAt, search);
+    c.log(`capacity ${target} search ${search}: ${found.k} streams${found.note ? ` (${found.note})` : ''}`);
+    searches.set(target, [...(searches.get(target) ?? []), found]);
+  }
+  const rows: Row[] = [];
+  for (const [target, done] of searches) {
+    const base = baseOf(whoOf(target)!);
+    const ks = done.map((s) => s.k);
+    const mid = median(ks);
+    // The row's figures are those of the search whose K is nearest the median.
+    const standing = done.reduce((a, b) => (Math.abs(b.k - mid) < Math.abs(a.k - mid) ? b : a));
+    const note = [...new Set(done.map((s) => s.note).filter(Boolean))].join('; ') || undefined;
     rows.push({
-      ...(best ?? failedRow(base, '')), ...base, k: lo, variant: base.variant, capacityStreams: lo, capacityProbes: probes,
-      ...(note ? { note } : { note: undefined }),
+      ...(standing.best ?? failedRow(base, '')), ...base, k: mid, variant: base.variant, capacityStreams: mid,
+      capacitySearches: ks, capacitySpread: spread(ks), capacityProbes: done.flatMap((s) => s.probes), note,
     });
   }
   return rows;

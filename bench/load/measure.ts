@@ -59,6 +59,9 @@ export interface Row {
   /** Capacity rows: the largest K that held the bound (0: not even the smallest K). */
   capacityStreams?: number;
   capacityProbes?: CapacityProbe[];
+  /** Capacity rows: every search's K in the order run (capacityStreams is their median), and their min–max. */
+  capacitySearches?: number[];
+  capacitySpread?: [number, number];
   /** Time to first delta over the floor's at the same K and scenario (p50, p99). */
   ttfdAddedP50Ms?: number | null;
   ttfdAddedP99Ms?: number | null;
@@ -90,6 +93,8 @@ export interface Row {
 
 /** One step of a capacity search: the K tried, and why it held or did not. */
 export interface CapacityProbe {
+  /** Which of the target's searches tried this step (1-based). */
+  search?: number;
   k: number;
   pass: boolean;
   why: string;

@@ -1,9 +1,9 @@
 // The capacity search's decisions (bench/load/capacity.ts): which K to try next, whether a measured
 // run held the bound, and whether one run decides its step or a majority of runs must. The search
-// itself runs in `make bench`; these pin its rules.
+// itself runs in `make bench`; these pin its rules, and how repeated searches make one figure.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decisive, miss, nextK, verdict } from '../../bench/load/capacity.ts';
+import { capacityRatio, decisive, median, miss, nextK, searchOrder, spread, verdict } from '../../bench/load/capacity.ts';
 import type { Row } from '../../bench/load/measure.ts';
 
 const row = (o: Partial<Row>): Row => ({
@@ -63,4 +63,30 @@ test('a step near the bound is decided by a majority of the runs, run until one 
   assert.equal(verdict([false, true, true], 3), true);
   assert.equal(verdict([false], 1), false);
   assert.equal(verdict([true], 1), true);
+});
+
+test('a target\'s figure is the median of its searches, with their min–max beside it', () => {
+  assert.equal(median([1740, 2260, 2070]), 2070);
+  assert.equal(median([1130]), 1130);
+  assert.equal(median([1000, 1100]), 1050);
+  assert.deepEqual(spread([1740, 2260, 2070]), [1740, 2260]);
+  assert.deepEqual(spread([1040]), [1040, 1040]);
+});
+
+test('the searches alternate between targets round by round, the floor searched once', () => {
+  assert.deepEqual(searchOrder(['floor', 'service', 'nginx'], 3).map((s) => `${s.target}${s.search}`),
+    ['floor1', 'service1', 'nginx1', 'service2', 'nginx2', 'service3', 'nginx3']);
+  assert.deepEqual(searchOrder(['nginx', 'service'], 1).map((s) => `${s.target}${s.search}`), ['nginx1', 'service1']);
+});
+
+test('the capacity ratio is the service\'s median over nginx\'s, passing at 0.7', () => {
+  const cap = (target: Row['target'], searches: number[], variant?: string): Row =>
+    row({ target, scenario: 'capacity', capacityStreams: median(searches), capacitySearches: searches, capacitySpread: spread(searches), ...(variant ? { variant } : {}) });
+  const r = capacityRatio([cap('floor', [2700]), cap('nginx', [1740, 2260, 2070]), cap('service', [1040, 1130, 1500]), cap('service', [3000, 3000, 3000], 'h2c')])!;
+  assert.equal(r.ratio, 0.55);
+  assert.equal(r.pass, false);
+  assert.deepEqual(r.service, { median: 1130, searches: [1040, 1130, 1500], spread: [1040, 1500] });
+  assert.deepEqual(r.nginx.spread, [1740, 2260]);
+  assert.equal(capacityRatio([cap('nginx', [1000, 1000, 1000]), cap('service', [700, 650, 900])])!.pass, true);
+  assert.equal(capacityRatio([cap('service', [700])]), null);
 });
