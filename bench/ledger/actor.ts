@@ -4,7 +4,7 @@
 import { executeChat } from '../../actors/chat-io.ts';
 import type { ChatCommand, ChatMsg, ChatRunRequest } from '../../actors/chat-protocol.ts';
 import { chatBehavior } from '../../actors/chat-run.ts';
-import { Actor, defineRun, type RunHandle, type Tell } from '../../actors/runtime/actor.ts';
+import { defineRun, type RunHandle, type Tell } from '../../actors/runtime/actor.ts';
 import { Outbox } from '../../actors/runtime/outbox.ts';
 import { batchItems, type RunResult } from '../../actors/runtime/protocol.ts';
 import type { ProviderSession } from '../../src/providers/types.ts';
@@ -107,30 +107,3 @@ export async function actorThreadDelta(upstream: { port: number }, other: () => 
   return s;
 }
 
-/** Deltas per event-loop turn (one outbox flush each), as on a loaded actor thread. */
-const PER_TURN = 64;
-const turn = () => new Promise<void>((r) => setImmediate(r));
-const mailboxRequest: ChatRunRequest = { chatId: null, createChat: false, storeChat: false, callId: null, provider: 'provider_b', model: 'm', messages: [{ role: 'user', content: 'hi' }], mode: 'stream' };
-
-/** The callback chat-io.ts hands the provider, into a chat actor that is streaming. */
-function newPath(outbox: Outbox, runId: string): (text: string) => void {
-  const behavior = { ...chatBehavior, execute: () => new Promise<never>(() => {}) };
-  const actor = new Actor(runId, behavior, mailboxRequest, fakeDeps({ provider: 'provider_b' }), outbox, { timers: { set: () => 0, clear: () => {}, now: () => 0 }, newId: () => 'id' });
-  actor.tell({ t: 'start' });
-  return (text) => actor.tell({ t: 'text', round: 1, text });
-}
-
-/**
- * The mailbox path of one delta into `streams` streaming chat actors, taken in turn as a thread serving
- * that many streams meets them (each delta finds its actor's state out of the cache), the outbox
- * flushed once per PER_TURN deltas.
- */
-export async function actorDelta(ops: number, streams: number): Promise<Stage> {
-  const outbox = new Outbox(() => {});
-  const paths = Array.from({ length: streams }, (_, i) => newPath(outbox, `run-${i}`));
-  const s = await time('actor: one delta through the mailbox', (i) => {
-    paths[i % streams]!(TEXT);
-    if (i % PER_TURN === PER_TURN - 1) return turn();
-  }, { ops });
-  return { ...s, note: `tell → receive → text gate → emitDelta (event buffer, deltaFrame, outbox item), ${streams} actors in turn; one flush per ${PER_TURN} deltas, as a loaded thread would` };
-}

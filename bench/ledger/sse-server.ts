@@ -2,7 +2,6 @@
 // start, with a client in its own process (sse-client.ts) so that only the server's work counts here.
 //   /separate: status + headers + meta in one cork, then the delta, `done` and the end each in a cork of
 //              its own on later event-loop turns (one socket write each: what a short run costs today)
-//   /corked:   the same bytes in one cork (one socket write); as a POST, after reading the request body
 //   /stream:   status + headers, then one delta frame every 50 ms (20/s) from a 1 ms ticker shared by
 //              every open /stream response, as the main thread writes each millisecond's batch; ends after
 //              STREAM_FRAMES frames. `frames` counts what was written, for a per-frame figure over a window.
@@ -12,7 +11,6 @@ import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 const META = sseFrame('meta', { chatId: '6c0b2a4e-3f55-4c3e-9b0e-0f6c2f1f9a11', runId: 'b1c4f2d0-9a7e-4f1e-8d2b-5b4f6a3c2e10', persist: true });
 const DELTA = deltaFrame('1764069999123.456|');
 const DONE = sseFrame('done', { text: '1764069999123.456|', finishReason: 'stop', usage: { inputTokens: 3, outputTokens: 1, totalTokens: 4 } });
-export const START_FRAMES = [META, DELTA, DONE] as const;
 
 function head(res: HttpResponse): void {
   res.writeStatus('200 OK');
@@ -90,16 +88,6 @@ export function startSseServer(): Promise<{ port: number; close(): void; streamF
   const ticker = streamTicker();
   app.get('/stream', (res) => ticker.add(res));
   app.get('/separate', (res) => turns(res, [() => (head(res), res.write(META)), () => res.write(DELTA), () => res.write(DONE), () => res.end()]));
-  app.get('/corked', (res) => turns(res, [() => (head(res), res.write(META), res.write(DELTA), res.write(DONE), res.end())]));
-  // The start's request as the service gets it: a POST whose JSON body arrives through onData.
-  app.post('/corked', (res) => {
-    let body = '';
-    res.onAborted(() => undefined);
-    res.onData((chunk, last) => {
-      body += Buffer.from(chunk).toString('utf8');
-      if (last) turns(res, [() => (head(res), res.write(META), res.write(DELTA), res.write(DONE), res.end())]);
-    });
-  });
   return new Promise((resolve, reject) => {
     app.listen('127.0.0.1', 0, (socket) => {
       if (!socket) return reject(new Error('uWS did not listen'));

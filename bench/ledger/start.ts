@@ -2,11 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { Agent, request } from 'undici';
 import { openDatabase } from '../../src/db/pool.ts';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { toProviderMessages } from '../../src/chat/transcript.ts';
-import { streamCompletionSchema } from '../../src/schemas.ts';
 import { createChat } from '../../src/store/chats.ts';
 import { finishLlmCallWithMessage } from '../../src/store/llm-calls.ts';
 import { cpuMicros, start, type Child } from '../../test/helpers/procs.ts';
@@ -17,7 +15,6 @@ import { actorStart } from './actor.ts';
 import { startCrossings } from './crossing.ts';
 import { startSseServer } from './sse-server.ts';
 import { STREAM_PATH, startRouteServer } from './route.ts';
-import { supervisorStart } from './supervisor.ts';
 import { chatRequest, providerC } from './run-shapes.ts';
 import { simBase } from './upstream.ts';
 import { minus, sum, time, type Stage } from './timing.ts';
@@ -82,14 +79,6 @@ async function upstreamStages(): Promise<Stage[]> {
   const up = await startUpstream();
   const url = `http://127.0.0.1:${up.port}/`;
   try {
-    const shared = new Agent({ keepAliveTimeout: 30_000 });
-    const reuse = await time('undici request, reused keep-alive connection', async () => (await request(url, { dispatcher: shared })).body.text(), { ops: N, paced: true }, childCpu(up.child));
-    const fresh = await time('undici request, new connection each', async () => {
-      const a = new Agent();
-      await (await request(url, { dispatcher: a })).body.text();
-      await a.close();
-    }, { ops: Math.round(N / 2), paced: true }, childCpu(up.child));
-    await shared.close();
     // The SDK's own work: a fetch that answers at once, so what is left is building and sending the request.
     const canned = async () => new Response('data: [DONE]\n\n', { status: 200, headers: { 'content-type': 'text/event-stream' } });
     const client = new OpenAI({ apiKey: 'k', baseURL: url, organization: null, project: null, maxRetries: 2, timeout: 120_000, fetch: canned });
@@ -104,10 +93,8 @@ async function upstreamStages(): Promise<Stage[]> {
     }, { ops: N, paced: true }, childCpu(up.child));
     const round = await adapterRound(up);
     return [
-      { ...round, note: `${round.note}; its parts measured alone are the next three rows (out of the sum)` },
+      { ...round, note: `${round.note}; its parts measured alone are the next two rows (out of the sum)` },
       { ...minus(sdk, cannedOnly), inSum: false, note: `minus the canned Response (${cannedOnly.cpuUs.toFixed(1)} µs)` },
-      { ...reuse, inSum: false, note: 'undici\'s `request` API (the service uses `dispatch`, as the next row); other = the upstream server process' },
-      { ...minus(fresh, reuse), inSum: false, name: 'extra for a new upstream connection', note: 'new connection minus reuse; paid by a start only when no idle connection is left: at 500 starts/s after the warm-up the pool reuses (bench/load/upstream-conns.ts at d8cf097: 35 connections for 1,000 starts), so not in the sum' },
       { ...viaFetch, inSum: false, note: 'the service\'s fetch under the SDK: undici\'s dispatch, the PushBody, the Response shim' },
     ];
   } finally {
@@ -154,20 +141,12 @@ async function withPacedClient<T>(port: number, fn: (answer: (path: string, body
   }
 }
 
-/** The client side of a start as the ledger's uWS answers it (sse-server.ts): the writes, the POST body. */
-async function sseStages(body: string): Promise<Stage[]> {
+/** The client side of a start as the ledger's uWS answers it (sse-server.ts): the connection and the writes. */
+async function sseStage(): Promise<Stage> {
   const server = await startSseServer();
   try {
-    return await withPacedClient(server.port, async (answer) => {
-      const sep = await answer('/separate');
-      const cork = await answer('/corked');
-      const post = await answer('/corked', body);
-      return [
-        { ...sep, name: 'client connection and SSE response of a start: accept, the request, status+headers+meta, delta, done, end (4 socket writes), the close', note: 'a GET on a connection of its own (`connection: close`), as the bench\'s generator opens one per stream; other = the client process' },
-        { ...minus(post, cork), name: 'extra for the request: a POST with the start\'s JSON body read through onData', note: 'corked POST minus corked GET (uWS parses both)' },
-        { ...cork, inSum: false, name: 'the same with the answer in one corked write', note: 'what the corked start would cost instead' },
-      ];
-    });
+    const sep = await withPacedClient(server.port, (answer) => answer('/separate'));
+    return { ...sep, name: 'client connection and SSE response of a start: accept, the request, status+headers+meta, delta, done, end (4 socket writes), the close', note: 'a GET on a connection of its own (`connection: close`), as the bench\'s generator opens one per stream; other = the client process' };
   } finally {
     server.close();
   }
@@ -188,24 +167,20 @@ async function mainThreadStage(body: string): Promise<Stage> {
 
 export async function startLedger(): Promise<Stage[]> {
   const body = serviceBody('provider_c', true, 1, 1).replace('__I__', '1');
-  const parse = await time('request: JSON.parse + streamCompletionSchema (zod)', () => streamCompletionSchema.parse(JSON.parse(body)), { ops: N, paced: true });
   const main = await mainThreadStage(body);
-  const pieces = [{ ...parse, note: 'the route\'s body, without the uWS body read' }, ...(await sseStages(body)), await supervisorStart(N)];
-  // The main thread's stage holds these; they stay in the table, out of the sum, to show its parts.
-  const own = main.cpuUs - sum(pieces, 'cpuUs');
-  const parts = pieces.map((p) => ({ ...p, inSum: false }));
+  // The main thread's stage holds the SSE answer; it stays in the table, out of the sum, to show its part.
+  const sse = await sseStage();
   return [
     {
       ...main,
       name: 'main thread: the request through the service\'s router and completion route, the supervisor, the SSE sink\'s head, frames and end, on a connection of its own',
-      note: `src/routes/completions.ts and src/http/ over a real Supervisor whose host answers at once (route.ts); its parts measured alone are the next rows, `
-        + `and what they leave (${own.toFixed(0)} µs) is the router's, the route's and the sink's own work; other = the client process`,
+      note: `src/routes/completions.ts and src/http/ over a real Supervisor whose host answers at once (route.ts); the connection and SSE answer measured alone is the next row, `
+        + `and what it leaves (${(main.cpuUs - sse.cpuUs).toFixed(0)} µs) is the router's, the route's, the supervisor's and the sink's own work; other = the client process`,
     },
-    ...parts,
+    { ...sse, inSum: false },
     ...(await databaseStages()),
     ...(await upstreamStages()),
     await startCrossings(),
     await actorStart(true, N),
-    { ...(await actorStart(false, N)), inSum: false },
   ];
 }

@@ -1,5 +1,5 @@
-// The supervisor's rows of the ledger (main thread): a start until its result settles, and the fan-out
-// of a turn's deltas to subscribers. A real Supervisor on a host port that answers on later event-loop
+// The supervisor's part of the ledger (main thread): the short run behind the route's stage, and the
+// fan-out of a turn's deltas to subscribers. A real Supervisor on a host port that answers on later event-loop
 // turns with the batches a short run sends: no worker thread (the crossing has its own rows).
 import { errorFrames } from '../../actors/runners.ts';
 import type { RunTypes } from '../../actors/runs.ts';
@@ -58,21 +58,6 @@ export function shortRunSupervisor(maxActiveRuns: number): Supervisor<RunTypes> 
       setImmediate(() => onBatch(batch(framesItem(runId, [delta!, done!]), { t: 'end', runId, result })));
     });
   }, maxActiveRuns);
-}
-
-/** µs of CPU per start, from `start` until its result settles. */
-export async function supervisorStart(ops: number): Promise<Stage> {
-  const sup = shortRunSupervisor(1000);
-  const s = await time('supervisor: one start until its result settles', async (i) => {
-    const sub = new CountingSubscriber();
-    const r = await start(sup, `chat-${i}`, sub).result;
-    if (!r.ok || sub.written === 0) throw new Error('the ledger\'s supervisor run did not end as a short run does');
-  }, { ops, paced: true });
-  return {
-    ...s,
-    note: 'the registry maps, the Entry, the handle, the subscriber\'s onClose hooks, onBatch fan-out of 2 batches (meta; delta, done, end), finish, '
-      + 'the result promise, the release message; plus 2 event-loop turns standing for the worker\'s messages (no thread here)',
-  };
 }
 
 /** µs of CPU per frames item: one batch with one delta frame for each of `runs` runs, one subscriber each. */
