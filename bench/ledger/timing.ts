@@ -32,8 +32,6 @@ export interface TimeOptions {
   ops: number;
   warm?: number;
   rounds?: number;
-  /** Operations in flight at once, for async stages (default 1: one after the other). */
-  concurrency?: number;
   /**
    * One operation every PACE_MS instead of back to back: the thread sleeps between them, as the
    * service's threads do between starts at 500 a second, so each runs as a start does there, with
@@ -88,16 +86,11 @@ async function pacedOps(op: (i: number) => unknown, n: number): Promise<{ cpu: n
 /** Runs `op` ops times per round (warm first) and keeps the round with the least CPU. */
 export async function time(name: string, op: (i: number) => unknown, o: TimeOptions, other?: () => Promise<() => Promise<number>>): Promise<Stage> {
   if (o.paced) return timePaced(name, op, o, other);
-  const conc = o.concurrency ?? 1;
   const runOps = async (n: number) => {
-    let next = 0;
-    const lane = async () => {
-      while (next < n) {
-        const r = op(next++);
-        if (r instanceof Promise) await r;
-      }
-    };
-    await Promise.all(Array.from({ length: conc }, lane));
+    for (let i = 0; i < n; i++) {
+      const r = op(i);
+      if (r instanceof Promise) await r;
+    }
   };
   await runOps(o.warm ?? Math.max(10, Math.round(o.ops / 10)));
   let best: Stage | null = null;

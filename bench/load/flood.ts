@@ -10,22 +10,16 @@
 // Knobs (env): BENCH_FLOOD=0 skips it; BENCH_FLOOD_STREAMS=200 BENCH_FLOOD_RATE=20 BENCH_FLOOD_STARTS=800
 //   BENCH_FLOOD_SECONDS=8 BENCH_FLOOD_BEFORE_S=5 BENCH_FLOOD_AFTER_S=3 BENCH_FLOOD_DELTAS=20 (each flood
 //   stream's deltas) BENCH_FLOOD_OPEN_PER_SEC=50 (the running streams' opening pace) BENCH_FLOOD_LAGS=100 (the OVERLOAD_LAG_MS of each shedding phase; 60000: shedding off)
-// Alone: node --import tsx bench/load/flood.ts (its own simulator, and a scratch database as bench.ts makes one).
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
+// Alone: BENCH_ONLY=flood make bench.
 import { OVERLOAD_LAG_MS_DEFAULT } from '../../src/config.ts';
-import { stopAll } from '../../test/helpers/procs.ts';
 import { serviceBody } from './bodies.ts';
 import { countStamps, eachStamp, openStream, parseBlock } from './client.ts';
 import type { OverloadContext } from './overload.ts';
-import type { OverloadJob, OverloadResult } from './overload-gen.ts';
+import { offerStarts } from './overload-gen.ts';
 import { Samples, summarize } from './stats.ts';
-import { createBenchDb, startService, startSimulator } from './targets.ts';
 
 const env = process.env;
 const num = (name: string, fallback: number) => Number(env[name] ?? fallback);
-const GEN = path.join(import.meta.dirname, 'overload-gen.ts');
 const NEVER = '60000';
 
 interface Running {
@@ -84,10 +78,6 @@ function openRunning(port: number, n: number, perSec: number, deltas: number, ra
   return { seen, started: Promise.all(firsts).then(() => undefined), ended: Promise.all(ends).then(() => tally) };
 }
 
-async function generate(job: OverloadJob): Promise<OverloadResult> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', GEN, JSON.stringify(job)], { maxBuffer: 1 << 24 });
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as OverloadResult;
-}
 
 type FloodContext = Pick<OverloadContext, 'sim' | 'dbUrl' | 'log' | 'withService'>;
 
@@ -108,7 +98,7 @@ async function floodPhase(c: FloodContext, name: string, lagMs: string) {
     const running = openRunning(svc.port, streams, openPerSec, deltas, rate);
     await running.started;
     await new Promise((r) => setTimeout(r, 1000 + beforeS * 1000));
-    const flood = await generate({ port: svc.port, body: serviceBody('provider_c', true, floodDeltas, rate), deltas: floodDeltas, startsPerSec: starts, seconds });
+    const flood = await offerStarts({ port: svc.port, body: serviceBody('provider_c', true, floodDeltas, rate), deltas: floodDeltas, startsPerSec: starts, seconds });
     const tally = await running.ended;
     // Before: the BEFORE_S seconds up to the first start offered; during: from it until the last
     // accepted flood stream could have ended.
@@ -150,23 +140,3 @@ async function floodCheck(c: FloodContext): Promise<Record<string, unknown>> {
 /** A row that fails says why in results.json rather than ending the bench. */
 export const runFloodCheck = (c: FloodContext) =>
   floodCheck(c).catch((err: Error) => ({ error: err.message.split('\n').slice(0, 3).join(' ') }));
-
-if (process.argv[1] === import.meta.filename) {
-  const sim = await startSimulator();
-  const db = await createBenchDb();
-  const log = (msg: string) => console.error(`[flood] ${msg}`);
-  const withService: FloodContext['withService'] = async (urls, dbUrl, maxActiveRuns, fn, dataDir, extra) => {
-    const { child, port } = await startService({ sim: urls, databaseUrl: dbUrl, maxActiveRuns, dataDir, env: extra });
-    try {
-      return await fn({ pid: child.pid, port, child });
-    } finally {
-      await child.stop();
-    }
-  };
-  try {
-    console.log(JSON.stringify(await runFloodCheck({ sim: sim.urls, dbUrl: db.url, log, withService }), null, 2));
-  } finally {
-    await stopAll();
-    await db.drop();
-  }
-}

@@ -4,6 +4,9 @@
 // deltas against done.text); a refused one is timed from its request to its answer (the 503).
 //
 //   node --import tsx bench/load/overload-gen.ts '<OverloadJob json>'   → one JSON line (OverloadResult)
+// (offerStarts runs it so for overload.ts and flood.ts.)
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { countStamps, eachStamp, epochNow, openStream, parseBlock } from './client.ts';
 import { Samples, summarize } from './stats.ts';
 
@@ -111,7 +114,13 @@ export async function runOverloadJob(job: OverloadJob): Promise<OverloadResult> 
   return r;
 }
 
-if (process.argv[2]) {
+/** Runs `job` in a process of its own, so that the offering side's CPU is not the measuring side's. */
+export async function offerStarts(job: OverloadJob): Promise<OverloadResult> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', import.meta.filename, JSON.stringify(job)], { maxBuffer: 1 << 24 });
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as OverloadResult;
+}
+
+if (process.argv[1] === import.meta.filename && process.argv[2]) {
   process.stdout.write(JSON.stringify(await runOverloadJob(JSON.parse(process.argv[2]) as OverloadJob)) + '\n');
   process.exit(0);
 }

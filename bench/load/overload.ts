@@ -11,13 +11,10 @@
 //   BENCH_OVERLOAD_DELTAS=80 BENCH_OVERLOAD_RATE=20 (a 4 s stream), BENCH_OVERLOAD_SECONDS=30.
 //   BENCH_OVERLOAD_LAGS=100,200 adds a shedding phase at each of those thresholds beside the default's.
 //   BENCH_ROLLING=0 skips the second; BENCH_ROLLING_LIVE=200 BENCH_ROLLING_DELTAS=200 (10 s at 20/s).
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { OVERLOAD_LAG_MS_DEFAULT } from '../../src/config.ts';
 import { judgeRolling, rollingRestart } from '../../test/helpers/rolling.ts';
 import { Samples, summarize } from './stats.ts';
-import type { OverloadJob, OverloadResult } from './overload-gen.ts';
+import { offerStarts, type OverloadResult } from './overload-gen.ts';
 import type { WithService } from './drive.ts';
 import type { SimUrls } from './targets.ts';
 
@@ -31,14 +28,9 @@ export interface OverloadContext {
 
 const env = process.env;
 const num = (name: string, fallback: number) => Number(env[name] ?? fallback);
-const GEN = path.join(import.meta.dirname, 'overload-gen.ts');
 /** Shedding off for the measuring phases: the lag is still sampled, nothing is refused for it. */
 const NEVER = '60000';
 
-async function generate(job: OverloadJob): Promise<OverloadResult> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', GEN, JSON.stringify(job)], { maxBuffer: 1 << 24 });
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as OverloadResult;
-}
 
 /** Samples the service's lag gauge every 250 ms until stopped. */
 function sampleLag(port: number): { stop(): ReturnType<typeof summarize> } {
@@ -72,7 +64,7 @@ async function overloadCheck(c: OverloadContext): Promise<Record<string, unknown
     const maxRuns = Math.ceil(starts * factor * (deltas / rate + seconds)) + 1000;
     return c.withService(c.sim, c.dbUrl, maxRuns, async (svc) => {
       const lag = sampleLag(svc.port);
-      const result = await generate({ port: svc.port, body, deltas, startsPerSec: starts * factor, seconds });
+      const result = await offerStarts({ port: svc.port, body, deltas, startsPerSec: starts * factor, seconds });
       const out = { ...result, lagP99Ms: lag.stop(), overloadLagMs: Number(lagMs), startsPerSec: starts * factor };
       c.log(`overload ${name}: ${out.accepted}/${out.offered} accepted, latency p99 ${out.latencyMs.p99} ms, refusal p99 ${out.refusalMs.p99} ms, `
         + `lost ${out.lost}, failed ${out.failed}, lag p50 ${out.lagP99Ms.p50} max ${out.lagP99Ms.max} ms ${JSON.stringify(out.refused)}`);
