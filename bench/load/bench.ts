@@ -25,7 +25,7 @@ import path from 'node:path';
 import type { GenJob, GenResult } from './gen.ts';
 import { ccBody, serviceBody } from './bodies.ts';
 import { failedRow, generate, measure, steadyP99, toRow, type Base, type Row } from './measure.ts';
-import { h2cEnv } from './drive.ts';
+import { driveOnce, h2cEnv } from './drive.ts';
 import { costChart, latencyChart } from './charts.ts';
 import { knobs, mergeResults } from './merge.ts';
 import { markdown } from './report.ts';
@@ -123,11 +123,6 @@ async function main(): Promise<void> {
   const svcJob = (port: number, body: string, { k, rate, deltas }: Step): GenJob => ({
     mode: 'streams', host: '127.0.0.1', port, path: '/v1/chat-completions/stream', body, kind: 'sse', k, deltas, rate, startsPerSec: STARTS,
   });
-  // The simulator wants an API key like the real providers do; the peer forwards its own header.
-  const ccJob = (port: number, p: string, { k, rate, deltas }: Step, headers: Record<string, string> = { authorization: 'Bearer k' }): GenJob => ({
-    mode: 'streams', host: '127.0.0.1', port, path: p, headers, body: ccBody(deltas, rate), kind: 'cc', k, deltas, rate, startsPerSec: STARTS,
-  });
-  const ccPath = new URL(sim.urls.provider_c).pathname + '/chat/completions';
   const overBudget = () => performance.now() - began > BUDGET_MS;
   const run = async (base: Base, go: () => Promise<Row>): Promise<Row | undefined> => {
     if (overBudget()) return void rows.push(failedRow(base, `skipped: the bench passed its ${BUDGET_MS / 1000} s budget`));
@@ -139,27 +134,22 @@ async function main(): Promise<void> {
       + `failed ${row.failed} lost ${row.lost} dup ${row.duplicated}${row.reasons ? ' ' + JSON.stringify(row.reasons) : ''} (load ${row.loadAvg1})`);
     return row;
   };
-  /** floor, nginx and the peer for one step: the baselines every service row of the step is read against. */
+  /** floor, nginx and the peer for one step: the baselines every service row of the step is read against (drive.ts). */
   const baselines = async (step: Step, scenario: Row['scenario']): Promise<Row | undefined> => {
-    const { k, rate } = step;
-    const floorBase: Base = { target: 'floor', provider: 'provider_c', persist: null, k, rate, scenario };
-    const floor = await run(floorBase, async () => toRow(floorBase, await measure(null, sim.child.pid, ccJob(sim.port, ccPath, step)), undefined));
-    if (TARGETS.has('nginx')) {
-      const base: Base = { target: 'nginx', provider: 'provider_c', persist: null, k, rate, scenario };
-      if (!nginx) rows.push(failedRow(base, 'nginx is not installed and could not be installed'));
-      else await run(base, async () => toRow(base, await measure(nginx.child.pid, sim.child.pid, ccJob(nginx.port, ccPath, step)), floor));
-    }
+    const at = { ...step, startsPerSec: STARTS };
+    const base = (target: Row['target']): Base => ({ target, provider: 'provider_c', persist: null, k: step.k, rate: step.rate, scenario });
+    const floor = await run(base('floor'), () => driveOnce(drive, { target: 'floor' }, base('floor'), at, undefined));
+    if (TARGETS.has('nginx')) await run(base('nginx'), () => driveOnce(drive, { target: 'nginx' }, base('nginx'), at, floor));
     if (TARGETS.has('peer')) {
-      const base: Base = { target: 'peer', provider: 'provider_c', persist: null, k, rate, scenario };
-      if (!peer || peerProbe) rows.push(failedRow(base, `@portkey-ai/gateway streaming fails on Node ${process.versions.node}: ${peerProbe}`));
-      else if (k > PEER_MAX_K) rows.push(failedRow(base, `not run: the peer resets connections from K=5,000 on (BENCH_PEER_MAX_K=${PEER_MAX_K})`));
-      else await run(base, async () => toRow(base, await measure(peer.child.pid, sim.child.pid, ccJob(peer.port, '/v1/chat/completions', step, peerHeaders(sim.urls))), floor, PEER_NOTE));
+      if (step.k > PEER_MAX_K) rows.push(failedRow(base('peer'), `not run: the peer resets connections from K=5,000 on (BENCH_PEER_MAX_K=${PEER_MAX_K})`));
+      else await run(base('peer'), () => driveOnce(drive, { target: 'peer' }, base('peer'), at, floor, PEER_NOTE));
     }
     return floor;
   };
   // The `tls` rows' simulator: https, HTTP/2 or HTTP/1.1 by ALPN; the service trusts its certificate.
   const secureSim = TARGETS.has('service') && EXTRAS.has('tls') && (BURST_K > 0 || SWEEP.some((s) => TLS_KS.has(s.k))) ? await startSecureSimulator() : null;
   const h2cSim = (ALL || CAPACITY_RUN) && TARGETS.has('service') && EXTRAS.has('h2c') ? await startSimulator({ h2c: true }) : null;
+  const drive = { sim, h2cSim, nginx, peer: peerProbe ? null : peer, peerDown: peerProbe, dbUrl: db.url, pgMeter, withService };
   type RunOptions = { note?: string; dataDir?: string; via?: typeof secureSim };
   const serviceRun = (base: Base, body: string, step: Step, floor: Row | undefined, o: RunOptions = {}) => {
     const upstream = o.via ?? { child: sim.child, urls: sim.urls, env: {} };
@@ -196,7 +186,6 @@ async function main(): Promise<void> {
       await tlsRuns(persisted, serviceBody('provider_c', true, 1, 1), step, floor);
       await h2cRun(persisted, serviceBody('provider_c', true, 1, 1), step, floor);
     }
-    const drive = { sim, h2cSim, nginx, peer: peerProbe ? null : peer, peerDown: peerProbe, dbUrl: db.url, pgMeter, withService };
     if (ALL && START_RATES.length) await runStartRates(drive, run);
     const capacityRows = CAPACITY_RUN ? await runCapacity({ ...drive, log, overBudget }) : [];
     for (const row of capacityRows) {
