@@ -1,7 +1,8 @@
 // Whether this instance takes a new run: the one decision behind every start (the supervisor asks
 // it synchronously, with its active count). Three reasons to refuse, checked in this order:
 // draining (a SIGTERM came: the runs here finish, new ones go elsewhere), capacity (MAX_ACTIVE_RUNS)
-// and overload (an event loop running late, so every stream here is already slowing down). The
+// and overload (an event loop running late, so every stream here is already slowing down, or more
+// starts waiting for the actor threads than they take up in a turn, so they are about to). The
 // refusals are built once: the accept path allocates nothing and reads two numbers. The router asks
 // it too, before a start's body is read (`shedding`): draining and overload need nothing from the
 // request, so a flood is refused for the price of its headers (src/http/early-refusal.ts).
@@ -17,15 +18,23 @@ export interface LagSignal {
   lagNow(): number;
 }
 
+/** Starts handed to the actor threads and not yet taken up (Supervisor.startBacklog). */
+export interface BacklogSignal {
+  readonly startBacklog: number;
+}
+
 export interface AdmissionOptions {
   maxActiveRuns: number;
   /** Refuse while the worst thread's event-loop delay p99 exceeds this; 0: never. */
   overloadLagMs: number;
+  /** Refuse while this many starts wait for the actor threads (OVERLOAD_START_BACKLOG); 0 or absent: never. */
+  overloadStartBacklog?: number;
 }
 
 export class Admission {
   private readonly maxActiveRuns: number;
   private readonly overloadLagMs: number;
+  private readonly overloadStartBacklog: number;
   private readonly refusals: Record<'capacity' | 'overload' | 'draining', StartRefusal>;
   /** Refusals so far, by reason (css_runs_refused_total). */
   readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0, user_runs: 0, user_tokens: 0 };
@@ -34,10 +43,12 @@ export class Admission {
   lagMs = 0;
   /** Read at each decision, so a loop running late now counts before its next fold; null: lagMs alone. */
   private signal: LagSignal | null = null;
+  private backlog: BacklogSignal | null = null;
 
   constructor(opts: AdmissionOptions) {
     this.maxActiveRuns = opts.maxActiveRuns;
     this.overloadLagMs = opts.overloadLagMs;
+    this.overloadStartBacklog = opts.overloadStartBacklog ?? 0;
     this.refusals = {
       draining: { ok: false, outcome: 'draining', message: DRAINING_MESSAGE },
       capacity: { ok: false, outcome: 'capacity', message: `server is at capacity (${opts.maxActiveRuns} active runs); retry shortly` },
@@ -59,9 +70,29 @@ export class Admission {
     this.signal = signal;
   }
 
+  /** From now on the starts waiting for the actor threads count too (the supervisor). */
+  watchBacklog(backlog: BacklogSignal): void {
+    this.backlog = backlog;
+  }
+
   get overloaded(): boolean {
+    return this.lagging || this.backlogged;
+  }
+
+  /** An event loop is late: the running streams are already slowed. */
+  private get lagging(): boolean {
     if (this.overloadLagMs <= 0) return false;
     return this.lagMs > this.overloadLagMs || (this.signal !== null && this.signal.lagNow() > this.overloadLagMs);
+  }
+
+  /**
+   * The actor threads are behind the starts: the flood is ahead of them, and the work it queues would
+   * delay the running streams' deltas behind it. Read at each decision; it needs no clock or window,
+   * so it refuses in the very turn the starts outrun the threads, and takes starts again the turn they
+   * catch up. It also bounds the starts a thread handles in one turn, the stall it puts in its streams.
+   */
+  private get backlogged(): boolean {
+    return this.overloadStartBacklog > 0 && this.backlog !== null && this.backlog.startBacklog >= this.overloadStartBacklog;
   }
 
   /**

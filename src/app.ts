@@ -142,7 +142,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
 
   // One client (and one connection pool) per provider on this thread: routes, model lists and inline hosts share them.
   const providers = createProviders(config);
-  const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS });
+  const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS, overloadStartBacklog: config.OVERLOAD_START_BACKLOG });
   const lag = config.OVERLOAD_LAG_MS > 0 ? new LagBoard() : null;
   const sse = new SseStreams({ heartbeatMs: config.SSE_HEARTBEAT_MS, queueCap: config.SSE_MAX_QUEUED_BYTES });
   // Closed after the supervisor: the streams of runs cut by its shutdown get their last frames first.
@@ -221,6 +221,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   // Measured from here: the start-up's own stalls (migrations, worker boot) are no overload.
   lag?.start((worstMs) => (admission.lagMs = worstMs));
   if (lag) admission.watch(lag);
+  admission.watchBacklog(supervisor);
   const port = uws.us_socket_local_port(listenSocket);
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
   const close = () => lc.close();

@@ -23,6 +23,8 @@ const url = z.string().url('must be a URL');
 
 /** Chosen from the load test's overload row (README, "Overload shedding"). */
 export const OVERLOAD_LAG_MS_DEFAULT = 100;
+/** Chosen from the load test's flood row (docs/operations.md, "Overload shedding"). */
+export const OVERLOAD_START_BACKLOG_DEFAULT = 32;
 
 /** `item` when it is an origin (`scheme://host[:port]`, no path; a trailing slash is dropped); else null. */
 function asOrigin(item: string): string | null {
@@ -102,6 +104,8 @@ const schema = z.object({
   SHUTDOWN_GRACE_MS: int(0, 3_600_000).default(30_000),
   /** New runs are refused (503) while the main or an actor thread's event-loop delay p99 over the last second exceeds this; 0 turns it off (see README). */
   OVERLOAD_LAG_MS: int(0, 60_000).default(OVERLOAD_LAG_MS_DEFAULT),
+  /** New runs are refused (503) while this many starts wait for the actor threads to take them up; 0 turns it off (see README). */
+  OVERLOAD_START_BACKLOG: int(0, 1_000_000).default(OVERLOAD_START_BACKLOG_DEFAULT),
   /** Bytes queued for one slow SSE client before it is dropped. */
   SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
   /** How often the text each persisted chat run has streamed reaches the database (recovery after a crash); 0 turns it off. */

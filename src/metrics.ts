@@ -27,7 +27,7 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
   // second of the main thread, idle or not (docs/performance.md, ninth round). A tenth of that is plenty for
   // a dashboard's nodejs_eventloop_lag_*; the overload signal (css_event_loop_lag_p99_ms) has its own.
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
-  if (admission) admissionMetrics(registry, admission);
+  if (admission) admissionMetrics(registry, admission, supervisor);
   new client.Gauge({
     name: 'css_active_runs',
     help: 'Runs active on this process',
@@ -111,8 +111,8 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
 
 const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining', 'user_runs', 'user_tokens'];
 
-/** What the admission decided: draining or not, the lag it judges overload by, and its refusals. */
-function admissionMetrics(registry: client.Registry, admission: Admission): void {
+/** What the admission decided: draining or not, the lag and backlog it judges overload by, and its refusals. */
+function admissionMetrics(registry: client.Registry, admission: Admission, supervisor: RunSupervisor): void {
   new client.Gauge({ name: 'css_draining', help: '1 while this instance drains (after SIGTERM/SIGINT), else 0', registers: [registry], collect() { this.set(admission.draining ? 1 : 0); } });
   new client.Gauge({
     name: 'css_event_loop_lag_p99_ms',
@@ -122,9 +122,17 @@ function admissionMetrics(registry: client.Registry, admission: Admission): void
       this.set(admission.lagMs);
     },
   });
+  new client.Gauge({
+    name: 'css_start_backlog',
+    help: 'Starts handed to the actor threads and not yet taken up (refused at OVERLOAD_START_BACKLOG)',
+    registers: [registry],
+    collect() {
+      this.set(supervisor.startBacklog);
+    },
+  });
   new client.Counter({
     name: 'css_runs_refused_total',
-    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS; draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget)',
+    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS or OVERLOAD_START_BACKLOG; draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {

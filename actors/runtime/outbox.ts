@@ -27,6 +27,8 @@ export class Outbox {
   /** Only held frames wait: their flush is on this timer. */
   private holdTimer: NodeJS.Timeout | null = null;
   private lastFlush = -Infinity;
+  /** Starts taken up since the last batch (Batch.started). */
+  private taken = 0;
   private readonly send: (batch: Batch) => void;
   private readonly gapMs: number;
   private readonly holdMs: number;
@@ -53,6 +55,16 @@ export class Outbox {
     }
     if (hold) this.hold();
     else this.schedule();
+  }
+
+  /**
+   * The host took up a start. Said as a count on the next batch, held as a run's first frames are
+   * (a chat's `meta` follows in the same turn and carries it); a run that says nothing at first (a
+   * search waiting for its engine) is still counted as taken within holdMs.
+   */
+  started(): void {
+    this.taken++;
+    this.hold();
   }
 
   replay(runId: string, subId: number, data: string, ended: boolean): void {
@@ -106,8 +118,11 @@ export class Outbox {
     this.holdTimer = null;
     this.lastFlush = performance.now();
     const items = this.items;
+    const started = this.taken;
     this.items = [];
+    this.taken = 0;
     this.open.clear();
-    if (items.length > 0) this.send({ t: 'batch', items });
+    if (started > 0) this.send({ t: 'batch', items, started });
+    else if (items.length > 0) this.send({ t: 'batch', items });
   };
 }

@@ -88,6 +88,11 @@ export type BatchEntry = string | number | Exclude<OutItem, { t: 'frames' }>;
 export interface Batch {
   t: 'batch';
   items: BatchEntry[];
+  /**
+   * Starts this host has taken up (actor spawned, its start handled) since its last batch: the
+   * supervisor's count of starts still waiting in a host's mailbox (`startBacklog`) goes down by it.
+   */
+  started?: number;
 }
 
 /** A batch's entries for a list of items (the ledger and tests build batches this way). */

@@ -22,6 +22,8 @@ interface HostSlot {
   index: number;
   port: HostPort;
   runs: Set<Entry>;
+  /** Starts sent to this host that it has not yet said it took up (Batch.started). */
+  unheard: number;
 }
 
 interface Entry extends RunInfo {
@@ -79,6 +81,17 @@ export class Supervisor<T extends RunTypeMap> {
     return this.runs.size;
   }
 
+  /**
+   * Starts handed to the actor hosts and not yet taken up: in a host's mailbox, being handled, or
+   * acknowledged in a batch the main thread has not read yet. It grows the moment the hosts fall
+   * behind the starts, before any event loop is measurably late (the admission's backlog signal).
+   */
+  get startBacklog(): number {
+    let n = 0;
+    for (let i = 0; i < this.hosts.length; i++) n += this.hosts[i]!.unheard;
+    return n;
+  }
+
   /** Synchronous: decided before the caller's next await, so a burst of starts for a key starts one run. */
   start<K extends KindOf<T>>(opts: StartOptions<T, K>): Started<K, T[K]['value']> {
     const { kind, key } = opts;
@@ -112,6 +125,7 @@ export class Supervisor<T extends RunTypeMap> {
     this.runs.set(entry.runId, entry);
     if (key !== null) this.keyed(kind).set(key, entry);
     slot.runs.add(entry);
+    slot.unheard++;
     if (opts.subscriber) this.addSubscriber(entry, opts.subscriber);
     slot.port.send({ t: 'start', runId: entry.runId, kind, request: opts.request });
     return { ok: true, handle: this.handle<K, T[K]['value']>(entry, false) };
@@ -223,10 +237,13 @@ export class Supervisor<T extends RunTypeMap> {
   }
 
   private spawn(index: number): HostSlot {
-    const slot: HostSlot = { index, port: null as unknown as HostPort, runs: new Set() };
+    const slot: HostSlot = { index, port: null as unknown as HostPort, runs: new Set(), unheard: 0 };
     slot.port = this.opts.factory(
       index,
-      (batch) => this.onBatch(batch),
+      (batch) => {
+        if (batch.started !== undefined) slot.unheard = Math.max(0, slot.unheard - batch.started);
+        this.onBatch(batch);
+      },
       (error) => this.onHostExit(slot, error),
     );
     return slot;

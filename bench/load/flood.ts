@@ -10,8 +10,9 @@
 // Knobs (env): BENCH_FLOOD=0 skips it; BENCH_FLOOD_STREAMS=200 BENCH_FLOOD_RATE=20 BENCH_FLOOD_STARTS=800
 //   BENCH_FLOOD_SECONDS=8 BENCH_FLOOD_BEFORE_S=5 BENCH_FLOOD_AFTER_S=3 BENCH_FLOOD_DELTAS=20 (each flood
 //   stream's deltas) BENCH_FLOOD_OPEN_PER_SEC=50 (the running streams' opening pace) BENCH_FLOOD_LAGS=100 (the OVERLOAD_LAG_MS of each shedding phase; 60000: shedding off)
+//   BENCH_FLOOD_BACKLOGS=32 (the OVERLOAD_START_BACKLOG of each shedding phase, with the first lag; 0: the lag signal alone)
 // Alone: BENCH_ONLY=flood make bench.
-import { OVERLOAD_LAG_MS_DEFAULT } from '../../src/config.ts';
+import { OVERLOAD_LAG_MS_DEFAULT, OVERLOAD_START_BACKLOG_DEFAULT } from '../../src/config.ts';
 import { serviceBody } from './bodies.ts';
 import { countStamps, eachStamp, openStream, parseBlock } from './client.ts';
 import type { OverloadContext } from './overload.ts';
@@ -81,7 +82,7 @@ function openRunning(port: number, n: number, perSec: number, deltas: number, ra
 
 type FloodContext = Pick<OverloadContext, 'sim' | 'dbUrl' | 'log' | 'withService'>;
 
-async function floodPhase(c: FloodContext, name: string, lagMs: string) {
+async function floodPhase(c: FloodContext, name: string, lagMs: string, backlog: string) {
   const streams = num('BENCH_FLOOD_STREAMS', 200);
   const rate = num('BENCH_FLOOD_RATE', 20);
   const starts = num('BENCH_FLOOD_STARTS', 800);
@@ -112,20 +113,26 @@ async function floodPhase(c: FloodContext, name: string, lagMs: string) {
     }
     const out = {
       overloadLagMs: Number(lagMs),
+      overloadStartBacklog: Number(backlog),
       running: { streams, deltas, rate, before: summarize(before), during: summarize(during), ...tally },
       flood: { startsPerSec: starts, seconds, deltas: floodDeltas, ...flood },
     };
     c.log(`flood ${name}: running p99 before ${out.running.before.p99} ms, during ${out.running.during.p99} ms, cut ${tally.cut} lost ${tally.lost} (opens refused ${tally.refusedOpens}); `
       + `flood ${flood.accepted}/${flood.offered} accepted, refusal p50 ${flood.refusalMs.p50} p99 ${flood.refusalMs.p99} ms, lost ${flood.lost} failed ${flood.failed} ${JSON.stringify(flood.refused)}`);
     return out;
-  }, undefined, { OVERLOAD_LAG_MS: lagMs });
+  }, undefined, { OVERLOAD_LAG_MS: lagMs, OVERLOAD_START_BACKLOG: backlog });
 }
 
 async function floodCheck(c: FloodContext): Promise<Record<string, unknown>> {
-  const off = await floodPhase(c, 'shedding off', NEVER);
+  const off = await floodPhase(c, 'shedding off', NEVER, '0');
   const on: Record<string, Awaited<ReturnType<typeof floodPhase>>> = {};
-  for (const lag of (env.BENCH_FLOOD_LAGS ?? String(OVERLOAD_LAG_MS_DEFAULT)).split(',').filter(Boolean)) on[lag] = await floodPhase(c, `OVERLOAD_LAG_MS=${lag}`, lag);
-  const shed = on[String(OVERLOAD_LAG_MS_DEFAULT)] ?? Object.values(on)[0];
+  const list = (v: string | undefined, fallback: number) => (v ?? String(fallback)).split(',').filter(Boolean);
+  const lags = list(env.BENCH_FLOOD_LAGS, OVERLOAD_LAG_MS_DEFAULT);
+  const backlogs = list(env.BENCH_FLOOD_BACKLOGS, OVERLOAD_START_BACKLOG_DEFAULT);
+  // Each phase is named by its two knobs, e.g. `100/32` (OVERLOAD_LAG_MS/OVERLOAD_START_BACKLOG).
+  const phases = [...backlogs.map((b) => [lags[0]!, b] as const), ...lags.slice(1).map((l) => [l, backlogs[0]!] as const)];
+  for (const [lag, backlog] of phases) on[`${lag}/${backlog}`] = await floodPhase(c, `OVERLOAD_LAG_MS=${lag} OVERLOAD_START_BACKLOG=${backlog}`, lag, backlog);
+  const shed = on[`${OVERLOAD_LAG_MS_DEFAULT}/${OVERLOAD_START_BACKLOG_DEFAULT}`] ?? Object.values(on)[0];
   return {
     sheddingOff: off,
     shedding: on,

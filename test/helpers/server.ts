@@ -87,6 +87,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     PROVIDER_TIMEOUT_MS: '30000',
     // The test's own work shares this event loop: its stalls (a sync spawn, a big parse) are no overload.
     OVERLOAD_LAG_MS: '0',
+    OVERLOAD_START_BACKLOG: '0',
     ...simEnv(sim),
     ...opts.env,
   };

@@ -35,6 +35,32 @@ describe('Admission', () => {
     assert.equal(a.shedding(), 'draining');
   });
 
+  it('refuses while the starts waiting for the actor threads reach the bound, and takes starts again as they are taken up', () => {
+    const backlog = { startBacklog: 0 };
+    const a = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadStartBacklog: 3 });
+    a.watchBacklog(backlog);
+    backlog.startBacklog = 2;
+    assert.equal(a.shedding(), null, 'two waiting: a third may go');
+    assert.equal(a.admit(2), null);
+    backlog.startBacklog = 3;
+    assert.equal(a.shedding(), 'overload');
+    assert.deepEqual(a.admit(3), { ok: false, outcome: 'overloaded', message: 'server is overloaded, retry later' });
+    assert.equal(a.refused.overload, 1);
+    backlog.startBacklog = 0;
+    assert.equal(a.admit(3), null, 'the threads caught up: no window to wait out');
+  });
+
+  it('the backlog bound holds with the lag signal off, and 0 turns it off', () => {
+    const backlog = { startBacklog: 50 };
+    const lagOff = new Admission({ maxActiveRuns: 100, overloadLagMs: 0, overloadStartBacklog: 10 });
+    lagOff.watchBacklog(backlog);
+    assert.equal(lagOff.admit(0)?.outcome, 'overloaded');
+    const backlogOff = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadStartBacklog: 0 });
+    backlogOff.watchBacklog(backlog);
+    assert.equal(backlogOff.admit(0), null);
+    assert.equal(backlogOff.shedding(), null);
+  });
+
   it('OVERLOAD_LAG_MS=0 never refuses for lag', () => {
     const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 0 });
     a.lagMs = 10_000;

@@ -5,7 +5,7 @@ import { sseFrame } from '../../actors/runtime/frame.ts';
 import { createHost, type Runners } from '../../actors/runtime/host.ts';
 import type { Batch, ToHost } from '../../actors/runtime/protocol.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
-import { Supervisor, type HostFactory } from '../../actors/runtime/supervisor.ts';
+import { Supervisor, type HostFactory, type SupervisorOptions } from '../../actors/runtime/supervisor.ts';
 
 export class FakeSubscriber implements Subscriber {
   data = '';
@@ -109,20 +109,34 @@ const hold = defineRun<Hold['request'], Hold['value'], null, HoldState, { t: 're
 
 export const runners: Runners<TestRuns, null> = { echo, hold };
 
-/** Inline hosts whose deaths the test controls; `sent` records every message to a host. */
-export function fakeHosts() {
+/**
+ * Inline hosts whose deaths the test controls; `sent` records every message to a host. `held`: the
+ * hosts read nothing of their mailboxes (a thread busy elsewhere) until the test calls `deliver`.
+ */
+export function fakeHosts(held = false) {
   const kill: Array<(err: Error) => void> = [];
   const sent: ToHost[] = [];
+  const waiting: Array<() => void> = [];
   const factory: HostFactory = (index, onBatch: (b: Batch) => void, onExit) => {
     const host = createHost(runners, null, onBatch);
     kill[index] = onExit;
-    return { send: (m) => (sent.push(m), host.receive(m)), terminate: async () => {}, ready: Promise.resolve() };
+    const send = (m: ToHost) => {
+      sent.push(m);
+      if (held) waiting.push(() => host.receive(m));
+      else host.receive(m);
+    };
+    return { send, terminate: async () => {}, ready: Promise.resolve() };
   };
-  return { factory, kill, sent };
+  /** The held hosts read what waits in their mailboxes (from now on, too). */
+  const deliver = () => {
+    held = false;
+    for (const w of waiting.splice(0)) w();
+  };
+  return { factory, kill, sent, deliver };
 }
 
-export function supervisor(opts: { hosts?: number; maxActiveRuns?: number } = {}) {
-  const hosts = fakeHosts();
+export function supervisor(opts: { hosts?: number; maxActiveRuns?: number; held?: boolean; admission?: SupervisorOptions['admission'] } = {}) {
+  const hosts = fakeHosts(opts.held);
   const logs: string[] = [];
   const sup = new Supervisor<TestRuns>({
     hosts: opts.hosts ?? 1,
@@ -130,6 +144,7 @@ export function supervisor(opts: { hosts?: number; maxActiveRuns?: number } = {}
     errorFrames: { echo: errorFrame, hold: errorFrame },
     maxActiveRuns: opts.maxActiveRuns ?? 100,
     log: (level, message) => logs.push(`${level}: ${message}`),
+    ...(opts.admission ? { admission: opts.admission } : {}),
   });
   return { sup, hosts, logs };
 }

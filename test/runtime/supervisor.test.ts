@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { deltaFrame } from '../../actors/runtime/frame.ts';
 import { FakeSubscriber, gate, supervisor, turn } from './fake.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /** The text a subscriber's deltas add up to. */
 const text = (s: FakeSubscriber) =>
@@ -184,4 +185,27 @@ test('cancelNow cancels one run by key with its why and message; cancelAll every
   assert.equal(sup.activeCount, 0);
   assert.deepEqual(await two.handle.result, { ok: false, outcome: 'cancelled', message: 'shutdown' });
   assert.equal(sup.cancelAll('shutdown', 'again'), 0);
+});
+
+test('startBacklog counts the starts a host has not taken up yet, down to none once it has', async () => {
+  const { sup, hosts } = supervisor({ hosts: 2, held: true });
+  const runs = [0, 1, 2].map(() => sup.start({ kind: 'hold', key: null, request: { until: null }, ifRunning: 'reject' }));
+  assert.ok(runs.every((r) => r.ok));
+  assert.equal(sup.startBacklog, 3, 'in the mailboxes, unread');
+  await turn();
+  assert.equal(sup.startBacklog, 3, 'nothing is taken up while the hosts read nothing');
+  hosts.deliver();
+  await waitFor(() => sup.startBacklog === 0, 10_000, 'the hosts to say they took the starts up');
+  assert.equal(sup.activeCount, 3, 'taken up, still running');
+  await sup.shutdown();
+});
+
+test('a host that dies takes its starts\' backlog with it', async () => {
+  const { sup, hosts } = supervisor({ held: true });
+  const started = sup.start({ kind: 'hold', key: null, request: { until: null }, ifRunning: 'reject' });
+  assert.ok(started.ok);
+  assert.equal(sup.startBacklog, 1);
+  hosts.kill[0]!(new Error('boom'));
+  assert.deepEqual(await started.handle.result, { ok: false, outcome: 'internal', message: 'run host failed: boom' });
+  assert.equal(sup.startBacklog, 0, 'the fresh host owes nothing');
 });
