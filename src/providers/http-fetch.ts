@@ -197,6 +197,32 @@ class DispatchRequest implements Dispatcher.DispatchHandler, BodySource {
   }
 }
 
+/** What a request needs of its URL: where it goes (undici's origin, the path with its query) and how. */
+interface Target {
+  protocol: string;
+  origin: string;
+  path: string;
+}
+
+/**
+ * Parsed URLs by their text. A client calls the same few URLs (its base URL and an operation's path)
+ * on every request, so each is parsed once rather than per call. Bounded: a caller that made a new URL
+ * per request (a query string) empties it now and then, and costs one parse per call as before.
+ */
+class TargetCache {
+  private readonly seen = new Map<string, Target>();
+
+  of(url: string): Target {
+    let target = this.seen.get(url);
+    if (target === undefined) {
+      const { protocol, origin, pathname, search } = new URL(url);
+      if (this.seen.size >= 64) this.seen.clear();
+      this.seen.set(url, (target = { protocol, origin, path: pathname + search }));
+    }
+    return target;
+  }
+}
+
 function makeFetch(options: ProviderFetchOptions): typeof fetch {
   const { timeoutMs } = options;
   const dispatcher = new Agent({
@@ -208,23 +234,25 @@ function makeFetch(options: ProviderFetchOptions): typeof fetch {
   const h2c = new Set(options.h2cOrigins ?? []);
   const tlsH2 = options.http2 !== false;
   const h2 = tlsH2 || h2c.size > 0 ? createH2Transport({ timeoutMs, ca: options.ca }) : null;
+  const targets = new TargetCache();
   const providerFetch = async (input: string | URL | Request, init: FetchInit = {}) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const method = init.method ?? 'GET';
-    const headers = plainHeaders(init.headers);
     const body = init.body ?? null;
     const signal = init.signal ?? null;
-    const parsed = new URL(url);
-    if (h2 && (parsed.protocol === 'https:' ? tlsH2 : h2c.has(parsed.origin))) {
-      const reply = await h2.request(parsed, { method, headers, body, signal });
+    const target = targets.of(url);
+    if (h2 && (target.protocol === 'https:' ? tlsH2 : h2c.has(target.origin))) {
+      const reply = await h2.request(new URL(url), { method, headers: plainHeaders(init.headers), body, signal });
       if (reply) return new ProviderResponse(url, reply.status, '', webHeaders(reply.headers), reply.body);
     }
     if (signal?.aborted) throw abortError(signal);
-    const { origin, pathname, search } = parsed;
+    // undici reads a header list as an object or any iterable of [name, value] (but an array as a flat
+    // name, value… list): the SDK's Headers go as they are, without a plain copy of them per request.
+    const headers = Array.isArray(init.headers) ? plainHeaders(init.headers) : (init.headers ?? {});
     return new Promise<ProviderResponse>((resolve, reject) => {
       const handler = new DispatchRequest(url, signal, resolve, reject);
       // A synchronous failure comes to handler.onError too.
-      dispatcher.dispatch({ origin, path: pathname + search, method, headers, body }, handler);
+      dispatcher.dispatch({ origin: target.origin, path: target.path, method, headers: headers as Dispatcher.DispatchOptions['headers'], body }, handler);
     });
   };
   return providerFetch as unknown as typeof fetch;
