@@ -6,9 +6,12 @@ import { createHost } from './runtime/host.ts';
 import { runners } from './runners.ts';
 import { startLagReport } from './lag-report.ts';
 import type { ToHost } from './runtime/protocol.ts';
+import type { CheckpointReport } from './hosts.ts';
 
 const port = parentPort!;
-const deps = await createRunDeps(workerData as RunDepsInput);
+// One small message per checkpoint statement (at most one per CHECKPOINT_MS): /metrics counts them on the main thread.
+const checkpointed: CheckpointReport = { t: 'checkpoint' };
+const deps = await createRunDeps(workerData as RunDepsInput, () => port.postMessage(checkpointed));
 const host = createHost(runners, deps, (batch) => port.postMessage(batch));
 // The supervisor sends a turn's messages as one array (hosts.ts).
 port.on('message', (msgs: ToHost[]) => {

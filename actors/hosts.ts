@@ -60,7 +60,17 @@ export function batched(post: (msgs: ToHost[]) => void, releaseWaitMs = RELEASE_
   };
 }
 
-export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?: unknown) => void, onLag?: (index: number, p99Ms: number) => void): HostFactory {
+/** What a worker posts when its checkpoint timer has written a statement. */
+export interface CheckpointReport {
+  t: 'checkpoint';
+}
+
+export function workerHosts(
+  setup: () => WorkerSetup,
+  onLog: (msg: string, err?: unknown) => void,
+  onLag?: (index: number, p99Ms: number) => void,
+  onCheckpoint?: () => void,
+): HostFactory {
   return (index, onBatch, onExit) => {
     const { input, transferList, cleanup } = setup();
     const worker = new Worker(new URL('./worker-boot.mjs', import.meta.url), {
@@ -76,9 +86,10 @@ export function workerHosts(setup: () => WorkerSetup, onLog: (msg: string, err?:
       failBoot = reject;
     });
     ready.catch(() => {}); // a boot failure is also reported through onExit
-    worker.on('message', (msg: Batch | LagReport | { t: 'ready' }) => {
+    worker.on('message', (msg: Batch | LagReport | CheckpointReport | { t: 'ready' }) => {
       if (msg.t === 'batch') onBatch(msg);
       else if (msg.t === 'lag') onLag?.(index, msg.p99Ms);
+      else if (msg.t === 'checkpoint') onCheckpoint?.();
       else markReady();
     });
     worker.on('error', (err) => {

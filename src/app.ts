@@ -256,14 +256,15 @@ function startSupervisor(
   };
   let metrics: Metrics | undefined;
   let runs: Runs | undefined;
+  const checkpointed = () => metrics?.checkpoints.inc();
   const supervisor = new Supervisor<RunTypes>({
     hosts: Math.max(1, config.actorThreads),
     errorFrames,
     maxActiveRuns: config.MAX_ACTIVE_RUNS,
     factory:
       config.actorThreads === 0
-        ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers))
-        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms) => lag.report(index, p99Ms) : undefined),
+        ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed))
+        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms) => lag.report(index, p99Ms) : undefined, checkpointed),
     log: (level, message, err) => log[level]({ err }, message),
     onEnd: (run, result) => {
       runs?.ended(run);

@@ -46,6 +46,8 @@ export class Checkpoints {
     private readonly db: Queryable,
     readonly intervalMs: number,
     private readonly onError: (err: unknown) => void = () => undefined,
+    /** Called once per checkpoint statement that succeeded (css_checkpoints_total). */
+    private readonly onWritten: () => void = () => undefined,
   ) {}
 
   /** Starts checkpointing `run` (its call and chat are stored, its fencing token known) until it ends. */
@@ -91,6 +93,7 @@ export class Checkpoints {
     this.writing = true;
     writeCheckpoints(this.db, batch.map((b) => b.write))
       .then((written) => {
+        this.onWritten();
         for (const { entry, units, write } of batch) {
           if (!written.has(entry.callId)) {
             // Ended meanwhile, or fenced off by a later run: nothing of it may be written any more.

@@ -15,6 +15,8 @@ export interface Metrics {
   idempotentReplays: client.Counter<'mode'>;
   /** Starts refused with 409 because the chat already had an active run. */
   startConflicts: client.Counter<'kind'>;
+  /** Checkpoint statements written by this process's actor hosts (CHECKPOINT_MS). */
+  checkpoints: client.Counter;
 }
 
 /** prom-client's event-loop delay sampling interval. */
@@ -97,11 +99,17 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
     labelNames: ['kind'],
     registers: [registry],
   });
+  const checkpoints = new client.Counter({
+    name: 'css_checkpoints_total',
+    help: 'Checkpoint statements written: each holds the text streamed since the last one by all of an actor host\'s running chat runs',
+    registers: [registry],
+  });
   return {
     registry,
     runsStopped,
     idempotentReplays,
     startConflicts,
+    checkpoints,
     observeRun(kind, provider, ok, seconds) {
       runDuration.observe({ kind, provider, outcome: ok ? 'ok' : 'error' }, seconds);
       if (!ok) runErrors.inc({ kind, provider });

@@ -35,12 +35,23 @@ export interface RunDepsInput {
   dbPort?: MessagePort;
 }
 
-/** `providers`: the thread's clients when it already has them (the main thread's, for inline hosts). */
-export function runDepsFrom(config: Config, pool: pg.Pool, cpu: CpuPool, writes: WriteRetryQueue, providers = createProviders(config)): RunDeps {
-  return { config, pool, providers, tools: availableTools(config), cpu, writes, checkpoints: new Checkpoints(pool, config.CHECKPOINT_MS) };
+/**
+ * `providers`: the thread's clients when it already has them (the main thread's, for inline hosts).
+ * `onCheckpoint`: told of each checkpoint statement written (the main thread counts them for /metrics).
+ */
+export function runDepsFrom(
+  config: Config,
+  pool: pg.Pool,
+  cpu: CpuPool,
+  writes: WriteRetryQueue,
+  providers = createProviders(config),
+  onCheckpoint?: () => void,
+): RunDeps {
+  const checkpoints = new Checkpoints(pool, config.CHECKPOINT_MS, undefined, onCheckpoint);
+  return { config, pool, providers, tools: availableTools(config), cpu, writes, checkpoints };
 }
 
-export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {
+export async function createRunDeps(input: RunDepsInput, onCheckpoint?: () => void): Promise<RunDeps> {
   let pool: pg.Pool;
   if (input.databaseUrl) {
     pool = new pg.Pool({ connectionString: input.databaseUrl, max: input.poolMax });
@@ -52,5 +63,5 @@ export async function createRunDeps(input: RunDepsInput): Promise<RunDeps> {
     throw new Error('actor host has neither a database URL nor a database port');
   }
   // The thread's own: they end with the thread (a worker serves one server).
-  return runDepsFrom(input.config, pool, new CpuPool(), new WriteRetryQueue());
+  return runDepsFrom(input.config, pool, new CpuPool(), new WriteRetryQueue(), undefined, onCheckpoint);
 }

@@ -3,6 +3,9 @@
 // replacement with a new one (the sweeper), or both racing: the chat gets the checkpointed text as its
 // interrupted answer (`reason: "instance lost"`), a prefix of the answer holding at least what had been
 // checkpointed, exactly once; its lastRun reads failed, "instance lost"; CHECKPOINT_MS=0 stores nothing.
+// Each case has its own database, services and INSTANCE_IDs, so the cases run two at a time: not all
+// at once, because a service start costs ~10 s of CPU (module loading, an actor thread, the database),
+// and five starting together on a busy 2-core machine outran startService's time limit.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { openDatabase } from '../../src/db/pool.ts';
@@ -19,7 +22,7 @@ const BODY = JSON.stringify({
   enabledTools: [],
   messages: [{ role: 'user', content: sim({ reply: ANSWER, deltas: 120, rate: 20 }) }],
 });
-/** Deltas the client must have received before the kill. */
+/** Deltas the client must have received before the kill (which also waits for a checkpoint statement). */
 const DELTAS_BEFORE_KILL = 20;
 
 interface Setup {
@@ -74,9 +77,13 @@ async function streamUntil(service: ServiceProcess, n: number): Promise<{ chatId
   return { chatId: meta!.chatId, callId: meta!.callId, received: () => text };
 }
 
-/** Kills `service` once the client has its deltas and (on Postgres) a checkpoint holds text; returns that text. */
+/**
+ * Kills `service` once a checkpoint statement has been written (its /metrics says so: the embedded
+ * database cannot be read beside the service) and, on Postgres, holds text; returns that text.
+ */
 async function killMidStream(service: ServiceProcess, s: Setup, callId: string): Promise<string | null> {
   let seen: string | null = null;
+  await waitFor(async () => (await metric(service, CHECKPOINTS)) >= 1, 30_000, 'a checkpoint statement');
   if (s.pgUrl) {
     await waitFor(async () => ((seen = await s.checkpoint(callId)) ?? '') !== '', 30_000, 'a checkpoint with text');
   }
@@ -100,10 +107,16 @@ async function chatOf(service: ServiceProcess, chatId: string) {
   return (await fetch(`${service.url}/v1/chats/${chatId}`).then((r) => r.json())).chat;
 }
 
-async function recoveredMetric(service: ServiceProcess): Promise<number> {
+const RECOVERED = /^css_runs_recovered_total\{how="interrupted"\} (\d+)$/m;
+const CHECKPOINTS = /^css_checkpoints_total (\d+)$/m;
+
+/** A counter's value on the service's /metrics (NaN when it is missing). */
+async function metric(service: ServiceProcess, line: RegExp): Promise<number> {
   const text = await fetch(`${service.url}/metrics`).then((r) => r.text());
-  return Number(/^css_runs_recovered_total\{how="interrupted"\} (\d+)$/m.exec(text)?.[1] ?? NaN);
+  return Number(line.exec(text)?.[1] ?? NaN);
 }
+
+const recoveredMetric = (service: ServiceProcess) => metric(service, RECOVERED);
 
 /** The chat's one assistant message is the interrupted answer, a prefix of ANSWER holding `atLeast`. */
 async function assertRecovered(service: ServiceProcess, chatId: string, atLeast: string) {
@@ -119,7 +132,7 @@ async function assertRecovered(service: ServiceProcess, chatId: string, atLeast:
 
 const lastDb = apiDatabases().at(-1)!;
 
-describe('answers outlive their instance', () => {
+describe('answers outlive their instance', { concurrency: 2 }, () => {
   for (const kind of apiDatabases()) {
     it(`a restart with the same INSTANCE_ID keeps the checkpointed text as the interrupted answer (${kind})`, async () => {
       const s = await setup(kind, { INSTANCE_ID: 'crashing', CHECKPOINT_MS: '100' });
@@ -148,6 +161,7 @@ describe('answers outlive their instance', () => {
     try {
       service = await startService(s.env);
       const run = await streamUntil(service, DELTAS_BEFORE_KILL);
+      assert.equal(await metric(service, CHECKPOINTS), 0, 'no checkpoint statement');
       await stopService(service, 'SIGKILL');
       service = undefined;
       assert.equal(await s.checkpoint(run.callId), null);

@@ -1,6 +1,7 @@
 // Databases for tests: always the embedded PGlite, plus real Postgres when TEST_DATABASE_URL is set.
 // Every open() is a fresh, empty, migrated database, so test files can run in parallel.
 import { createHash, randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -46,7 +47,7 @@ export async function freshEmbeddedDataDir(): Promise<{ dataDir: string; cleanup
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'store-test-'));
   const template = await pgliteTemplate().catch(() => null);
   // PGlite's initdb takes seconds; copying a closed cluster made once per machine takes milliseconds.
-  if (template) await cp(template, path.join(dataDir, 'pg'), { recursive: true });
+  if (template) await copyCluster(template, path.join(dataDir, 'pg'));
   return { dataDir, cleanup: () => rm(dataDir, { recursive: true, force: true }) };
 }
 
@@ -62,8 +63,23 @@ export async function migratedEmbeddedDataDir(): Promise<{ dataDir: string; clea
   const template = await (migratedPromise ??= migratedTemplate()).catch(() => null);
   if (!template) return freshEmbeddedDataDir();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'store-test-'));
-  await cp(template, path.join(dataDir, 'pg'), { recursive: true });
+  await copyCluster(template, path.join(dataDir, 'pg'));
   return { dataDir, cleanup: () => rm(dataDir, { recursive: true, force: true }) };
+}
+
+/**
+ * Copies a closed cluster (39 MB in ~1,000 files). fs.cp walks it in JavaScript, one promise chain per
+ * file: 0.8 s of CPU per copy, against 0.25 s for cp(1), and the suite copies one per embedded test
+ * database and test server. Where there is no cp, fs.cp does the same job.
+ */
+function copyCluster(from: string, to: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('cp', ['-a', from, to], (err) => {
+      if (!err) resolve();
+      else if ((err as NodeJS.ErrnoException).code === 'ENOENT') cp(from, to, { recursive: true }).then(resolve, reject);
+      else reject(err);
+    });
+  });
 }
 
 async function migratedTemplate(): Promise<string> {
