@@ -1,8 +1,7 @@
 // Turns whatever the SDKs (or a broken stream) throw into a ProviderError whose message can be shown to
 // the user and stored on the LlmCall. Both SDKs share the same error class names and shapes, so the
 // SDK classes are checked with instanceof; the body fields differ, so those are read by duck typing.
-import * as A from '@anthropic-ai/sdk';
-import * as O from 'openai';
+import { A, O } from './sdks.ts';
 import { H2_TIMEOUT_CODES } from './h2-fetch.ts';
 import { ProviderError, type ProviderName } from './types.ts';
 

@@ -1,12 +1,11 @@
 // Builds the configured adapters. A provider without a key is left out of the map; the caller answers
 // 400 `<provider> is not configured: set <providerKeyVariable(provider)>`.
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
 import type { Config } from '../config.ts';
 import { createChatCompletionsAdapter } from './chat-completions.ts';
 import { createProviderFetch } from './http-fetch.ts';
 import { createProviderA } from './provider-a.ts';
 import { createProviderB } from './provider-b.ts';
+import { Anthropic, OpenAI } from './sdks.ts';
 import type { ProviderAdapter, ProviderName } from './types.ts';
 
 export { ProviderAbortError, isAbortError, toProviderError } from './errors.ts';

@@ -12,8 +12,7 @@
 // on (openai 6.x and @anthropic-ai/sdk 1.x, core/streaming.mjs). One deliberate difference: an SSE event
 // with no `data:` line at all is not dispatched (the SSE spec, and eventsource-parser); the openai SDK
 // passed it on as `''` and failed the round on JSON.parse('').
-import * as A from '@anthropic-ai/sdk';
-import * as O from 'openai';
+import { A, O } from './sdks.ts';
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 

@@ -1,6 +1,6 @@
 // Shared setup for the adapter tests: one simulator, the adapters pointed at it, and a collector
 // that drains a round into its text and its end.
-import OpenAI from 'openai';
+import { OpenAI } from '../../src/providers/sdks.ts';
 import { createChatCompletionsAdapter } from '../../src/providers/chat-completions.ts';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { startSimulator } from '../../src/sim/server.ts';
