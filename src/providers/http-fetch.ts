@@ -4,8 +4,8 @@
 // handler hands each socket read as it is parsed. eachFrame (session.ts) subscribes to it and turns each
 // read into frames synchronously: no stream, no async iterator and no promise per chunk, and an open
 // stream holds only the handler, the body and the subscriber. https origins that offer HTTP/2 go through
-// h2-fetch.ts instead (PROVIDER_HTTP2), whose body stays a Readable. One connection pool per thread serves
-// every provider call of that thread.
+// h2-fetch.ts instead (PROVIDER_HTTP2), whose body stays a Readable. One connection pool per server and
+// per actor thread (createProviders makes one fetch) serves every provider call made there.
 import type { Readable } from 'node:stream';
 import * as consume from 'node:stream/consumers';
 import { Agent, type Dispatcher, util } from 'undici';
@@ -45,20 +45,6 @@ export type ProviderFetchOptions = {
   /** Extra trusted CA (tests); the system's otherwise. */
   ca?: string;
 };
-
-/**
- * A fetch for the SDKs. `timeoutMs` bounds waiting for headers and for each body chunk; the SDKs
- * apply their own overall timeout through the abort signal.
- */
-export function createProviderFetch(options: ProviderFetchOptions): typeof fetch {
-  const key = `${options.timeoutMs}:${options.http2 !== false}:${options.ca ?? ''}:${options.h2cOrigins?.join(' ') ?? ''}`;
-  let made = fetches.get(key);
-  if (!made) fetches.set(key, (made = makeFetch(options)));
-  return made;
-}
-
-/** One fetch, so one connection pool, per thread (per options): every client built here shares it. */
-const fetches = new Map<string, typeof fetch>();
 
 /**
  * The Response the SDKs read: status, headers, and the body, a PushBody (HTTP/1.1) or a Node Readable
@@ -223,7 +209,13 @@ class TargetCache {
   }
 }
 
-function makeFetch(options: ProviderFetchOptions): typeof fetch {
+/**
+ * A fetch for the SDKs, with its own connection pool: the composition root makes one per server and each
+ * actor thread one for itself (createProviders), and every client built from it shares it. `timeoutMs`
+ * bounds waiting for headers and for each body chunk; the SDKs apply their own overall timeout through
+ * the abort signal.
+ */
+export function createProviderFetch(options: ProviderFetchOptions): typeof fetch {
   const { timeoutMs } = options;
   const dispatcher = new Agent({
     keepAliveTimeout: 30_000,
