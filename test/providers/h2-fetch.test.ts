@@ -180,7 +180,7 @@ test('an abort while the connection is still being made sends nothing and keeps 
     const pending = providerFetch(`${f.base}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: ac.signal });
     ac.abort();
     await assert.rejects(pending, { name: 'AbortError' });
-    const next = await collect(adapter(f.base).startSession(slow(2, 100)));
+    const next = await collect(httpsAdapter(f.base, tls.cert, { fetch: providerFetch }).startSession(slow(2, 100)));
     assert.equal(next.text, REPLY);
     assert.deepEqual([f.versions.length, f.cutShort], [1, 0], 'the server saw only the next call');
     assert.equal(f.connections, 1, 'the next call used the connection the aborted one had opened');

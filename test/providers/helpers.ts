@@ -104,8 +104,9 @@ export const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAA
  * The provider_c adapter on the official SDK over the service's provider fetch, toward an https
  * front that presents `ca`. No SDK retries: what reaches the test is what the transport did.
  */
-export function httpsAdapter(base: string, ca: string, o: { timeoutMs?: number; http2?: boolean } = {}): ProviderAdapter {
-  const fetch = createProviderFetch({ timeoutMs: o.timeoutMs ?? 10_000, ca, http2: o.http2 ?? true });
+export function httpsAdapter(base: string, ca: string, o: { timeoutMs?: number; http2?: boolean; fetch?: typeof globalThis.fetch } = {}): ProviderAdapter {
+  // A given fetch shares its connections with the caller's other requests (each fetch has its own pool).
+  const fetch = o.fetch ?? createProviderFetch({ timeoutMs: o.timeoutMs ?? 10_000, ca, http2: o.http2 ?? true });
   const client = new OpenAI({ apiKey: 'k', baseURL: base, maxRetries: 0, timeout: 30_000, fetch });
   return createChatCompletionsAdapter({ name: 'provider_c', client, sendTools: true });
 }
