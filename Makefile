@@ -19,8 +19,9 @@ run: install
 sim: install
 	node $(NODE_FLAGS) src/sim/main.ts
 
-# Four files at a time on two cores: most of a test's time is spent waiting (streams at a set rate,
-# child processes starting, timers), not computing; a full run used about half of two cores at 2.
+# Four files at a time on two cores. The suite is CPU-bound here (a full run kept both cores ~90 % busy:
+# module loading through tsx, PGlite, service processes), so more files at once would not finish sooner;
+# four keeps a core busy while other files wait on streams paced at a set rate or on child processes.
 # --liftoff-only (passed on to every test file's process): V8 compiles PGlite's 9 MB of WASM with its
 # baseline compiler only. A test process lives for seconds to a minute, too short to repay the optimising
 # tier's compiles: test/api/chats.test.ts took 9.9 s of CPU instead of 13.5 s. The service's own children

@@ -44,9 +44,13 @@ export async function testDatabases(): Promise<TestDatabase[]> {
 
 /** A DATA_DIR already holding an initialised (not migrated) PGlite cluster; remove it with cleanup(). */
 export async function freshEmbeddedDataDir(): Promise<{ dataDir: string; cleanup(): Promise<void> }> {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'store-test-'));
-  const template = await pgliteTemplate().catch(() => null);
   // PGlite's initdb takes seconds; copying a closed cluster made once per machine takes milliseconds.
+  return dataDirFrom(await pgliteTemplate().catch(() => null));
+}
+
+/** A new DATA_DIR holding a copy of `template` as its cluster (none: an empty one, initialised at its first open). */
+async function dataDirFrom(template: string | null): Promise<{ dataDir: string; cleanup(): Promise<void> }> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'store-test-'));
   if (template) await copyCluster(template, path.join(dataDir, 'pg'));
   return { dataDir, cleanup: () => rm(dataDir, { recursive: true, force: true }) };
 }
@@ -61,10 +65,7 @@ let migratedPromise: Promise<string> | undefined;
  */
 export async function migratedEmbeddedDataDir(): Promise<{ dataDir: string; cleanup(): Promise<void> }> {
   const template = await (migratedPromise ??= migratedTemplate()).catch(() => null);
-  if (!template) return freshEmbeddedDataDir();
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'store-test-'));
-  await copyCluster(template, path.join(dataDir, 'pg'));
-  return { dataDir, cleanup: () => rm(dataDir, { recursive: true, force: true }) };
+  return template ? dataDirFrom(template) : freshEmbeddedDataDir();
 }
 
 /**
