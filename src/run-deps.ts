@@ -5,6 +5,7 @@ import pg from 'pg';
 import { Checkpoints } from './checkpoints.ts';
 import type { Config } from './config.ts';
 import { CpuPool } from './cpu-pool.ts';
+import { survivePoolErrors } from './db/connection-errors.ts';
 import { usePreparedStatements } from './db/prepared.ts';
 import { WriteRetryQueue } from './db/write-retry.ts';
 import { remotePool } from './db/remote-pool.ts';
@@ -56,7 +57,7 @@ export async function createRunDeps(input: RunDepsInput, onCheckpoint?: () => vo
   if (input.databaseUrl) {
     pool = new pg.Pool({ connectionString: input.databaseUrl, max: input.poolMax });
     if (input.config.DATABASE_PREPARED_STATEMENTS) usePreparedStatements(pool);
-    pool.on('error', () => undefined);
+    survivePoolErrors(pool);
   } else if (input.dbPort) {
     pool = remotePool(input.dbPort);
   } else {

@@ -4,6 +4,7 @@
 // holding the heartbeat). The embedded database takes a single connection, so there they share the
 // service's pool and only the wait is bounded.
 import pg from 'pg';
+import { survivePoolErrors } from './connection-errors.ts';
 import type { Database, QueryRunner } from './types.ts';
 import { ErrorCodes, ServiceError } from '../errors.ts';
 
@@ -30,7 +31,7 @@ export function openControlDb(db: Database, databaseUrl: string | undefined, dea
       query_timeout: deadlineMs,
       idleTimeoutMillis: 60_000,
     });
-    pool.on('error', () => undefined); // an idle client lost with the server: the next query reconnects
+    survivePoolErrors(pool); // a connection lost with the server: the next query reconnects
     return { query: pool.query.bind(pool) as QueryRunner['query'], close: () => pool.end() };
   }
   const query = ((text: string, values?: unknown[]) =>

@@ -2,6 +2,7 @@
 // Either way the result is a `pg` Pool on a migrated schema.
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { survivePoolErrors } from './connection-errors.ts';
 import { migrate, DEFAULT_MIGRATIONS_DIR } from './migrate.ts';
 import { usePreparedStatements } from './prepared.ts';
 import type { Database } from './types.ts';
@@ -41,9 +42,8 @@ export async function openDatabase(
     // idleTimeoutMillis 0 keeps the single connection for good instead of re-opening it after idling.
     pool = new pg.Pool({ connectionString: server.connectionString, max: EMBEDDED_POOL_MAX, idleTimeoutMillis: 0 });
   }
-  // Without a listener an idle connection's error (server restart, network) would crash the process;
-  // the pool drops that client and opens a fresh one on the next query.
-  pool.on('error', (err) => options.onIdleError?.(err));
+  // The pool drops a connection that failed and opens a fresh one on the next query.
+  survivePoolErrors(pool, (err) => options.onIdleError?.(err));
 
   let closing: Promise<void> | undefined;
   const close = () =>
