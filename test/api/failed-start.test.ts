@@ -11,13 +11,14 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase } from '../../src/db/pool.ts';
 import { freePort } from '../helpers/ports.ts';
+import { entryArgs } from '../helpers/entry.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const pgUrl = process.env.TEST_DATABASE_URL;
 
 /** Runs test/helpers/start-once.ts with `env` until it exits; a process still alive at the deadline is killed and fails. */
 function startOnce(env: Record<string, string>, deadlineMs: number): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/start-once.ts'], {
+  const child = spawn(process.execPath, entryArgs('test/helpers/start-once.ts'), {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SIM_DEFAULT_REPLY: 'echo', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

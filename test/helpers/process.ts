@@ -2,14 +2,10 @@
 // once the service logs its address. For tests of the process itself: start, signals, restarts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { entryArgs } from './entry.ts';
 import { readSse, sim, type SseEvent } from './server.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-/**
- * A service started by a test lives for seconds: V8's optimising WASM tier compiles PGlite for nothing
- * there (one start to its listening line: 10.1 s of CPU instead of 12.0 s). Production keeps both tiers.
- */
-const NODE_FLAGS = ['--liftoff-only', '--import', 'tsx'];
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -22,7 +18,7 @@ export interface ServiceProcess {
 
 /** Starts the service with only `env` (plus PATH and HOME); rejects with `code` and `out` if it exits first. */
 export function startService(env: Record<string, string>, startTimeoutMs = 100_000): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, 'src/main.ts'], {
+  const child = spawn(process.execPath, entryArgs('src/main.ts'), {
     cwd: root,
     // Overload shedding off unless a test sets it: on a machine shared with other suites its 503s would be
     // noise. An unkeyed service serves from its own simulator: its instant one-line answer keeps tests fast.

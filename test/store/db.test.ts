@@ -12,6 +12,7 @@ import type { Database } from '../../src/db/types.ts';
 import { createChat, getChatDetail } from '../../src/store/chats.ts';
 import { createScratchPostgres, freshEmbeddedDataDir, testDatabases } from '../helpers/db.ts';
 import { listMessages } from '../helpers/store.ts';
+import { entryArgs } from '../helpers/entry.ts';
 
 async function tempDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'migrations-'));
@@ -164,7 +165,7 @@ describe('embedded database after a crash', () => {
   it('reopens with every committed write after the process was killed mid-write', async () => {
     const { dataDir, cleanup } = await freshEmbeddedDataDir();
     try {
-      const child = spawn(process.execPath, ['--import', 'tsx', new URL('./embedded-writer.ts', import.meta.url).pathname, dataDir], {
+      const child = spawn(process.execPath, [...entryArgs('test/store/embedded-writer.ts'), dataDir], {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       // Its first line is the chat id, then one line per committed append: kill it mid-write once
