@@ -4,12 +4,10 @@
 // the process ends by itself with the start's error, and the port it was given is free.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase } from '../../src/db/pool.ts';
+import { migratedEmbeddedDataDir } from '../helpers/db.ts';
 import { freePort } from '../helpers/ports.ts';
 import { entryArgs } from '../helpers/entry.ts';
 
@@ -52,10 +50,12 @@ function closedOrder(out: string): string[] {
 let dataDir: string;
 
 describe('a start that fails half-way', () => {
+  let cleanup: () => Promise<void>;
   before(async () => {
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'failed-start-'));
+    // A copy of the migrated template: PGlite's initdb is test/api/main.test.ts's to cover.
+    ({ dataDir, cleanup } = await migratedEmbeddedDataDir());
   });
-  after(() => rm(dataDir, { recursive: true, force: true }));
+  after(() => cleanup?.());
 
   it('on the embedded database whose schema is broken: closes the heartbeat and the database, and the process ends', { timeout: 300_000 }, async () => {
     // A real database that answers and is migrated, but lost a column the start's recovery step reads.
