@@ -2,7 +2,7 @@
 // the restart, with an error saying the service restarted: never `running` forever.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createScratchPostgres, freshEmbeddedDataDir } from '../helpers/db.ts';
+import { createScratchPostgres, migratedEmbeddedDataDir } from '../helpers/db.ts';
 import { startService, stopService } from '../helpers/process.ts';
 import { apiDatabases, variantTag, readSse, sim, waitFor } from '../helpers/server.ts';
 
@@ -10,8 +10,8 @@ describe('chat lastRun after a crash', () => {
   // One database is enough (the sweep is the same SQL on both) and keeps two process starts off `make test`'s clock.
   for (const db of apiDatabases().slice(-1)) {
     it(`reads failed, saying the service restarted ${variantTag(db)}`, async () => {
-      // A copy of an initialised cluster: the child skips initdb.
-      const dir = await freshEmbeddedDataDir();
+      // A copy of a migrated cluster: the child skips initdb and the migrations.
+      const dir = await migratedEmbeddedDataDir();
       const scratch = db === 'postgres' ? await createScratchPostgres() : null;
       const env: Record<string, string> = { DATA_DIR: dir.dataDir, PORT: '0', ACTOR_THREADS: '0', INSTANCE_ID: 'crash-test' };
       if (scratch) env.DATABASE_URL = scratch.url;

@@ -9,15 +9,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
-import { freshEmbeddedDataDir } from '../helpers/db.ts';
+import { scratchDatabaseEnv } from '../helpers/drain.ts';
 import { simCompletion, startService, stopService } from '../helpers/process.ts';
 import { readSse, sim, simEnv } from '../helpers/server.ts';
 import { selfSignedCertificate } from '../helpers/tls.ts';
 
 /** Three streams at once through a fresh service with `extra` in its environment; what the provider saw of each. */
 async function streamThree(simh: SimHandle, extra: Record<string, string>) {
-  const { dataDir, cleanup } = await freshEmbeddedDataDir();
-  const service = await startService({ ...simEnv(simh), DATA_DIR: dataDir, PORT: '0', ACTOR_THREADS: '1', ...extra });
+  const { env, cleanup } = await scratchDatabaseEnv();
+  const service = await startService({ ...simEnv(simh), ...env, PORT: '0', ACTOR_THREADS: '1', ...extra });
   try {
     simh.clearRequests();
     const texts = await Promise.all([1, 2, 3].map(async (i) => {

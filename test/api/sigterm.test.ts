@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type pg from 'pg';
 import { openDatabase } from '../../src/db/pool.ts';
-import { freshEmbeddedDataDir } from '../helpers/db.ts';
+import { migratedEmbeddedDataDir } from '../helpers/db.ts';
 import { simCompletion, startLongStream, startService, stopService } from '../helpers/process.ts';
 import { sim, waitFor } from '../helpers/server.ts';
 
@@ -13,7 +13,7 @@ const rows = async <R extends pg.QueryResultRow = any>(pool: pg.Pool, text: stri
 
 describe('SIGTERM with active runs', () => {
   it('ends every run with an error event and a stored error, then exits 0', async (t) => {
-    const { dataDir, cleanup } = await freshEmbeddedDataDir();
+    const { dataDir, cleanup } = await migratedEmbeddedDataDir();
     try {
       const service = await startService({ DATA_DIR: dataDir, PORT: '0', ACTOR_THREADS: '1', SHUTDOWN_GRACE_MS: '0' });
       const streams = [await startLongStream(service), await startLongStream(service), await startLongStream(service)];

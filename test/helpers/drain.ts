@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import type pg from 'pg';
 import { openDatabase } from '../../src/db/pool.ts';
-import { createScratchPostgres, freshEmbeddedDataDir } from './db.ts';
+import { createScratchPostgres, migratedEmbeddedDataDir } from './db.ts';
 import { simCompletion, startService, type ServiceProcess } from './process.ts';
 import { readSse, sim, waitFor, type SseEvent } from './server.ts';
 
@@ -14,7 +14,7 @@ export async function scratchDatabaseEnv(): Promise<{ env: Record<string, string
     const scratch = await createScratchPostgres();
     return { env: { DATABASE_URL: scratch.url }, cleanup: scratch.drop };
   }
-  const { dataDir, cleanup } = await freshEmbeddedDataDir();
+  const { dataDir, cleanup } = await migratedEmbeddedDataDir();
   return { env: { DATA_DIR: dataDir }, cleanup };
 }
 
