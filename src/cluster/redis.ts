@@ -2,7 +2,7 @@
 // while the connection is down (`enableOfflineQueue: false`): a lost Redis makes cluster commands
 // fail at once with RedisUnavailableError, never wait in an unbounded queue, while ioredis keeps
 // reconnecting in the background.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { redact } from '../db/pool.ts';
 import { ErrorCodes, ServiceError } from '../errors.ts';
 
@@ -28,6 +28,8 @@ export const DEFAULT_REDIS_TIMEOUTS: RedisTimeouts = { commandTimeoutMs: 2000, c
  * error naming REDIS_URL (the service refuses to start in cluster mode without its Redis).
  */
 export async function connectRedis(url: string, name: string, t: RedisTimeouts = DEFAULT_REDIS_TIMEOUTS): Promise<Redis> {
+  // Loaded here, in cluster mode only: a single instance never pays its ~100 ms of CPU at start.
+  const { Redis } = await import('ioredis');
   const client = new Redis(url, {
     connectionName: name,
     lazyConnect: true,

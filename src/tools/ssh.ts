@@ -4,14 +4,17 @@
 // and connection failures are errors.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import ssh2, { type ClientChannel, type ConnectConfig } from 'ssh2';
+import { createRequire } from 'node:module';
+import type { ClientChannel, ConnectConfig } from 'ssh2';
 import type { Config } from '../config.ts';
 import { messageOf } from './args.ts';
 import { CappedOutput } from './capped-output.ts';
 import { ToolError } from './types.ts';
 
-// ssh2 is CommonJS; Node's ESM named-export detection misses some of its exports.
-const { Client, utils } = ssh2;
+// Loaded on first use (require caches it): a service whose remote tools are never called, and every
+// actor thread until one is, skips its ~80 ms of CPU. CommonJS, so require, not a dynamic import.
+const require = createRequire(import.meta.url);
+const ssh2 = (): typeof import('ssh2') => require('ssh2');
 
 export type SshConfig = Pick<
   Config,
@@ -120,7 +123,7 @@ function loadKey(config: SshConfig): Buffer {
     );
   }
   // Parse here so a bad key gets a message naming its variable instead of ssh2's generic one.
-  const parsed = utils.parseKey(key);
+  const parsed = ssh2().utils.parseKey(key);
   if (parsed instanceof Error) {
     throw new ToolError(`the SSH private key from ${source} cannot be used: ${parsed.message} (encrypted keys are not supported)`);
   }
@@ -134,7 +137,7 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
   const stderr = new CappedOutput(cap);
   const where = `${target.username}@${target.host}:${target.port}`;
   return new Promise<SshResult>((resolve, reject) => {
-    const conn = new Client();
+    const conn = new (ssh2().Client)();
     let channel: ClientChannel | null = null;
     let exitCode: number | null = null;
     let exitSignal: string | null = null;
