@@ -28,6 +28,7 @@ function mirror(dir) {
   for (const entry of readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
     const rel = path.join(dir, entry.name);
     if (entry.isDirectory()) {
+      // bench/out holds raw bench output (large, never imported): linked, not walked.
       if (entry.name !== 'node_modules' && entry.name !== 'out') mirror(rel);
       else link(rel);
       continue;
