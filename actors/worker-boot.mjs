@@ -1,12 +1,4 @@
-// Worker entry in plain JS: Node 20 does not carry tsx's loader hooks into worker threads, so each
-// worker registers tsx itself and then loads the TypeScript host. In the compiled tree `make test`
-// runs (test/compile.mjs) the host is JavaScript beside this file and needs no loader.
-import { existsSync } from 'node:fs';
+// Worker entry in plain JS: it loads the TypeScript host (compiled or through tsx: runtime/ts-entry.mjs).
+import { importTs } from './runtime/ts-entry.mjs';
 
-const compiled = new URL('./host-thread.js', import.meta.url);
-if (existsSync(compiled)) await import(compiled.href);
-else {
-  const { register } = await import('tsx/esm/api');
-  register();
-  await import('./host-thread.ts');
-}
+await importTs(import.meta.url, './host-thread');

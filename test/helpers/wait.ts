@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 /** Resolves once `check` holds; rejects naming `what` when it has not within `timeoutMs`. */
 export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
   const end = Date.now() + timeoutMs;
+  // The pause is the poll's interval, never a verdict: only `check` decides, and only the deadline fails.
   // From 20 ms up to 200: a condition that holds soon is seen soon, and a long wait does not spend the
   // suite's CPU (it is CPU-bound) on checks that each open a connection or send a request.
   for (let pause = 20; Date.now() < end; pause = Math.min(pause * 1.5, 200)) {
