@@ -78,7 +78,8 @@ const machines = new Set<{ unexpected: string[] }>();
 
 // The service logs an unexpected message and goes on; a test must not: it names a state the kind
 // does not handle, or a test that plays its I/O out of order. A test expecting one takes it out of
-// `unexpected` itself.
+// `unexpected` itself. A root hook, so in a process running several files (test/run.mjs) it follows
+// every test there, and finds nothing where no machine ran.
 afterEach(() => {
   const seen = [...machines].flatMap((m) => m.unexpected);
   machines.clear();

@@ -3,123 +3,126 @@
 // actor thread, not here), an open stream with nothing to say still shows its head after HEAD_WAIT_MS,
 // and an end carries what waited.
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import type { HttpResponse } from '../../src/http/uws.ts';
 import { Reply } from '../../src/http/reply.ts';
 import { SseStreams } from '../../src/http/sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-/** Records every socket-level call; a cork's calls are one send, as uWS makes them. */
-function fakeRes() {
-  const sends: string[][] = [];
-  let corked: string[] | null = null;
-  const record = (what: string) => (corked ? corked.push(what) : sends.push([what]));
-  const res = {
-    onAborted: () => res,
-    cork(fn: () => void) {
-      corked = [];
-      fn();
-      sends.push(corked);
-      corked = null;
-      return res;
-    },
-    writeStatus: (s: string) => (record(`status ${s}`), res),
-    writeHeader: (k: string, v: string) => (record(`${k}: ${v}`), res),
-    write: (chunk: string) => (record(chunk), true),
-    end: (chunk: string) => (record(`end ${chunk}`), res),
-    onWritable: () => res,
-    close: () => res,
-  };
-  return { res: res as unknown as HttpResponse, sends };
-}
+// One describe around the file, so its hooks stay its own beside other files in a process (test/run.mjs).
+describe('http/sse-sink', () => {
+  /** Records every socket-level call; a cork's calls are one send, as uWS makes them. */
+  function fakeRes() {
+    const sends: string[][] = [];
+    let corked: string[] | null = null;
+    const record = (what: string) => (corked ? corked.push(what) : sends.push([what]));
+    const res = {
+      onAborted: () => res,
+      cork(fn: () => void) {
+        corked = [];
+        fn();
+        sends.push(corked);
+        corked = null;
+        return res;
+      },
+      writeStatus: (s: string) => (record(`status ${s}`), res),
+      writeHeader: (k: string, v: string) => (record(`${k}: ${v}`), res),
+      write: (chunk: string) => (record(chunk), true),
+      end: (chunk: string) => (record(`end ${chunk}`), res),
+      onWritable: () => res,
+      close: () => res,
+    };
+    return { res: res as unknown as HttpResponse, sends };
+  }
 
-// One server's streams, as src/app.ts builds them; its heartbeat never fires during these tests.
-const streams = new SseStreams({ heartbeatMs: 3_600_000 });
-after(() => streams.close());
-const createSse = (reply: Reply) => streams.create(reply);
+  // One server's streams, as src/app.ts builds them; its heartbeat never fires during these tests.
+  const streams = new SseStreams({ heartbeatMs: 3_600_000 });
+  after(() => streams.close());
+  const createSse = (reply: Reply) => streams.create(reply);
 
-const turn = () => new Promise<void>((r) => setImmediate(r));
+  const turn = () => new Promise<void>((r) => setImmediate(r));
 
-test('a stream\'s first frames leave at their turn\'s end in one send, the head in front; each later turn\'s at its end', async () => {
-  const { res, sends } = fakeRes();
-  const sink = createSse(new Reply(res));
-  sink.open();
-  assert.equal(sends.length, 0, 'the head waits for the first frames');
-  sink.write('event: meta\n\n');
-  sink.write('event: delta\n\n');
-  assert.equal(sends.length, 0, 'nothing leaves before the turn ends');
-  await turn();
-  assert.equal(sends.length, 1);
-  assert.equal(sends[0]![0], 'status 200 OK');
-  assert.ok(sends[0]!.includes(': open\n\n'));
-  assert.equal(sends[0]!.at(-1), 'event: meta\n\nevent: delta\n\n');
-  sink.write('event: delta\n\n');
-  await turn();
-  assert.deepEqual(sends[1], ['event: delta\n\n'], 'later turns: each turn\'s frames at its end');
-});
+  test('a stream\'s first frames leave at their turn\'s end in one send, the head in front; each later turn\'s at its end', async () => {
+    const { res, sends } = fakeRes();
+    const sink = createSse(new Reply(res));
+    sink.open();
+    assert.equal(sends.length, 0, 'the head waits for the first frames');
+    sink.write('event: meta\n\n');
+    sink.write('event: delta\n\n');
+    assert.equal(sends.length, 0, 'nothing leaves before the turn ends');
+    await turn();
+    assert.equal(sends.length, 1);
+    assert.equal(sends[0]![0], 'status 200 OK');
+    assert.ok(sends[0]!.includes(': open\n\n'));
+    assert.equal(sends[0]!.at(-1), 'event: meta\n\nevent: delta\n\n');
+    sink.write('event: delta\n\n');
+    await turn();
+    assert.deepEqual(sends[1], ['event: delta\n\n'], 'later turns: each turn\'s frames at its end');
+  });
 
-test('a batch\'s frames written at once, a start\'s meta with its first delta, leave at the end of their turn', async () => {
-  const { res, sends } = fakeRes();
-  const sink = createSse(new Reply(res));
-  sink.open();
-  sink.write('event: meta\n\nevent: delta\n\n');
-  await turn();
-  assert.equal(sends.length, 1, 'the first delta does not wait for company');
-  assert.equal(sends[0]![0], 'status 200 OK');
-  assert.equal(sends[0]!.at(-1), 'event: meta\n\nevent: delta\n\n');
-});
+  test('a batch\'s frames written at once, a start\'s meta with its first delta, leave at the end of their turn', async () => {
+    const { res, sends } = fakeRes();
+    const sink = createSse(new Reply(res));
+    sink.open();
+    sink.write('event: meta\n\nevent: delta\n\n');
+    await turn();
+    assert.equal(sends.length, 1, 'the first delta does not wait for company');
+    assert.equal(sends[0]![0], 'status 200 OK');
+    assert.equal(sends[0]!.at(-1), 'event: meta\n\nevent: delta\n\n');
+  });
 
-test('two streams written in one turn each send once', async () => {
-  const a = fakeRes();
-  const b = fakeRes();
-  const sa = createSse(new Reply(a.res));
-  const sb = createSse(new Reply(b.res));
-  sa.open();
-  sb.open();
-  for (const s of [sa, sb, sa, sb]) s.write('x');
-  await turn();
-  assert.deepEqual([a.sends.length, b.sends.length], [1, 1]);
-  assert.deepEqual([a.sends[0]!.at(-1), b.sends[0]!.at(-1)], ['xx', 'xx']);
-});
-
-test('an open stream with nothing to say still shows its head', async () => {
-  const { res, sends } = fakeRes();
-  createSse(new Reply(res)).open();
-  await waitFor(() => sends.length === 1, 10_000, 'the head');
-  assert.equal(sends[0]![0], 'status 200 OK');
-  assert.equal(sends[0]!.at(-1), ': open\n\n');
-});
-
-test('an end in the turn of its frames sends head, frames and end at once', () => {
-  const { res, sends } = fakeRes();
-  const sink = createSse(new Reply(res));
-  sink.open();
-  sink.write('event: done\n\n');
-  sink.end();
-  assert.equal(sends.length, 1);
-  assert.equal(sends[0]![0], 'status 200 OK');
-  assert.equal(sends[0]!.at(-1), 'end event: done\n\n');
-});
-
-test('two servers\' streams share nothing: each counts its own, and each server\'s heartbeat pings only its own', async () => {
-  const fast = new SseStreams({ heartbeatMs: 1 });
-  const slow = new SseStreams({ heartbeatMs: 3_600_000 });
-  try {
+  test('two streams written in one turn each send once', async () => {
     const a = fakeRes();
     const b = fakeRes();
-    const sa = fast.create(new Reply(a.res));
-    const sb = slow.create(new Reply(b.res));
+    const sa = createSse(new Reply(a.res));
+    const sb = createSse(new Reply(b.res));
     sa.open();
     sb.open();
-    assert.deepEqual([fast.openCount, slow.openCount], [1, 1]);
-    const pinged = (sends: string[][]) => sends.some((send) => send.includes(': ping\n\n'));
-    await waitFor(() => pinged(a.sends), 10_000, 'the first server\'s heartbeat');
-    // One process-wide timer would have pinged both in the same beat.
-    assert.ok(!pinged(b.sends), 'the other server\'s stream is not pinged by it');
-    sa.end();
-    assert.deepEqual([fast.openCount, slow.openCount], [0, 1]);
-  } finally {
-    fast.close();
-    slow.close();
-  }
+    for (const s of [sa, sb, sa, sb]) s.write('x');
+    await turn();
+    assert.deepEqual([a.sends.length, b.sends.length], [1, 1]);
+    assert.deepEqual([a.sends[0]!.at(-1), b.sends[0]!.at(-1)], ['xx', 'xx']);
+  });
+
+  test('an open stream with nothing to say still shows its head', async () => {
+    const { res, sends } = fakeRes();
+    createSse(new Reply(res)).open();
+    await waitFor(() => sends.length === 1, 10_000, 'the head');
+    assert.equal(sends[0]![0], 'status 200 OK');
+    assert.equal(sends[0]!.at(-1), ': open\n\n');
+  });
+
+  test('an end in the turn of its frames sends head, frames and end at once', () => {
+    const { res, sends } = fakeRes();
+    const sink = createSse(new Reply(res));
+    sink.open();
+    sink.write('event: done\n\n');
+    sink.end();
+    assert.equal(sends.length, 1);
+    assert.equal(sends[0]![0], 'status 200 OK');
+    assert.equal(sends[0]!.at(-1), 'end event: done\n\n');
+  });
+
+  test('two servers\' streams share nothing: each counts its own, and each server\'s heartbeat pings only its own', async () => {
+    const fast = new SseStreams({ heartbeatMs: 1 });
+    const slow = new SseStreams({ heartbeatMs: 3_600_000 });
+    try {
+      const a = fakeRes();
+      const b = fakeRes();
+      const sa = fast.create(new Reply(a.res));
+      const sb = slow.create(new Reply(b.res));
+      sa.open();
+      sb.open();
+      assert.deepEqual([fast.openCount, slow.openCount], [1, 1]);
+      const pinged = (sends: string[][]) => sends.some((send) => send.includes(': ping\n\n'));
+      await waitFor(() => pinged(a.sends), 10_000, 'the first server\'s heartbeat');
+      // One process-wide timer would have pinged both in the same beat.
+      assert.ok(!pinged(b.sends), 'the other server\'s stream is not pinged by it');
+      sa.end();
+      assert.deepEqual([fast.openCount, slow.openCount], [0, 1]);
+    } finally {
+      fast.close();
+      slow.close();
+    }
+  });
 });

@@ -10,110 +10,113 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const BIN = path.join(ROOT, 'node_modules/.bin');
+// One describe around the file, so its hooks stay its own beside other files in a process (test/run.mjs).
+describe('layers/layers', () => {
+  const ROOT = path.resolve(import.meta.dirname, '../..');
+  const BIN = path.join(ROOT, 'node_modules/.bin');
 
-/** A tree with one module per layer, each importing the layers below it as the real code does. */
-const CLEAN: Record<string, string> = {
-  'actors/runtime/mailbox.ts': `export const mailbox = [];`,
-  'src/config.ts': `export const config = {};`,
-  'src/errors.ts': `export class ServiceError extends Error {}`,
-  'src/sim/server.ts': `export const sim = 1;`,
-  'src/db/pool.ts': `import { config } from '../config.ts';\nexport const pool = config;`,
-  'src/store/chats.ts': `import { pool } from '../db/pool.ts';\nexport const chats = pool;`,
-  'actors/chat-run.ts': `import { mailbox } from './runtime/mailbox.ts';\nimport { chats } from '../src/store/chats.ts';\nexport const chatRun = [mailbox, chats];`,
-  'src/http/to-http-error.ts': `import { ServiceError } from '../errors.ts';\nimport { pool } from '../db/pool.ts';\nexport const map = [ServiceError, pool];`,
-  'src/runs.ts': `import { chatRun } from '../actors/chat-run.ts';\nexport const runs = chatRun;`,
-  'src/metrics.ts': `import { map } from './http/to-http-error.ts';\nexport const metrics = map;`,
-  'src/routes/system.ts': `import type { runs } from '../runs.ts';\nexport type Runs = typeof runs;`,
-  'src/app.ts': `import type { Runs } from './routes/system.ts';\nimport { sim } from './sim/server.ts';\nexport const app = (r: Runs) => [r, sim];`,
-  'test/helpers/procs.ts': `import { app } from '../../src/app.ts';\nexport const procs = app;`,
-  'test/helpers/ports.ts': `export const ports = 1;`,
-  'test/runtime/fake.ts': `export const fake = 1;`,
-  'bench/load/bench.ts': `import { procs } from '../../test/helpers/procs.ts';\nexport const bench = procs;`,
-  'test/api/chats.test.ts': `import { procs } from '../helpers/procs.ts';\nimport { bench } from '../../bench/load/bench.ts';\nexport const t = [procs, bench];`,
-};
+  /** A tree with one module per layer, each importing the layers below it as the real code does. */
+  const CLEAN: Record<string, string> = {
+    'actors/runtime/mailbox.ts': `export const mailbox = [];`,
+    'src/config.ts': `export const config = {};`,
+    'src/errors.ts': `export class ServiceError extends Error {}`,
+    'src/sim/server.ts': `export const sim = 1;`,
+    'src/db/pool.ts': `import { config } from '../config.ts';\nexport const pool = config;`,
+    'src/store/chats.ts': `import { pool } from '../db/pool.ts';\nexport const chats = pool;`,
+    'actors/chat-run.ts': `import { mailbox } from './runtime/mailbox.ts';\nimport { chats } from '../src/store/chats.ts';\nexport const chatRun = [mailbox, chats];`,
+    'src/http/to-http-error.ts': `import { ServiceError } from '../errors.ts';\nimport { pool } from '../db/pool.ts';\nexport const map = [ServiceError, pool];`,
+    'src/runs.ts': `import { chatRun } from '../actors/chat-run.ts';\nexport const runs = chatRun;`,
+    'src/metrics.ts': `import { map } from './http/to-http-error.ts';\nexport const metrics = map;`,
+    'src/routes/system.ts': `import type { runs } from '../runs.ts';\nexport type Runs = typeof runs;`,
+    'src/app.ts': `import type { Runs } from './routes/system.ts';\nimport { sim } from './sim/server.ts';\nexport const app = (r: Runs) => [r, sim];`,
+    'test/helpers/procs.ts': `import { app } from '../../src/app.ts';\nexport const procs = app;`,
+    'test/helpers/ports.ts': `export const ports = 1;`,
+    'test/runtime/fake.ts': `export const fake = 1;`,
+    'bench/load/bench.ts': `import { procs } from '../../test/helpers/procs.ts';\nexport const bench = procs;`,
+    'test/api/chats.test.ts': `import { procs } from '../helpers/procs.ts';\nimport { bench } from '../../bench/load/bench.ts';\nexport const t = [procs, bench];`,
+  };
 
-/** Each forbidden kind of import, added alone to the clean tree: the lines to prepend, and the violations expected. */
-const BROKEN: Array<{ what: string; add: Array<[file: string, line: string]>; expect: string[] }> = [
-  { what: 'http importing a service module', add: [['src/http/to-http-error.ts', `import { runs } from '../runs.ts';`]], expect: ['layer-http: src/http/to-http-error.ts → src/runs.ts'] },
-  { what: 'http importing a run kind, type-only', add: [['src/http/outcomes.ts', `import type { chatRun } from '../../actors/chat-run.ts';`]], expect: ['layer-http: src/http/outcomes.ts → actors/chat-run.ts'] },
-  { what: 'the actor runtime importing the service', add: [['actors/runtime/host.ts', `import { config } from '../../src/config.ts';`]], expect: ['layer-runtime: actors/runtime/host.ts → src/config.ts'] },
-  { what: 'storage importing HTTP, type-only', add: [['src/store/chats.ts', `import type { map } from '../http/to-http-error.ts';`]], expect: ['layer-domain: src/store/chats.ts → src/http/to-http-error.ts'] },
-  { what: 'the simulator importing the service', add: [['src/sim/server.ts', `import { config } from '../config.ts';`]], expect: ['layer-sim: src/sim/server.ts → src/config.ts'] },
-  {
-    what: 'a circle inside one layer',
-    add: [['src/db/pool.ts', `import { retry } from './retry.ts';`], ['src/db/retry.ts', `import { pool } from './pool.ts';\nexport const retry = pool;`]],
-    expect: ['no-circular: src/db/pool.ts → src/db/retry.ts'],
-  },
-  { what: 'a module outside every layer', add: [['src/new-thing.ts', `import { config } from './config.ts';`]], expect: ['in-a-layer: src/new-thing.ts → src/config.ts'] },
-  { what: 'product code importing the harness', add: [['src/runs.ts', `import { ports } from '../test/helpers/ports.ts';`]], expect: ['service-imports-no-tests: src/runs.ts → test/helpers/ports.ts'] },
-  { what: 'bench importing a suite’s own file', add: [['bench/load/bench.ts', `import { fake } from '../../test/runtime/fake.ts';`]], expect: ['bench-imports-only-the-harness: bench/load/bench.ts → test/runtime/fake.ts'] },
-  { what: 'the harness importing a suite’s own file', add: [['test/helpers/ports.ts', `import { fake } from '../runtime/fake.ts';`]], expect: ['harness-imports-no-tests: test/helpers/ports.ts → test/runtime/fake.ts'] },
-];
+  /** Each forbidden kind of import, added alone to the clean tree: the lines to prepend, and the violations expected. */
+  const BROKEN: Array<{ what: string; add: Array<[file: string, line: string]>; expect: string[] }> = [
+    { what: 'http importing a service module', add: [['src/http/to-http-error.ts', `import { runs } from '../runs.ts';`]], expect: ['layer-http: src/http/to-http-error.ts → src/runs.ts'] },
+    { what: 'http importing a run kind, type-only', add: [['src/http/outcomes.ts', `import type { chatRun } from '../../actors/chat-run.ts';`]], expect: ['layer-http: src/http/outcomes.ts → actors/chat-run.ts'] },
+    { what: 'the actor runtime importing the service', add: [['actors/runtime/host.ts', `import { config } from '../../src/config.ts';`]], expect: ['layer-runtime: actors/runtime/host.ts → src/config.ts'] },
+    { what: 'storage importing HTTP, type-only', add: [['src/store/chats.ts', `import type { map } from '../http/to-http-error.ts';`]], expect: ['layer-domain: src/store/chats.ts → src/http/to-http-error.ts'] },
+    { what: 'the simulator importing the service', add: [['src/sim/server.ts', `import { config } from '../config.ts';`]], expect: ['layer-sim: src/sim/server.ts → src/config.ts'] },
+    {
+      what: 'a circle inside one layer',
+      add: [['src/db/pool.ts', `import { retry } from './retry.ts';`], ['src/db/retry.ts', `import { pool } from './pool.ts';\nexport const retry = pool;`]],
+      expect: ['no-circular: src/db/pool.ts → src/db/retry.ts'],
+    },
+    { what: 'a module outside every layer', add: [['src/new-thing.ts', `import { config } from './config.ts';`]], expect: ['in-a-layer: src/new-thing.ts → src/config.ts'] },
+    { what: 'product code importing the harness', add: [['src/runs.ts', `import { ports } from '../test/helpers/ports.ts';`]], expect: ['service-imports-no-tests: src/runs.ts → test/helpers/ports.ts'] },
+    { what: 'bench importing a suite’s own file', add: [['bench/load/bench.ts', `import { fake } from '../../test/runtime/fake.ts';`]], expect: ['bench-imports-only-the-harness: bench/load/bench.ts → test/runtime/fake.ts'] },
+    { what: 'the harness importing a suite’s own file', add: [['test/helpers/ports.ts', `import { fake } from '../runtime/fake.ts';`]], expect: ['harness-imports-no-tests: test/helpers/ports.ts → test/runtime/fake.ts'] },
+  ];
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+  const dirs: string[] = [];
+  after(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
 
-/** The clean tree, plus `extra` lines prepended to their files, in a fresh directory with the project's configs. */
-function tree(extra: ReadonlyArray<readonly [string, string]> = []): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'css-layers-'));
-  dirs.push(dir);
-  const files = new Map(Object.entries(CLEAN));
-  for (const [file, line] of extra) files.set(file, `${line}\n${files.get(file) ?? ''}`);
-  for (const [file, text] of files) {
-    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    writeFileSync(path.join(dir, file), text);
+  /** The clean tree, plus `extra` lines prepended to their files, in a fresh directory with the project's configs. */
+  function tree(extra: ReadonlyArray<readonly [string, string]> = []): string {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'css-layers-'));
+    dirs.push(dir);
+    const files = new Map(Object.entries(CLEAN));
+    for (const [file, line] of extra) files.set(file, `${line}\n${files.get(file) ?? ''}`);
+    for (const [file, text] of files) {
+      mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      writeFileSync(path.join(dir, file), text);
+    }
+    for (const config of ['.dependency-cruiser.cjs', 'tsconfig.json', 'package.json', 'actors/runtime/tsconfig.json']) cpSync(path.join(ROOT, config), path.join(dir, config));
+    symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    return dir;
   }
-  for (const config of ['.dependency-cruiser.cjs', 'tsconfig.json', 'package.json', 'actors/runtime/tsconfig.json']) cpSync(path.join(ROOT, config), path.join(dir, config));
-  symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-  return dir;
-}
 
-function run(cmd: string, args: string[], cwd: string): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(path.join(BIN, cmd), args, { cwd, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, out: stdout + stderr });
-    });
-  });
-}
-
-/**
- * `make deps`' dependency-cruiser command on `dir`: its exit code (the number of errors) and each violation
- * of its report as `rule: from → to` (a circle is reported by its first step).
- */
-async function cruise(dir: string): Promise<{ code: number; violations: string[] }> {
-  const { code, out } = await run('depcruise', ['--config', '.dependency-cruiser.cjs', 'src', 'actors', 'bench', 'test'], dir);
-  const violations = [...out.matchAll(/^\s*error ([\w-]+): (\S+) →\s+(\S+)/gm)].map(([, rule, from, to]) => `${rule}: ${from} → ${to}`);
-  return { code, violations: violations.sort() };
-}
-
-describe('the layer check (make deps)', () => {
-  it('passes a tree whose imports all go down', async () => {
-    assert.deepEqual(await cruise(tree()), { code: 0, violations: [] });
-  });
-
-  // Every forbidden kind in two trees instead of ten (each kind adds to files of its own): the storage
-  // import of HTTP goes alone, since together with HTTP's import of the service it would close a circle.
-  const groups = [BROKEN.filter((b) => !b.what.startsWith('storage')), BROKEN.filter((b) => b.what.startsWith('storage'))];
-  for (const group of groups) {
-    it(`fails on ${group.map((b) => b.what).join(', ')}: naming each import`, async () => {
-      const { code, violations } = await cruise(tree(group.flatMap((b) => b.add)));
-      const expected = group.flatMap((b) => b.expect).sort();
-      assert.deepEqual(violations, expected);
-      assert.equal(code, expected.length, 'dependency-cruiser exits non-zero, so make test stops');
+  function run(cmd: string, args: string[], cwd: string): Promise<{ code: number; out: string }> {
+    return new Promise((resolve) => {
+      execFile(path.join(BIN, cmd), args, { cwd, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, out: stdout + stderr });
+      });
     });
   }
 
-  it('fails when the actor runtime imports from outside actors/runtime (its own tsconfig)', async () => {
-    const { code, out } = await run('tsc', ['-p', 'actors/runtime'], tree([['actors/runtime/mailbox.ts', `import { config } from '../../src/config.ts';\nexport const c = config;`]]));
-    assert.notEqual(code, 0);
-    // The only complaint is the one the rule is for: a file outside the runtime's root.
-    const errors = out.split('\n').filter((l) => /error TS\d+/.test(l));
-    assert.equal(errors.length, 1, out);
-    assert.match(errors[0]!, /error TS6059: File '.*\/src\/config\.ts' is not under 'rootDir'/);
+  /**
+   * `make deps`' dependency-cruiser command on `dir`: its exit code (the number of errors) and each violation
+   * of its report as `rule: from → to` (a circle is reported by its first step).
+   */
+  async function cruise(dir: string): Promise<{ code: number; violations: string[] }> {
+    const { code, out } = await run('depcruise', ['--config', '.dependency-cruiser.cjs', 'src', 'actors', 'bench', 'test'], dir);
+    const violations = [...out.matchAll(/^\s*error ([\w-]+): (\S+) →\s+(\S+)/gm)].map(([, rule, from, to]) => `${rule}: ${from} → ${to}`);
+    return { code, violations: violations.sort() };
+  }
+
+  describe('the layer check (make deps)', () => {
+    it('passes a tree whose imports all go down', async () => {
+      assert.deepEqual(await cruise(tree()), { code: 0, violations: [] });
+    });
+
+    // Every forbidden kind in two trees instead of ten (each kind adds to files of its own): the storage
+    // import of HTTP goes alone, since together with HTTP's import of the service it would close a circle.
+    const groups = [BROKEN.filter((b) => !b.what.startsWith('storage')), BROKEN.filter((b) => b.what.startsWith('storage'))];
+    for (const group of groups) {
+      it(`fails on ${group.map((b) => b.what).join(', ')}: naming each import`, async () => {
+        const { code, violations } = await cruise(tree(group.flatMap((b) => b.add)));
+        const expected = group.flatMap((b) => b.expect).sort();
+        assert.deepEqual(violations, expected);
+        assert.equal(code, expected.length, 'dependency-cruiser exits non-zero, so make test stops');
+      });
+    }
+
+    it('fails when the actor runtime imports from outside actors/runtime (its own tsconfig)', async () => {
+      const { code, out } = await run('tsc', ['-p', 'actors/runtime'], tree([['actors/runtime/mailbox.ts', `import { config } from '../../src/config.ts';\nexport const c = config;`]]));
+      assert.notEqual(code, 0);
+      // The only complaint is the one the rule is for: a file outside the runtime's root.
+      const errors = out.split('\n').filter((l) => /error TS\d+/.test(l));
+      assert.equal(errors.length, 1, out);
+      assert.match(errors[0]!, /error TS6059: File '.*\/src\/config\.ts' is not under 'rootDir'/);
+    });
   });
 });

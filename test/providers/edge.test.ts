@@ -4,164 +4,167 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { createProviders } from '../../src/providers/index.ts';
 import { ProviderError, type ProviderAdapter, type ProviderName } from '../../src/providers/types.ts';
 import { collect, failure, request, TOOLS } from './helpers.ts';
 
-let server: Server;
-let providers: Map<ProviderName, ProviderAdapter>;
-/** The raw SSE body the next request gets. */
-let body = '';
+// One describe around the file, so its hooks stay its own beside other files in a process (test/run.mjs).
+describe('providers/edge', () => {
+  let server: Server;
+  let providers: Map<ProviderName, ProviderAdapter>;
+  /** The raw SSE body the next request gets. */
+  let body = '';
 
-const sse = (frames: unknown[], event?: (f: any) => string | undefined) =>
-  frames.map((f) => (event?.(f) ? `event: ${event(f)}\n` : '') + `data: ${typeof f === 'string' ? f : JSON.stringify(f)}\n\n`).join('');
-const responses = (frames: unknown[]) => sse(frames, (f) => f.type);
-const chunk = (delta: unknown, finish: string | null = null) => ({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
+  const sse = (frames: unknown[], event?: (f: any) => string | undefined) =>
+    frames.map((f) => (event?.(f) ? `event: ${event(f)}\n` : '') + `data: ${typeof f === 'string' ? f : JSON.stringify(f)}\n\n`).join('');
+  const responses = (frames: unknown[]) => sse(frames, (f) => f.type);
+  const chunk = (delta: unknown, finish: string | null = null) => ({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
 
-before(async () => {
-  server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(body);
+  before(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(body);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    providers = createProviders({
+      PROVIDER_TIMEOUT_MS: 5000,
+      PROVIDER_A_API_KEY: 'k', PROVIDER_A_BASE_URL: `${base}/v1`,
+      PROVIDER_B_API_KEY: 'k', PROVIDER_B_BASE_URL: base,
+      PROVIDER_C_API_KEY: 'k', PROVIDER_C_BASE_URL: `${base}/v1`,
+      AGENT_PROVIDER_API_KEY: 'k', AGENT_PROVIDER_API_BASE_URL: `${base}/v1`,
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  providers = createProviders({
-    PROVIDER_TIMEOUT_MS: 5000,
-    PROVIDER_A_API_KEY: 'k', PROVIDER_A_BASE_URL: `${base}/v1`,
-    PROVIDER_B_API_KEY: 'k', PROVIDER_B_BASE_URL: base,
-    PROVIDER_C_API_KEY: 'k', PROVIDER_C_BASE_URL: `${base}/v1`,
-    AGENT_PROVIDER_API_KEY: 'k', AGENT_PROVIDER_API_BASE_URL: `${base}/v1`,
+  after(() => new Promise<void>((r) => server.close(() => r())));
+
+  const resp = (status: string, extra: Record<string, unknown> = {}) => ({
+    id: 'resp_1', object: 'response', status, model: 'm', output: [], usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 }, ...extra,
   });
-});
-after(() => new Promise<void>((r) => server.close(() => r())));
 
-const resp = (status: string, extra: Record<string, unknown> = {}) => ({
-  id: 'resp_1', object: 'response', status, model: 'm', output: [], usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 }, ...extra,
-});
+  test('provider_a: the flat in-stream error form is a ProviderError', async () => {
+    body = responses([
+      { type: 'response.created', sequence_number: 0, response: resp('in_progress') },
+      { type: 'error', sequence_number: 1, code: 'too_many_requests', message: 'Slow down', param: null },
+    ]);
+    const e = await failure(providers.get('provider_a')!.startSession(request({})));
+    assert.ok(e instanceof ProviderError);
+    assert.equal(e.message, 'provider_a stream error (too_many_requests): Slow down');
+  });
 
-test('provider_a: the flat in-stream error form is a ProviderError', async () => {
-  body = responses([
-    { type: 'response.created', sequence_number: 0, response: resp('in_progress') },
-    { type: 'error', sequence_number: 1, code: 'too_many_requests', message: 'Slow down', param: null },
-  ]);
-  const e = await failure(providers.get('provider_a')!.startSession(request({})));
-  assert.ok(e instanceof ProviderError);
-  assert.equal(e.message, 'provider_a stream error (too_many_requests): Slow down');
-});
+  test('provider_a: incomplete at max_output_tokens ends normally, other reasons fail', async () => {
+    body = responses([
+      { type: 'response.output_text.delta', sequence_number: 0, item_id: 'm', output_index: 0, content_index: 0, delta: 'Partial' },
+      { type: 'response.incomplete', sequence_number: 1, response: resp('incomplete', { incomplete_details: { reason: 'max_output_tokens' } }) },
+    ]);
+    const r = await collect(providers.get('provider_a')!.startSession(request({})));
+    assert.equal(r.text, 'Partial');
+    assert.equal(r.end.finishReason, 'max_output_tokens');
 
-test('provider_a: incomplete at max_output_tokens ends normally, other reasons fail', async () => {
-  body = responses([
-    { type: 'response.output_text.delta', sequence_number: 0, item_id: 'm', output_index: 0, content_index: 0, delta: 'Partial' },
-    { type: 'response.incomplete', sequence_number: 1, response: resp('incomplete', { incomplete_details: { reason: 'max_output_tokens' } }) },
-  ]);
-  const r = await collect(providers.get('provider_a')!.startSession(request({})));
-  assert.equal(r.text, 'Partial');
-  assert.equal(r.end.finishReason, 'max_output_tokens');
+    body = responses([{ type: 'response.incomplete', sequence_number: 0, response: resp('incomplete', { incomplete_details: { reason: 'content_filter' } }) }]);
+    const e = await failure(providers.get('provider_a')!.startSession(request({})));
+    assert.equal(e.message, 'provider_a response incomplete: content_filter');
+  });
 
-  body = responses([{ type: 'response.incomplete', sequence_number: 0, response: resp('incomplete', { incomplete_details: { reason: 'content_filter' } }) }]);
-  const e = await failure(providers.get('provider_a')!.startSession(request({})));
-  assert.equal(e.message, 'provider_a response incomplete: content_filter');
-});
+  test('streams that close without their terminal event fail instead of passing as complete', async () => {
+    body = responses([{ type: 'response.output_text.delta', sequence_number: 0, item_id: 'm', output_index: 0, content_index: 0, delta: 'Hal' }]);
+    const a = await failure(providers.get('provider_a')!.startSession(request({})));
+    assert.equal(a.message, 'provider_a stream ended before the response was complete');
 
-test('streams that close without their terminal event fail instead of passing as complete', async () => {
-  body = responses([{ type: 'response.output_text.delta', sequence_number: 0, item_id: 'm', output_index: 0, content_index: 0, delta: 'Hal' }]);
-  const a = await failure(providers.get('provider_a')!.startSession(request({})));
-  assert.equal(a.message, 'provider_a stream ended before the response was complete');
+    body = sse([chunk({ content: 'Hal' })]);
+    const c = await failure(providers.get('provider_c')!.startSession(request({})));
+    assert.equal(c.message, 'provider_c stream ended before the response was complete');
 
-  body = sse([chunk({ content: 'Hal' })]);
-  const c = await failure(providers.get('provider_c')!.startSession(request({})));
-  assert.equal(c.message, 'provider_c stream ended before the response was complete');
+    body = sse(
+      [
+        { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], usage: { input_tokens: 1, output_tokens: 1 } } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hal' } },
+      ],
+      (f) => f.type,
+    );
+    const b = await failure(providers.get('provider_b')!.startSession(request({})));
+    assert.equal(b.message, 'provider_b stream ended before the response was complete');
+  });
 
-  body = sse(
-    [
-      { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], usage: { input_tokens: 1, output_tokens: 1 } } },
-      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hal' } },
-    ],
-    (f) => f.type,
-  );
-  const b = await failure(providers.get('provider_b')!.startSession(request({})));
-  assert.equal(b.message, 'provider_b stream ended before the response was complete');
-});
+  test('provider_d: odd chunk shapes are skipped, text-bearing custom frames kept, its own tool calls ignored', async () => {
+    body =
+      `event: agent.tool\ndata: ${JSON.stringify({ tool: 'search', status: 'running' })}\n\n` +
+      sse([
+        null, 42, '"a string"', [], { choices: null }, { choices: [null] }, { choices: [{ delta: null }] },
+        { choices: [{ delta: { content: 7, tool_calls: 'nope' } }] },
+        chunk({ content: 'One ' }),
+        { type: 'agent.message', text: 'two ' },
+        { delta: { content: 'three' } },
+        chunk({ tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { name: 'internal', arguments: '{}' } }] }),
+        chunk({}, 'stop'),
+        { choices: [], usage: { prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 } },
+        '[DONE]',
+      ]);
+    const r = await collect(providers.get('provider_d')!.startSession(request({}, { tools: TOOLS })));
+    assert.equal(r.text, 'One two three');
+    assert.deepEqual(r.end.toolCalls, []);
+    assert.deepEqual(r.end.usage, { inputTokens: 4, outputTokens: 3, totalTokens: 7 });
+  });
 
-test('provider_d: odd chunk shapes are skipped, text-bearing custom frames kept, its own tool calls ignored', async () => {
-  body =
-    `event: agent.tool\ndata: ${JSON.stringify({ tool: 'search', status: 'running' })}\n\n` +
-    sse([
-      null, 42, '"a string"', [], { choices: null }, { choices: [null] }, { choices: [{ delta: null }] },
-      { choices: [{ delta: { content: 7, tool_calls: 'nope' } }] },
-      chunk({ content: 'One ' }),
-      { type: 'agent.message', text: 'two ' },
-      { delta: { content: 'three' } },
-      chunk({ tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { name: 'internal', arguments: '{}' } }] }),
-      chunk({}, 'stop'),
-      { choices: [], usage: { prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 } },
+  test('provider_d: a frame that is not JSON at all ends the round with a clear ProviderError', async () => {
+    body = sse([chunk({ content: 'One' }), 'keep-alive', chunk({}, 'stop')]);
+    const e = await failure(providers.get('provider_d')!.startSession(request({})));
+    assert.ok(e instanceof ProviderError);
+    assert.match(e.message, /^provider_d sent an unreadable stream frame: /);
+  });
+
+  test('provider_c: tool-call fragments assemble by index; custom frames carry no text for c', async () => {
+    body = sse([
+      chunk({ role: 'assistant', content: 'Looking. ' }),
+      chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'web_search', arguments: '' } }] }),
+      chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'fetch_url', arguments: '{"url":' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"query":' } }] }),
+      { type: 'agent.message', text: 'ignored' },
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '"x"}' } }, { index: 1, function: { arguments: '"u"}' } }] }),
+      chunk({}, 'tool_calls'),
       '[DONE]',
     ]);
-  const r = await collect(providers.get('provider_d')!.startSession(request({}, { tools: TOOLS })));
-  assert.equal(r.text, 'One two three');
-  assert.deepEqual(r.end.toolCalls, []);
-  assert.deepEqual(r.end.usage, { inputTokens: 4, outputTokens: 3, totalTokens: 7 });
-});
+    const r = await collect(providers.get('provider_c')!.startSession(request({}, { tools: TOOLS })));
+    assert.equal(r.text, 'Looking. ');
+    assert.deepEqual(r.end.toolCalls, [
+      { callId: 'call_a', name: 'web_search', arguments: '{"query":"x"}' },
+      { callId: 'call_b', name: 'fetch_url', arguments: '{"url":"u"}' },
+    ]);
+  });
 
-test('provider_d: a frame that is not JSON at all ends the round with a clear ProviderError', async () => {
-  body = sse([chunk({ content: 'One' }), 'keep-alive', chunk({}, 'stop')]);
-  const e = await failure(providers.get('provider_d')!.startSession(request({})));
-  assert.ok(e instanceof ProviderError);
-  assert.match(e.message, /^provider_d sent an unreadable stream frame: /);
-});
+  test('chat completions: chunks before an error frame still arrive; nothing after [DONE] counts; a data-less event is ignored', async () => {
+    // One response body, so these frames typically arrive in a single socket read.
+    body = sse([chunk({ content: 'One ' }), chunk({ content: 'two' }), { error: { message: 'Overloaded', type: 'server_error', code: 'overloaded' } }, chunk({}, 'stop')]);
+    let seen = 0;
+    const e = await failure(providers.get('provider_c')!.startSession(request({})), (n) => (seen = n));
+    assert.equal(seen, 2);
+    assert.ok(e instanceof ProviderError);
+    assert.equal(e.message, 'provider_c stream error (overloaded): Overloaded');
 
-test('provider_c: tool-call fragments assemble by index; custom frames carry no text for c', async () => {
-  body = sse([
-    chunk({ role: 'assistant', content: 'Looking. ' }),
-    chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'web_search', arguments: '' } }] }),
-    chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'fetch_url', arguments: '{"url":' } }] }),
-    chunk({ tool_calls: [{ index: 0, function: { arguments: '{"query":' } }] }),
-    { type: 'agent.message', text: 'ignored' },
-    chunk({ tool_calls: [{ index: 0, function: { arguments: '"x"}' } }, { index: 1, function: { arguments: '"u"}' } }] }),
-    chunk({}, 'tool_calls'),
-    '[DONE]',
-  ]);
-  const r = await collect(providers.get('provider_c')!.startSession(request({}, { tools: TOOLS })));
-  assert.equal(r.text, 'Looking. ');
-  assert.deepEqual(r.end.toolCalls, [
-    { callId: 'call_a', name: 'web_search', arguments: '{"query":"x"}' },
-    { callId: 'call_b', name: 'fetch_url', arguments: '{"url":"u"}' },
-  ]);
-});
+    body = sse([chunk({ content: 'Done' }), chunk({}, 'stop'), '[DONE]', chunk({ content: ' late' }), 'not json', { error: { message: 'late' } }]);
+    const r = await collect(providers.get('provider_c')!.startSession(request({})));
+    assert.equal(r.text, 'Done');
+    assert.equal(r.end.finishReason, 'stop');
 
-test('chat completions: chunks before an error frame still arrive; nothing after [DONE] counts; a data-less event is ignored', async () => {
-  // One response body, so these frames typically arrive in a single socket read.
-  body = sse([chunk({ content: 'One ' }), chunk({ content: 'two' }), { error: { message: 'Overloaded', type: 'server_error', code: 'overloaded' } }, chunk({}, 'stop')]);
-  let seen = 0;
-  const e = await failure(providers.get('provider_c')!.startSession(request({})), (n) => (seen = n));
-  assert.equal(seen, 2);
-  assert.ok(e instanceof ProviderError);
-  assert.equal(e.message, 'provider_c stream error (overloaded): Overloaded');
+    // An SSE event without any data line is not dispatched (the SSE spec; eventsource-parser).
+    body = 'event: agent.heartbeat\n\n' + sse([chunk({ content: 'x' }), chunk({}, 'stop')]);
+    const d = await collect(providers.get('provider_d')!.startSession(request({})));
+    assert.equal(d.text, 'x');
+  });
 
-  body = sse([chunk({ content: 'Done' }), chunk({}, 'stop'), '[DONE]', chunk({ content: ' late' }), 'not json', { error: { message: 'late' } }]);
-  const r = await collect(providers.get('provider_c')!.startSession(request({})));
-  assert.equal(r.text, 'Done');
-  assert.equal(r.end.finishReason, 'stop');
-
-  // An SSE event without any data line is not dispatched (the SSE spec; eventsource-parser).
-  body = 'event: agent.heartbeat\n\n' + sse([chunk({ content: 'x' }), chunk({}, 'stop')]);
-  const d = await collect(providers.get('provider_d')!.startSession(request({})));
-  assert.equal(d.text, 'x');
-});
-
-test('provider_b: only named events count (pings and data-only frames are skipped)', async () => {
-  const start = { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], usage: { input_tokens: 1, output_tokens: 1 } } };
-  const delta = (text: string) => ({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
-  body =
-    sse([start, { type: 'ping' }, delta('Hal')], (f) => f.type) +
-    sse([delta(' unnamed')]) +
-    sse([delta('lo'), { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } }, { type: 'message_stop' }], (f) => f.type);
-  const r = await collect(providers.get('provider_b')!.startSession(request({})));
-  assert.equal(r.text, 'Hallo');
-  assert.equal(r.end.finishReason, 'end_turn');
-  assert.deepEqual(r.end.usage, { inputTokens: 1, outputTokens: 2, totalTokens: 3 });
+  test('provider_b: only named events count (pings and data-only frames are skipped)', async () => {
+    const start = { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], usage: { input_tokens: 1, output_tokens: 1 } } };
+    const delta = (text: string) => ({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
+    body =
+      sse([start, { type: 'ping' }, delta('Hal')], (f) => f.type) +
+      sse([delta(' unnamed')]) +
+      sse([delta('lo'), { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } }, { type: 'message_stop' }], (f) => f.type);
+    const r = await collect(providers.get('provider_b')!.startSession(request({})));
+    assert.equal(r.text, 'Hallo');
+    assert.equal(r.end.finishReason, 'end_turn');
+    assert.deepEqual(r.end.usage, { inputTokens: 1, outputTokens: 2, totalTokens: 3 });
+  });
 });

@@ -12,251 +12,254 @@ import { ToolError, type ToolContext } from '../../src/tools/types.ts';
 import { startSshServer, type TestSshServer } from '../helpers/ssh-server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-let server: TestSshServer;
-let keyDir: string;
-let keyPath: string;
+// One describe around the file, so its hooks stay its own beside other files in a process (test/run.mjs).
+describe('tools/remote-exec', () => {
+  let server: TestSshServer;
+  let keyDir: string;
+  let keyPath: string;
 
-before(async () => {
-  server = await startSshServer();
-  keyDir = mkdtempSync(join(tmpdir(), 'ssh-key-'));
-  keyPath = join(keyDir, 'id_ed25519');
-  writeFileSync(keyPath, server.clientPrivateKey, { mode: 0o600 });
-});
-after(async () => {
-  await server.close();
-});
-
-function config(env: Record<string, string> = {}, s: TestSshServer = server): Config {
-  return loadConfig({
-    CHAT_CODING_REMOTE_HOST: `${s.username}@${s.host}`,
-    CHAT_CODING_REMOTE_PORT: String(s.port),
-    CHAT_CODING_SSH_KEY_PATH: keyPath,
-    CHAT_CODING_REMOTE_WORKDIR: '~/workspace',
-    ...env,
+  before(async () => {
+    server = await startSshServer();
+    keyDir = mkdtempSync(join(tmpdir(), 'ssh-key-'));
+    keyPath = join(keyDir, 'id_ed25519');
+    writeFileSync(keyPath, server.clientPrivateKey, { mode: 0o600 });
   });
-}
+  after(async () => {
+    await server.close();
+  });
 
-// The remote tools never use it: its threads never start.
-const cpu = new CpuPool();
-
-function ctx(env: Record<string, string> = {}, signal = new AbortController().signal): ToolContext {
-  return { config: config(env), signal, cpu };
-}
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
+  function config(env: Record<string, string> = {}, s: TestSshServer = server): Config {
+    return loadConfig({
+      CHAT_CODING_REMOTE_HOST: `${s.username}@${s.host}`,
+      CHAT_CODING_REMOTE_PORT: String(s.port),
+      CHAT_CODING_SSH_KEY_PATH: keyPath,
+      CHAT_CODING_REMOTE_WORKDIR: '~/workspace',
+      ...env,
+    });
   }
-}
 
-/** Waits for the whole process group to be gone (children die a moment after their parent); fails if it stays. */
-const groupGone = (pid: number): Promise<void> => waitFor(() => !groupAlive(pid), 10_000, `process group ${pid} to be gone`);
+  // The remote tools never use it: its threads never start.
+  const cpu = new CpuPool();
 
-describe('host key pinning', () => {
-  test('the pinned host key passes; another one is refused with both fingerprints named', async () => {
-    const ok = await shellExecTool.run({ command: 'echo pinned' }, ctx({ CHAT_CODING_SSH_HOST_KEY_SHA256: server.hostKeySha256 }));
-    assert.match(ok.output, /pinned/);
-    const wrong = 'SHA256:' + 'A'.repeat(43);
-    await assert.rejects(
-      shellExecTool.run({ command: 'echo never' }, ctx({ CHAT_CODING_SSH_HOST_KEY_SHA256: wrong })),
-      (err: Error) => err.message.includes(server.hostKeySha256) && err.message.includes('CHAT_CODING_SSH_HOST_KEY_SHA256'),
-    );
-    assert.ok(!server.execs.some((e) => e.command.includes('echo never')), 'nothing runs on an unverified host');
-  });
+  function ctx(env: Record<string, string> = {}, signal = new AbortController().signal): ToolContext {
+    return { config: config(env), signal, cpu };
+  }
 
-  test('a malformed fingerprint stops the configuration', () => {
-    assert.throws(() => config({ CHAT_CODING_SSH_HOST_KEY_SHA256: 'md5:aa:bb' }), /CHAT_CODING_SSH_HOST_KEY_SHA256/);
-  });
-});
-
-describe('shell_exec', () => {
-  test('returns exit code, stdout and stderr', async () => {
-    const r = await shellExecTool.run({ command: 'echo hello; echo oops >&2' }, ctx());
-    assert.match(r.output, /^exit code: 0\n--- stdout ---\nhello\n--- stderr ---\noops$/);
-    assert.match(r.preview ?? '', /exit 0/);
-  });
-
-  test('a non-zero exit is a completed call that reports the code', async () => {
-    const r = await shellExecTool.run({ command: 'echo partial; exit 3' }, ctx());
-    assert.match(r.output, /^exit code: 3/);
-    assert.match(r.output, /partial/);
-  });
-
-  test('stdin is closed: cat returns at once', async () => {
-    // Were stdin open, cat would wait for it until the timeout, and the call would fail as timed out.
-    const r = await shellExecTool.run({ command: 'cat; echo after-cat' }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '5000' }));
-    assert.match(r.output, /after-cat/);
-  });
-
-  test('runs under bash -lc when bash exists, and the command is expanded once, remotely', async () => {
-    const r = await shellExecTool.run({ command: `echo "$(echo inner)" 'single' \${BASH_VERSION:+bash}` }, ctx());
-    assert.match(r.output, /--- stdout ---\ninner single bash\n/);
-  });
-
-  test('falls back to sh -lc when the remote has no bash', async () => {
-    const bin = mkdtempSync(join(tmpdir(), 'nobash-'));
-    for (const tool of ['sh', 'mkdir', 'timeout']) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
-    const bare = await startSshServer({ env: { PATH: bin } });
+  function groupAlive(pid: number): boolean {
     try {
-      const cfg = loadConfig({
-        CHAT_CODING_REMOTE_HOST: `${bare.username}@${bare.host}`,
-        CHAT_CODING_REMOTE_PORT: String(bare.port),
-        CHAT_CODING_SSH_PRIVATE_KEY_B64: Buffer.from(bare.clientPrivateKey).toString('base64'),
-      });
-      const r = await shellExecTool.run(
-        { command: 'echo "${BASH_VERSION:-no bash}"' },
-        { config: cfg, signal: new AbortController().signal, cpu },
-      );
-      assert.match(r.output, /^exit code: 0\n--- stdout ---\nno bash\n/);
-    } finally {
-      await bare.close();
+      process.kill(-pid, 0);
+      return true;
+    } catch {
+      return false;
     }
+  }
+
+  /** Waits for the whole process group to be gone (children die a moment after their parent); fails if it stays. */
+  const groupGone = (pid: number): Promise<void> => waitFor(() => !groupAlive(pid), 10_000, `process group ${pid} to be gone`);
+
+  describe('host key pinning', () => {
+    test('the pinned host key passes; another one is refused with both fingerprints named', async () => {
+      const ok = await shellExecTool.run({ command: 'echo pinned' }, ctx({ CHAT_CODING_SSH_HOST_KEY_SHA256: server.hostKeySha256 }));
+      assert.match(ok.output, /pinned/);
+      const wrong = 'SHA256:' + 'A'.repeat(43);
+      await assert.rejects(
+        shellExecTool.run({ command: 'echo never' }, ctx({ CHAT_CODING_SSH_HOST_KEY_SHA256: wrong })),
+        (err: Error) => err.message.includes(server.hostKeySha256) && err.message.includes('CHAT_CODING_SSH_HOST_KEY_SHA256'),
+      );
+      assert.ok(!server.execs.some((e) => e.command.includes('echo never')), 'nothing runs on an unverified host');
+    });
+
+    test('a malformed fingerprint stops the configuration', () => {
+      assert.throws(() => config({ CHAT_CODING_SSH_HOST_KEY_SHA256: 'md5:aa:bb' }), /CHAT_CODING_SSH_HOST_KEY_SHA256/);
+    });
   });
 
-  test('creates the workdir (leading ~/ expanded remotely, spaces and quotes kept) and starts in it', async () => {
-    const r = await shellExecTool.run({ command: 'pwd' }, ctx({ CHAT_CODING_REMOTE_WORKDIR: "~/my work/it's here" }));
-    const dir = join(server.home, 'my work', "it's here");
-    assert.ok(existsSync(dir), 'workdir created');
-    assert.match(r.output, new RegExp(`--- stdout ---\\n${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n`));
-    const abs = join(server.home, 'abs dir');
-    const r2 = await shellExecTool.run({ command: 'pwd' }, ctx({ CHAT_CODING_REMOTE_WORKDIR: abs }));
-    assert.match(r2.output, new RegExp(`\\n${abs}\\n`));
+  describe('shell_exec', () => {
+    test('returns exit code, stdout and stderr', async () => {
+      const r = await shellExecTool.run({ command: 'echo hello; echo oops >&2' }, ctx());
+      assert.match(r.output, /^exit code: 0\n--- stdout ---\nhello\n--- stderr ---\noops$/);
+      assert.match(r.preview ?? '', /exit 0/);
+    });
+
+    test('a non-zero exit is a completed call that reports the code', async () => {
+      const r = await shellExecTool.run({ command: 'echo partial; exit 3' }, ctx());
+      assert.match(r.output, /^exit code: 3/);
+      assert.match(r.output, /partial/);
+    });
+
+    test('stdin is closed: cat returns at once', async () => {
+      // Were stdin open, cat would wait for it until the timeout, and the call would fail as timed out.
+      const r = await shellExecTool.run({ command: 'cat; echo after-cat' }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '5000' }));
+      assert.match(r.output, /after-cat/);
+    });
+
+    test('runs under bash -lc when bash exists, and the command is expanded once, remotely', async () => {
+      const r = await shellExecTool.run({ command: `echo "$(echo inner)" 'single' \${BASH_VERSION:+bash}` }, ctx());
+      assert.match(r.output, /--- stdout ---\ninner single bash\n/);
+    });
+
+    test('falls back to sh -lc when the remote has no bash', async () => {
+      const bin = mkdtempSync(join(tmpdir(), 'nobash-'));
+      for (const tool of ['sh', 'mkdir', 'timeout']) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
+      const bare = await startSshServer({ env: { PATH: bin } });
+      try {
+        const cfg = loadConfig({
+          CHAT_CODING_REMOTE_HOST: `${bare.username}@${bare.host}`,
+          CHAT_CODING_REMOTE_PORT: String(bare.port),
+          CHAT_CODING_SSH_PRIVATE_KEY_B64: Buffer.from(bare.clientPrivateKey).toString('base64'),
+        });
+        const r = await shellExecTool.run(
+          { command: 'echo "${BASH_VERSION:-no bash}"' },
+          { config: cfg, signal: new AbortController().signal, cpu },
+        );
+        assert.match(r.output, /^exit code: 0\n--- stdout ---\nno bash\n/);
+      } finally {
+        await bare.close();
+      }
+    });
+
+    test('creates the workdir (leading ~/ expanded remotely, spaces and quotes kept) and starts in it', async () => {
+      const r = await shellExecTool.run({ command: 'pwd' }, ctx({ CHAT_CODING_REMOTE_WORKDIR: "~/my work/it's here" }));
+      const dir = join(server.home, 'my work', "it's here");
+      assert.ok(existsSync(dir), 'workdir created');
+      assert.match(r.output, new RegExp(`--- stdout ---\\n${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n`));
+      const abs = join(server.home, 'abs dir');
+      const r2 = await shellExecTool.run({ command: 'pwd' }, ctx({ CHAT_CODING_REMOTE_WORKDIR: abs }));
+      assert.match(r2.output, new RegExp(`\\n${abs}\\n`));
+    });
+
+    test('caps long output and says so', async () => {
+      const r = await shellExecTool.run({ command: "head -c 200000 /dev/zero | tr '\\0' a; echo; echo END" }, ctx());
+      assert.match(r.output, /--- stdout \(truncated: 200005 bytes, middle omitted\) ---/);
+      assert.match(r.output, /bytes omitted/);
+      assert.match(r.output, /END\n--- stderr ---/);
+      assert.ok(r.output.length < 70_000);
+    });
+
+    test('the timeout kills the remote sleep and the tool returns with an error', async () => {
+      const execsBefore = server.execs.length;
+      await assert.rejects(
+        shellExecTool.run({ command: 'sleep 30' }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '800' })),
+        (err: unknown) =>
+          err instanceof ToolError && /timed out after 800 ms \(CHAT_SHELL_EXEC_TIMEOUT_MS\)/.test(err.message),
+      );
+      const rec = server.execs[execsBefore]!;
+      await groupGone(rec.pid!); // the remote process group, incl. sleep
+      // Ended by TERM: no KILL followed it (a group that outlived TERM gets one after the grace period).
+      assert.deepEqual(rec.signals, ['TERM'], 'TERM sent over the channel');
+    });
+
+    test('a command that ignores TERM is KILLed after the grace period', async () => {
+      const execsBefore = server.execs.length;
+      await assert.rejects(
+        shellExecTool.run({ command: "trap '' TERM; sleep 30; echo survived" }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '500' })),
+        /timed out/,
+      );
+      const rec = server.execs[execsBefore]!;
+      await groupGone(rec.pid!);
+      assert.deepEqual(rec.signals, ['TERM', 'KILL']);
+    });
+
+    test('cancelling (ctx.signal) stops the remote command', async () => {
+      const ac = new AbortController();
+      const execsBefore = server.execs.length;
+      const running = shellExecTool.run({ command: 'sleep 30' }, ctx({}, ac.signal));
+      // Cancelled once the command runs on the server.
+      await waitFor(() => server.execs.length > execsBefore, 10_000, 'the command to start');
+      ac.abort();
+      await assert.rejects(
+        running,
+        (err: unknown) => err instanceof ToolError && /cancelled/.test(err.message),
+      );
+      const rec = server.execs[execsBefore]!;
+      await groupGone(rec.pid!);
+      assert.ok(rec.signals.includes('TERM'));
+    });
   });
 
-  test('caps long output and says so', async () => {
-    const r = await shellExecTool.run({ command: "head -c 200000 /dev/zero | tr '\\0' a; echo; echo END" }, ctx());
-    assert.match(r.output, /--- stdout \(truncated: 200005 bytes, middle omitted\) ---/);
-    assert.match(r.output, /bytes omitted/);
-    assert.match(r.output, /END\n--- stderr ---/);
-    assert.ok(r.output.length < 70_000);
+  describe('coding_exec', () => {
+    test('passes the task as one quoted argument: quotes and $(...) reach the CLI unexpanded', async () => {
+      const task = `He said "hi" & it's $(echo pwned) \`id\` $HOME; touch /tmp/should-not-exist-${process.pid}`;
+      const r = await codingExecTool.run(
+        { task },
+        ctx({ CHAT_CODING_COMMAND: `printf '%s\\n'`, CHAT_CODING_REMOTE_WORKDIR: '~/coding' }),
+      );
+      assert.equal(r.output, `exit code: 0\n--- stdout ---\n${task}\n--- stderr ---\n(empty)`);
+      assert.equal(existsSync(`/tmp/should-not-exist-${process.pid}`), false);
+      assert.ok(existsSync(join(server.home, 'coding')));
+    });
+
+    test('runs in the workdir and reports a failing CLI exit code', async () => {
+      const r = await codingExecTool.run(
+        { task: 'fix it' },
+        ctx({ CHAT_CODING_COMMAND: 'sh -c \'pwd; echo "task: $1" >&2; exit 7\' cli' }),
+      );
+      assert.match(r.output, /^exit code: 7\n--- stdout ---\n.*\/workspace\n--- stderr ---\ntask: fix it$/);
+    });
+
+    test('honours CHAT_CODING_EXEC_TIMEOUT_MS', async () => {
+      await assert.rejects(
+        codingExecTool.run({ task: 'x' }, ctx({ CHAT_CODING_COMMAND: 'sleep 20; echo', CHAT_CODING_EXEC_TIMEOUT_MS: '500' })),
+        /coding_exec timed out after 500 ms \(CHAT_CODING_EXEC_TIMEOUT_MS\)/,
+      );
+    });
   });
 
-  test('the timeout kills the remote sleep and the tool returns with an error', async () => {
-    const execsBefore = server.execs.length;
-    await assert.rejects(
-      shellExecTool.run({ command: 'sleep 30' }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '800' })),
-      (err: unknown) =>
-        err instanceof ToolError && /timed out after 800 ms \(CHAT_SHELL_EXEC_TIMEOUT_MS\)/.test(err.message),
-    );
-    const rec = server.execs[execsBefore]!;
-    await groupGone(rec.pid!); // the remote process group, incl. sleep
-    // Ended by TERM: no KILL followed it (a group that outlived TERM gets one after the grace period).
-    assert.deepEqual(rec.signals, ['TERM'], 'TERM sent over the channel');
-  });
+  describe('SSH configuration', () => {
+    test('user from CHAT_CODING_REMOTE_USER when the host has no user@', async () => {
+      const r = await shellExecTool.run(
+        { command: 'echo ok' },
+        ctx({ CHAT_CODING_REMOTE_HOST: server.host, CHAT_CODING_REMOTE_USER: server.username }),
+      );
+      assert.match(r.output, /ok/);
+      assert.equal(server.execs.at(-1)!.username, server.username);
+    });
 
-  test('a command that ignores TERM is KILLed after the grace period', async () => {
-    const execsBefore = server.execs.length;
-    await assert.rejects(
-      shellExecTool.run({ command: "trap '' TERM; sleep 30; echo survived" }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '500' })),
-      /timed out/,
-    );
-    const rec = server.execs[execsBefore]!;
-    await groupGone(rec.pid!);
-    assert.deepEqual(rec.signals, ['TERM', 'KILL']);
-  });
+    test('user@host wins and is parsed off the host', async () => {
+      await assert.rejects(
+        shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_HOST: `someone@${server.host}`, CHAT_CODING_REMOTE_USER: server.username })),
+        (err: unknown) => err instanceof ToolError && /SSH connection to someone@127\.0\.0\.1:\d+ failed: .*authentication/i.test(err.message),
+      );
+      assert.equal(server.authAttempts.at(-1), 'someone');
+    });
 
-  test('cancelling (ctx.signal) stops the remote command', async () => {
-    const ac = new AbortController();
-    const execsBefore = server.execs.length;
-    const running = shellExecTool.run({ command: 'sleep 30' }, ctx({}, ac.signal));
-    // Cancelled once the command runs on the server.
-    await waitFor(() => server.execs.length > execsBefore, 10_000, 'the command to start');
-    ac.abort();
-    await assert.rejects(
-      running,
-      (err: unknown) => err instanceof ToolError && /cancelled/.test(err.message),
-    );
-    const rec = server.execs[execsBefore]!;
-    await groupGone(rec.pid!);
-    assert.ok(rec.signals.includes('TERM'));
-  });
-});
+    test('key from CHAT_CODING_SSH_PRIVATE_KEY_B64', async () => {
+      const r = await shellExecTool.run(
+        { command: 'echo b64' },
+        ctx({ CHAT_CODING_SSH_KEY_PATH: '', CHAT_CODING_SSH_PRIVATE_KEY_B64: Buffer.from(server.clientPrivateKey).toString('base64') }),
+      );
+      assert.match(r.output, /b64/);
+    });
 
-describe('coding_exec', () => {
-  test('passes the task as one quoted argument: quotes and $(...) reach the CLI unexpanded', async () => {
-    const task = `He said "hi" & it's $(echo pwned) \`id\` $HOME; touch /tmp/should-not-exist-${process.pid}`;
-    const r = await codingExecTool.run(
-      { task },
-      ctx({ CHAT_CODING_COMMAND: `printf '%s\\n'`, CHAT_CODING_REMOTE_WORKDIR: '~/coding' }),
-    );
-    assert.equal(r.output, `exit code: 0\n--- stdout ---\n${task}\n--- stderr ---\n(empty)`);
-    assert.equal(existsSync(`/tmp/should-not-exist-${process.pid}`), false);
-    assert.ok(existsSync(join(server.home, 'coding')));
-  });
+    test('missing host, user or key: clear errors naming the variables', async () => {
+      await assert.rejects(shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_HOST: '' })), /set CHAT_CODING_REMOTE_HOST/);
+      await assert.rejects(
+        shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_HOST: server.host })),
+        /CHAT_CODING_REMOTE_HOST as user@host or set CHAT_CODING_REMOTE_USER/,
+      );
+      await assert.rejects(
+        shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_SSH_KEY_PATH: '' })),
+        /CHAT_CODING_SSH_KEY_PATH, or CHAT_CODING_SSH_PRIVATE_KEY_B64/,
+      );
+      await assert.rejects(
+        shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_SSH_KEY_PATH: join(keyDir, 'nope') })),
+        /cannot read the SSH key at CHAT_CODING_SSH_KEY_PATH/,
+      );
+      await assert.rejects(
+        shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_SSH_KEY_PATH: '', CHAT_CODING_SSH_PRIVATE_KEY_B64: 'bm90IGEga2V5' })),
+        /SSH private key from CHAT_CODING_SSH_PRIVATE_KEY_B64 cannot be used/,
+      );
+    });
 
-  test('runs in the workdir and reports a failing CLI exit code', async () => {
-    const r = await codingExecTool.run(
-      { task: 'fix it' },
-      ctx({ CHAT_CODING_COMMAND: 'sh -c \'pwd; echo "task: $1" >&2; exit 7\' cli' }),
-    );
-    assert.match(r.output, /^exit code: 7\n--- stdout ---\n.*\/workspace\n--- stderr ---\ntask: fix it$/);
-  });
+    test('an unreachable host is a ToolError, not a crash', async () => {
+      await assert.rejects(
+        shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_PORT: '1' })),
+        (err: unknown) => err instanceof ToolError && /SSH connection to tester@127\.0\.0\.1:1 failed: .*ECONNREFUSED/.test(err.message),
+      );
+    });
 
-  test('honours CHAT_CODING_EXEC_TIMEOUT_MS', async () => {
-    await assert.rejects(
-      codingExecTool.run({ task: 'x' }, ctx({ CHAT_CODING_COMMAND: 'sleep 20; echo', CHAT_CODING_EXEC_TIMEOUT_MS: '500' })),
-      /coding_exec timed out after 500 ms \(CHAT_CODING_EXEC_TIMEOUT_MS\)/,
-    );
-  });
-});
-
-describe('SSH configuration', () => {
-  test('user from CHAT_CODING_REMOTE_USER when the host has no user@', async () => {
-    const r = await shellExecTool.run(
-      { command: 'echo ok' },
-      ctx({ CHAT_CODING_REMOTE_HOST: server.host, CHAT_CODING_REMOTE_USER: server.username }),
-    );
-    assert.match(r.output, /ok/);
-    assert.equal(server.execs.at(-1)!.username, server.username);
-  });
-
-  test('user@host wins and is parsed off the host', async () => {
-    await assert.rejects(
-      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_HOST: `someone@${server.host}`, CHAT_CODING_REMOTE_USER: server.username })),
-      (err: unknown) => err instanceof ToolError && /SSH connection to someone@127\.0\.0\.1:\d+ failed: .*authentication/i.test(err.message),
-    );
-    assert.equal(server.authAttempts.at(-1), 'someone');
-  });
-
-  test('key from CHAT_CODING_SSH_PRIVATE_KEY_B64', async () => {
-    const r = await shellExecTool.run(
-      { command: 'echo b64' },
-      ctx({ CHAT_CODING_SSH_KEY_PATH: '', CHAT_CODING_SSH_PRIVATE_KEY_B64: Buffer.from(server.clientPrivateKey).toString('base64') }),
-    );
-    assert.match(r.output, /b64/);
-  });
-
-  test('missing host, user or key: clear errors naming the variables', async () => {
-    await assert.rejects(shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_HOST: '' })), /set CHAT_CODING_REMOTE_HOST/);
-    await assert.rejects(
-      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_HOST: server.host })),
-      /CHAT_CODING_REMOTE_HOST as user@host or set CHAT_CODING_REMOTE_USER/,
-    );
-    await assert.rejects(
-      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_SSH_KEY_PATH: '' })),
-      /CHAT_CODING_SSH_KEY_PATH, or CHAT_CODING_SSH_PRIVATE_KEY_B64/,
-    );
-    await assert.rejects(
-      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_SSH_KEY_PATH: join(keyDir, 'nope') })),
-      /cannot read the SSH key at CHAT_CODING_SSH_KEY_PATH/,
-    );
-    await assert.rejects(
-      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_SSH_KEY_PATH: '', CHAT_CODING_SSH_PRIVATE_KEY_B64: 'bm90IGEga2V5' })),
-      /SSH private key from CHAT_CODING_SSH_PRIVATE_KEY_B64 cannot be used/,
-    );
-  });
-
-  test('an unreachable host is a ToolError, not a crash', async () => {
-    await assert.rejects(
-      shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_PORT: '1' })),
-      (err: unknown) => err instanceof ToolError && /SSH connection to tester@127\.0\.0\.1:1 failed: .*ECONNREFUSED/.test(err.message),
-    );
-  });
-
-  test('a missing command argument is a ToolError', async () => {
-    await assert.rejects(shellExecTool.run({}, ctx()), /argument "command" must be a non-empty string/);
+    test('a missing command argument is a ToolError', async () => {
+      await assert.rejects(shellExecTool.run({}, ctx()), /argument "command" must be a non-empty string/);
+    });
   });
 });
