@@ -20,8 +20,10 @@ sim: install
 	node $(NODE_FLAGS) src/sim/main.ts
 
 # Four files at a time on two cores. The suite is CPU-bound here (a full run kept both cores ~90 % busy:
-# module loading through tsx, PGlite, service processes), so more files at once would not finish sooner;
-# four keeps a core busy while other files wait on streams paced at a set rate or on child processes.
+# module loading, PGlite, service processes), so more files at once would not finish sooner; four keeps a
+# core busy while other files wait on streams paced at a set rate or on child processes. test/run.mjs runs
+# a directory's files in one process, up to six one after another (module loading was most of a test
+# process's CPU), and the longest files alone and first (node --test would sort them by name).
 # --liftoff-only (passed on to every test file's process): V8 compiles PGlite's 9 MB of WASM with its
 # baseline compiler only. A test process lives for seconds to a minute, too short to repay the optimising
 # tier's compiles: test/api/chats.test.ts took 9.9 s of CPU instead of 13.5 s. The service's own children
@@ -29,10 +31,17 @@ sim: install
 # The suite runs compiled (test/compile.mjs writes .build/: each .ts as .js beside a link to it), not
 # through tsx: tsx's loader hooks cost ~2 s of CPU in each of ~180 test and service processes and in every
 # actor thread. One file alone still runs from source: `node --import tsx --test test/api/chats.test.ts`.
+# The typecheck and the layer check run beside the suite rather than before it: they need ~35 s of one
+# core, and the suite leaves about that much idle (while its first files start, and in its tail). Their
+# output comes after the suite's; either failing fails `make test`.
 TEST_NODE_FLAGS := --liftoff-only
-test: install chromium deps
+test: install chromium
 	node test/compile.mjs
-	node $(TEST_NODE_FLAGS) --test --test-concurrency=4 --test-timeout=600000 $(patsubst %.ts,.build/%.js,$(TESTS))
+	@checks=$$(mktemp); $(MAKE) --no-print-directory -s typecheck deps > $$checks 2>&1 & pid=$$!; \
+	status=0; node $(TEST_NODE_FLAGS) test/run.mjs $(patsubst %.ts,.build/%.js,$(TESTS)) || status=$$?; \
+	if wait $$pid; then echo "# typecheck and layer check: passed"; \
+	else status=1; cat $$checks; echo "# typecheck or layer check: FAILED (above)"; fi; \
+	rm -f $$checks; exit $$status
 
 # The layers (.dependency-cruiser.cjs, lowest first at its top): fails on an import that runs upward or
 # round in a circle, and when the actor runtime does not compile alone (actors/runtime/tsconfig.json).
