@@ -19,11 +19,11 @@ run: install
 sim: install
 	node $(NODE_FLAGS) src/sim/main.ts
 
-# Four files at a time on two cores. The suite is CPU-bound here (a full run kept both cores ~90 % busy:
+# Four test processes at a time on two cores. The suite is CPU-bound here (a full run kept both cores ~90 % busy:
 # module loading, PGlite, service processes), so more files at once would not finish sooner; four keeps a
 # core busy while other files wait on streams paced at a set rate or on child processes. test/run.mjs runs
-# a directory's files in one process, up to six one after another (module loading was most of a test
-# process's CPU), and the longest files alone and first (node --test would sort them by name).
+# a directory's files in one process, up to six one after another (each process loads its modules first,
+# most of a small file's CPU), and the longest files alone and first (node --test would sort them by name).
 # --liftoff-only (passed on to every test file's process): V8 compiles PGlite's 9 MB of WASM with its
 # baseline compiler only. A test process lives for seconds to a minute, too short to repay the optimising
 # tier's compiles: test/api/chats.test.ts took 9.9 s of CPU instead of 13.5 s. The service's own children
