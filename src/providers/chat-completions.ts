@@ -32,8 +32,7 @@ import {
 
 export interface ChatCompletionsOptions {
   name: ProviderName;
-  /** The SDK client, made on its first call (sdks.ts says why). */
-  client: () => OpenAI;
+  client: OpenAI;
   /** false for provider_d: no `tools` field is ever sent and reported tool calls are ignored. */
   sendTools: boolean;
   /**
@@ -58,7 +57,7 @@ export function createChatCompletionsAdapter(opts: ChatCompletionsOptions): Prov
       let ids: string[];
       try {
         ids = [];
-        for await (const m of client().models.list({ signal })) if (typeof m?.id === 'string') ids.push(m.id);
+        for await (const m of client.models.list({ signal })) if (typeof m?.id === 'string') ids.push(m.id);
       } catch (err) {
         if (extraModel && listing?.fallback !== false && !signal?.aborted) return [extraModel];
         throw toProviderError(name, err, signal);
@@ -159,7 +158,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
   }
 
   async whole(body: ChatCompletionCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
-    const response: ChatCompletion = await this.opts.client().chat.completions.create(body, { signal: this.req.signal });
+    const response: ChatCompletion = await this.opts.client.chat.completions.create(body, { signal: this.req.signal });
     const choice: Loose | undefined = Array.isArray(response?.choices) ? response.choices[0] : undefined;
     const message: Loose = isObject(choice?.message) ? choice.message : {};
     const text = typeof message.content === 'string' ? message.content : '';
@@ -182,7 +181,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
     const customText = this.opts.textFromCustomFrames === true;
     const tools = this.tools;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
-    const response = await this.opts.client().chat.completions
+    const response = await this.opts.client.chat.completions
       .create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal })
       .asResponse();
     // Text is kept only when tools were offered: a tool round's assistant message must carry it.

@@ -1,7 +1,7 @@
 // Turns whatever the SDKs (or a broken stream) throw into a ProviderError whose message can be shown to
 // the user and stored on the LlmCall. Both SDKs share the same error class names and shapes, so the
 // SDK classes are checked with instanceof; the body fields differ, so those are read by duck typing.
-import { isSdkError } from './sdks.ts';
+import { A, O } from './sdks.ts';
 import { H2_TIMEOUT_CODES } from './h2-fetch.ts';
 import { ProviderError, type ProviderName } from './types.ts';
 
@@ -58,14 +58,14 @@ function errorCode(err: Loose): string | undefined {
 /** Maps any thrown value to a ProviderError. Pass the request's signal: an aborted request always maps to an abort. */
 export function toProviderError(provider: ProviderName, err: unknown, signal?: AbortSignal): ProviderError {
   if (err instanceof ProviderError) return err;
-  if (signal?.aborted || isSdkError(err, 'APIUserAbortError') || isAbortError(err)) {
+  if (signal?.aborted || err instanceof O.APIUserAbortError || err instanceof A.APIUserAbortError || isAbortError(err)) {
     return new ProviderAbortError(provider, { cause: signal?.reason ?? err });
   }
   const e = (typeof err === 'object' ? err : { message: String(err) }) as Loose;
-  if (isSdkError(err, 'APIConnectionTimeoutError') || transportTimeout(e)) {
+  if (err instanceof O.APIConnectionTimeoutError || err instanceof A.APIConnectionTimeoutError || transportTimeout(e)) {
     return new ProviderError(`${provider} request timed out`, undefined, { cause: err, timedOut: true });
   }
-  if (isSdkError(err, 'APIConnectionError')) {
+  if (err instanceof O.APIConnectionError || err instanceof A.APIConnectionError) {
     const cause = (e?.cause as Loose)?.message;
     const detail = str(cause) ? `: ${str(cause)}` : '';
     return new ProviderError(`${provider} connection failed${detail}`, undefined, { cause: err });
@@ -75,7 +75,7 @@ export function toProviderError(provider: ProviderName, err: unknown, signal?: A
   if (status !== undefined) {
     return new ProviderError(`${provider} error ${status}: ${message}`, status, { cause: err });
   }
-  if (isSdkError(err, 'APIError')) {
+  if (err instanceof O.APIError || err instanceof A.APIError) {
     // Status-less APIError: an `error` event or `{"error":…}` frame inside a stream that had already begun.
     const code = errorCode(e);
     return new ProviderError(`${provider} stream error${code ? ` (${code})` : ''}: ${message}`, undefined, { cause: err });

@@ -6,19 +6,11 @@
 // stream holds only the handler, the body and the subscriber. https origins that offer HTTP/2 go through
 // h2-fetch.ts instead (PROVIDER_HTTP2), whose body stays a Readable. One connection pool per server and
 // per actor thread (createProviders makes one fetch) serves every provider call made there.
-import { createRequire } from 'node:module';
 import type { Readable } from 'node:stream';
 import * as consume from 'node:stream/consumers';
-import type * as Undici from 'undici';
-import type { Dispatcher } from 'undici';
+import { Agent, type Dispatcher, util } from 'undici';
 import { abortError, createH2Transport } from './h2-fetch.ts';
 import { PushBody, type BodySource } from './push-body.ts';
-
-// undici (110 CommonJS modules, ~0.14 s of CPU) is loaded by a thread's first HTTP/1.1 provider call, not
-// by every thread's start: as with the SDKs (sdks.ts), a thread that never calls a provider never pays.
-const require = createRequire(import.meta.url);
-let undici: typeof Undici | undefined;
-const loadUndici = (): typeof Undici => (undici ??= require('undici') as typeof Undici);
 
 type FetchInit = {
   method?: string;
@@ -103,10 +95,10 @@ class ProviderResponse {
   }
 }
 
-/** The raw header list undici's parser gives (name, value, name, value…) as web Headers; values are latin1. It runs in undici's callbacks, so undici is loaded. */
+/** The raw header list undici's parser gives (name, value, name, value…) as web Headers; values are latin1. */
 function headersOf(raw: Buffer[]): Headers {
   const h = new Headers();
-  for (let i = 0; i + 1 < raw.length; i += 2) h.append(undici!.util.headerNameToString(raw[i]!), raw[i + 1]!.toString('latin1'));
+  for (let i = 0; i + 1 < raw.length; i += 2) h.append(util.headerNameToString(raw[i]!), raw[i + 1]!.toString('latin1'));
   return h;
 }
 
@@ -225,14 +217,12 @@ class TargetCache {
  */
 export function createProviderFetch(options: ProviderFetchOptions): typeof fetch {
   const { timeoutMs } = options;
-  let dispatcher: Undici.Agent | undefined;
-  const agent = () =>
-    (dispatcher ??= new (loadUndici().Agent)({
-      keepAliveTimeout: 30_000,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      connect: { timeout: Math.min(timeoutMs, 30_000), ...(options.ca ? { ca: options.ca } : {}) },
-    }));
+  const dispatcher = new Agent({
+    keepAliveTimeout: 30_000,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connect: { timeout: Math.min(timeoutMs, 30_000), ...(options.ca ? { ca: options.ca } : {}) },
+  });
   const h2c = new Set(options.h2cOrigins ?? []);
   const tlsH2 = options.http2 !== false;
   const h2 = tlsH2 || h2c.size > 0 ? createH2Transport({ timeoutMs, ca: options.ca }) : null;
@@ -254,7 +244,7 @@ export function createProviderFetch(options: ProviderFetchOptions): typeof fetch
     return new Promise<ProviderResponse>((resolve, reject) => {
       const handler = new DispatchRequest(url, signal, resolve, reject);
       // A synchronous failure comes to handler.onError too.
-      agent().dispatch({ origin: target.origin, path: target.path, method, headers: headers as Dispatcher.DispatchOptions['headers'], body }, handler);
+      dispatcher.dispatch({ origin: target.origin, path: target.path, method, headers: headers as Dispatcher.DispatchOptions['headers'], body }, handler);
     });
   };
   return providerFetch as unknown as typeof fetch;

@@ -5,7 +5,7 @@ import { createChatCompletionsAdapter } from './chat-completions.ts';
 import { createProviderFetch } from './http-fetch.ts';
 import { createProviderA } from './provider-a.ts';
 import { createProviderB } from './provider-b.ts';
-import { anthropicSdk, onFirstUse, openaiSdk } from './sdks.ts';
+import { Anthropic, OpenAI } from './sdks.ts';
 import type { ProviderAdapter, ProviderName } from './types.ts';
 
 export { ProviderAbortError, isAbortError, toProviderError } from './errors.ts';
@@ -46,17 +46,20 @@ export function createProviders(config: ProviderConfig): Map<ProviderName, Provi
   const fetch = createProviderFetch({ timeoutMs: config.PROVIDER_TIMEOUT_MS, http2: config.PROVIDER_HTTP2 ?? true, h2cOrigins: config.PROVIDER_H2C_ORIGINS });
   const common = { maxRetries: 2, timeout: config.PROVIDER_TIMEOUT_MS, fetch };
   // null (not undefined) keeps the SDKs from picking up OPENAI_* / ANTHROPIC_* values from the environment.
-  // Each client is made at its provider's first call, which is also when its SDK is loaded (sdks.ts).
   const openai = (apiKey: string, baseURL: string | undefined) =>
-    onFirstUse(() => new (openaiSdk().default)({ apiKey, baseURL: baseURL ?? null, organization: null, project: null, ...common }));
+    new OpenAI({ apiKey, baseURL: baseURL ?? null, organization: null, project: null, ...common });
   const map = new Map<ProviderName, ProviderAdapter>();
 
   if (config.PROVIDER_A_API_KEY) {
     map.set('provider_a', createProviderA(openai(config.PROVIDER_A_API_KEY, config.PROVIDER_A_BASE_URL)));
   }
   if (config.PROVIDER_B_API_KEY) {
-    const apiKey = config.PROVIDER_B_API_KEY;
-    const client = onFirstUse(() => new (anthropicSdk().default)({ apiKey, authToken: null, baseURL: config.PROVIDER_B_BASE_URL ?? null, ...common }));
+    const client = new Anthropic({
+      apiKey: config.PROVIDER_B_API_KEY,
+      authToken: null,
+      baseURL: config.PROVIDER_B_BASE_URL ?? null,
+      ...common,
+    });
     map.set('provider_b', createProviderB(client));
   }
   if (config.PROVIDER_C_API_KEY) {

@@ -41,15 +41,14 @@ export function isResponsesModel(id: string): boolean {
   return !NOT_RESPONSES.test(id);
 }
 
-/** `client`: the SDK client, made on its first call (sdks.ts says why). */
-export function createProviderA(client: () => OpenAI): ProviderAdapter {
+export function createProviderA(client: OpenAI): ProviderAdapter {
   return {
     name: NAME,
     startSession: (req) => createSession(NAME, req, new ResponsesRounds(client, req)),
     async listModels(signal) {
       try {
         const ids: string[] = [];
-        for await (const m of client().models.list({ signal })) if (isResponsesModel(m.id)) ids.push(m.id);
+        for await (const m of client.models.list({ signal })) if (isResponsesModel(m.id)) ids.push(m.id);
         return ids.sort();
       } catch (err) {
         throw toProviderError(NAME, err, signal);
@@ -109,7 +108,7 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
   private readonly tools: FunctionTool[] | undefined;
 
   constructor(
-    private readonly client: () => OpenAI,
+    private readonly client: OpenAI,
     private readonly req: CompletionRequest,
   ) {
     const system = req.messages.filter((m) => m.role === 'system').map((m) => m.content);
@@ -148,7 +147,7 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
   }
 
   async whole(body: ResponseCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
-    const response = await this.client().responses.create(body, { signal: this.req.signal });
+    const response = await this.client.responses.create(body, { signal: this.req.signal });
     this.lastResponseId = response.id;
     const calls = new Map<string, ToolCallRequest>();
     functionCalls(response.output, calls);
@@ -161,7 +160,7 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
   async streamed(body: ResponseCreateParamsNonStreaming, onText: TextSink, onHint: HintSink): Promise<RoundEnd> {
     const { signal } = this.req;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
-    const response = await this.client().responses.create({ ...body, stream: true }, { signal }).asResponse();
+    const response = await this.client.responses.create({ ...body, stream: true }, { signal }).asResponse();
     const calls = new Map<string, ToolCallRequest>();
     const seen: { final: Response | null; called: boolean } = { final: null, called: false };
     await eachFrame<ResponseStreamEvent>(response, new SseFrames(response.headers, openaiFrames), signal, (ev) => {

@@ -35,8 +35,7 @@ function toolUseRefused(name: string): ProviderError {
   return new ProviderError(`${NAME} answered with a call to the tool \`${name}\` instead of text, but ${NAME} runs without service tools: no answer`);
 }
 
-/** `client`: the SDK client, made on its first call (sdks.ts says why). */
-export function createProviderB(client: () => Anthropic): ProviderAdapter {
+export function createProviderB(client: Anthropic): ProviderAdapter {
   return {
     name: NAME,
     startSession: (req) => createSession(NAME, req, new MessagesRounds(client, req)),
@@ -44,7 +43,7 @@ export function createProviderB(client: () => Anthropic): ProviderAdapter {
       try {
         const ids: string[] = [];
         // The page iterator follows `after_id` while `has_more` is true.
-        for await (const m of client().models.list({ limit: 100 }, { signal })) ids.push(m.id);
+        for await (const m of client.models.list({ limit: 100 }, { signal })) ids.push(m.id);
         return ids;
       } catch (err) {
         throw toProviderError(NAME, err, signal);
@@ -92,7 +91,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
   private done = false;
 
   constructor(
-    private readonly client: () => Anthropic,
+    private readonly client: Anthropic,
     private readonly req: CompletionRequest,
   ) {}
 
@@ -112,7 +111,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
   }
 
   async whole(body: MessageCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
-    const message: Message = await this.client().messages.create(body, { signal: this.req.signal });
+    const message: Message = await this.client.messages.create(body, { signal: this.req.signal });
     let text = '';
     for (const block of message.content ?? []) {
       if (block.type === 'text') text += block.text;
@@ -131,7 +130,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
   async streamed(body: MessageCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const { signal } = this.req;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
-    const response = await this.client().messages.create({ ...body, stream: true }, { signal }).asResponse();
+    const response = await this.client.messages.create({ ...body, stream: true }, { signal }).asResponse();
     const s = { id: null as string | null, model: null as string | null, input: 0, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null };
     await eachFrame<RawMessageStreamEvent>(response, new SseFrames(response.headers, anthropicFrames), signal, (ev) => {
       switch (ev.type) {

@@ -12,7 +12,7 @@
 // on (openai 6.x and @anthropic-ai/sdk 1.x, core/streaming.mjs). One deliberate difference: an SSE event
 // with no `data:` line at all is not dispatched (the SSE spec, and eventsource-parser); the openai SDK
 // passed it on as `''` and failed the round on JSON.parse('').
-import { anthropicSdk, openaiSdk } from './sdks.ts';
+import { A, O } from './sdks.ts';
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 
@@ -89,7 +89,7 @@ export const openaiFrames: FrameFilter = (ev, sse) => {
     return;
   }
   if (value && value.error) {
-    sse.failure = new (openaiSdk().APIError)(undefined, value.error, undefined, sse.headers);
+    sse.failure = new O.APIError(undefined, value.error, undefined, sse.headers);
     return;
   }
   sse.frames.push(value);
@@ -109,7 +109,7 @@ export const anthropicFrames: FrameFilter = (ev, sse) => {
     } catch {
       body = data;
     }
-    sse.failure = new (anthropicSdk().APIError)(undefined, body, undefined, sse.headers, body?.error?.type);
+    sse.failure = new A.APIError(undefined, body, undefined, sse.headers, body?.error?.type);
     return;
   }
   if (!data) return;

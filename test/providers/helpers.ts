@@ -1,6 +1,6 @@
 // Shared setup for the adapter tests: one simulator, the adapters pointed at it, and a collector
 // that drains a round into its text and its end.
-import { openaiSdk } from '../../src/providers/sdks.ts';
+import { OpenAI } from '../../src/providers/sdks.ts';
 import { createChatCompletionsAdapter } from '../../src/providers/chat-completions.ts';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { startSimulator } from '../../src/sim/server.ts';
@@ -107,6 +107,6 @@ export const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAA
 export function httpsAdapter(base: string, ca: string, o: { timeoutMs?: number; http2?: boolean; fetch?: typeof globalThis.fetch } = {}): ProviderAdapter {
   // A given fetch shares its connections with the caller's other requests (each fetch has its own pool).
   const fetch = o.fetch ?? createProviderFetch({ timeoutMs: o.timeoutMs ?? 10_000, ca, http2: o.http2 ?? true });
-  const client = new (openaiSdk().default)({ apiKey: 'k', baseURL: base, maxRetries: 0, timeout: 30_000, fetch });
-  return createChatCompletionsAdapter({ name: 'provider_c', client: () => client, sendTools: true });
+  const client = new OpenAI({ apiKey: 'k', baseURL: base, maxRetries: 0, timeout: 30_000, fetch });
+  return createChatCompletionsAdapter({ name: 'provider_c', client, sendTools: true });
 }

@@ -8,9 +8,7 @@ import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { test } from 'node:test';
-import { openaiSdk } from '../../src/providers/sdks.ts';
-
-const OpenAI = openaiSdk().default;
+import { OpenAI } from '../../src/providers/sdks.ts';
 import { isAbortError, toProviderError } from '../../src/providers/errors.ts';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { PushBody } from '../../src/providers/push-body.ts';

@@ -1,10 +1,7 @@
 // Pure mapping checks that need no simulator: error mapping, attachment parts, role merging, model filter.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { anthropicSdk, openaiSdk } from '../../src/providers/sdks.ts';
-
-const A = anthropicSdk();
-const O = openaiSdk();
+import { A, O } from '../../src/providers/sdks.ts';
 import { chatParts, messagesBlocks, responsesParts, textAttachmentBlock } from '../../src/providers/attachments.ts';
 import { ProviderAbortError, isAbortError, toProviderError } from '../../src/providers/errors.ts';
 import { providerKeyVariable, createProviders } from '../../src/providers/index.ts';
