@@ -1,12 +1,12 @@
 // The suite's runner (`make test`): node:test's run() over the compiled test files, several files to a
 // process, the longest first.
 //
-// Several files to a process: every test process loads its modules (the service's ~170 CommonJS
-// modules, pg, PGlite's WASM) before its first test, most of a small file's CPU, and the suite is
-// CPU-bound on this machine's two cores. The files of one directory run in one process, up to six,
-// one after another, each file's tests in its own order: measured here, the 48 files of the small unit
-// directories took 12 s of CPU in one process against 42 s in 48, and test/api's 40 files 154 s in two
-// against 223 s in 40. Files are written to run so: they close what they open, and a file's top-level
+// Several files to a process: every test process loads its modules (the service's ~700 CommonJS
+// modules, most of them the provider SDKs; PGlite's WASM) before its first test, most of a small file's
+// CPU, and the suite is CPU-bound on this machine's two cores. The files of one directory run in one
+// process, up to six, one after another, each file's tests in its own order: measured here, the 48 files
+// of the small unit directories took 11 s of CPU in one process against 42 s in 48, and test/api's 40
+// files 153 s in two against 223 s in 40. Files are written to run so: they close what they open, and a file's top-level
 // hooks (before/after at module level) belong to the whole process, so hooks go inside a describe.
 // A file still runs alone with `node --test <file>`, and SOLO files always do: the longest ones, which
 // would serialise a group behind them (test/groups.mjs says which).
