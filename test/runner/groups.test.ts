@@ -36,8 +36,11 @@ describe('test processes (test/groups.mjs)', () => {
     }
     const sizes = groups.map((g) => g.members.length);
     assert.deepEqual(sizes, [...sizes].sort((a, b) => b - a));
-    const seven = planProcesses(Array.from({ length: 7 }, (_, i) => `.build/test/x/f${i}.test.js`));
-    assert.deepEqual(seven.map((g) => g.members.length), [4, 3]);
-    assert.deepEqual(seven[0]!.members, ['.build/test/x/f0.test.js', '.build/test/x/f2.test.js', '.build/test/x/f4.test.js', '.build/test/x/f6.test.js']);
+    // One file over the bound makes two even groups, not a full one and a lone file.
+    const n = GROUP_SIZE + 1;
+    const files = Array.from({ length: n }, (_, i) => `.build/test/x/f${String(i).padStart(2, '0')}.test.js`);
+    const split = planProcesses(files);
+    assert.deepEqual(split.map((g) => g.members.length), [Math.ceil(n / 2), Math.floor(n / 2)]);
+    assert.deepEqual(split[0]!.members, files.filter((_, i) => i % 2 === 0));
   });
 });
