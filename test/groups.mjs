@@ -1,7 +1,7 @@
 // Which test files share a process (test/run.mjs): plain data, so test/runner/groups.test.ts can pin
 // that every file runs exactly once.
 
-/** Each alone, first, in this order: the files that took 20 s or more alone here. */
+/** Each alone, first, in this order: the files with the longest wall time alone here (16–39 s). */
 export const SOLO = [
   'test/cluster/instances',
   'test/api/streams',

@@ -11,6 +11,15 @@ export interface Results {
 /** Where a carried row or check was measured. */
 export type Provenance = NonNullable<Row['from']>;
 
+/** A run that carried rows or checks came from, with the knobs it was made with (`meta.origins`). */
+export interface Origin {
+  date: unknown;
+  commit: unknown;
+  knobs?: unknown;
+}
+
+const originKey = (o: { date: unknown; commit: unknown }): string => `${o.date} ${o.commit}`;
+
 /** One row per scenario, target, variant, provider, persist, K and rate (capacity rows have no fixed K). */
 export function rowKey(r: Row): string {
   const scenario = r.scenario ?? 'stream';
@@ -36,7 +45,24 @@ export function mergeResults(previous: Results | null, current: Results): Result
       checks[name] = Array.isArray(check) ? { runs: check, from } : { ...(check as object), from };
     }
   }
-  return { meta: current.meta, runs: [...current.runs, ...carried], checks };
+  return { meta: withOrigins(previous.meta, current.meta, carried, checks), runs: [...current.runs, ...carried], checks };
+}
+
+/**
+ * `current` plus `origins`: every earlier run a carried row or check came from, with its knobs (the
+ * previous file's own run, and the origins it already listed), so each committed figure can be
+ * repeated. An origin nothing refers to any more is dropped.
+ */
+function withOrigins(previous: Results['meta'], current: Results['meta'], carried: Row[], checks: Results['checks']): Results['meta'] {
+  const known = [...((previous.origins as Origin[] | undefined) ?? []), { date: previous.date, commit: previous.commit, knobs: previous.knobs }];
+  const used = new Set(carried.map((r) => originKey(r.from!)));
+  for (const check of Object.values(checks)) {
+    const from = (check as { from?: Provenance } | null)?.from;
+    if (from) used.add(originKey(from));
+  }
+  const origins = new Map<string, Origin>();
+  for (const o of known) if (used.has(originKey(o)) && !origins.has(originKey(o))) origins.set(originKey(o), o);
+  return origins.size ? { ...current, origins: [...origins.values()] } : current;
 }
 
 /** The knobs a run was made with, recorded in its meta so that it can be repeated. */

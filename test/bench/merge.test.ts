@@ -47,6 +47,25 @@ test('a row carried twice keeps its first origin', () => {
   assert.equal(peer?.from?.commit, 'aaa1111');
 });
 
+test("each carried row's run keeps its knobs in meta.origins; a run nothing refers to any more is dropped", () => {
+  const knobsOf = (m: Results['meta'], k: string) => ({ ...m, knobs: { BENCH_ONLY: k } });
+  const first = { ...old, meta: knobsOf(old.meta, 'first') };
+  const second = { ...trimmed, meta: knobsOf(trimmed.meta, 'second') };
+  const merged = mergeResults(first, second);
+  assert.deepEqual(merged.meta.origins, [{ date: '2026-11-25T18:00:00.000Z', commit: 'aaa1111', knobs: { BENCH_ONLY: 'first' } }]);
+  assert.deepEqual(merged.meta.knobs, { BENCH_ONLY: 'second' });
+  // A third run carries rows of both earlier runs: both origins stay, each with its own knobs.
+  const third: Results = { meta: knobsOf(meta('2026-11-27T10:00:00.000Z', 'ccc3333'), 'third'), runs: [row({ target: 'peer' })], checks: {} };
+  const again = mergeResults(merged, third);
+  assert.deepEqual((again.meta.origins as Array<{ commit: string; knobs: unknown }>).map((o) => [o.commit, o.knobs]), [
+    ['aaa1111', { BENCH_ONLY: 'first' }],
+    ['bbb2222', { BENCH_ONLY: 'second' }],
+  ]);
+  // Once every row and check of a run has been measured again, its origin goes.
+  const all: Results = { meta: meta('2026-11-28T10:00:00.000Z', 'ddd4444'), runs: again.runs.map(({ from: _, ...r }) => r), checks: { overloadShedding: { phases: 1 }, rollingRestart: { lost: 0 }, historySearch: [] } };
+  assert.equal(mergeResults(again, all).meta.origins, undefined);
+});
+
 test('carried rows are listed apart in the Markdown, not mixed into the measured tables', () => {
   const md = markdown(mergeResults(old, trimmed).runs, trimmed.meta, {});
   const [measured, carried] = md.split('## Carried from earlier runs');
