@@ -18,4 +18,5 @@ port.on('message', (msgs: ToHost[]) => {
   for (let i = 0; i < msgs.length; i++) host.receive(msgs[i]!);
 });
 port.postMessage({ t: 'ready' });
-startLagReport((report) => port.postMessage(report), (workerData as RunDepsInput).config.OVERLOAD_LAG_MS > 0);
+const { config } = workerData as RunDepsInput;
+startLagReport((report) => port.postMessage(report), config.OVERLOAD_LAG_MS > 0 || config.OVERLOAD_BUSY_PERCENT > 0);

@@ -68,7 +68,7 @@ export interface CheckpointReport {
 export function workerHosts(
   setup: () => WorkerSetup,
   onLog: (msg: string, err?: unknown) => void,
-  onLag?: (index: number, p99Ms: number) => void,
+  onLag?: (index: number, p99Ms: number, busy: number) => void,
   onCheckpoint?: () => void,
 ): HostFactory {
   return (index, onBatch, onExit) => {
@@ -88,7 +88,7 @@ export function workerHosts(
     ready.catch(() => {}); // a boot failure is also reported through onExit
     worker.on('message', (msg: Batch | LagReport | CheckpointReport | { t: 'ready' }) => {
       if (msg.t === 'batch') onBatch(msg);
-      else if (msg.t === 'lag') onLag?.(index, msg.p99Ms);
+      else if (msg.t === 'lag') onLag?.(index, msg.p99Ms, msg.busy);
       else if (msg.t === 'checkpoint') onCheckpoint?.();
       else markReady();
     });

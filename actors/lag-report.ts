@@ -6,18 +6,50 @@
 // counted at the moment of the question (a loop that has not folded, or a thread that has not
 // reported, for longer than REPORT_MS is late by the excess, even before any sample says so) let a
 // start be refused in the very loop turn that runs late.
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+//
+// Beside the delay, each thread folds how busy its loop was (event-loop utilisation: the share of the
+// time it was not waiting for I/O) over a shorter window, BUSY_WINDOW_MS. A delay shows only once the
+// loop is late; a thread can keep its loop on time while it is nearly full, and the next starts then
+// fill it: the running streams' deltas queue behind their work. Busy shows that before the delay does.
+import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
 
 /** How often a thread folds its samples into the last-second window (and a worker reports). */
 export const REPORT_MS = 50;
 /** The window the p99 is taken over (ARCHITECTURE: "p99 over the last second"). */
 export const WINDOW_MS = 1000;
 const SLICES = WINDOW_MS / REPORT_MS;
+/** The window a thread's busy share is taken over: a few slices, so it reacts within a few hundred ms. */
+export const BUSY_WINDOW_MS = 200;
+const BUSY_SLICES = BUSY_WINDOW_MS / REPORT_MS;
 
 /** What a worker posts to the main thread, beside its batches. */
 export interface LagReport {
   t: 'lag';
   p99Ms: number;
+  /** The share of the last BUSY_WINDOW_MS the thread's loop was busy, 0–1. */
+  busy: number;
+}
+
+/** The share of the last BUSY_SLICES slices a loop was busy: their active time over their whole time. */
+export class BusyWindow {
+  private readonly active = new Float64Array(BUSY_SLICES);
+  private readonly total = new Float64Array(BUSY_SLICES);
+  private next = 0;
+  busy = 0;
+
+  /** One slice: the loop was active `activeMs` of `totalMs`. */
+  fold(activeMs: number, totalMs: number): number {
+    this.active[this.next] = activeMs;
+    this.total[this.next] = totalMs;
+    this.next = (this.next + 1) % BUSY_SLICES;
+    let a = 0;
+    let t = 0;
+    for (let i = 0; i < BUSY_SLICES; i++) {
+      a += this.active[i]!;
+      t += this.total[i]!;
+    }
+    return (this.busy = t > 0 ? a / t : 0);
+  }
 }
 
 /**
@@ -40,22 +72,30 @@ export class LagWindow {
   }
 }
 
-/** This thread's event-loop delay over the last second, refreshed every REPORT_MS. */
+/** This thread's event-loop delay over the last second and its busy share over BUSY_WINDOW_MS, refreshed every REPORT_MS. */
 export class LagSampler {
   private readonly monitor: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   private readonly window = new LagWindow();
+  private readonly busyWindow = new BusyWindow();
+  private elu: EventLoopUtilization | null = null;
   private timer: NodeJS.Timeout | null = null;
 
   get p99Ms(): number {
     return this.window.p99Ms;
   }
 
-  start(onTick?: (p99Ms: number) => void): this {
+  start(onTick?: (p99Ms: number, busy: number) => void): this {
     this.monitor.enable();
+    this.elu = performance.eventLoopUtilization();
     this.timer = setInterval(() => {
       const p99Ms = this.window.fold(this.monitor.count > 0 ? this.monitor.percentile(99) / 1e6 : 0);
       this.monitor.reset();
-      onTick?.(p99Ms);
+      const elu = performance.eventLoopUtilization();
+      const prev = this.elu!;
+      this.elu = elu;
+      const active = elu.active - prev.active;
+      const busy = this.busyWindow.fold(active, active + elu.idle - prev.idle);
+      onTick?.(p99Ms, busy);
     }, REPORT_MS).unref();
     return this;
   }
@@ -66,10 +106,10 @@ export class LagSampler {
   }
 }
 
-/** In an actor thread: report this thread's lag to the main thread. `enabled` false (OVERLOAD_LAG_MS=0): nothing runs. */
+/** In an actor thread: report this thread's lag and busy share to the main thread. `enabled` false (both signals off): nothing runs. */
 export function startLagReport(post: (report: LagReport) => void, enabled: boolean): void {
   if (!enabled) return;
-  new LagSampler().start((p99Ms) => post({ t: 'lag', p99Ms }));
+  new LagSampler().start((p99Ms, busy) => post({ t: 'lag', p99Ms, busy }));
 }
 
 /** How the board tells time (performance.now by default; a test's clock that it advances). */
@@ -83,9 +123,10 @@ export type Now = () => number;
 export class LagBoard {
   private readonly sampler = new LagSampler();
   /** By host index; updated in place, so a report allocates nothing. */
-  private readonly reports: Array<{ p99Ms: number; at: number } | undefined> = [];
+  private readonly reports: Array<{ p99Ms: number; busy: number; at: number } | undefined> = [];
   private readonly now: Now;
   private mainP99Ms = 0;
+  private mainBusy = 0;
   private mainAt: number;
   /** The worst thread's p99 (ms) as of the last fold. */
   worstMs = 0;
@@ -98,7 +139,7 @@ export class LagBoard {
   start(onTick: (worstMs: number) => void): this {
     // Silence is counted from now: the start-up's own stalls are no overload.
     this.mainAt = this.now();
-    this.sampler.start((p99Ms) => onTick(this.fold(p99Ms)));
+    this.sampler.start((p99Ms, busy) => onTick(this.fold(p99Ms, busy)));
     return this;
   }
 
@@ -107,20 +148,35 @@ export class LagBoard {
   }
 
   /** The main thread's own slice was folded (its sampler's tick; a test calls it with its inputs). */
-  fold(mainP99Ms: number): number {
+  fold(mainP99Ms: number, mainBusy = 0): number {
     this.mainP99Ms = mainP99Ms;
+    this.mainBusy = mainBusy;
     this.mainAt = this.now();
     return (this.worstMs = this.lagNow());
   }
 
   /** A worker's report (the hosts' message hook). */
-  report(host: number, p99Ms: number): void {
+  report(host: number, p99Ms: number, busy = 0): void {
     const r = this.reports[host];
-    if (r === undefined) this.reports[host] = { p99Ms, at: this.now() };
+    if (r === undefined) this.reports[host] = { p99Ms, busy, at: this.now() };
     else {
       r.p99Ms = p99Ms;
+      r.busy = busy;
       r.at = this.now();
     }
+  }
+
+  /**
+   * The busiest thread's share of the last BUSY_WINDOW_MS, as last folded or reported. A thread too
+   * busy to report shows in lagNow (its silence), not here.
+   */
+  busyNow(): number {
+    let worst = this.mainBusy;
+    for (let i = 0; i < this.reports.length; i++) {
+      const r = this.reports[i];
+      if (r !== undefined && r.busy > worst) worst = r.busy;
+    }
+    return worst;
   }
 
   /** The worst lag right now: each thread's last p99, or how overdue its next report is, whichever is worse. Allocates nothing. */

@@ -1,11 +1,12 @@
 // Whether this instance takes a new run: the one decision behind every start (the supervisor asks
 // it synchronously, with its active count). Three reasons to refuse, checked in this order:
 // draining (a SIGTERM came: the runs here finish, new ones go elsewhere), capacity (MAX_ACTIVE_RUNS)
-// and overload (an event loop running late, so every stream here is already slowing down, or more
-// starts waiting for the actor threads than they take up in a turn, so they are about to). The
-// refusals are built once: the accept path allocates nothing and reads two numbers. The router asks
-// it too, before a start's body is read (`shedding`): draining and overload need nothing from the
-// request, so a flood is refused for the price of its headers (src/http/early-refusal.ts).
+// and overload (an event loop running late, so every stream here is already slowing down; more
+// starts waiting for the actor threads than they take up in a turn, or a thread's loop nearly full,
+// so they are about to). The refusals are built once: the accept path allocates nothing and reads a
+// few numbers. The router asks it too, before a start's body is read (`shedding`): draining and
+// overload need nothing from the request, so a flood is refused for the price of its headers
+// (src/http/early-refusal.ts).
 import type { StartRefusal } from '../actors/runtime/registry.ts';
 
 export const DRAINING_MESSAGE = 'server is draining';
@@ -16,6 +17,11 @@ export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' |
 /** The lag as of the question, a stall still going on included (LagBoard.lagNow). */
 export interface LagSignal {
   lagNow(): number;
+}
+
+/** The busiest thread's share of its last moments, 0–1 (LagBoard.busyNow). */
+export interface BusySignal {
+  busyNow(): number;
 }
 
 /** Starts handed to the actor threads and not yet taken up (Supervisor.startBacklog). */
@@ -29,12 +35,16 @@ export interface AdmissionOptions {
   overloadLagMs: number;
   /** Refuse while this many starts wait for the actor threads (OVERLOAD_START_BACKLOG); 0 or absent: never. */
   overloadStartBacklog?: number;
+  /** Refuse while a thread's loop was busy more than this percentage of its last BUSY_WINDOW_MS (OVERLOAD_BUSY_PERCENT); 0 or absent: never. */
+  overloadBusyPercent?: number;
 }
 
 export class Admission {
   private readonly maxActiveRuns: number;
   private readonly overloadLagMs: number;
   private readonly overloadStartBacklog: number;
+  /** OVERLOAD_BUSY_PERCENT as a share (0: never). */
+  private readonly overloadBusy: number;
   private readonly refusals: Record<'capacity' | 'overload' | 'draining', StartRefusal>;
   /** Refusals so far, by reason (css_runs_refused_total). */
   readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0, user_runs: 0, user_tokens: 0 };
@@ -44,11 +54,13 @@ export class Admission {
   /** Read at each decision, so a loop running late now counts before its next fold; null: lagMs alone. */
   private signal: LagSignal | null = null;
   private backlog: BacklogSignal | null = null;
+  private busySignal: BusySignal | null = null;
 
   constructor(opts: AdmissionOptions) {
     this.maxActiveRuns = opts.maxActiveRuns;
     this.overloadLagMs = opts.overloadLagMs;
     this.overloadStartBacklog = opts.overloadStartBacklog ?? 0;
+    this.overloadBusy = (opts.overloadBusyPercent ?? 0) / 100;
     this.refusals = {
       draining: { ok: false, outcome: 'draining', message: DRAINING_MESSAGE },
       capacity: { ok: false, outcome: 'capacity', message: `server is at capacity (${opts.maxActiveRuns} active runs); retry shortly` },
@@ -65,9 +77,10 @@ export class Admission {
     this.drainingNow = true;
   }
 
-  /** From now on overload is judged by `signal` at each decision. */
-  watch(signal: LagSignal): void {
+  /** From now on overload is judged by `signal` at each decision (its lag, and its busy share when it has one). */
+  watch(signal: LagSignal & Partial<BusySignal>): void {
     this.signal = signal;
+    if (signal.busyNow) this.busySignal = signal as BusySignal;
   }
 
   /** From now on the starts waiting for the actor threads count too (the supervisor). */
@@ -76,7 +89,7 @@ export class Admission {
   }
 
   get overloaded(): boolean {
-    return this.lagging || this.backlogged;
+    return this.lagging || this.backlogged || this.busy;
   }
 
   /** An event loop is late: the running streams are already slowed. */
@@ -93,6 +106,19 @@ export class Admission {
    */
   private get backlogged(): boolean {
     return this.overloadStartBacklog > 0 && this.backlog !== null && this.backlog.startBacklog >= this.overloadStartBacklog;
+  }
+
+  /**
+   * A thread's loop was nearly full over its last BUSY_WINDOW_MS: on time still, but each start taken
+   * now would queue the running streams' deltas behind its work.
+   */
+  /** The busiest thread's share of its last BUSY_WINDOW_MS, 0–1 (0 while nothing reports it: the gauge shows it). */
+  busyNow(): number {
+    return this.busySignal === null ? 0 : this.busySignal.busyNow();
+  }
+
+  private get busy(): boolean {
+    return this.overloadBusy > 0 && this.busySignal !== null && this.busySignal.busyNow() > this.overloadBusy;
   }
 
   /**

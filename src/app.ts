@@ -142,8 +142,8 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
 
   // One client (and one connection pool) per provider on this thread: routes, model lists and inline hosts share them.
   const providers = createProviders(config);
-  const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS, overloadStartBacklog: config.OVERLOAD_START_BACKLOG });
-  const lag = config.OVERLOAD_LAG_MS > 0 ? new LagBoard() : null;
+  const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS, overloadStartBacklog: config.OVERLOAD_START_BACKLOG, overloadBusyPercent: config.OVERLOAD_BUSY_PERCENT });
+  const lag = config.OVERLOAD_LAG_MS > 0 || config.OVERLOAD_BUSY_PERCENT > 0 ? new LagBoard() : null;
   const sse = new SseStreams({ heartbeatMs: config.SSE_HEARTBEAT_MS, queueCap: config.SSE_MAX_QUEUED_BYTES });
   // Closed after the supervisor: the streams of runs cut by its shutdown get their last frames first.
   lc.defer('sse streams', () => sse.close());
@@ -264,7 +264,7 @@ function startSupervisor(
     factory:
       config.actorThreads === 0
         ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed))
-        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms) => lag.report(index, p99Ms) : undefined, checkpointed),
+        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined, checkpointed),
     log: (level, message, err) => log[level]({ err }, message),
     onEnd: (run, result) => {
       runs?.ended(run);

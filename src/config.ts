@@ -25,6 +25,8 @@ const url = z.string().url('must be a URL');
 export const OVERLOAD_LAG_MS_DEFAULT = 100;
 /** Chosen from the load test's flood row (docs/operations.md, "Overload shedding"). */
 export const OVERLOAD_START_BACKLOG_DEFAULT = 32;
+/** Chosen from the load test's flood and overload rows (docs/operations.md, "Overload shedding"). */
+export const OVERLOAD_BUSY_PERCENT_DEFAULT = 0;
 
 /** `item` when it is an origin (`scheme://host[:port]`, no path; a trailing slash is dropped); else null. */
 function asOrigin(item: string): string | null {
@@ -106,6 +108,8 @@ const schema = z.object({
   OVERLOAD_LAG_MS: int(0, 60_000).default(OVERLOAD_LAG_MS_DEFAULT),
   /** New runs are refused (503) while this many starts wait for the actor threads to take them up; 0 turns it off (see README). */
   OVERLOAD_START_BACKLOG: int(0, 1_000_000).default(OVERLOAD_START_BACKLOG_DEFAULT),
+  /** New runs are refused (503) while the main or an actor thread's event loop was busy more than this percentage of the last 200 ms; 0 turns it off (see README). */
+  OVERLOAD_BUSY_PERCENT: int(0, 100).default(OVERLOAD_BUSY_PERCENT_DEFAULT),
   /** Bytes queued for one slow SSE client before it is dropped. */
   SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
   /** How often the text each persisted chat run has streamed reaches the database (recovery after a crash); 0 turns it off. */

@@ -131,6 +131,14 @@ function admissionMetrics(registry: client.Registry, admission: Admission, super
     },
   });
   new client.Gauge({
+    name: 'css_event_loop_busy_percent',
+    help: 'The busiest of the main and actor threads: the percentage of its last 200 ms its event loop was busy (refused above OVERLOAD_BUSY_PERCENT)',
+    registers: [registry],
+    collect() {
+      this.set(Math.round(admission.busyNow() * 100));
+    },
+  });
+  new client.Gauge({
     name: 'css_start_backlog',
     help: 'Starts handed to the actor threads and not yet taken up (refused at OVERLOAD_START_BACKLOG)',
     registers: [registry],
@@ -140,7 +148,7 @@ function admissionMetrics(registry: client.Registry, admission: Admission, super
   });
   new client.Counter({
     name: 'css_runs_refused_total',
-    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS or OVERLOAD_START_BACKLOG; draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget)',
+    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS, OVERLOAD_START_BACKLOG or OVERLOAD_BUSY_PERCENT; draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {

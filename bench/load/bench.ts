@@ -17,7 +17,7 @@
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=3600 (runs left after this are skipped, with a note)
 //   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
 //   BENCH_DEFAULT_PATH=0 BENCH_NOISY=0 BENCH_CHECKPOINTS=0 BENCH_KILL=0 (issues 36–38's checks, each in its own file;
-//   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery,flood,capacity runs only those named, nothing else)
+//   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery,flood,overloadShedding,capacity runs only those named, nothing else)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -251,7 +251,7 @@ async function main(): Promise<void> {
     await newCheck('noisyNeighbour', () => runNoisyNeighbour(drive, run));
     await newCheck('checkpoints', () => runCheckpoints(drive, run));
     await newCheck('killRecovery', () => runKillCheck({ sim: sim.urls, dbUrl: db.url, log }));
-    (checks as Record<string, unknown>).overloadShedding = ALL && service && env.BENCH_OVERLOAD !== '0'
+    (checks as Record<string, unknown>).overloadShedding = (ALL ? service && env.BENCH_OVERLOAD !== '0' : ONLY.has('overloadShedding') && TARGETS.has('service'))
       ? await runOverloadCheck({ sim: sim.urls, dbUrl: db.url, log, withService, serviceBody })
       : { skipped: 'BENCH_OVERLOAD=0, service not in BENCH_TARGETS, or over budget' };
     await newCheck('flood', () => runFloodCheck({ sim: sim.urls, dbUrl: db.url, log, withService }));

@@ -11,17 +11,19 @@
 //   BENCH_FLOOD_SECONDS=8 BENCH_FLOOD_BEFORE_S=5 BENCH_FLOOD_AFTER_S=3 BENCH_FLOOD_DELTAS=20 (each flood
 //   stream's deltas) BENCH_FLOOD_OPEN_PER_SEC=50 (the running streams' opening pace) BENCH_FLOOD_LAGS=100 (the OVERLOAD_LAG_MS of each shedding phase; 60000: shedding off)
 //   BENCH_FLOOD_BACKLOGS=32 (the OVERLOAD_START_BACKLOG of each shedding phase, with the first lag; 0: the lag signal alone)
+//   BENCH_FLOOD_BUSYS=<default> (the OVERLOAD_BUSY_PERCENT of each shedding phase, with the first lag and backlog; 0: off)
+// Each phase samples the two gauges (css_event_loop_lag_p99_ms, css_event_loop_busy_percent) while its running
+// streams open and while the flood is offered: what the signals read at ordinary load and at saturation.
 // Alone: BENCH_ONLY=flood make bench.
-import { OVERLOAD_LAG_MS_DEFAULT, OVERLOAD_START_BACKLOG_DEFAULT } from '../../src/config.ts';
+import { OVERLOAD_BUSY_PERCENT_DEFAULT, OVERLOAD_LAG_MS_DEFAULT, OVERLOAD_START_BACKLOG_DEFAULT } from '../../src/config.ts';
 import { serviceBody } from './bodies.ts';
 import { countStamps, eachStamp, openStream, parseBlock } from './client.ts';
-import type { OverloadContext } from './overload.ts';
+import { sampleSaturation, SHEDDING_OFF, type OverloadContext } from './overload.ts';
 import { offerStarts } from './overload-gen.ts';
 import { Samples, summarize } from './stats.ts';
 
 const env = process.env;
 const num = (name: string, fallback: number) => Number(env[name] ?? fallback);
-const NEVER = '60000';
 
 interface Running {
   /** Each delta's stamp and its latency to the client (stamp-to-read), as pairs. */
@@ -82,7 +84,7 @@ function openRunning(port: number, n: number, perSec: number, deltas: number, ra
 
 type FloodContext = Pick<OverloadContext, 'sim' | 'dbUrl' | 'log' | 'withService'>;
 
-async function floodPhase(c: FloodContext, name: string, lagMs: string, backlog: string) {
+async function floodPhase(c: FloodContext, name: string, signals: Record<string, string>) {
   const streams = num('BENCH_FLOOD_STREAMS', 200);
   const rate = num('BENCH_FLOOD_RATE', 20);
   const starts = num('BENCH_FLOOD_STARTS', 800);
@@ -96,10 +98,14 @@ async function floodPhase(c: FloodContext, name: string, lagMs: string, backlog:
   const deltas = Math.ceil(rate * (streams / openPerSec + 20 + beforeS + seconds + afterS));
   const maxRuns = streams + Math.ceil(starts * (seconds + floodDeltas / rate)) + 1000;
   return c.withService(c.sim, c.dbUrl, maxRuns, async (svc) => {
+    const opening = sampleSaturation(svc.port);
     const running = openRunning(svc.port, streams, openPerSec, deltas, rate);
     await running.started;
     await new Promise((r) => setTimeout(r, 1000 + beforeS * 1000));
+    const gaugesOpening = opening.stop();
+    const flooded = sampleSaturation(svc.port);
     const flood = await offerStarts({ port: svc.port, body: serviceBody('provider_c', true, floodDeltas, rate), deltas: floodDeltas, startsPerSec: starts, seconds });
+    const gaugesFlood = flooded.stop();
     const tally = await running.ended;
     // Before: the BEFORE_S seconds up to the first start offered; during: from it until the last
     // accepted flood stream could have ended.
@@ -112,27 +118,38 @@ async function floodPhase(c: FloodContext, name: string, lagMs: string, backlog:
       else if (stamp >= flood.offeredFrom && stamp <= duringUntil) during.push(running.seen[i + 1]!);
     }
     const out = {
-      overloadLagMs: Number(lagMs),
-      overloadStartBacklog: Number(backlog),
+      signals,
+      gauges: { opening: gaugesOpening, flood: gaugesFlood },
       running: { streams, deltas, rate, before: summarize(before), during: summarize(during), ...tally },
       flood: { startsPerSec: starts, seconds, deltas: floodDeltas, ...flood },
     };
     c.log(`flood ${name}: running p99 before ${out.running.before.p99} ms, during ${out.running.during.p99} ms, cut ${tally.cut} lost ${tally.lost} (opens refused ${tally.refusedOpens}); `
-      + `flood ${flood.accepted}/${flood.offered} accepted, refusal p50 ${flood.refusalMs.p50} p99 ${flood.refusalMs.p99} ms, lost ${flood.lost} failed ${flood.failed} ${JSON.stringify(flood.refused)}`);
+      + `flood ${flood.accepted}/${flood.offered} accepted, refusal p50 ${flood.refusalMs.p50} p99 ${flood.refusalMs.p99} ms, lost ${flood.lost} failed ${flood.failed} ${JSON.stringify(flood.refused)}; `
+      + `busy % opening p50 ${gaugesOpening.busy.p50} max ${gaugesOpening.busy.max}, flood p50 ${gaugesFlood.busy.p50} max ${gaugesFlood.busy.max}; `
+      + `lag ms opening p50 ${gaugesOpening.lag.p50} max ${gaugesOpening.lag.max}, flood p50 ${gaugesFlood.lag.p50} max ${gaugesFlood.lag.max}`);
     return out;
-  }, undefined, { OVERLOAD_LAG_MS: lagMs, OVERLOAD_START_BACKLOG: backlog });
+  }, undefined, signals);
 }
 
 async function floodCheck(c: FloodContext): Promise<Record<string, unknown>> {
-  const off = await floodPhase(c, 'shedding off', NEVER, '0');
+  const off = await floodPhase(c, 'shedding off', SHEDDING_OFF);
   const on: Record<string, Awaited<ReturnType<typeof floodPhase>>> = {};
   const list = (v: string | undefined, fallback: number) => (v ?? String(fallback)).split(',').filter(Boolean);
   const lags = list(env.BENCH_FLOOD_LAGS, OVERLOAD_LAG_MS_DEFAULT);
   const backlogs = list(env.BENCH_FLOOD_BACKLOGS, OVERLOAD_START_BACKLOG_DEFAULT);
-  // Each phase is named by its two knobs, e.g. `100/32` (OVERLOAD_LAG_MS/OVERLOAD_START_BACKLOG).
-  const phases = [...backlogs.map((b) => [lags[0]!, b] as const), ...lags.slice(1).map((l) => [l, backlogs[0]!] as const)];
-  for (const [lag, backlog] of phases) on[`${lag}/${backlog}`] = await floodPhase(c, `OVERLOAD_LAG_MS=${lag} OVERLOAD_START_BACKLOG=${backlog}`, lag, backlog);
-  const shed = on[`${OVERLOAD_LAG_MS_DEFAULT}/${OVERLOAD_START_BACKLOG_DEFAULT}`] ?? Object.values(on)[0];
+  const busys = list(env.BENCH_FLOOD_BUSYS, OVERLOAD_BUSY_PERCENT_DEFAULT);
+  // Each phase is named by its three knobs, e.g. `100/32/70` (OVERLOAD_LAG_MS/OVERLOAD_START_BACKLOG/OVERLOAD_BUSY_PERCENT);
+  // the first of each list is held while another list's values are tried.
+  const phases = [
+    ...busys.map((u) => [lags[0]!, backlogs[0]!, u] as const),
+    ...backlogs.slice(1).map((b) => [lags[0]!, b, busys[0]!] as const),
+    ...lags.slice(1).map((l) => [l, backlogs[0]!, busys[0]!] as const),
+  ];
+  for (const [lag, backlog, busy] of phases) {
+    on[`${lag}/${backlog}/${busy}`] = await floodPhase(c, `OVERLOAD_LAG_MS=${lag} OVERLOAD_START_BACKLOG=${backlog} OVERLOAD_BUSY_PERCENT=${busy}`,
+      { OVERLOAD_LAG_MS: lag, OVERLOAD_START_BACKLOG: backlog, OVERLOAD_BUSY_PERCENT: busy });
+  }
+  const shed = on[`${OVERLOAD_LAG_MS_DEFAULT}/${OVERLOAD_START_BACKLOG_DEFAULT}/${OVERLOAD_BUSY_PERCENT_DEFAULT}`] ?? Object.values(on)[0];
   return {
     sheddingOff: off,
     shedding: on,

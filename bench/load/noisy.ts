@@ -2,7 +2,7 @@
 //  - noisy neighbour: 20 users each keep streams running and start new ones (the `others` job), alone and
 //    then while one more user offers starts at twice the instance's capacity. Pass: the noisy user meets
 //    its own 429, the others' added p99 with it stays within 2× of theirs without it, none of their starts
-//    refused. Shedding is on (OVERLOAD_LAG_MS's and OVERLOAD_START_BACKLOG's defaults), as in a deployment.
+//    refused. Shedding is on (the service's defaults: SHEDDING_DEFAULTS), as in a deployment.
 //  - start-rate with a user's key beside the admin token, same service: CPU per start, within 3 %.
 // Knobs (env): BENCH_NOISY=0 (off)  BENCH_NOISY_USERS=20  BENCH_NOISY_STARTS=500 (the noisy user's starts/s:
 //   twice the overload row's 250/s at capacity)  BENCH_NOISY_OTHERS_STARTS=40 (the others' starts/s, all users)
@@ -11,7 +11,8 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { OVERLOAD_LAG_MS_DEFAULT, OVERLOAD_START_BACKLOG_DEFAULT } from '../../src/config.ts';
+import { OVERLOAD_LAG_MS_DEFAULT } from '../../src/config.ts';
+import { SHEDDING_DEFAULTS } from './overload.ts';
 import { ccBody, serviceBody } from './bodies.ts';
 import type { DriveContext } from './drive.ts';
 import type { GenJob, GenResult } from './gen.ts';
@@ -54,7 +55,7 @@ export async function runNoisyNeighbour(c: DriveContext, run: (base: Base, go: (
   const k = othersStarts * seconds;
   const ccPath = new URL(c.sim.urls.provider_c).pathname + '/chat/completions';
   const floor = await generate({ mode: 'streams', host: '127.0.0.1', port: c.sim.port, path: ccPath, headers: bearer('k'), body: ccBody(deltas, rate), kind: 'cc', k, deltas, rate, startsPerSec: othersStarts });
-  const serviceEnv = { ADMIN_TOKEN: ADMIN, OVERLOAD_LAG_MS: env.BENCH_NOISY_LAG_MS ?? String(OVERLOAD_LAG_MS_DEFAULT), OVERLOAD_START_BACKLOG: String(OVERLOAD_START_BACKLOG_DEFAULT) };
+  const serviceEnv = { ADMIN_TOKEN: ADMIN, ...SHEDDING_DEFAULTS, OVERLOAD_LAG_MS: env.BENCH_NOISY_LAG_MS ?? String(OVERLOAD_LAG_MS_DEFAULT) };
   const noisy = await c.withService(c.sim.urls, c.dbUrl, 100_000, async (svc) => {
     const others = await Promise.all(Array.from({ length: users }, (_, i) => createUser(svc.port, `neighbour ${i}`)));
     const noisyKey = await createUser(svc.port, 'noisy');

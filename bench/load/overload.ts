@@ -1,17 +1,20 @@
 // Issue 24's rows of `make bench`, run once each (they do not depend on K):
 //  - overload: chat-stream starts offered for a while at the capacity rate, then at twice it, on a
-//    fresh service each: with shedding off (OVERLOAD_LAG_MS huge: lag measured, nothing refused) at
-//    1× and 2×, then with the default at 2×. Pass: the accepted streams' latency p99 at 2× with
-//    shedding within 2× of the 1× figure, refusals answered within 10 ms at p99, nothing accepted lost.
+//    fresh service each: with shedding off (every signal off: the gauges measured, nothing refused) at
+//    1× and 2×, then with the defaults at 1× and 2×. Pass: the accepted streams' latency p99 at 2× with
+//    shedding within 2× of the 1× figure, refusals answered within 10 ms at p99, nothing accepted lost,
+//    nothing refused at 1× (shedding must not cost ordinary load).
 //    The lag (css_event_loop_lag_p99_ms) sampled during each phase is what OVERLOAD_LAG_MS's default
 //    is chosen from (README).
 //  - rolling restart: two instances behind nginx (deploy/nginx.conf) with live streams; each instance
 //    in turn drains on SIGTERM and comes back. Pass: 0 refused, 0 cut, 0 lost, 0 doubled.
 // Knobs (env): BENCH_OVERLOAD=0 skips the first; BENCH_OVERLOAD_STARTS=250 (starts/s at capacity),
 //   BENCH_OVERLOAD_DELTAS=80 BENCH_OVERLOAD_RATE=20 (a 4 s stream), BENCH_OVERLOAD_SECONDS=30.
-//   BENCH_OVERLOAD_LAGS=100,200 adds a shedding phase at each of those thresholds beside the default's.
+//   BENCH_OVERLOAD_LAGS=100,200 adds a shedding phase at each of those thresholds beside the default's;
+//   BENCH_OVERLOAD_BUSYS=70,80 a phase at 1× for each OVERLOAD_BUSY_PERCENT (what it would shed at capacity).
+//   Each phase samples the lag and busy gauges (the service's defaults otherwise; "no shedding": every signal off).
 //   BENCH_ROLLING=0 skips the second; BENCH_ROLLING_LIVE=200 BENCH_ROLLING_DELTAS=200 (10 s at 20/s).
-import { OVERLOAD_LAG_MS_DEFAULT } from '../../src/config.ts';
+import { OVERLOAD_BUSY_PERCENT_DEFAULT, OVERLOAD_LAG_MS_DEFAULT, OVERLOAD_START_BACKLOG_DEFAULT } from '../../src/config.ts';
 import { judgeRolling, rollingRestart } from '../../test/helpers/rolling.ts';
 import { Samples, summarize } from './stats.ts';
 import { offerStarts, type OverloadResult } from './overload-gen.ts';
@@ -32,21 +35,33 @@ const num = (name: string, fallback: number) => Number(env[name] ?? fallback);
 const NEVER = '60000';
 
 
-/** Samples the service's lag gauge every 250 ms until stopped. */
-function sampleLag(port: number): { stop(): ReturnType<typeof summarize> } {
-  const s = new Samples();
+/** Samples the service's two saturation gauges, the lag (ms) and the busiest thread (%), every 250 ms until stopped. */
+export function sampleSaturation(port: number): { stop(): { lag: ReturnType<typeof summarize>; busy: ReturnType<typeof summarize> } } {
+  const lag = new Samples();
+  const busy = new Samples();
   const timer = setInterval(async () => {
     const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
-    const m = /^css_event_loop_lag_p99_ms (\S+)$/m.exec(text);
-    if (m) s.push(Number(m[1]));
+    const l = /^css_event_loop_lag_p99_ms (\S+)$/m.exec(text);
+    if (l) lag.push(Number(l[1]));
+    const b = /^css_event_loop_busy_percent (\S+)$/m.exec(text);
+    if (b) busy.push(Number(b[1]));
   }, 250);
   return {
     stop() {
       clearInterval(timer);
-      return summarize(s);
+      return { lag: summarize(lag), busy: summarize(busy) };
     },
   };
 }
+
+/** Every overload signal off: nothing is refused for overload, and both gauges still read (a lag bound of a minute keeps the threads reporting). */
+export const SHEDDING_OFF: Record<string, string> = { OVERLOAD_LAG_MS: NEVER, OVERLOAD_START_BACKLOG: '0', OVERLOAD_BUSY_PERCENT: '0' };
+/** The service's own defaults (the bench's services start with shedding off: targets.ts). */
+export const SHEDDING_DEFAULTS: Record<string, string> = {
+  OVERLOAD_LAG_MS: String(OVERLOAD_LAG_MS_DEFAULT),
+  OVERLOAD_START_BACKLOG: String(OVERLOAD_START_BACKLOG_DEFAULT),
+  OVERLOAD_BUSY_PERCENT: String(OVERLOAD_BUSY_PERCENT_DEFAULT),
+};
 
 /** A row that fails says why in results.json rather than ending the bench. */
 const caught = (err: Error) => ({ error: err.message.split('\n').slice(0, 3).join(' ') });
@@ -60,32 +75,43 @@ async function overloadCheck(c: OverloadContext): Promise<Record<string, unknown
   const rate = num('BENCH_OVERLOAD_RATE', 20);
   const seconds = num('BENCH_OVERLOAD_SECONDS', 30);
   const body = c.serviceBody('provider_c', true, deltas, rate);
-  const phase = async (name: string, factor: number, lagMs: string) => {
+  const phase = async (name: string, factor: number, signals: Record<string, string>) => {
     const maxRuns = Math.ceil(starts * factor * (deltas / rate + seconds)) + 1000;
     return c.withService(c.sim, c.dbUrl, maxRuns, async (svc) => {
-      const lag = sampleLag(svc.port);
+      const gauges = sampleSaturation(svc.port);
       const result = await offerStarts({ port: svc.port, body, deltas, startsPerSec: starts * factor, seconds });
-      const out = { ...result, lagP99Ms: lag.stop(), overloadLagMs: Number(lagMs), startsPerSec: starts * factor };
+      const { lag, busy } = gauges.stop();
+      const out = { ...result, lagP99Ms: lag, busyPercent: busy, signals, startsPerSec: starts * factor };
       c.log(`overload ${name}: ${out.accepted}/${out.offered} accepted, latency p99 ${out.latencyMs.p99} ms, refusal p99 ${out.refusalMs.p99} ms, `
-        + `lost ${out.lost}, failed ${out.failed}, lag p50 ${out.lagP99Ms.p50} max ${out.lagP99Ms.max} ms ${JSON.stringify(out.refused)}`);
+        + `lost ${out.lost}, failed ${out.failed}, lag p50 ${lag.p50} max ${lag.max} ms, busy p50 ${busy.p50} max ${busy.max} % ${JSON.stringify(out.refused)}`);
       return out;
-    }, undefined, { OVERLOAD_LAG_MS: lagMs });
+    }, undefined, signals);
   };
-  const atCapacity = await phase('1x, no shedding', 1, NEVER);
-  const unshed = await phase('2x, no shedding', 2, NEVER);
-  const shed = await phase(`2x, OVERLOAD_LAG_MS=${OVERLOAD_LAG_MS_DEFAULT}`, 2, String(OVERLOAD_LAG_MS_DEFAULT));
-  // Other thresholds beside the default, to choose it from (BENCH_OVERLOAD_LAGS=100,200).
+  const atCapacity = await phase('1x, no shedding', 1, SHEDDING_OFF);
+  // The instance's own defaults at the rate it carries: what they refuse there is shed ordinary load.
+  const atCapacityShedding = await phase('1x, the defaults', 1, SHEDDING_DEFAULTS);
+  const unshed = await phase('2x, no shedding', 2, SHEDDING_OFF);
+  const shed = await phase('2x, the defaults', 2, SHEDDING_DEFAULTS);
+  // Other lag thresholds beside the default, to choose it from (BENCH_OVERLOAD_LAGS=100,200).
   const others: Record<string, OverloadResult> = {};
-  for (const lag of (process.env.BENCH_OVERLOAD_LAGS ?? '').split(',').filter(Boolean)) others[lag] = await phase(`2x, OVERLOAD_LAG_MS=${lag}`, 2, lag);
+  for (const lag of (process.env.BENCH_OVERLOAD_LAGS ?? '').split(',').filter(Boolean)) others[lag] = await phase(`2x, OVERLOAD_LAG_MS=${lag}`, 2, { ...SHEDDING_DEFAULTS, OVERLOAD_LAG_MS: lag });
+  // Busy bounds beside the default, at the rate the instance carries: what each would shed there (BENCH_OVERLOAD_BUSYS=70,80).
+  const busyAtCapacity: Record<string, OverloadResult> = {};
+  for (const busy of (process.env.BENCH_OVERLOAD_BUSYS ?? '').split(',').filter(Boolean)) {
+    busyAtCapacity[busy] = await phase(`1x, OVERLOAD_BUSY_PERCENT=${busy}`, 1, { ...SHEDDING_DEFAULTS, OVERLOAD_BUSY_PERCENT: busy });
+  }
   const p99 = (r: OverloadResult) => r.latencyMs.p99 ?? Infinity;
   return {
     job: { startsPerSec: starts, deltas, rate, seconds },
     atCapacity,
+    atCapacityShedding,
     twiceNoShedding: unshed,
     twiceShedding: shed,
     twiceSheddingAt: others,
+    atCapacityBusyAt: busyAtCapacity,
     pass: {
       acceptedWithin2x: p99(shed) <= 2 * p99(atCapacity),
+      nothingRefusedAtCapacity: atCapacityShedding.accepted === atCapacityShedding.offered,
       refusalP99Within10ms: (shed.refusalMs.p99 ?? 0) <= 10,
       nothingAcceptedLost: shed.lost === 0 && shed.failed === 0,
     },

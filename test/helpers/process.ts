@@ -22,7 +22,7 @@ export function startService(env: Record<string, string>, startTimeoutMs = 100_0
     cwd: root,
     // Overload shedding off unless a test sets it: on a machine shared with other suites its 503s would be
     // noise. An unkeyed service serves from its own simulator: its instant one-line answer keeps tests fast.
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', OVERLOAD_LAG_MS: '0', OVERLOAD_START_BACKLOG: '0', SIM_DEFAULT_REPLY: 'echo', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', OVERLOAD_LAG_MS: '0', OVERLOAD_START_BACKLOG: '0', OVERLOAD_BUSY_PERCENT: '0', SIM_DEFAULT_REPLY: 'echo', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

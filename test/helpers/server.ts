@@ -97,6 +97,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     // The test's own work shares this event loop: its stalls (a sync spawn, a big parse) are no overload.
     OVERLOAD_LAG_MS: '0',
     OVERLOAD_START_BACKLOG: '0',
+    OVERLOAD_BUSY_PERCENT: '0',
     ...simEnv(sim),
     ...opts.env,
   };

@@ -26,7 +26,7 @@ describe('early refusal of starts', () => {
   let port: number;
   let clock = 0;
   const board = new LagBoard(() => clock);
-  const admission = new Admission({ maxActiveRuns: 100, overloadLagMs: 100 });
+  const admission = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadBusyPercent: 80 });
   admission.watch(board);
   /** Bodies the start handler has read to the end. */
   const handled: number[] = [];
@@ -78,6 +78,19 @@ describe('early refusal of starts', () => {
     assert.equal((await rawExchange(port, whole())).status, 200);
   });
 
+  it('answers a start from its headers while an actor thread reports a loop busier than OVERLOAD_BUSY_PERCENT', async () => {
+    board.fold(0);
+    board.report(0, 0, 0.95);
+    const res = await rawExchange(port, unfinished());
+    assert.equal(res.status, 503, res.head);
+    assert.deepEqual(JSON.parse(res.body), { message: 'server is overloaded, retry later' });
+    assert.equal(admission.refused.overload, 2);
+    // Its next report is below the bound: taken.
+    board.report(0, 0, 0.5);
+    assert.equal((await rawExchange(port, whole())).status, 200);
+    assert.deepEqual(handled, [2, 2, 2]);
+  });
+
   it('refuses while draining, but lets an Idempotency-Key start through to the ordinary path', async () => {
     admission.drain();
     const res = await rawExchange(port, unfinished());
@@ -88,7 +101,7 @@ describe('early refusal of starts', () => {
 
     const keyed = await rawExchange(port, whole('idempotency-key: retry-1\r\n'));
     assert.equal(keyed.status, 200, 'read and handled: the ordinary path decides');
-    assert.deepEqual(handled, [2, 2, 2]);
+    assert.deepEqual(handled, [2, 2, 2, 2]);
     assert.equal(admission.refused.draining, 1, 'not counted as refused');
   });
 

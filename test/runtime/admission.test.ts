@@ -1,9 +1,10 @@
 // The start decision (src/admission.ts) and the lag signal it reads (actors/lag-report.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LagBoard, LagWindow, REPORT_MS, WINDOW_MS } from '../../actors/lag-report.ts';
+import { BUSY_WINDOW_MS, BusyWindow, LagBoard, LagSampler, LagWindow, REPORT_MS, WINDOW_MS } from '../../actors/lag-report.ts';
 import { Admission } from '../../src/admission.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 describe('Admission', () => {
   it('admits below capacity and on time, and refuses by reason: draining, then capacity, then overload', () => {
@@ -61,6 +62,22 @@ describe('Admission', () => {
     assert.equal(backlogOff.shedding(), null);
   });
 
+  it('refuses while a thread is busier than OVERLOAD_BUSY_PERCENT, and takes starts again when it is not', () => {
+    let busy = 0.85;
+    const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 100, overloadBusyPercent: 80 });
+    a.watch({ lagNow: () => 0, busyNow: () => busy });
+    assert.equal(a.admit(0)?.outcome, 'overloaded');
+    assert.equal(a.shedding(), 'overload', 'the router refuses it from the headers too');
+    assert.equal(a.busyNow(), 0.85, 'the gauge reads it');
+    busy = 0.8;
+    assert.equal(a.admit(0), null, 'at the bound: taken');
+    assert.deepEqual(a.refused.overload, 1);
+    const off = new Admission({ maxActiveRuns: 10, overloadLagMs: 100, overloadBusyPercent: 0 });
+    off.watch({ lagNow: () => 0, busyNow: () => 1 });
+    assert.equal(off.admit(0), null, 'OVERLOAD_BUSY_PERCENT=0: never');
+    assert.equal(off.busyNow(), 1, 'the gauge still reads');
+  });
+
   it('OVERLOAD_LAG_MS=0 never refuses for lag', () => {
     const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 0 });
     a.lagMs = 10_000;
@@ -93,6 +110,44 @@ describe('LagBoard (a clock the test advances)', () => {
     assert.equal(board.lagNow(), 0);
     now = REPORT_MS + 250;
     assert.equal(board.lagNow(), 250);
+  });
+
+  it('busyNow is the busiest of the main thread and the reporting threads', () => {
+    const board = new LagBoard(() => 0);
+    board.fold(0, 0.3);
+    assert.equal(board.busyNow(), 0.3);
+    board.report(0, 0, 0.9);
+    board.report(1, 0, 0.2);
+    assert.equal(board.busyNow(), 0.9);
+    board.report(0, 0, 0.1);
+    assert.equal(board.busyNow(), 0.3);
+  });
+
+  it('a busy share is over the last BUSY_WINDOW_MS / REPORT_MS slices, weighted by their length', () => {
+    const window = new BusyWindow();
+    const slices = BUSY_WINDOW_MS / REPORT_MS;
+    for (let i = 0; i < slices; i++) window.fold(REPORT_MS, REPORT_MS);
+    assert.equal(window.busy, 1);
+    // One long slice of idle weighs as much as its length: half of the time idle.
+    assert.equal(window.fold(0, REPORT_MS * (slices - 1)), (slices - 1) / (2 * (slices - 1)));
+    for (let i = 1; i < slices; i++) window.fold(0, REPORT_MS);
+    assert.equal(window.busy, 0, 'the busy slices are gone');
+  });
+
+  it('a real loop reads busy after it spins and not busy once it idles', async () => {
+    const seen: number[] = [];
+    const sampler = new LagSampler().start((_p99, busy) => seen.push(busy));
+    try {
+      await waitFor(() => seen.length > 0, 10_000, 'a first slice');
+      const spinUntil = performance.now() + BUSY_WINDOW_MS * 2;
+      while (performance.now() < spinUntil);
+      const at = seen.length;
+      await waitFor(() => seen.length > at, 10_000, 'the slice after the spin');
+      assert.ok(seen[at]! > 0.5, `busy ${seen[at]} after a spin of twice the window`);
+      await waitFor(() => seen[seen.length - 1]! < 0.5, 10_000, 'a slice mostly idle');
+    } finally {
+      sampler.stop();
+    }
   });
 
   it('a thread keeps a slow slice for the last second: WINDOW_MS / REPORT_MS folds', () => {
