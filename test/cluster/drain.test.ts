@@ -24,8 +24,9 @@ describe('cluster mode: a draining instance', async () => {
     const exited = new Promise<number | null>((resolve) => draining.child.once('exit', (code) => resolve(code)));
 
     // Still the chat's holder for the whole cluster: listed, a second start is 409, an attach follows it.
-    // Its failure message carries the list and the draining instance's log: this check failed twice in full
-    // runs on a loaded machine (the chat missing from the list right after SIGTERM), never when run alone.
+    // Its failure message carries the list and the draining instance's log. This check failed twice in full
+    // runs on a loaded machine: the other instance looked up the run's owner by its chat row, which is written
+    // beside the first round and was not yet (instances.test.ts now holds that row back on purpose).
     const listed = await clusterRuns(other);
     assert.ok(listed.chats.includes(chatId), `${chatId} not in ${JSON.stringify(listed)}; the draining instance said:\n${draining.output()}`);
     const second = await other.stream('/v1/chat-completions/stream', slow(3, 0, { chatId }));

@@ -1,7 +1,8 @@
 // Three instances of the real entry point sharing one Postgres, one Redis and one simulator behave
 // as one service: one chat stream per chat under a start storm spread over every instance, attach
 // on any instance at random moments equals the stored answer, a search started on two instances
-// asks the engine once, a title suggested on two instances asks the model once, ?scope=cluster lists every instance's runs, SIGTERM frees an instance's
+// asks the engine once, a title suggested on two instances asks the model once, ?scope=cluster lists every instance's runs (a run whose chat
+// row is not written yet too), SIGTERM frees an instance's
 // runs at once, and one whose Redis cannot be reached refuses to start. (SIGKILL: kill.test.ts;
 // Redis restarted mid-run: redis-restart.test.ts; each file has its own time budget.)
 import assert from 'node:assert/strict';
@@ -97,6 +98,30 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
     await waitFor(async () => !(await clusterRuns(b)).chats.includes(chatId), 5_000, 'the key to be free');
     const again = await b.call('POST', `/v1/chats/${chatId}/stream/stop`);
     assert.deepEqual([again.status, again.body], [404, { message: 'active chat stream not found' }]);
+  });
+
+  it('?scope=cluster lists a run on another instance before its chat row is written (open mode)', async () => {
+    // The chat row is written beside the run's first round, not before it: held here by a lock on the
+    // table, the run streams while its row does not exist yet. Then too the other instances list it.
+    const db = new pg.Client({ connectionString: suite.cluster.databaseUrl });
+    await db.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query('LOCK TABLE chats IN SHARE MODE');
+      const origin = await openStream(a, '/v1/chat-completions/stream', slow(60, 20, {}, { gate: gateName(), gateAfter: 1 }));
+      const chatId = origin.meta.data.chatId as string;
+      await origin.firstDelta;
+      const rows = await db.query('SELECT 1 FROM chats WHERE id = $1', [chatId]);
+      assert.equal(rows.rowCount, 0, 'its row is not written yet');
+      const listed = await clusterRuns(b);
+      assert.ok(listed.chats.includes(chatId), `${chatId} not in ${JSON.stringify(listed)}`);
+      await db.query('ROLLBACK');
+      const stop = await b.call('POST', `/v1/chats/${chatId}/stream/stop`);
+      assert.deepEqual([stop.status, stop.body], [200, { stopped: true }]);
+      assert.equal((await origin.events).at(-1)?.event, 'done');
+    } finally {
+      await db.end();
+    }
   });
 
   it('a search started on two instances joins one run: one engine call, the same outcome everywhere', async () => {
