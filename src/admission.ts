@@ -108,15 +108,15 @@ export class Admission {
     return this.overloadStartBacklog > 0 && this.backlog !== null && this.backlog.startBacklog >= this.overloadStartBacklog;
   }
 
-  /**
-   * A thread's loop was nearly full over its last BUSY_WINDOW_MS: on time still, but each start taken
-   * now would queue the running streams' deltas behind its work.
-   */
   /** The busiest thread's share of its last BUSY_WINDOW_MS, 0–1 (0 while nothing reports it: the gauge shows it). */
   busyNow(): number {
     return this.busySignal === null ? 0 : this.busySignal.busyNow();
   }
 
+  /**
+   * A thread's loop was nearly full over its last BUSY_WINDOW_MS: on time still, but each start taken
+   * now would queue the running streams' deltas behind its work.
+   */
   private get busy(): boolean {
     return this.overloadBusy > 0 && this.busySignal !== null && this.busySignal.busyNow() > this.overloadBusy;
   }
