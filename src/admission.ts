@@ -14,13 +14,11 @@ export const OVERLOADED_MESSAGE = 'server is overloaded, retry later';
 
 export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' | 'user_tokens';
 
-/** The lag as of the question, a stall still going on included (LagBoard.lagNow). */
+/** The threads' saturation as of the question (LagBoard). */
 export interface LagSignal {
+  /** The worst lag, a stall still going on included. */
   lagNow(): number;
-}
-
-/** The busiest thread's share of its last moments, 0–1 (LagBoard.busyNow). */
-export interface BusySignal {
+  /** The busiest thread's share of its last moments, 0–1. */
   busyNow(): number;
 }
 
@@ -54,7 +52,6 @@ export class Admission {
   /** Read at each decision, so a loop running late now counts before its next fold; null: lagMs alone. */
   private signal: LagSignal | null = null;
   private backlog: BacklogSignal | null = null;
-  private busySignal: BusySignal | null = null;
 
   constructor(opts: AdmissionOptions) {
     this.maxActiveRuns = opts.maxActiveRuns;
@@ -77,10 +74,9 @@ export class Admission {
     this.drainingNow = true;
   }
 
-  /** From now on overload is judged by `signal` at each decision (its lag, and its busy share when it has one). */
-  watch(signal: LagSignal & Partial<BusySignal>): void {
+  /** From now on overload is judged by `signal` at each decision (its lag and its busy share). */
+  watch(signal: LagSignal): void {
     this.signal = signal;
-    if (signal.busyNow) this.busySignal = signal as BusySignal;
   }
 
   /** From now on the starts waiting for the actor threads count too (the supervisor). */
@@ -110,7 +106,7 @@ export class Admission {
 
   /** The busiest thread's share of its last BUSY_WINDOW_MS, 0–1 (0 while nothing reports it: the gauge shows it). */
   busyNow(): number {
-    return this.busySignal === null ? 0 : this.busySignal.busyNow();
+    return this.signal === null ? 0 : this.signal.busyNow();
   }
 
   /**
@@ -118,7 +114,7 @@ export class Admission {
    * now would queue the running streams' deltas behind its work.
    */
   private get busy(): boolean {
-    return this.overloadBusy > 0 && this.busySignal !== null && this.busySignal.busyNow() > this.overloadBusy;
+    return this.overloadBusy > 0 && this.signal !== null && this.signal.busyNow() > this.overloadBusy;
   }
 
   /**

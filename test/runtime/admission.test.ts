@@ -22,7 +22,7 @@ describe('Admission', () => {
   it('judges overload by its signal at each decision, and says why it sheds without counting it', () => {
     let lagNow = 0;
     const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 100 });
-    a.watch({ lagNow: () => lagNow });
+    a.watch({ lagNow: () => lagNow, busyNow: () => 0 });
     assert.equal(a.shedding(), null);
     lagNow = 101;
     assert.equal(a.shedding(), 'overload');
@@ -81,7 +81,7 @@ describe('Admission', () => {
   it('OVERLOAD_LAG_MS=0 never refuses for lag', () => {
     const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 0 });
     a.lagMs = 10_000;
-    a.watch({ lagNow: () => 10_000 });
+    a.watch({ lagNow: () => 10_000, busyNow: () => 0 });
     assert.equal(a.admit(0), null);
     assert.equal(a.overloaded, false);
     assert.equal(a.shedding(), null);
