@@ -11,12 +11,18 @@ export const DEFAULT_SSE_QUEUE_CAP = 1024 * 1024;
 
 /** How long an opened stream's head waits for its first frames before it goes out alone. */
 export const HEAD_WAIT_MS = 20;
+/** How long one turn of the main thread may spend sending written sinks before it lets I/O in (SseOptions.flushBudgetMs). */
+export const FLUSH_BUDGET_MS = 5;
+/** Sinks sent between two looks at the clock. */
+const FLUSH_CHECK_EVERY = 32;
 
 export interface SseOptions {
   /** `: ping` to every open stream this often (SSE_HEARTBEAT_MS). */
   heartbeatMs: number;
   /** Bytes queued for one slow client before it is dropped (SSE_MAX_QUEUED_BYTES). */
   queueCap?: number;
+  /** Sending a turn's sinks past this long goes on in a later turn (FLUSH_BUDGET_MS). */
+  flushBudgetMs?: number;
 }
 
 /**
@@ -29,8 +35,14 @@ export class SseStreams {
   // Sinks written in this turn. One microtask per turn sends them all: the frames of a whole batch from
   // an actor thread (many runs, many sinks) cost one queueMicrotask, not one per sink (each makes an
   // AsyncResource and a bound function in Node).
+  //
+  // A big batch (an actor thread that fell behind sends many runs' frames at once) is sent in slices of
+  // about flushBudgetMs, each in its own turn, so that what waits on the main thread meanwhile (a start
+  // to refuse, the next batch) is not held behind all of it: a flood profile showed 100–155 ms turns of
+  // nothing but these sends.
   private dirty: SseSink[] = [];
   private flushQueued = false;
+  private readonly flushBudgetMs: number;
   // Opened sinks whose head waits for their first frames, so that the two leave in one socket write. A
   // run's first frames (a start's `meta`) have already waited on the actor thread for its next ones
   // (actors/runtime/outbox.ts, DEFAULT_HOLD_MS), so a short start's whole answer comes in one batch. One
@@ -44,6 +56,7 @@ export class SseStreams {
   constructor(opts: SseOptions) {
     this.heartbeatMs = opts.heartbeatMs;
     this.queueCap = opts.queueCap ?? DEFAULT_SSE_QUEUE_CAP;
+    this.flushBudgetMs = opts.flushBudgetMs ?? FLUSH_BUDGET_MS;
   }
 
   /**
@@ -98,10 +111,20 @@ export class SseStreams {
   }
 
   private readonly flushDirty = (): void => {
-    this.flushQueued = false;
     const sinks = this.dirty;
+    const until = performance.now() + this.flushBudgetMs;
+    let i = 0;
+    while (i < sinks.length) {
+      sinks[i++]!.flushPending();
+      if (i % FLUSH_CHECK_EVERY === 0 && i < sinks.length && performance.now() >= until) {
+        // The rest (and what is written meanwhile) goes in a later turn, after the I/O waiting now.
+        this.dirty = sinks.slice(i);
+        setImmediate(this.flushDirty);
+        return;
+      }
+    }
     this.dirty = [];
-    for (let i = 0; i < sinks.length; i++) sinks[i]!.flushPending();
+    this.flushQueued = false;
   };
 
   private readonly sendHeads = (): void => {
