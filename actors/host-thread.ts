@@ -6,6 +6,7 @@ import { createHost } from './runtime/host.ts';
 import { runners } from './runners.ts';
 import { startLagReport } from './lag-report.ts';
 import type { ToHost } from './runtime/protocol.ts';
+import { handleWithin } from './runtime/turn-budget.ts';
 import type { CheckpointReport } from './hosts.ts';
 
 const port = parentPort!;
@@ -13,9 +14,27 @@ const port = parentPort!;
 const checkpointed: CheckpointReport = { t: 'checkpoint' };
 const deps = await createRunDeps(workerData as RunDepsInput, () => port.postMessage(checkpointed));
 const host = createHost(runners, deps, (batch) => port.postMessage(batch));
-// The supervisor sends a turn's messages as one array (hosts.ts).
+
+/** How long one turn may spend on the main thread's messages before the thread's own I/O goes first. */
+const HOST_TURN_BUDGET_MS = 5;
+// The supervisor sends a turn's messages as one array (hosts.ts). Starts are the costly ones (~1 ms
+// each): a burst of them handled in one turn held every running stream's provider text behind it. Past
+// the budget the rest waits in `inbox`, in order, for a later turn; until then they count as not taken
+// up, so the main thread's backlog signal sees a thread that is behind.
+const inbox: ToHost[] = [];
+let draining = false;
+const receive = (msg: ToHost): void => host.receive(msg);
+const drainInbox = (): void => {
+  const done = handleWithin(inbox, 0, receive, HOST_TURN_BUDGET_MS);
+  inbox.splice(0, done);
+  if (inbox.length > 0) setImmediate(drainInbox);
+  else draining = false;
+};
 port.on('message', (msgs: ToHost[]) => {
-  for (let i = 0; i < msgs.length; i++) host.receive(msgs[i]!);
+  for (let i = 0; i < msgs.length; i++) inbox.push(msgs[i]!);
+  if (draining) return;
+  draining = true;
+  drainInbox();
 });
 port.postMessage({ t: 'ready' });
 const { config } = workerData as RunDepsInput;

@@ -2,6 +2,7 @@
 // past that we queue, and a client whose queue passes the cap is dropped, so a slow reader never
 // slows the run or the other readers. One timer per server sends `: ping` to every open stream.
 import { commentFrame } from '../../actors/runtime/frame.ts';
+import { handleWithin } from '../../actors/runtime/turn-budget.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Reply } from './reply.ts';
 
@@ -112,16 +113,12 @@ export class SseStreams {
 
   private readonly flushDirty = (): void => {
     const sinks = this.dirty;
-    const until = performance.now() + this.flushBudgetMs;
-    let i = 0;
-    while (i < sinks.length) {
-      sinks[i++]!.flushPending();
-      if (i % FLUSH_CHECK_EVERY === 0 && i < sinks.length && performance.now() >= until) {
-        // The rest (and what is written meanwhile) goes in a later turn, after the I/O waiting now.
-        this.dirty = sinks.slice(i);
-        setImmediate(this.flushDirty);
-        return;
-      }
+    const done = handleWithin(sinks, 0, flushSink, this.flushBudgetMs, FLUSH_CHECK_EVERY);
+    if (done < sinks.length) {
+      // The rest (and what is written meanwhile) goes in a later turn, after the I/O waiting now.
+      this.dirty = sinks.slice(done);
+      setImmediate(this.flushDirty);
+      return;
     }
     this.dirty = [];
     this.flushQueued = false;
@@ -137,6 +134,8 @@ export class SseStreams {
     for (const sink of this.open) sink.write(HEARTBEAT);
   };
 }
+
+const flushSink = (sink: SseSink): void => sink.flushPending();
 
 export class SseSink implements Subscriber {
   private readonly reply: Reply;
