@@ -20,21 +20,21 @@ const HOST_TURN_BUDGET_MS = 5;
 // The supervisor sends a turn's messages as one array (hosts.ts). Starts are the costly ones (~1 ms
 // each): a burst of them handled in one turn held every running stream's provider text behind it. Past
 // the budget the rest waits in `inbox`, in order, for a later turn; until then they count as not taken
-// up, so the main thread's backlog signal sees a thread that is behind.
+// up, so the main thread's backlog signal sees a thread that is behind. A non-empty inbox is the one
+// state: a slice is due, and later arrays queue behind it.
 const inbox: ToHost[] = [];
-let draining = false;
 const receive = (msg: ToHost): void => host.receive(msg);
 const drainInbox = (): void => {
-  const done = handleWithin(inbox, 0, receive, HOST_TURN_BUDGET_MS);
-  inbox.splice(0, done);
+  inbox.splice(0, handleWithin(inbox, 0, receive, HOST_TURN_BUDGET_MS));
   if (inbox.length > 0) setImmediate(drainInbox);
-  else draining = false;
 };
 port.on('message', (msgs: ToHost[]) => {
-  for (let i = 0; i < msgs.length; i++) inbox.push(msgs[i]!);
-  if (draining) return;
-  draining = true;
-  drainInbox();
+  // The common case, nothing waiting and a turn within budget, handles the array itself: no copy.
+  const done = inbox.length > 0 ? 0 : handleWithin(msgs, 0, receive, HOST_TURN_BUDGET_MS);
+  if (done === msgs.length) return;
+  const wasEmpty = inbox.length === 0;
+  for (let i = done; i < msgs.length; i++) inbox.push(msgs[i]!);
+  if (wasEmpty) setImmediate(drainInbox);
 });
 port.postMessage({ t: 'ready' });
 const { config } = workerData as RunDepsInput;

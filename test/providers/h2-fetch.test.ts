@@ -104,10 +104,10 @@ describe('providers/h2-fetch', () => {
   const REPLY = 'one two three four five six seven eight';
   const slow = (deltas: number, rate: number) => request({ reply: REPLY, deltas, rate });
   /** A server that sends the headers and one delta of a Chat Completions stream, then leaves the stream to `then`. */
+  /** Answers with one delta; `then` runs once that delta has been handed to the connection. */
   const oneDelta = (then: (res: Http2ServerResponse) => void) => (_req: unknown, res: Http2ServerResponse) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: { content: 'Hal' }, finish_reason: null }] })}\n\n`);
-    then(res);
+    res.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: { content: 'Hal' }, finish_reason: null }] })}\n\n`, () => then(res));
     return true;
   };
 
@@ -191,7 +191,8 @@ describe('providers/h2-fetch', () => {
   test('a stream the server resets fails the round; a server that stops answering times out', () =>
     withFront(front('h2'), async (f) => {
       const provider = adapter(f.base, 1000);
-      f.intercept = oneDelta((res) => setTimeout(() => res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 50));
+      // Reset after the delta went out, so the round fails mid-stream rather than before its headers.
+      f.intercept = oneDelta((res) => res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
       const cut = await failure(provider.startSession(request({})));
       assert.match(cut.message, /^provider_c stream interrupted: .*NGHTTP2_INTERNAL_ERROR/);
 
