@@ -4,8 +4,8 @@
 // and overload (an event loop running late, so every stream here is already slowing down; more
 // starts waiting for the actor threads than they take up in a turn, or a thread's loop nearly full,
 // so they are about to). The refusals are built once: the accept path allocates nothing and reads a
-// few numbers. The router asks it too, before a start's body is read (`shedding`): draining and
-// overload need nothing from the request, so a flood is refused for the price of its headers
+// few numbers. The router asks it too, before a start's body is read (`shedding`): none of the three
+// needs anything from the request, so a flood is refused for the price of its headers
 // (src/http/early-refusal.ts).
 import type { StartRefusal } from '../actors/runtime/registry.ts';
 
@@ -22,8 +22,9 @@ export interface LagSignal {
   busyNow(): number;
 }
 
-/** Starts handed to the actor threads and not yet taken up (Supervisor.startBacklog). */
-export interface BacklogSignal {
+/** What the supervisor counts: its runs (Supervisor.activeCount) and the starts handed to the actor threads and not yet taken up (Supervisor.startBacklog). */
+export interface RunCounts {
+  readonly activeCount: number;
   readonly startBacklog: number;
 }
 
@@ -51,7 +52,7 @@ export class Admission {
   lagMs = 0;
   /** Read at each decision, so a loop running late now counts before its next fold; null: lagMs alone. */
   private signal: LagSignal | null = null;
-  private backlog: BacklogSignal | null = null;
+  private runs: RunCounts | null = null;
 
   constructor(opts: AdmissionOptions) {
     this.maxActiveRuns = opts.maxActiveRuns;
@@ -79,9 +80,9 @@ export class Admission {
     this.signal = signal;
   }
 
-  /** From now on the starts waiting for the actor threads count too (the supervisor). */
-  watchBacklog(backlog: BacklogSignal): void {
-    this.backlog = backlog;
+  /** From now on the supervisor's counts are read at each question: the starts waiting for the actor threads, and the runs (for `shedding`). */
+  watchRuns(runs: RunCounts): void {
+    this.runs = runs;
   }
 
   get overloaded(): boolean {
@@ -101,7 +102,7 @@ export class Admission {
    * catch up. It also bounds the starts a thread handles in one turn, the stall it puts in its streams.
    */
   private get backlogged(): boolean {
-    return this.overloadStartBacklog > 0 && this.backlog !== null && this.backlog.startBacklog >= this.overloadStartBacklog;
+    return this.overloadStartBacklog > 0 && this.runs !== null && this.runs.startBacklog >= this.overloadStartBacklog;
   }
 
   /** The busiest thread's share of its last BUSY_WINDOW_MS, 0–1 (0 while nothing reports it: the gauge shows it). */
@@ -118,12 +119,19 @@ export class Admission {
   }
 
   /**
-   * Why a new run would be refused now whatever the request says (draining, overload), or null. Not
-   * counted: the caller counts it (`count`) once it has answered with it.
+   * Why a new run would be refused now whatever the request says (draining, capacity once the
+   * supervisor's runs are watched, overload), or null. Not counted: the caller counts it (`count`)
+   * once it has answered with it.
    */
-  shedding(): 'draining' | 'overload' | null {
+  shedding(): 'draining' | 'capacity' | 'overload' | null {
     if (this.drainingNow) return 'draining';
+    if (this.runs !== null && this.runs.activeCount >= this.maxActiveRuns) return 'capacity';
     return this.overloaded ? 'overload' : null;
+  }
+
+  /** The capacity refusal's message, which names MAX_ACTIVE_RUNS (the early refusal answers with it). */
+  get capacityMessage(): string {
+    return this.refusals.capacity.message;
   }
 
   /** A refusal answered without asking `admit` (the router's early refusal). */

@@ -12,13 +12,14 @@
 //   stream's deltas) BENCH_FLOOD_OPEN_PER_SEC=50 (the running streams' opening pace) BENCH_FLOOD_LAGS=100 (the OVERLOAD_LAG_MS of each shedding phase; 60000: shedding off)
 //   BENCH_FLOOD_BACKLOGS=32 (the OVERLOAD_START_BACKLOG of each shedding phase, with the first lag; 0: the lag signal alone)
 //   BENCH_FLOOD_BUSYS=<default> (the OVERLOAD_BUSY_PERCENT of each shedding phase, with the first lag and backlog; 0: off)
+//   BENCH_FLOOD_MAX_RUNS=<none> (a phase with the defaults and each MAX_ACTIVE_RUNS listed: a run cap, refused from the headers too)
 // Each phase samples the two gauges (css_event_loop_lag_p99_ms, css_event_loop_busy_percent) while its running
 // streams open and while the flood is offered: what the signals read at ordinary load and at saturation.
 // Alone: BENCH_ONLY=flood make bench.
 import { OVERLOAD_BUSY_PERCENT_DEFAULT, OVERLOAD_LAG_MS_DEFAULT, OVERLOAD_START_BACKLOG_DEFAULT } from '../../src/config.ts';
 import { serviceBody } from './bodies.ts';
 import { countStamps, eachStamp, openStream, parseBlock } from './client.ts';
-import { sampleSaturation, SHEDDING_OFF, type OverloadContext } from './overload.ts';
+import { sampleSaturation, SHEDDING_DEFAULTS, SHEDDING_OFF, type OverloadContext } from './overload.ts';
 import { offerStarts } from './overload-gen.ts';
 import { Samples, summarize } from './stats.ts';
 
@@ -84,7 +85,7 @@ function openRunning(port: number, n: number, perSec: number, deltas: number, ra
 
 type FloodContext = Pick<OverloadContext, 'sim' | 'dbUrl' | 'log' | 'withService'>;
 
-async function floodPhase(c: FloodContext, name: string, signals: Record<string, string>) {
+async function floodPhase(c: FloodContext, name: string, signals: Record<string, string>, maxActiveRuns?: number) {
   const streams = num('BENCH_FLOOD_STREAMS', 200);
   const rate = num('BENCH_FLOOD_RATE', 20);
   const starts = num('BENCH_FLOOD_STARTS', 800);
@@ -96,7 +97,7 @@ async function floodPhase(c: FloodContext, name: string, signals: Record<string,
   // Long enough for the running streams to outlast the flood: their paced opening, a few retries and the
   // generator's own start (tsx compiles it: seconds on a loaded machine) included.
   const deltas = Math.ceil(rate * (streams / openPerSec + 20 + beforeS + seconds + afterS));
-  const maxRuns = streams + Math.ceil(starts * (seconds + floodDeltas / rate)) + 1000;
+  const maxRuns = maxActiveRuns ?? streams + Math.ceil(starts * (seconds + floodDeltas / rate)) + 1000;
   return c.withService(c.sim, c.dbUrl, maxRuns, async (svc) => {
     const opening = sampleSaturation(svc.port);
     const running = openRunning(svc.port, streams, openPerSec, deltas, rate);
@@ -119,6 +120,7 @@ async function floodPhase(c: FloodContext, name: string, signals: Record<string,
     }
     const out = {
       signals,
+      maxActiveRuns: maxRuns,
       gauges: { opening: gaugesOpening, flood: gaugesFlood },
       running: { streams, deltas, rate, before: summarize(before), during: summarize(during), ...tally },
       flood: { startsPerSec: starts, seconds, deltas: floodDeltas, ...flood },
@@ -148,6 +150,10 @@ async function floodCheck(c: FloodContext): Promise<Record<string, unknown>> {
   for (const [lag, backlog, busy] of phases) {
     on[`${lag}/${backlog}/${busy}`] = await floodPhase(c, `OVERLOAD_LAG_MS=${lag} OVERLOAD_START_BACKLOG=${backlog} OVERLOAD_BUSY_PERCENT=${busy}`,
       { OVERLOAD_LAG_MS: lag, OVERLOAD_START_BACKLOG: backlog, OVERLOAD_BUSY_PERCENT: busy });
+  }
+  // MAX_ACTIVE_RUNS set to what this machine carries: the operator's static bound beside the adaptive signals.
+  for (const max of list(env.BENCH_FLOOD_MAX_RUNS, 0).map(Number).filter((n) => n > 0)) {
+    on[`max-${max}`] = await floodPhase(c, `MAX_ACTIVE_RUNS=${max} with the defaults`, { ...SHEDDING_DEFAULTS }, max);
   }
   const shed = on[`${OVERLOAD_LAG_MS_DEFAULT}/${OVERLOAD_START_BACKLOG_DEFAULT}/${OVERLOAD_BUSY_PERCENT_DEFAULT}`] ?? Object.values(on)[0];
   return {

@@ -1,17 +1,17 @@
-// The refusal of a start decided before anything else is touched: while the instance drains or is
-// overloaded, a request on a route that starts a run is answered from its headers alone, with an
+// The refusal of a start decided before anything else is touched: while the instance drains, is at
+// MAX_ACTIVE_RUNS or is overloaded, a request on a route that starts a run is answered from its headers alone, with an
 // answer built once here. Its body is never read (a client may still be sending it), nothing is
 // parsed, no actor hears of it and the database is not asked: a flood of starts costs its headers,
 // not the running streams' latency. A request that might not start a new run (an Idempotency-Key
 // retry of a running run, a run that joins one going here) is left to the ordinary path, which
 // attaches it or refuses it with the same answer after the body is read.
-import { DRAINING, OVERLOADED, type HttpError } from './errors.ts';
+import { AT_CAPACITY, DRAINING, OVERLOADED, type HttpError } from './errors.ts';
 import { IDEMPOTENCY_KEY_HEADER } from './idempotency.ts';
 import type { Req } from './reply.ts';
 
 /** A whole answer, serialised once. */
 export interface PrebuiltAnswer {
-  reason: 'draining' | 'overload';
+  reason: 'draining' | 'capacity' | 'overload';
   status: number;
   body: string;
   contentType: string;
@@ -37,10 +37,12 @@ export interface SheddingSignal {
   shedding(): PrebuiltAnswer['reason'] | null;
   /** Counts a refusal (css_runs_refused_total). */
   count(reason: PrebuiltAnswer['reason']): void;
+  /** The capacity refusal's message (it names the limit). */
+  readonly capacityMessage: string;
 }
 
 export function startShedding(admission: SheddingSignal): StartShedding {
-  const answers = { draining: prebuilt('draining', DRAINING()), overload: prebuilt('overload', OVERLOADED()) };
+  const answers = { draining: prebuilt('draining', DRAINING()), capacity: prebuilt('capacity', AT_CAPACITY(admission.capacityMessage)), overload: prebuilt('overload', OVERLOADED()) };
   return {
     answer() {
       const reason = admission.shedding();

@@ -1,8 +1,12 @@
-// Overload by backlog (OVERLOAD_START_BACKLOG), on a real uWS app with the real router, early refusal,
-// admission and supervisor: the actor host reads nothing of its mailbox until the test lets it (a
-// thread busy elsewhere), so the starts handed to it wait at a known point. While as many wait as the
-// bound, a start is answered 503 with the contract's message and Retry-After, from its headers or,
-// for one whose body was already on its way, after it; once the host takes them up, starts are taken.
+// Refusals that the supervisor's counts decide, on a real uWS app with the real router, early refusal,
+// admission and supervisor.
+// - Overload by backlog (OVERLOAD_START_BACKLOG): the actor host reads nothing of its mailbox until the
+//   test lets it (a thread busy elsewhere), so the starts handed to it wait at a known point. While as
+//   many wait as the bound, a start is answered 503 with the contract's message and Retry-After, from
+//   its headers or, for one whose body was already on its way, after it; once the host takes them up,
+//   starts are taken.
+// - Capacity (MAX_ACTIVE_RUNS): at the limit a start is answered from its headers too, with the
+//   capacity message; once a run ends, starts are taken.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -20,62 +24,73 @@ import { supervisor } from '../runtime/fake.ts';
 
 const BOUND = 2;
 const start = `POST /v1/start HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`;
-/** Headers and the first byte of a start's body; the rest follows when the test sends it. */
-const startHead = `POST /v1/start HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{`;
+/** A route that starts a `hold` run (keyed `hold-<n>`, so the test can end it) once it has read the body. */
+function holdRoute(sup: ReturnType<typeof supervisor>['sup'], onHandled: () => void): Route {
+  let n = 0;
+  return {
+    method: 'POST',
+    path: '/v1/start',
+    startsRun: alwaysStartsRun,
+    handler: async (req, reply) => {
+      await req.body();
+      onHandled();
+      const started = sup.start({ kind: 'hold', key: `hold-${++n}`, request: { until: null }, ifRunning: 'reject' });
+      if (!started.ok) throw outcomeError(started);
+      reply.json(200, { runId: started.handle.runId });
+    },
+  };
+}
 
-describe('refusal while starts wait for the actor threads', () => {
-  let listen: us_listen_socket;
-  let port: number;
-  const admission = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadStartBacklog: BOUND });
-  const { sup, hosts } = supervisor({ held: true, admission });
-  admission.watchBacklog(sup);
-  /** Starts whose handler read the body to the end. */
-  let handled = 0;
-
+/**
+ * Serves the hold route with `admission` deciding (the suite's before/after): `port` once listening,
+ * `handled` the starts whose handler read the body to the end.
+ */
+function serving(admission: Admission, sup: ReturnType<typeof supervisor>['sup']): { port: number; handled: number } {
+  const state = { port: 0, handled: 0 };
+  let socket: us_listen_socket;
   before(async () => {
     const app = uws.App();
-    const route: Route = {
-      method: 'POST',
-      path: '/v1/start',
-      startsRun: alwaysStartsRun,
-      handler: async (req, reply) => {
-        await req.body();
-        handled++;
-        const started = sup.start({ kind: 'hold', key: null, request: { until: null }, ifRunning: 'reject' });
-        if (!started.ok) throw outcomeError(started);
-        reply.json(200, { runId: started.handle.runId });
-      },
-    };
-    mountRoutes(app, [route], {
+    mountRoutes(app, [holdRoute(sup, () => state.handled++)], {
       defaultBodyLimit: 1 << 20,
       bodies: new BodyPool(new CpuPool()),
       authenticate: () => ADMIN_CALLER,
       onError: (err) => err as never,
       shed: startShedding(admission),
     });
-    listen = await listenExclusive(app, '127.0.0.1', 0);
-    port = uws.us_socket_local_port(listen);
+    socket = await listenExclusive(app, '127.0.0.1', 0);
+    state.port = uws.us_socket_local_port(socket);
   });
   after(async () => {
-    uws.us_listen_socket_close(listen);
+    uws.us_listen_socket_close(socket);
     await sup.shutdown();
   });
+  return state;
+}
+
+/** Headers and the first byte of a start's body; the rest follows when the test sends it. */
+const startHead = `POST /v1/start HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{`;
+
+describe('refusal while starts wait for the actor threads', () => {
+  const admission = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadStartBacklog: BOUND });
+  const { sup, hosts } = supervisor({ held: true, admission });
+  admission.watchRuns(sup);
+  const served = serving(admission, sup);
 
   it('refuses at the bound, from the headers and after a body, and takes starts again once the host has taken them up', async () => {
     // A start whose body is still coming passes the early check while nothing waits.
-    const late = net.connect(port, '127.0.0.1');
+    const late = net.connect(served.port, '127.0.0.1');
     let lateAnswer = '';
     late.on('data', (d) => (lateAnswer += d.toString('latin1')));
     late.write(startHead);
 
-    for (let i = 0; i < BOUND; i++) assert.equal((await rawExchange(port, start)).status, 200, `start ${i + 1} of the bound`);
+    for (let i = 0; i < BOUND; i++) assert.equal((await rawExchange(served.port, start)).status, 200, `start ${i + 1} of the bound`);
     assert.equal(sup.startBacklog, BOUND, 'both wait in the host\'s mailbox');
 
-    const refused = await rawExchange(port, start);
+    const refused = await rawExchange(served.port, start);
     assert.equal(refused.status, 503, refused.head);
     assert.deepEqual(JSON.parse(refused.body), { message: 'server is overloaded, retry later' });
     assert.match(refused.head, /\r\nretry-after: 1\r\n/i);
-    assert.equal(handled, BOUND, 'refused from its headers: the handler never ran');
+    assert.equal(served.handled, BOUND, 'refused from its headers: the handler never ran');
     assert.equal(admission.refused.overload, 1);
 
     // The body of the start that came before the bound was reached: the supervisor's own decision refuses it.
@@ -89,7 +104,32 @@ describe('refusal while starts wait for the actor threads', () => {
 
     hosts.deliver();
     await waitFor(() => sup.startBacklog === 0, 10_000, 'the host to take the starts up');
-    assert.equal((await rawExchange(port, start)).status, 200, 'taken again');
+    assert.equal((await rawExchange(served.port, start)).status, 200, 'taken again');
     assert.equal(sup.activeCount, BOUND + 1);
+  });
+});
+
+describe('refusal at MAX_ACTIVE_RUNS', () => {
+  const LIMIT = 2;
+  const admission = new Admission({ maxActiveRuns: LIMIT, overloadLagMs: 0, overloadStartBacklog: 0 });
+  const { sup } = supervisor({ maxActiveRuns: LIMIT, admission });
+  admission.watchRuns(sup);
+  const served = serving(admission, sup);
+
+  it('answers a start from its headers while the instance holds MAX_ACTIVE_RUNS runs, and takes one again once a run ends', async () => {
+    for (let i = 0; i < LIMIT; i++) assert.equal((await rawExchange(served.port, start)).status, 200, `start ${i + 1} of the limit`);
+    assert.equal(sup.activeCount, LIMIT);
+
+    // Headers alone, the body announced and never sent: only a refusal from the headers can answer it.
+    const refused = await rawExchange(served.port, startHead);
+    assert.equal(refused.status, 503, refused.head);
+    assert.deepEqual(JSON.parse(refused.body), { message: `server is at capacity (${LIMIT} active runs); retry shortly` });
+    assert.match(refused.head, /\r\nretry-after: 1\r\n/i);
+    assert.equal(served.handled, LIMIT, 'the handler never ran');
+    assert.deepEqual(admission.refused, { capacity: 1, overload: 0, draining: 0, user_runs: 0, user_tokens: 0 });
+
+    assert.ok(sup.stopNow('hold', 'hold-1'), 'the first run is stopped');
+    await waitFor(() => sup.activeCount < LIMIT, 10_000, 'the cancelled run to end');
+    assert.equal((await rawExchange(served.port, start)).status, 200, 'taken again');
   });
 });

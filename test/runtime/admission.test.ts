@@ -37,9 +37,9 @@ describe('Admission', () => {
   });
 
   it('refuses while the starts waiting for the actor threads reach the bound, and takes starts again as they are taken up', () => {
-    const backlog = { startBacklog: 0 };
+    const backlog = { activeCount: 0, startBacklog: 0 };
     const a = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadStartBacklog: 3 });
-    a.watchBacklog(backlog);
+    a.watchRuns(backlog);
     backlog.startBacklog = 2;
     assert.equal(a.shedding(), null, 'two waiting: a third may go');
     assert.equal(a.admit(2), null);
@@ -52,12 +52,12 @@ describe('Admission', () => {
   });
 
   it('the backlog bound holds with the lag signal off, and 0 turns it off', () => {
-    const backlog = { startBacklog: 50 };
+    const backlog = { activeCount: 0, startBacklog: 50 };
     const lagOff = new Admission({ maxActiveRuns: 100, overloadLagMs: 0, overloadStartBacklog: 10 });
-    lagOff.watchBacklog(backlog);
+    lagOff.watchRuns(backlog);
     assert.equal(lagOff.admit(0)?.outcome, 'overloaded');
     const backlogOff = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadStartBacklog: 0 });
-    backlogOff.watchBacklog(backlog);
+    backlogOff.watchRuns(backlog);
     assert.equal(backlogOff.admit(0), null);
     assert.equal(backlogOff.shedding(), null);
   });
