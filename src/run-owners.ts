@@ -1,8 +1,10 @@
 // Runs as one user sees them: another user's run reads as no run at all (the spec's 404s), and the
-// active-run lists hold only the caller's own. This process's runs carry their owner; a run on another
-// instance is known by its key only, so its owner is the owner of its chat or search row. That row
-// is written beside the run's first round, not before it, so a remote run a few milliseconds old can
-// have none yet: in open mode (no ADMIN_TOKEN) every run is the one workspace's and none is looked up.
+// active-run lists hold only the caller's own. This process's runs carry their owner, and so do the
+// cluster's where their instance wrote it beside the lease (src/cluster/leases.ts). Only a run whose
+// instance did not (an earlier version's, or one whose lease Redis lost and no beat has written again)
+// is known by its key alone: its owner is then the owner of its chat or search row, which is written
+// beside the run's first round, so such a run a few milliseconds old is not listed yet. In open mode
+// (no ADMIN_TOKEN) every run is the one workspace's and none is looked up.
 import type { RunInfo } from '../actors/runtime/registry.ts';
 import type { AppContext } from './context.ts';
 import type { ActiveRunsScope } from './runs.ts';

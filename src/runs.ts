@@ -152,7 +152,7 @@ export class Runs implements RunRegistry<RunTypes> {
       let settle!: () => void;
       this.starting.set(member, new Promise<void>((r) => (settle = r)));
       try {
-        const holder = await guarded(cluster.claim(kind, key));
+        const holder = await guarded(cluster.claim(kind, key, opts.owner));
         if (holder !== null) {
           if (opts.ifRunning === 'reject') return busy(kind, key);
           continue;
@@ -232,7 +232,7 @@ export class Runs implements RunRegistry<RunTypes> {
   /** `process`: this process's runs; `cluster`: every live instance's. */
   async list(scope: ActiveRunsScope): Promise<RunInfo<Kind>[]> {
     if (scope === 'process' || !this.cluster) return this.supervisor.listNow();
-    return (await guarded(this.cluster.list())).map((r) => remoteInfo(r.kind, r.key));
+    return (await guarded(this.cluster.list())).map((r) => (r.user === undefined ? remoteInfo(r.kind, r.key) : { ...remoteInfo(r.kind, r.key), owner: r.user }));
   }
 
   /** The instance holding the key's lease when it is another one. */

@@ -112,9 +112,9 @@ export class Cluster {
     }
   }
 
-  /** Takes the run key cluster-wide: null when this instance now owns it, else the owner's id. */
-  claim(kind: RunKind, key: string): Promise<string | null> {
-    return this.held.claim(kind, key);
+  /** Takes the run key cluster-wide (for `user`'s run, when it has one): null when this instance now owns it, else the owner's id. */
+  claim(kind: RunKind, key: string, user?: string): Promise<string | null> {
+    return this.held.claim(kind, key, user);
   }
 
   /** Gives the run key back (the run ended or never started). A failure leaves it to expire. */
@@ -126,7 +126,7 @@ export class Cluster {
     return this.leases.owner(kind, key);
   }
 
-  /** Every live instance's runs (`GET /v1/active-runs?scope=cluster`). */
+  /** Every live instance's runs, with their users where known (`GET /v1/active-runs?scope=cluster`). */
   list(): Promise<LeaseRef[]> {
     return this.leases.clusterRuns();
   }

@@ -48,11 +48,11 @@ export class HeldLeases {
     return this.held.size;
   }
 
-  /** Takes the run key cluster-wide: null when this instance now owns it, else the owner's id. */
-  async claim(kind: RunKind, key: string): Promise<string | null> {
+  /** Takes the run key cluster-wide (for `user`'s run, when it has one): null when this instance now owns it, else the owner's id. */
+  async claim(kind: RunKind, key: string, user?: string): Promise<string | null> {
     const sentAt = performance.now();
-    const owner = await this.leases.acquire(kind, key);
-    if (owner === null) this.held.set(runMember(kind, key), { kind, key, renewedAt: sentAt, fenced: false });
+    const owner = await this.leases.acquire(kind, key, user);
+    if (owner === null) this.held.set(runMember(kind, key), { kind, key, ...(user === undefined ? {} : { user }), renewedAt: sentAt, fenced: false });
     return owner;
   }
 

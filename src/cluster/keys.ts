@@ -10,6 +10,8 @@ export interface ClusterKeys {
   lease(kind: RunKind, key: string): string;
   /** The set of `kind:key` runs an instance owns; expires with the instance. */
   runs(instanceId: string): string;
+  /** The hash `kind:key` → the user whose run it is, for an instance's runs that have one; expires with the instance. */
+  runUsers(instanceId: string): string;
   /** An instance's liveness key. */
   alive(instanceId: string): string;
   /** Every instance id that has announced itself (dead ones are dropped lazily). */
@@ -24,6 +26,7 @@ export function clusterKeys(prefix: string): ClusterKeys {
   return {
     lease: (kind, key) => `${prefix}lease:${kind}:${key}`,
     runs: (id) => `${prefix}runs:${id}`,
+    runUsers: (id) => `${prefix}runusers:${id}`,
     alive: (id) => `${prefix}alive:${id}`,
     instances: `${prefix}instances`,
     inbox: (id) => `${prefix}inbox:${id}`,

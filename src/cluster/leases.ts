@@ -3,48 +3,62 @@
 // one of them), renewed by the owner's beat with compare-and-pexpire, released with compare-and-del, so an
 // instance can never extend or drop a lease it does not hold. An instance that dies stops renewing:
 // its leases, its liveness key and its run set expire together, after at most one TTL.
+//
+// Beside its run set, an instance keeps the user of each run that has one (a hash, written with the
+// lease in the same script): another instance lists a user's runs from it without waiting for the
+// run's chat or search row, which is written beside the run's first round. An instance of an earlier
+// version writes no user: its runs are still listed, their user then read from that row.
 import type { Redis } from 'ioredis';
 import { parseRunMember, runMember, type ClusterKeys, type RunKind } from './keys.ts';
 import { asRedisError } from './redis.ts';
 
-// KEYS: lease, run set. ARGV: me, ttl, member. → {1} won, {0, owner} held by another.
+// KEYS: lease, run set, run users. ARGV: me, ttl, member, user ('' for none). → {1} won, {0, owner} held by another.
 const ACQUIRE = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('SADD', KEYS[2], ARGV[3])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  if ARGV[4] ~= '' then
+    redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+    redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  end
   return {1}
 end
 return {0, redis.call('GET', KEYS[1])}`;
 
-// KEYS: lease, run set. ARGV: me, member. Deletes only a lease this instance holds.
+// KEYS: lease, run set, run users. ARGV: me, member. Deletes only a lease this instance holds.
 const RELEASE = `
 redis.call('SREM', KEYS[2], ARGV[2])
+redis.call('HDEL', KEYS[3], ARGV[2])
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-// One beat of an instance. KEYS: alive, instances, run set, lease… ARGV: me, ttl, member…
-// Each lease is renewed when ours (compare-and-pexpire) and taken again when missing (Redis lost
-// its data, e.g. restarted without persistence); a lease another instance took meanwhile is lost.
-// → the 1-based indexes of lost leases.
+// One beat of an instance. KEYS: alive, instances, run set, run users, lease… ARGV: me, ttl, then
+// member and user ('' for none) per lease. Each lease is renewed when ours (compare-and-pexpire) and
+// taken again when missing (Redis lost its data, e.g. restarted without persistence; its user is
+// written again then); a lease another instance took meanwhile is lost. → the 1-based indexes of lost leases.
 const BEAT = `
 local me, ttl = ARGV[1], ARGV[2]
 redis.call('SET', KEYS[1], me, 'PX', ttl)
 redis.call('SADD', KEYS[2], me)
 local lost = {}
-for i = 4, #KEYS do
+for i = 5, #KEYS do
+  local member, user = ARGV[2 * (i - 4) + 1], ARGV[2 * (i - 4) + 2]
   local v = redis.call('GET', KEYS[i])
   if v == me then
     redis.call('PEXPIRE', KEYS[i], ttl)
-    redis.call('SADD', KEYS[3], ARGV[i - 1])
+    redis.call('SADD', KEYS[3], member)
   elseif not v then
     redis.call('SET', KEYS[i], me, 'PX', ttl)
-    redis.call('SADD', KEYS[3], ARGV[i - 1])
+    redis.call('SADD', KEYS[3], member)
+    if user ~= '' then redis.call('HSET', KEYS[4], member, user) end
   else
-    redis.call('SREM', KEYS[3], ARGV[i - 1])
-    lost[#lost + 1] = i - 3
+    redis.call('SREM', KEYS[3], member)
+    redis.call('HDEL', KEYS[4], member)
+    lost[#lost + 1] = i - 4
   end
 end
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ttl) end
+if redis.call('EXISTS', KEYS[4]) == 1 then redis.call('PEXPIRE', KEYS[4], ttl) end
 return lost`;
 
 /** Leases per beat script call: one call must stay short for Redis. */
@@ -53,6 +67,8 @@ const BEAT_CHUNK = 500;
 export interface LeaseRef {
   kind: RunKind;
   key: string;
+  /** The user whose run it is, when it has one. */
+  user?: string;
 }
 
 export class Leases {
@@ -68,10 +84,10 @@ export class Leases {
     this.ttlMs = ttlMs;
   }
 
-  /** Takes the lease: null when won, else the id of the instance that holds it. */
-  async acquire(kind: RunKind, key: string): Promise<string | null> {
+  /** Takes the lease (for `user`'s run, when it has one): null when won, else the id of the instance that holds it. */
+  async acquire(kind: RunKind, key: string, user?: string): Promise<string | null> {
     try {
-      const r = (await this.redis.eval(ACQUIRE, 2, this.keys.lease(kind, key), this.keys.runs(this.instanceId), this.instanceId, this.ttlMs, runMember(kind, key))) as [number, string?];
+      const r = (await this.redis.eval(ACQUIRE, 3, this.keys.lease(kind, key), this.keys.runs(this.instanceId), this.keys.runUsers(this.instanceId), this.instanceId, this.ttlMs, runMember(kind, key), user ?? '')) as [number, string?];
       // The lease can expire between SET and GET: report it as held by nobody known.
       return r[0] === 1 ? null : (r[1] ?? '');
     } catch (err) {
@@ -81,10 +97,14 @@ export class Leases {
 
   async release(kind: RunKind, key: string): Promise<boolean> {
     try {
-      return (await this.redis.eval(RELEASE, 2, this.keys.lease(kind, key), this.keys.runs(this.instanceId), this.instanceId, runMember(kind, key))) === 1;
+      return (await this.redis.eval(RELEASE, 3, ...this.releaseArgs(kind, key))) === 1;
     } catch (err) {
       throw asRedisError(err);
     }
+  }
+
+  private releaseArgs(kind: RunKind, key: string): [string, string, string, string, string] {
+    return [this.keys.lease(kind, key), this.keys.runs(this.instanceId), this.keys.runUsers(this.instanceId), this.instanceId, runMember(kind, key)];
   }
 
   /** The id of the instance holding the run key, or null. */
@@ -123,8 +143,8 @@ export class Leases {
     try {
       for (let i = 0; i === 0 || i < owned.length; i += BEAT_CHUNK) {
         const chunk = owned.slice(i, i + BEAT_CHUNK);
-        const keys = [this.keys.alive(this.instanceId), this.keys.instances, this.keys.runs(this.instanceId), ...chunk.map((l) => this.keys.lease(l.kind, l.key))];
-        const args = [this.instanceId, String(this.ttlMs), ...chunk.map((l) => runMember(l.kind, l.key))];
+        const keys = [this.keys.alive(this.instanceId), this.keys.instances, this.keys.runs(this.instanceId), this.keys.runUsers(this.instanceId), ...chunk.map((l) => this.keys.lease(l.kind, l.key))];
+        const args = [this.instanceId, String(this.ttlMs), ...chunk.flatMap((l) => [runMember(l.kind, l.key), l.user ?? ''])];
         const idx = (await this.redis.eval(BEAT, keys.length, ...keys, ...args)) as number[];
         for (const n of idx) lost.push(chunk[n - 1]!);
       }
@@ -138,8 +158,8 @@ export class Leases {
   async leave(owned: readonly LeaseRef[]): Promise<void> {
     try {
       const p = this.redis.pipeline();
-      for (const l of owned) p.eval(RELEASE, 2, this.keys.lease(l.kind, l.key), this.keys.runs(this.instanceId), this.instanceId, runMember(l.kind, l.key));
-      p.del(this.keys.alive(this.instanceId), this.keys.runs(this.instanceId));
+      for (const l of owned) p.eval(RELEASE, 3, ...this.releaseArgs(l.kind, l.key));
+      p.del(this.keys.alive(this.instanceId), this.keys.runs(this.instanceId), this.keys.runUsers(this.instanceId));
       p.srem(this.keys.instances, this.instanceId);
       await p.exec();
     } catch (err) {
@@ -156,23 +176,27 @@ export class Leases {
     }
   }
 
-  /** Every live instance's runs. Dead instances are forgotten. */
+  /** Every live instance's runs, each with its user where its instance wrote one. Dead instances are forgotten. */
   async clusterRuns(): Promise<LeaseRef[]> {
     try {
       const ids = await this.redis.smembers(this.keys.instances);
       const p = this.redis.pipeline();
-      for (const id of ids) p.exists(this.keys.alive(id)).smembers(this.keys.runs(id));
+      for (const id of ids) p.exists(this.keys.alive(id)).smembers(this.keys.runs(id)).hgetall(this.keys.runUsers(id));
       const replies = ids.length ? ((await p.exec()) ?? []) : [];
       const runs: LeaseRef[] = [];
       const dead: string[] = [];
       ids.forEach((id, i) => {
-        const [aliveErr, alive] = replies[2 * i]!;
-        const [runsErr, members] = replies[2 * i + 1]!;
-        if (aliveErr || runsErr) throw aliveErr ?? runsErr;
+        const [aliveErr, alive] = replies[3 * i]!;
+        const [runsErr, members] = replies[3 * i + 1]!;
+        const [usersErr, users] = replies[3 * i + 2]!;
+        if (aliveErr || runsErr || usersErr) throw aliveErr ?? runsErr ?? usersErr;
         if (alive !== 1) return void dead.push(id);
+        const byMember = users as Record<string, string>;
         for (const m of members as string[]) {
           const run = parseRunMember(m);
-          if (run) runs.push(run);
+          if (!run) continue;
+          const user = byMember[m];
+          runs.push(user === undefined ? run : { ...run, user });
         }
       });
       if (dead.length) await this.redis.srem(this.keys.instances, ...dead);

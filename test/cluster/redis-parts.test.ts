@@ -201,6 +201,45 @@ describe('cluster Redis parts', async () => {
     assert.equal(await a.owner('chat', 'y'), 'b');
   });
 
+  it('lists each run with its user where its instance wrote one, with the lease and gone with it; a beat that takes a lost lease back writes it again', async () => {
+    const keys = clusterKeys(prefix());
+    const c = await client();
+    const a = new Leases(c, keys, 'a', 60_000);
+    const b = new Leases(c, keys, 'b', 60_000);
+    assert.equal(await a.claimInstance(0), true);
+    assert.equal(await b.claimInstance(0), true);
+    const listed = async () => (await a.clusterRuns()).map((r) => `${r.kind}:${r.key}@${r.user ?? '-'}`).sort();
+    assert.equal(await a.acquire('chat', 'c1', 'u1'), null);
+    assert.equal(await a.acquire('chat', 'c2'), null);
+    assert.equal(await b.acquire('search', 's1', 'u2'), null);
+    assert.notEqual(await b.acquire('chat', 'c1', 'u3'), null, 'a lost race writes no user');
+    assert.deepEqual(await listed(), ['chat:c1@u1', 'chat:c2@-', 'search:s1@u2']);
+    const ttl = await c.pttl(keys.runUsers('a'));
+    assert.ok(ttl > 0 && ttl <= 60_000, `the users expire with the instance (pttl ${ttl})`);
+
+    assert.equal(await a.release('chat', 'c1'), true);
+    assert.equal(await c.hget(keys.runUsers('a'), 'chat:c1'), null, 'released with the lease');
+    // An instance of an earlier version adds its run to its set and writes no user.
+    await c.sadd(keys.runs('b'), 'chat:old');
+    assert.deepEqual(await listed(), ['chat:c2@-', 'chat:old@-', 'search:s1@u2']);
+
+    // Redis lost b's lease and users (a restart without persistence): b's next beat writes both again.
+    await c.del(keys.lease('search', 's1'), keys.runUsers('b'));
+    assert.deepEqual(await b.beat([{ kind: 'search', key: 's1', user: 'u2' }]), []);
+    assert.deepEqual(await listed(), ['chat:c2@-', 'chat:old@-', 'search:s1@u2']);
+    // A lease another instance took meanwhile: the loser's beat drops its user; the taker's is listed.
+    assert.equal(await a.acquire('chat', 'c3', 'u1'), null);
+    await c.del(keys.lease('chat', 'c3'));
+    assert.equal(await b.acquire('chat', 'c3', 'u3'), null);
+    assert.deepEqual(await a.beat([{ kind: 'chat', key: 'c3', user: 'u1' }]), [{ kind: 'chat', key: 'c3', user: 'u1' }]);
+    assert.equal(await c.hget(keys.runUsers('a'), 'chat:c3'), null);
+    assert.deepEqual(await listed(), ['chat:c2@-', 'chat:c3@u3', 'chat:old@-', 'search:s1@u2']);
+
+    await b.leave([{ kind: 'search', key: 's1' }, { kind: 'chat', key: 'c3' }]);
+    assert.equal(await c.exists(keys.runUsers('b')), 0, 'leave drops the users at once');
+    assert.deepEqual(await listed(), ['chat:c2@-']);
+  });
+
   it('follows a run on another instance: replay, then live frames in order, then the end; waits, stops, 404s', async () => {
     const p = prefix();
     const ownerRuns = fakeRuns();

@@ -1,10 +1,12 @@
 // Users across two instances on one Postgres and one Redis: a key rotated or a user deleted on one
 // instance stops working on the other at once (its key cache dropped through Redis), a deleted user's
-// run on the other instance ends, a user's run limit holds across the cluster, and another user's run
-// on another instance reads as absent.
+// run on the other instance ends, a user's run limit holds across the cluster, another user's run
+// on another instance reads as absent, and a user's run is listed on the other instance before its
+// chat row exists (its user travels with its lease).
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { clusterSuite, type Instance } from '../helpers/cluster.ts';
+import pg from 'pg';
+import { clusterSuite, openStream, type Instance } from '../helpers/cluster.ts';
 import { sim, waitFor } from '../helpers/server.ts';
 
 const ADMIN_TOKEN = 'cluster-users-admin';
@@ -55,6 +57,30 @@ describe('users in cluster mode: two instances', async () => {
     assert.equal((await b.call('POST', `/v1/chats/${chatId}/stream/stop`, undefined, bearer(u.key))).status, 200, 'the owner stops it from b');
     await running;
     await waitFor(async () => (await b.call('POST', '/v1/chat-completions', { ...slowChat, messages: [{ role: 'user', content: 'hi' }] }, bearer(u.key))).status === 200, 10_000, 'the slot back');
+  });
+
+  it("a user's run on another instance is listed before its chat row is written, to that user alone", async () => {
+    const u = await newUser(a, 'Early');
+    const other = await newUser(a, 'Else');
+    // The chat row is written beside the run's first round: held here by a lock on the table, the run
+    // streams while its row does not exist yet, so only the lease can tell b whose run it is.
+    const db = new pg.Client({ connectionString: suite.cluster.databaseUrl });
+    await db.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query('LOCK TABLE chats IN SHARE MODE');
+      const origin = await openStream(a, '/v1/chat-completions/stream', slowChat, { headers: bearer(u.key) });
+      const chatId = origin.meta.data.chatId as string;
+      await origin.firstDelta;
+      assert.equal((await db.query('SELECT 1 FROM chats WHERE id = $1', [chatId])).rowCount, 0, 'its row is not written yet');
+      assert.deepEqual(await clusterChats(b, u.key), [chatId]);
+      assert.deepEqual(await clusterChats(b, other.key), [], 'another user does not see it');
+      await db.query('ROLLBACK');
+      assert.equal((await b.call('POST', `/v1/chats/${chatId}/stream/stop`, undefined, bearer(u.key))).status, 200);
+      assert.equal((await origin.events).at(-1)?.event, 'done');
+    } finally {
+      await db.end();
+    }
   });
 
   it("deleting a user on one instance ends their run on the other with the deletion's error", async () => {

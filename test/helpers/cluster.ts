@@ -110,9 +110,9 @@ export const slow = (deltas: number, rate: number, extra: Record<string, unknown
  * delta (or the end, if none comes), `events` at the end. `timeline` has each event's arrival in this
  * process (performance.now()), one clock for every stream a test opens.
  */
-export async function openStream(inst: Instance, path: string, body: unknown, opts: { whileBusy?: boolean } = {}) {
+export async function openStream(inst: Instance, path: string, body: unknown, opts: { whileBusy?: boolean; headers?: Record<string, string> } = {}) {
   let controller = new AbortController();
-  const send = () => fetch(inst.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal });
+  const send = () => fetch(inst.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...opts.headers }, body: JSON.stringify(body), signal: controller.signal });
   let res = await send();
   // whileBusy: the key is held elsewhere (409) until that run ends or its lease expires; ask again,
   // for as long as a lease can live (the suites' TTLs are seconds), then let the 409 fail below.
