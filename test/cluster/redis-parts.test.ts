@@ -118,6 +118,17 @@ describe('cluster Redis parts', async () => {
     await r.close();
   });
 
+  /** Instances `a` and `b` on one connection, both claimed (live), with leases of a minute. */
+  const liveInstances = async () => {
+    const keys = clusterKeys(prefix());
+    const c = await client();
+    const a = new Leases(c, keys, 'a', 60_000);
+    const b = new Leases(c, keys, 'b', 60_000);
+    assert.equal(await a.claimInstance(0), true);
+    assert.equal(await b.claimInstance(0), true);
+    return { keys, c, a, b };
+  };
+
   it('gives a run key to exactly one of many simultaneous takers on separate connections', async () => {
     const keys = clusterKeys(prefix());
     const conns = await Promise.all([client(), client(), client(), client()]);
@@ -156,12 +167,7 @@ describe('cluster Redis parts', async () => {
   });
 
   it('lists live instances’ runs; a silent instance’s runs disappear after one TTL; leave is immediate', async () => {
-    const keys = clusterKeys(prefix());
-    const c = await client();
-    const a = new Leases(c, keys, 'a', 60_000);
-    const b = new Leases(c, keys, 'b', 60_000);
-    assert.equal(await a.claimInstance(0), true);
-    assert.equal(await b.claimInstance(0), true);
+    const { keys, c, a, b } = await liveInstances();
     assert.equal(await a.claimInstance(0), false, 'a second live instance with the same id is refused');
     await a.acquire('chat', 'c1');
     await b.acquire('chat', 'c2');
@@ -202,12 +208,7 @@ describe('cluster Redis parts', async () => {
   });
 
   it('lists each run with its user where its instance wrote one, with the lease and gone with it; a beat that takes a lost lease back writes it again', async () => {
-    const keys = clusterKeys(prefix());
-    const c = await client();
-    const a = new Leases(c, keys, 'a', 60_000);
-    const b = new Leases(c, keys, 'b', 60_000);
-    assert.equal(await a.claimInstance(0), true);
-    assert.equal(await b.claimInstance(0), true);
+    const { keys, c, a, b } = await liveInstances();
     const listed = async () => (await a.clusterRuns()).map((r) => `${r.kind}:${r.key}@${r.user ?? '-'}`).sort();
     assert.equal(await a.acquire('chat', 'c1', 'u1'), null);
     assert.equal(await a.acquire('chat', 'c2'), null);
