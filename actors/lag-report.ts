@@ -167,14 +167,18 @@ export class LagBoard {
   }
 
   /**
-   * The busiest thread's share of the last BUSY_WINDOW_MS, as last folded or reported. A thread too
-   * busy to report shows in lagNow (its silence), not here.
+   * The busiest thread's share of the last BUSY_WINDOW_MS, as last folded or reported. A thread whose
+   * report is overdue by a whole window has not reached its loop's timers for that long: it counts as
+   * busy all of it, so the busy signal refuses for a stall even with the lag signal off.
    */
   busyNow(): number {
-    let worst = this.mainBusy;
+    const stalledAt = this.now() - REPORT_MS - BUSY_WINDOW_MS;
+    let worst = this.mainAt < stalledAt ? 1 : this.mainBusy;
     for (let i = 0; i < this.reports.length; i++) {
       const r = this.reports[i];
-      if (r !== undefined && r.busy > worst) worst = r.busy;
+      if (r === undefined) continue;
+      const busy = r.at < stalledAt ? 1 : r.busy;
+      if (busy > worst) worst = busy;
     }
     return worst;
   }

@@ -123,6 +123,23 @@ describe('LagBoard (a clock the test advances)', () => {
     assert.equal(board.busyNow(), 0.3);
   });
 
+  it('busyNow counts a thread silent for a whole window past its report as busy all of it', () => {
+    let now = 0;
+    const board = new LagBoard(() => now);
+    board.fold(0, 0.1);
+    board.report(0, 0, 0.2);
+    now = REPORT_MS + BUSY_WINDOW_MS;
+    assert.equal(board.busyNow(), 0.2, 'due, and overdue by less than the window: its last reading');
+    board.fold(0, 0.1);
+    now += 1;
+    assert.equal(board.busyNow(), 1, 'host 0 overdue by more than the window');
+    board.report(0, 0, 0.2);
+    assert.equal(board.busyNow(), 0.2, 'it reported again');
+    now += REPORT_MS + BUSY_WINDOW_MS + 1;
+    board.report(0, 0, 0.2);
+    assert.equal(board.busyNow(), 1, 'the main thread silent as long');
+  });
+
   it('a busy share is over the last BUSY_WINDOW_MS / REPORT_MS slices, weighted by their length', () => {
     const window = new BusyWindow();
     const slices = BUSY_WINDOW_MS / REPORT_MS;
