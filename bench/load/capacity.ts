@@ -257,7 +257,11 @@ export async function runCapacity(c: CapacityContext): Promise<Row[]> {
     return row;
   };
   const searches = new Map<string, Search[]>();
-  for (const { target, search } of searchOrder(TARGETS, SEARCHES)) {
+  // A target whose process this bench did not start (BENCH_TARGETS, BENCH_ONLY) is not searched: a
+  // search of it would write a row of 0 streams over nothing measured.
+  const absent = (target: string) => (target === 'peer' && c.peer === null) || (target === 'nginx' && c.nginx === null);
+  for (const target of TARGETS.filter(absent)) c.log(`capacity ${target}: not searched (${target === 'peer' ? (c.peerDown ?? 'not started') : 'not started'})`);
+  for (const { target, search } of searchOrder(TARGETS.filter((t) => !absent(t)), SEARCHES)) {
     const who = whoOf(target);
     if (!who) continue;
     const found = await searchTarget(c, target, who, baseOf(who), floorAt, search);
