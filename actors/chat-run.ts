@@ -385,4 +385,4 @@ const errorFrame = (message: string): string => sseFrame('error', { type: 'error
 
 /** The kind's behavior, for tests that drive it without I/O. */
 export const chatBehavior = { initial, receive, crashed, execute: executeChat, errorFrame };
-export const chatRun = defineRun(chatBehavior);
+export const chatRun = defineRun(chatBehavior, { settlesOwnStart: true });

@@ -24,7 +24,7 @@ const url = z.string().url('must be a URL');
 /** Chosen from the load test's overload row (README, "Overload shedding"). */
 export const OVERLOAD_LAG_MS_DEFAULT = 100;
 /** Chosen from the load test's flood row (docs/operations.md, "Overload shedding"). */
-export const OVERLOAD_START_BACKLOG_DEFAULT = 32;
+export const OVERLOAD_START_BACKLOG_DEFAULT = 12;
 /** Chosen from the load test's flood and overload rows (docs/operations.md, "Overload shedding"). */
 export const OVERLOAD_BUSY_PERCENT_DEFAULT = 0;
 

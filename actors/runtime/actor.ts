@@ -49,6 +49,8 @@ export interface FrameSink {
   replayFailed(runId: string, subId: number, message: string): void;
   end(runId: string, result: RunResult): void;
   log(level: 'warn' | 'error', message: string, err?: unknown): void;
+  /** The run's start is settled: it no longer counts among the starts the host is behind on (outbox.ts). */
+  started(): void;
 }
 
 /** The run's time, given by the runtime: a test gives its own and fires the timers itself. */
@@ -136,6 +138,11 @@ export interface Cancellation {
 export interface RunHandle extends Cancellation {
   readonly deltaText: string;
   readonly finished: boolean;
+  /**
+   * A kind that settles its own start (RunDefinition.settlesOwnStart) says here that its start's work
+   * is done (a chat run: its first statement answered). Once per run; the run's end says it too.
+   */
+  startSettled(): void;
 }
 
 /** The mailbox as I/O sees it: callbacks (provider text) only ever push messages. */
@@ -167,13 +174,22 @@ export interface ActorRef {
 /** A run kind as a host sees it: its types beyond request and value are the kind's own. */
 export interface RunDefinition<Req, V, D> {
   spawn(runId: string, request: Req, deps: D, sink: FrameSink, world?: RunWorld): ActorRef;
+  /**
+   * The run says when its start is settled (RunHandle.startSettled); otherwise the host counts it
+   * settled as soon as it takes the start up.
+   */
+  readonly settlesOwnStart: boolean;
   /** Behavior.errorFrame, for the supervisor's ends of a run (its host died, its replay failed). */
   errorFrame(message: string): string;
 }
 
-export function defineRun<Req, V, D, S extends { s: string }, M extends { t: string }, C>(behavior: Behavior<Req, V, D, S, M, C>): RunDefinition<Req, V, D> {
+export function defineRun<Req, V, D, S extends { s: string }, M extends { t: string }, C>(
+  behavior: Behavior<Req, V, D, S, M, C>,
+  opts: { settlesOwnStart?: boolean } = {},
+): RunDefinition<Req, V, D> {
   return {
     spawn: (runId, request, deps, sink, world) => new Actor(runId, behavior, request, deps, sink, world),
+    settlesOwnStart: opts.settlesOwnStart === true,
     errorFrame: behavior.errorFrame,
   };
 }
@@ -189,6 +205,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   private readonly buffer = new EventBuffer();
   private controller: AbortController | null = null;
   private readonly timers = new Set<unknown>();
+  private startSaid = false;
 
   constructor(
     runId: string,
@@ -341,7 +358,16 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     if (!this.finished) this.end(this.behavior.errorFrame(failure.message), failure);
   }
 
+  startSettled(): void {
+    if (this.startSaid) return;
+    this.startSaid = true;
+    this.sink.started();
+  }
+
   private end(frame: string, result: RunResult<V>): void {
+    // A run that ends before its start's work answered (cancelled, failed) settles it here: every
+    // start handed to a host leaves the count once, whatever its path.
+    this.startSettled();
     this.finished = true;
     for (const h of this.timers) this.world.timers.clear(h);
     this.timers.clear();

@@ -35,6 +35,11 @@ export class RecordingSink implements FrameSink {
   log(level: 'warn' | 'error', message: string): void {
     this.logs.push(`${level}: ${message}`);
   }
+  /** Times the run said its start was settled. */
+  startsSettled = 0;
+  started(): void {
+    this.startsSettled++;
+  }
   /** The frames as [event, data] pairs. */
   events(data = this.data): Array<[string, Record<string, unknown>]> {
     return [...data.matchAll(/event: (\w+)\ndata: (.*)\n\n/g)].map((m) => [m[1]!, JSON.parse(m[2]!)]);

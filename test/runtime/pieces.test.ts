@@ -145,6 +145,7 @@ test('a message told while another is handled waits its turn, and a throw in rec
     replayFailed: () => {},
     end: () => ends++,
     log: (_l: string, message: string) => logs.push(message),
+    started: () => {},
   };
   const behavior: Behavior<null, null, null, { s: 'on' }, Msg, { c: 'now'; n: number }> = {
     initial: () => ({ s: 'on' }),
@@ -179,7 +180,7 @@ test('a message told while another is handled waits its turn, and a throw in rec
 test('the run\'s signal, made when first read, is aborted by a stop that came before or after the read', () => {
   const seen: Array<{ aborted: boolean; reason: unknown }> = [];
   let signal: AbortSignal | null = null;
-  const sink = { frames: () => {}, replay: () => {}, replayFailed: () => {}, end: () => {}, log: () => {} };
+  const sink = { frames: () => {}, replay: () => {}, replayFailed: () => {}, end: () => {}, log: () => {}, started: () => {} };
   const behavior: Behavior<null, null, null, { s: 'on' }, { t: 'noop' }, { c: 'look' }> = {
     initial: () => ({ s: 'on' }),
     errorFrame: (message) => sseFrame('error', { message }),
@@ -209,4 +210,33 @@ test('the run\'s signal, made when first read, is aborted by a stop that came be
   b.tell({ t: 'stop', message: 'enough' });
   assert.equal(read.aborted, true);
   assert.equal(signal, read, 'the command got the signal read before the stop');
+});
+
+test('a run settles its start once, when it says so or else when it ends', () => {
+  let settled = 0;
+  const sink = { frames: () => {}, replay: () => {}, replayFailed: () => {}, end: () => {}, log: () => {}, started: () => settled++ };
+  const behavior: Behavior<null, null, null, { s: 'on' }, { t: 'settle' } | { t: 'finish' }, never> = {
+    initial: () => ({ s: 'on' }),
+    errorFrame: (message) => sseFrame('error', { message }),
+    receive(state, msg, io) {
+      if (msg.t === 'finish') io.done({}, null);
+      return state;
+    },
+    crashed(_state, err) {
+      throw err;
+    },
+    execute: () => new Promise(() => {}),
+  };
+  const world = { timers: { set: () => 0, clear: () => {}, now: () => 0 }, newId: () => 'id' };
+  const said = new Actor('a', behavior, null, null, sink, world);
+  said.startSettled();
+  said.startSettled();
+  assert.equal(settled, 1, 'said twice, counted once');
+  said.tell({ t: 'finish' });
+  assert.equal(settled, 1, 'its end does not count it again');
+  const ended = new Actor('b', behavior, null, null, sink, world);
+  ended.tell({ t: 'finish' });
+  assert.equal(settled, 2, 'a run that ends first (cancelled, failed) settles its start at its end');
+  ended.startSettled();
+  assert.equal(settled, 2, 'and a late answer does not count it again');
 });
