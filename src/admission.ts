@@ -2,8 +2,8 @@
 // it synchronously, with its active count). Three reasons to refuse, checked in this order:
 // draining (a SIGTERM came: the runs here finish, new ones go elsewhere), capacity (MAX_ACTIVE_RUNS)
 // and overload (an event loop running late, so every stream here is already slowing down; more
-// starts waiting for the actor threads than they take up in a turn, or a thread's loop nearly full,
-// so they are about to). The refusals are built once: the accept path allocates nothing and reads a
+// starts unfinished than the actor threads and the database keep up with, or a thread's loop nearly
+// full, so they are about to). The refusals are built once: the accept path allocates nothing and reads a
 // few numbers. The router asks it too, before a start's body is read (`shedding`): none of the three
 // needs anything from the request, so a flood is refused for the price of its headers
 // (src/http/early-refusal.ts).
@@ -22,7 +22,7 @@ export interface LagSignal {
   busyNow(): number;
 }
 
-/** What the supervisor counts: its runs (Supervisor.activeCount) and the starts handed to the actor threads and not yet taken up (Supervisor.startBacklog). */
+/** What the supervisor counts: its runs (Supervisor.activeCount) and the starts not yet finished by the actor threads (Supervisor.startBacklog). */
 export interface RunCounts {
   readonly activeCount: number;
   readonly startBacklog: number;
@@ -32,7 +32,7 @@ export interface AdmissionOptions {
   maxActiveRuns: number;
   /** Refuse while the worst thread's event-loop delay p99 exceeds this; 0: never. */
   overloadLagMs: number;
-  /** Refuse while this many starts wait for the actor threads (OVERLOAD_START_BACKLOG); 0 or absent: never. */
+  /** Refuse while this many starts are unfinished (Supervisor.startBacklog; OVERLOAD_START_BACKLOG); 0 or absent: never. */
   overloadStartBacklog?: number;
   /** Refuse while a thread's loop was busy more than this percentage of its last BUSY_WINDOW_MS (OVERLOAD_BUSY_PERCENT); 0 or absent: never. */
   overloadBusyPercent?: number;
@@ -96,10 +96,12 @@ export class Admission {
   }
 
   /**
-   * The actor threads are behind the starts: the flood is ahead of them, and the work it queues would
-   * delay the running streams' deltas behind it. Read at each decision; it needs no clock or window,
-   * so it refuses in the very turn the starts outrun the threads, and takes starts again the turn they
-   * catch up. It also bounds the starts a thread handles in one turn, the stall it puts in its streams.
+   * The actor threads or the database are behind the starts: the flood is ahead of them, and the work
+   * it queues would delay the running streams' deltas behind it. A chat start counts until its first
+   * statement answers, and that statement slows with everything that shares the machine (Postgres is
+   * one more process on its cores), which the loops' own signals cannot see. Read at each decision; it
+   * needs no clock or window, so it refuses in the very turn the starts outrun them, and takes starts
+   * again the turn they catch up. It also bounds the starts a thread takes up in one turn.
    */
   private get backlogged(): boolean {
     return this.overloadStartBacklog > 0 && this.runs !== null && this.runs.startBacklog >= this.overloadStartBacklog;

@@ -140,7 +140,7 @@ function admissionMetrics(registry: client.Registry, admission: Admission, super
   });
   new client.Gauge({
     name: 'css_start_backlog',
-    help: 'Starts handed to the actor threads and not yet taken up (refused at OVERLOAD_START_BACKLOG)',
+    help: 'Starts unfinished: handed to the actor threads and not yet taken up, or for a chat its first statement not yet answered (refused at OVERLOAD_START_BACKLOG)',
     registers: [registry],
     collect() {
       this.set(supervisor.startBacklog);

@@ -58,9 +58,9 @@ export class Outbox {
   }
 
   /**
-   * The host took up a start. Said as a count on the next batch, held as a run's first frames are
-   * (a chat's `meta` follows in the same turn and carries it); a run that says nothing at first (a
-   * search waiting for its engine) is still counted as taken within holdMs.
+   * A start is settled (taken up, or its run said so: RunHandle.startSettled). Said as a count on the
+   * next batch, held as a run's first frames are (a frame that follows soon carries it); with nothing
+   * else to send it is still said within holdMs.
    */
   started(): void {
     this.taken++;

@@ -89,8 +89,8 @@ export interface Batch {
   t: 'batch';
   items: BatchEntry[];
   /**
-   * Starts this host has taken up (actor spawned, its start handled) since its last batch: the
-   * supervisor's count of starts still waiting in a host's mailbox (`startBacklog`) goes down by it.
+   * Starts this host has settled since its last batch (taken up, or for a kind that settles its own
+   * start, its first work done): the supervisor's count of unfinished starts (`startBacklog`) goes down by it.
    */
   started?: number;
 }

@@ -82,9 +82,11 @@ export class Supervisor<T extends RunTypeMap> {
   }
 
   /**
-   * Starts handed to the actor hosts and not yet taken up: in a host's mailbox, being handled, or
-   * acknowledged in a batch the main thread has not read yet. It grows the moment the hosts fall
-   * behind the starts, before any event loop is measurably late (the admission's backlog signal).
+   * Starts handed to the actor hosts and not yet settled: in a host's mailbox, being handled, for a
+   * kind that settles its own start its first work not yet done (a chat's first statement), or
+   * settled in a batch the main thread has not read yet. It grows the moment the hosts or the
+   * database fall behind the starts, before any event loop is measurably late (the admission's
+   * backlog signal).
    */
   get startBacklog(): number {
     let n = 0;
