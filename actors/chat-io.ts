@@ -14,18 +14,14 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
       // The start's first statement answered, either way: the start leaves the host's backlog
       // (OVERLOAD_START_BACKLOG counts a chat start until then, so a database falling behind the starts
       // refuses the next ones).
-      return prepareChat(cmd.req, deps).then(
+      return prepareChat(cmd.req, deps).finally(() => run.startSettled()).then(
         (p): ChatMsg => {
-          run.startSettled();
           // Stored with its fencing token: from now on its streamed text is checkpointed (CHECKPOINT_MS).
           const { callId, chatId } = cmd.req;
           if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken });
           return { t: 'prepared', runToken: p.runToken };
         },
-        (error: unknown): ChatMsg => {
-          run.startSettled();
-          return { t: 'prepare_failed', error };
-        },
+        (error: unknown): ChatMsg => ({ t: 'prepare_failed', error }),
       );
     case 'round': {
       const { round } = cmd;

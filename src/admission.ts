@@ -80,7 +80,7 @@ export class Admission {
     this.signal = signal;
   }
 
-  /** From now on the supervisor's counts are read at each question: the starts waiting for the actor threads, and the runs (for `shedding`). */
+  /** From now on the supervisor's counts are read at each question: the unfinished starts, and the runs (for `shedding`). */
   watchRuns(runs: RunCounts): void {
     this.runs = runs;
   }

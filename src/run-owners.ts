@@ -3,8 +3,8 @@
 // cluster's where their instance wrote it beside the lease (src/cluster/leases.ts). Only a run whose
 // instance did not (an earlier version's, or one whose lease Redis lost and no beat has written again)
 // is known by its key alone: its owner is then the owner of its chat or search row, which is written
-// beside the run's first round, so such a run a few milliseconds old is not listed yet. In open mode
-// (no ADMIN_TOKEN) every run is the one workspace's and none is looked up.
+// beside the run's first round, so such a run a few milliseconds old is not listed yet. (Open mode
+// is no exception: its runs are the built-in admin's, and their leases say so.)
 import type { RunInfo } from '../actors/runtime/registry.ts';
 import type { AppContext } from './context.ts';
 import type { ActiveRunsScope } from './runs.ts';
@@ -22,15 +22,10 @@ export async function mayReach(app: AppContext, kind: ItemKind, key: string, own
 /** The owner's active chat and search runs in the scope (title runs are not listed). */
 export async function ownRuns(app: AppContext, scope: ActiveRunsScope, owner: string): Promise<RunInfo[]> {
   const runs = await app.runs.list(scope);
-  const open = !app.config.ADMIN_TOKEN;
   const mine: RunInfo[] = [];
   const unknown: RunInfo[] = [];
   for (const r of runs) {
     if (r.key === null || (r.kind !== 'chat' && r.kind !== 'search')) continue;
-    if (open) {
-      mine.push(r);
-      continue;
-    }
     const known = r.owner ?? app.supervisor.findNow(r.kind, r.key)?.owner;
     if (known === undefined) unknown.push(r);
     else if (known === owner) mine.push(r);

@@ -139,8 +139,9 @@ export interface RunHandle extends Cancellation {
   readonly deltaText: string;
   readonly finished: boolean;
   /**
-   * A kind that settles its own start (RunDefinition.settlesOwnStart) says here that its start's work
-   * is done (a chat run: its first statement answered). Once per run; the run's end says it too.
+   * The run's start's work is done (a chat run: its first statement answered): it leaves the host's
+   * count of unfinished starts. Once per run, whoever says it first: this, the run's spawn (a kind
+   * defined without `settlesOwnStart`) or its end.
    */
   startSettled(): void;
 }
@@ -174,22 +175,25 @@ export interface ActorRef {
 /** A run kind as a host sees it: its types beyond request and value are the kind's own. */
 export interface RunDefinition<Req, V, D> {
   spawn(runId: string, request: Req, deps: D, sink: FrameSink, world?: RunWorld): ActorRef;
-  /**
-   * The run says when its start is settled (RunHandle.startSettled); otherwise the host counts it
-   * settled as soon as it takes the start up.
-   */
-  readonly settlesOwnStart: boolean;
   /** Behavior.errorFrame, for the supervisor's ends of a run (its host died, its replay failed). */
   errorFrame(message: string): string;
 }
 
+/**
+ * `settlesOwnStart`: the kind says when its start's work is done (RunHandle.startSettled, or its end);
+ * otherwise its start is settled as it is spawned, i.e. taken up by its host.
+ */
 export function defineRun<Req, V, D, S extends { s: string }, M extends { t: string }, C>(
   behavior: Behavior<Req, V, D, S, M, C>,
   opts: { settlesOwnStart?: boolean } = {},
 ): RunDefinition<Req, V, D> {
+  const settlesOwnStart = opts.settlesOwnStart === true;
   return {
-    spawn: (runId, request, deps, sink, world) => new Actor(runId, behavior, request, deps, sink, world),
-    settlesOwnStart: opts.settlesOwnStart === true,
+    spawn: (runId, request, deps, sink, world) => {
+      const actor = new Actor(runId, behavior, request, deps, sink, world);
+      if (!settlesOwnStart) actor.startSettled();
+      return actor;
+    },
     errorFrame: behavior.errorFrame,
   };
 }

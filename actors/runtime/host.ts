@@ -31,7 +31,6 @@ export function createHost<T extends RunTypeMap, D>(runners: Runners<T, D>, deps
           const actor = def.spawn(msg.runId, msg.request, deps, outbox);
           actors.set(msg.runId, actor);
           actor.tell({ t: 'start' });
-          if (!def.settlesOwnStart) outbox.started();
           return;
         }
         case 'release':

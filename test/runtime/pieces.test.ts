@@ -2,7 +2,7 @@
 // the mailbox's order.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Actor, RunCancelled, type Behavior } from '../../actors/runtime/actor.ts';
+import { Actor, defineRun, RunCancelled, type Behavior } from '../../actors/runtime/actor.ts';
 import { EventBuffer } from '../../actors/runtime/event-buffer.ts';
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import { Outbox } from '../../actors/runtime/outbox.ts';
@@ -239,4 +239,15 @@ test('a run settles its start once, when it says so or else when it ends', () =>
   assert.equal(settled, 2, 'a run that ends first (cancelled, failed) settles its start at its end');
   ended.startSettled();
   assert.equal(settled, 2, 'and a late answer does not count it again');
+
+  // Through defineRun: a kind that does not say when is settled as it is spawned, and its end does not count it again.
+  settled = 0;
+  const taken = defineRun(behavior).spawn('c', null, null, sink, world);
+  assert.equal(settled, 1, 'settled when taken up');
+  taken.tell({ t: 'finish' } as never);
+  assert.equal(settled, 1, 'its end does not settle it twice');
+  const own = defineRun(behavior, { settlesOwnStart: true }).spawn('d', null, null, sink, world);
+  assert.equal(settled, 1, 'a kind that settles its own start is not settled at spawn');
+  own.tell({ t: 'finish' } as never);
+  assert.equal(settled, 2, 'its end settles it');
 });
