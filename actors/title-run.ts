@@ -9,7 +9,7 @@ import { cleanTitle, generateTitle, TITLE_TIMEOUT_MS } from '../src/chat/title.t
 import { CHAT_NOT_FOUND } from '../src/messages.ts';
 import type { ProviderAdapter, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
-import { setChatTitleIfEmpty } from '../src/store/chats.ts';
+import { getChat, setChatTitleIfEmpty } from '../src/store/chats.ts';
 import type { ChatSummary } from '../src/types.ts';
 import { defineRun, isControl, messageOf, type Control, type Io } from './runtime/actor.ts';
 import { sseFrame } from './runtime/frame.ts';
@@ -31,6 +31,7 @@ export interface TitleRunValue {
 }
 
 export type TitleMsg =
+  | { t: 'chat_read'; chat: ChatSummary | null }
   | { t: 'call_started'; callId: string }
   | { t: 'generated'; text: string; usage: Usage | null }
   | { t: 'timeout' }
@@ -41,6 +42,7 @@ export type TitleMsg =
   | { t: 'call_failed' };
 
 export type TitleCommand =
+  | { c: 'read_chat'; chatId: string; owner: string | undefined }
   | { c: 'start_call'; chatId: string; owner: string | undefined; model: string }
   | { c: 'generate'; adapter: ProviderAdapter; model: string; content: string; signal: AbortSignal }
   | { c: 'finish_call'; callId: string; usage: Usage | null; started: number }
@@ -61,6 +63,7 @@ interface TitleData {
 /** Each state after the LlmCall is open names it (`callId`): a failure then marks it failed. */
 export type TitleState =
   | { readonly s: 'idle'; readonly req: TitleRunRequest }
+  | { readonly s: 'checking'; readonly run: TitleData }
   | { readonly s: 'opening'; readonly run: TitleData }
   | { readonly s: 'generating'; readonly run: TitleData; readonly callId: string }
   | { readonly s: 'closing'; readonly run: TitleData; readonly callId: string; readonly title: string }
@@ -74,6 +77,8 @@ const failed = (error: unknown): TitleMsg => ({ t: 'failed', error });
 
 async function executeTitle(cmd: TitleCommand, deps: RunDeps): Promise<TitleMsg> {
   switch (cmd.c) {
+    case 'read_chat':
+      return getChat(deps.pool, cmd.chatId, cmd.owner).then((chat): TitleMsg => ({ t: 'chat_read', chat }), failed);
     case 'start_call':
       return startCall(deps, { chatId: cmd.chatId, owner: cmd.owner, provider: 'provider_a', model: cmd.model, purpose: 'title' }).then((callId): TitleMsg => ({ t: 'call_started', callId }), failed);
     case 'generate':
@@ -99,8 +104,8 @@ function start(req: TitleRunRequest, io: TitleIo): TitleState {
   io.after(TITLE_TIMEOUT_MS, { t: 'timeout' });
   const adapter = io.deps.providers.get('provider_a');
   if (!adapter) return end(titleFailure(new RunError('provider_a is not configured', 'unavailable'), io), io);
-  io.perform({ c: 'start_call', chatId: req.chatId, owner: req.owner, model });
-  return { s: 'opening', run: { req, started, model, adapter, timeout: new AbortController() } };
+  io.perform({ c: 'read_chat', chatId: req.chatId, owner: req.owner });
+  return { s: 'checking', run: { req, started, model, adapter, timeout: new AbortController() } };
 }
 
 /** The run's failure as it ends: a shutdown's or fencing cut's message verbatim, any other one prefixed. */
@@ -117,6 +122,11 @@ function fail(run: TitleData, callId: string | null, err: unknown, io: TitleIo):
   if (!callId) return end(failure, io);
   io.perform({ c: 'fail_call', callId, error: failure.message, started: run.started });
   return { s: 'failing', run, failure };
+}
+
+function titled(chat: ChatSummary, io: TitleIo): TitleState {
+  io.done({ chat }, { chat });
+  return { s: 'ended' };
 }
 
 function end(failure: RunFailure, io: TitleIo): TitleState {
@@ -143,6 +153,12 @@ function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): Title
     case 'timeout':
       run.timeout.abort(new Error(`timed out after ${TITLE_TIMEOUT_MS} ms`));
       return state;
+    case 'chat_read':
+      if (state.s !== 'checking') return late(state, msg, io);
+      if (!msg.chat) return end({ ok: false, outcome: 'not_found', message: CHAT_NOT_FOUND }, io);
+      if (msg.chat.title?.trim()) return titled(msg.chat, io);
+      io.perform({ c: 'start_call', chatId: run.req.chatId, owner: run.req.owner, model: run.model });
+      return { s: 'opening', run };
     case 'call_started': {
       if (state.s !== 'opening') return late(state, msg, io);
       const signal = AbortSignal.any([io.signal, run.timeout.signal]);
@@ -164,8 +180,7 @@ function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): Title
     case 'titled':
       if (state.s !== 'titling') return late(state, msg, io);
       if (!msg.chat) return end({ ok: false, outcome: 'not_found', message: CHAT_NOT_FOUND }, io);
-      io.done({ chat: msg.chat }, { chat: msg.chat });
-      return { s: 'ended' };
+      return titled(msg.chat, io);
     case 'failed': {
       if (state.s === 'failing') return state;
       // The model call's failure after the timeout is the timeout, unless the run was cancelled.

@@ -103,6 +103,7 @@ test('title: the call opened, the model answered, the title set; and one that ti
   playsTheSame(() => {
     const m = machine(titleBehavior, { chatId: 'chat-1', content: 'how do tides work?' }, fakeDeps());
     m.tell({ t: 'start' });
+    m.tell({ t: 'chat_read', chat: { id: 'chat-1', title: null } as ChatSummary });
     m.tell({ t: 'call_started', callId: 'llm-t' });
     m.tell({ t: 'generated', text: 'Tides', usage: null });
     m.tell({ t: 'call_finished' });
@@ -110,6 +111,7 @@ test('title: the call opened, the model answered, the title set; and one that ti
     assert.equal(m.sink.result?.ok, true);
     const slow = machine(titleBehavior, { chatId: 'chat-2', content: 'x' }, fakeDeps());
     slow.tell({ t: 'start' });
+    slow.tell({ t: 'chat_read', chat: { id: 'chat-2', title: '' } as ChatSummary });
     slow.tell({ t: 'call_started', callId: 'llm-u' });
     slow.timers.fire(TITLE_TIMEOUT_MS);
     slow.tell({ t: 'failed', error: new Error('aborted') });

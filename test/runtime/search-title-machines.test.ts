@@ -97,13 +97,19 @@ test('search: an engine outcome twice, or a store outcome while running, is unex
 
 const title = () => machine(titleBehavior, { chatId: 'chat-1', content: 'how do tides work?' }, fakeDeps());
 const chat = { id: 'chat-1', title: 'Tides' } as ChatSummary;
+const untitled = { id: 'chat-1', title: null } as ChatSummary;
 
-test('title: LlmCall opened, model called, reply cleaned, call closed, title set only then', () => {
+test('title: chat read, LlmCall opened, model called, reply cleaned, call closed, title set only then', () => {
   const m = title();
   m.tell({ t: 'start' });
   assert.deepEqual(
     m.commands.map((c) => c.c),
-    ['start_call'],
+    ['read_chat'],
+  );
+  m.tell({ t: 'chat_read', chat: untitled });
+  assert.deepEqual(
+    m.commands.map((c) => c.c),
+    ['read_chat', 'start_call'],
   );
   m.tell({ t: 'call_started', callId: 'llm-t' });
   assert.equal(m.sent('generate')[0]?.model, 'title-model');
@@ -123,9 +129,25 @@ test('title: LlmCall opened, model called, reply cleaned, call closed, title set
   assert.equal(m.timers.pending.size, 0, 'the timeout timer goes with the run');
 });
 
+test('title: a chat titled before the run read it ends with that title, without a model call', () => {
+  // The route read it untitled; an earlier suggestion stored its title before this run started.
+  const m = title();
+  m.tell({ t: 'start' });
+  m.tell({ t: 'chat_read', chat });
+  assert.deepEqual(m.commands.map((c) => c.c), ['read_chat']);
+  assert.deepEqual(m.sink.result, { ok: true, value: { chat } });
+  assert.equal(m.timers.pending.size, 0, 'the timeout timer goes with the run');
+
+  const gone = title();
+  gone.tell({ t: 'start' });
+  gone.tell({ t: 'chat_read', chat: null });
+  assert.deepEqual(gone.sink.result, { ok: false, outcome: 'not_found', message: 'chat not found' });
+});
+
 test('title: the timeout fails the model call as provider_timeout and marks the LlmCall failed', () => {
   const m = title();
   m.tell({ t: 'start' });
+  m.tell({ t: 'chat_read', chat: untitled });
   m.tell({ t: 'call_started', callId: 'llm-t' });
   assert.equal(m.timers.fire(TITLE_TIMEOUT_MS), 1);
   assert.ok(m.sent('generate')[0]?.signal.aborted, 'the model call sees the timeout');
@@ -142,6 +164,7 @@ test('title: the timeout fails the model call as provider_timeout and marks the 
 test('title: a shutdown ends the run with the cancel\'s message; an empty reply is a provider error', () => {
   const cut = title();
   cut.tell({ t: 'start' });
+  cut.tell({ t: 'chat_read', chat: untitled });
   cut.tell({ t: 'call_started', callId: 'llm-t' });
   cut.tell({ t: 'cancel', why: 'shutdown', message: SHUTDOWN });
   cut.tell({ t: 'failed', error: new Error('This operation was aborted') });
@@ -151,6 +174,7 @@ test('title: a shutdown ends the run with the cancel\'s message; an empty reply 
 
   const empty = title();
   empty.tell({ t: 'start' });
+  empty.tell({ t: 'chat_read', chat: untitled });
   empty.tell({ t: 'call_started', callId: 'llm-t' });
   empty.tell({ t: 'generated', text: '""', usage: null });
   empty.tell({ t: 'call_failed' });
