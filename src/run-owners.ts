@@ -1,6 +1,7 @@
 // Runs as one user sees them: another user's run reads as no run at all (the spec's 404s), and the
 // active-run lists hold only the caller's own. This process's runs carry their owner, and so do the
-// cluster's where their instance wrote it beside the lease (src/cluster/leases.ts). Only a run whose
+// cluster's where their instance wrote it beside the lease (src/cluster/leases.ts), for attach and
+// stop as for the lists. Only a run whose
 // instance did not (an earlier version's, or one whose lease Redis lost and no beat has written again)
 // is known by its key alone: its owner is then the owner of its chat or search row, which is written
 // beside the run's first round, so such a run a few milliseconds old is not listed yet. (Open mode
@@ -14,8 +15,8 @@ type ItemKind = 'chat' | 'search';
 
 /** May `owner` attach to, stop or wait for the run of this key? */
 export async function mayReach(app: AppContext, kind: ItemKind, key: string, owner: string): Promise<boolean> {
-  const here = app.supervisor.findNow(kind, key)?.owner;
-  if (here !== undefined) return here === owner;
+  const known = app.supervisor.findNow(kind, key)?.owner ?? (await app.runs.remoteUser(kind, key));
+  if (known !== undefined) return known === owner;
   return notOthers(app.pool, kind, key, owner);
 }
 

@@ -235,6 +235,13 @@ export class Runs implements RunRegistry<RunTypes> {
     return (await guarded(this.cluster.list())).map((r) => (r.user === undefined ? remoteInfo(r.kind, r.key) : { ...remoteInfo(r.kind, r.key), owner: r.user }));
   }
 
+  /** The user of a run another instance holds, when its instance wrote one beside the lease. */
+  async remoteUser(kind: Kind, key: string): Promise<string | undefined> {
+    if (!this.cluster) return undefined;
+    const holder = await guarded(this.cluster.holder(kind, key));
+    return holder && holder.instanceId !== this.cluster.instanceId ? holder.user : undefined;
+  }
+
   /** The instance holding the key's lease when it is another one. */
   private async remoteOwner(kind: Kind, key: string): Promise<string | null> {
     if (!this.cluster) return null;

@@ -126,6 +126,11 @@ export class Cluster {
     return this.leases.owner(kind, key);
   }
 
+  /** The run key's instance and, where known, its user (attach and stop decide by it who may reach the run). */
+  holder(kind: RunKind, key: string): Promise<{ instanceId: string; user?: string } | null> {
+    return this.leases.holder(kind, key);
+  }
+
   /** Every live instance's runs, with their users where known (`GET /v1/active-runs?scope=cluster`). */
   list(): Promise<LeaseRef[]> {
     return this.leases.clusterRuns();

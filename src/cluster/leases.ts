@@ -116,6 +116,18 @@ export class Leases {
     }
   }
 
+  /** The instance holding the run key and, where that instance wrote one, the run's user; null when none holds it. */
+  async holder(kind: RunKind, key: string): Promise<{ instanceId: string; user?: string } | null> {
+    const instanceId = await this.owner(kind, key);
+    if (!instanceId) return null;
+    try {
+      const user = await this.redis.hget(this.keys.runUsers(instanceId), runMember(kind, key));
+      return user === null ? { instanceId } : { instanceId, user };
+    } catch (err) {
+      throw asRedisError(err);
+    }
+  }
+
   /**
    * Claims the instance id at start: refused while another live instance beats under it (a
    * restarted instance waits out its dead predecessor's liveness key, at most one TTL).

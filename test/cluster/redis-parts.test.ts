@@ -215,6 +215,9 @@ describe('cluster Redis parts', async () => {
     assert.equal(await b.acquire('search', 's1', 'u2'), null);
     assert.notEqual(await b.acquire('chat', 'c1', 'u3'), null, 'a lost race writes no user');
     assert.deepEqual(await listed(), ['chat:c1@u1', 'chat:c2@-', 'search:s1@u2']);
+    assert.deepEqual(await b.holder('chat', 'c1'), { instanceId: 'a', user: 'u1' }, "the holder's user, for attach and stop");
+    assert.deepEqual(await b.holder('chat', 'c2'), { instanceId: 'a' });
+    assert.equal(await b.holder('chat', 'nobody'), null);
     const ttl = await c.pttl(keys.runUsers('a'));
     assert.ok(ttl > 0 && ttl <= 60_000, `the users expire with the instance (pttl ${ttl})`);
 

@@ -1,8 +1,8 @@
 // Users across two instances on one Postgres and one Redis: a key rotated or a user deleted on one
 // instance stops working on the other at once (its key cache dropped through Redis), a deleted user's
 // run on the other instance ends, a user's run limit holds across the cluster, another user's run
-// on another instance reads as absent, and a user's run is listed on the other instance before its
-// chat row exists (its user travels with its lease).
+// on another instance reads as absent, and a user's run is listed on (and reachable from) the other
+// instance before its chat row exists, to that user alone (its user travels with its lease).
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import pg from 'pg';
@@ -59,7 +59,7 @@ describe('users in cluster mode: two instances', async () => {
     await waitFor(async () => (await b.call('POST', '/v1/chat-completions', { ...slowChat, messages: [{ role: 'user', content: 'hi' }] }, bearer(u.key))).status === 200, 10_000, 'the slot back');
   });
 
-  it("a user's run on another instance is listed before its chat row is written, to that user alone", async () => {
+  it("a user's run on another instance is listed and reached before its chat row is written, by that user alone", async () => {
     const u = await newUser(a, 'Early');
     const other = await newUser(a, 'Else');
     // The chat row is written beside the run's first round: held here by a lock on the table, the run
@@ -75,9 +75,19 @@ describe('users in cluster mode: two instances', async () => {
       assert.equal((await db.query('SELECT 1 FROM chats WHERE id = $1', [chatId])).rowCount, 0, 'its row is not written yet');
       assert.deepEqual(await clusterChats(b, u.key), [chatId]);
       assert.deepEqual(await clusterChats(b, other.key), [], 'another user does not see it');
+      // Nor reaches it: with no row to read, only the lease's user tells b that the run is not theirs.
+      // (Read as a status first: a wrongly granted attach is a stream that would not end while the lock holds.)
+      const attach = await fetch(`${b.url}/v1/chats/${chatId}/stream/attach`, { method: 'POST', headers: bearer(other.key) });
+      if (attach.status !== 404) await attach.body?.cancel();
+      assert.deepEqual([attach.status, attach.status === 404 ? await attach.json() : null], [404, { message: 'active chat stream not found' }]);
+      const stop = await b.call('POST', `/v1/chats/${chatId}/stream/stop`, undefined, bearer(other.key));
+      assert.deepEqual([stop.status, stop.body], [404, { message: 'active chat stream not found' }]);
+      const followed = await openStream(b, `/v1/chats/${chatId}/stream/attach`, undefined, { headers: bearer(u.key) });
+      assert.equal(followed.meta.data.chatId, chatId, 'its user attaches from b');
       await db.query('ROLLBACK');
       assert.equal((await b.call('POST', `/v1/chats/${chatId}/stream/stop`, undefined, bearer(u.key))).status, 200);
       assert.equal((await origin.events).at(-1)?.event, 'done');
+      assert.equal((await followed.events).at(-1)?.event, 'done');
     } finally {
       await db.end();
     }
