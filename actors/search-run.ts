@@ -162,10 +162,11 @@ function settle({ req, started }: Running, search: Outcome<Found>, answer: Outco
 }
 
 function saved(state: SearchState & { s: 'storing' }, detail: SearchDetail | null, io: SearchIo): SearchState {
+  // A cut (shutdown, fencing, the search's deletion) ends with its own message, stored or not.
+  if (state.interrupted) return fail(io, state.interrupted.message, 'cancelled');
   // Deleted while the run was going.
   if (!detail) return fail(io, SEARCH_NOT_FOUND, 'not_found');
   if (state.stopped) return fail(io, SEARCH_RUN_STOPPED, 'stopped');
-  if (state.interrupted) return fail(io, state.interrupted.message, 'cancelled');
   const { search: s, answer: a } = state;
   if (!s.ok && !a.ok) return fail(io, `search and answer both failed: ${s.error}; ${a.error}`, 'provider_error');
   io.done({ search: detail }, { search: detail });

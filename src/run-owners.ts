@@ -20,6 +20,15 @@ export async function mayReach(app: AppContext, kind: ItemKind, key: string, own
   return notOthers(app.pool, kind, key, owner);
 }
 
+/**
+ * A chat or search was deleted: its run, here or on another instance, ends now with `message` as its
+ * error. The deletion stands whatever happens here, so a failure to reach the run (Redis down) is logged;
+ * the run then ends at its next write, which finds no row.
+ */
+export async function endRunOfDeleted(app: AppContext, kind: ItemKind, key: string, message: string): Promise<void> {
+  await app.runs.cancel(kind, key, message).catch((err: unknown) => app.log.warn({ err, kind, key }, 'the run of a deleted item was not reached'));
+}
+
 /** The owner's active chat and search runs in the scope (title runs are not listed). */
 export async function ownRuns(app: AppContext, scope: ActiveRunsScope, owner: string): Promise<RunInfo[]> {
   const runs = await app.runs.list(scope);

@@ -80,7 +80,7 @@ export class Runs implements RunRegistry<RunTypes> {
   readonly localPort: LocalRunPort = {
     attach: (kind, key, sub) => this.supervisor.attachNow(kind, key, sub) === true,
     outcome: (kind, key) => this.supervisor.resultOf(kind, key),
-    stop: (kind, key, reason) => this.supervisor.stopNow(kind, key, reason),
+    stop: (kind, key, reason, cancel) => (cancel ? this.supervisor.cancelNow(kind, key, 'fenced', reason) : this.supervisor.stopNow(kind, key, reason)),
     fence: (kind, key, message) => this.supervisor.cancelNow(kind, key, 'fenced', message),
   };
 
@@ -221,6 +221,14 @@ export class Runs implements RunRegistry<RunTypes> {
     const owner = await this.remoteOwner(kind, key);
     if (!owner) return false;
     return guarded(this.cluster!.stop(kind, key, owner, 'stopped by request'));
+  }
+
+  /** Ends the run of `key`, here or on its instance, with `message` as its error: false when none runs. */
+  async cancel(kind: Kind, key: string, message: string): Promise<boolean> {
+    if (this.supervisor.cancelNow(kind, key, 'fenced', message)) return true;
+    const owner = await this.remoteOwner(kind, key);
+    if (!owner) return false;
+    return guarded(this.cluster!.stop(kind, key, owner, message, true));
   }
 
   async find(kind: Kind, key: string): Promise<RunInfo<Kind> | null> {

@@ -11,7 +11,8 @@ export type Request =
   | { t: 'attach'; from: string; sub: number; kind: RunKind; key: string }
   | { t: 'wait'; from: string; sub: number; kind: RunKind; key: string }
   | { t: 'detach'; from: string; sub: number }
-  | { t: 'stop'; from: string; sub: number; kind: RunKind; key: string; reason: string };
+  /** `cancel`: the run ends with `reason` as its error (its chat was deleted), not as a stopped answer. */
+  | { t: 'stop'; from: string; sub: number; kind: RunKind; key: string; reason: string; cancel?: boolean };
 
 /** Replies from the owner to the subscriber's instance. */
 export type Reply =

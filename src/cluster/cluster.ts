@@ -157,8 +157,8 @@ export class Cluster {
     return this.follower.wait(kind, key, owner);
   }
 
-  stop(kind: RunKind, key: string, owner: string, reason: string): Promise<boolean> {
-    return this.follower.stop(kind, key, owner, reason);
+  stop(kind: RunKind, key: string, owner: string, reason: string, cancel = false): Promise<boolean> {
+    return this.follower.stop(kind, key, owner, reason, cancel);
   }
 
   /**

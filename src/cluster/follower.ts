@@ -72,9 +72,9 @@ export class Follower {
     return this.ask(owner, (sub) => ({ t: 'wait', from: this.instanceId, sub, kind, key }), (settle) => ({ t: 'wait', owner, settle }), false);
   }
 
-  /** Stops the run held by `owner`; false when it no longer runs there. */
-  stop(kind: RunKind, key: string, owner: string, reason: string): Promise<boolean> {
-    return this.ask(owner, (sub) => ({ t: 'stop', from: this.instanceId, sub, kind, key, reason }), (settle) => ({ t: 'stop', owner, settle }));
+  /** Stops the run held by `owner` (`cancel`: ends it with `reason` as its error); false when it no longer runs there. */
+  stop(kind: RunKind, key: string, owner: string, reason: string, cancel = false): Promise<boolean> {
+    return this.ask(owner, (sub) => ({ t: 'stop', from: this.instanceId, sub, kind, key, reason, ...(cancel ? { cancel } : {}) }), (settle) => ({ t: 'stop', owner, settle }));
   }
 
   /** The instances this one waits on or follows (checked for liveness at each beat). */

@@ -9,8 +9,11 @@ export interface LocalRunPort {
   attach(kind: RunKind, key: string, sub: Subscriber): boolean;
   /** The outcome of the local run of `key` (JSON-serialisable), or null when none runs here. */
   outcome(kind: RunKind, key: string): Promise<RunResult> | null;
-  /** Stops the local run of `key`; false when none runs here. */
-  stop(kind: RunKind, key: string, reason: string): boolean;
+  /**
+   * Stops the local run of `key` (`cancel`: ends it with `reason` as its error, the supervisor's
+   * cancelNow(kind, key, 'fenced', reason)); false when none runs here.
+   */
+  stop(kind: RunKind, key: string, reason: string, cancel?: boolean): boolean;
   /**
    * Ends the local run of `key` at once because this instance may no longer hold its lease (the
    * supervisor's cancelNow(kind, key, 'fenced', message)); false when none runs here. Must not throw.

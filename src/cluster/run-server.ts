@@ -42,7 +42,7 @@ export class RunServer {
         return true;
       }
       case 'stop':
-        this.reply(m.from, { t: 'stopped', sub: m.sub, ok: this.local.stop(m.kind, m.key, m.reason) });
+        this.reply(m.from, { t: 'stopped', sub: m.sub, ok: this.local.stop(m.kind, m.key, m.reason, m.cancel === true) });
         return true;
       default:
         return false;

@@ -5,6 +5,8 @@ import { toStoredMessage } from '../chat/transcript.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
 import { CHAT_NOT_FOUND, notFound } from '../http/errors.ts';
+import { CHAT_DELETED } from '../messages.ts';
+import { endRunOfDeleted } from '../run-owners.ts';
 import type { Route } from '../http/router.ts';
 import { appendMessageSchema, createChatSchema, normalizePrompt, patchChatSchema, starSchema } from '../schemas.ts';
 import { createChat, deleteChat, getChatDetail, listChats, updateChat } from '../store/chats.ts';
@@ -83,7 +85,9 @@ export function chatRoutes(app: AppContext): Route[] {
       method: 'DELETE',
       path: '/v1/chats/:chatId',
       handler: async (req, reply) => {
-        if (!(await deleteChat(pool, req.params.chatId!, req.caller.userId))) throw notFound(CHAT_NOT_FOUND);
+        const id = req.params.chatId!;
+        if (!(await deleteChat(pool, id, req.caller.userId))) throw notFound(CHAT_NOT_FOUND);
+        await endRunOfDeleted(app, 'chat', id, CHAT_DELETED);
         reply.json(200, { deleted: true });
       },
     },

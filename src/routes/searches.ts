@@ -2,6 +2,8 @@
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
 import { notFound, SEARCH_NOT_FOUND } from '../http/errors.ts';
+import { SEARCH_DELETED } from '../messages.ts';
+import { endRunOfDeleted } from '../run-owners.ts';
 import type { Route } from '../http/router.ts';
 import { createSearchSchema, starSchema } from '../schemas.ts';
 import { starSearch } from '../store/stars.ts';
@@ -57,7 +59,9 @@ export function searchRoutes(app: AppContext): Route[] {
       method: 'DELETE',
       path: '/v1/searches/:searchId',
       handler: async (req, reply) => {
-        if (!(await deleteSearch(pool, req.params.searchId!, req.caller.userId))) throw notFound(SEARCH_NOT_FOUND);
+        const id = req.params.searchId!;
+        if (!(await deleteSearch(pool, id, req.caller.userId))) throw notFound(SEARCH_NOT_FOUND);
+        await endRunOfDeleted(app, 'search', id, SEARCH_DELETED);
         reply.json(200, { deleted: true });
       },
     },

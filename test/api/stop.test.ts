@@ -1,20 +1,22 @@
 // Stopping a run (docs/api-notes.md, "Stopping a run"): a chat stream ends with `done` carrying the
 // partial text and `stopped: true`, that text is stored with metadata.stopped and the LlmCall ends
 // `stopped`; the provider sees its connection closed; a waiting non-streaming completion answers
-// with the partial message; a search ends with `search run stopped` and keeps what had arrived.
+// with the partial message; a search ends with `search run stopped` and keeps what had arrived. A
+// chat or search deleted while its run goes ends that run with an error: nothing it does can be stored.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { readSse, sim, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
 import { runVariants } from '../helpers/variants.ts';
 import { gateName } from '../helpers/wait.ts';
 
-/** Opens a stream, POSTs `stopPath` once `when` holds for an event, and reads the stream to its end. */
+/** Opens a stream, sends `method` `stopPath` once `when` holds for an event, and reads the stream to its end. */
 async function streamAndStop(
   t: TestServer,
   path: string,
   body: unknown,
   stopPath: (first: SseEvent) => string,
   when: (ev: SseEvent, seen: number) => boolean,
+  method = 'POST',
 ): Promise<{ events: SseEvent[]; stop: { status: number; body: any } | null }> {
   const controller = new AbortController();
   const res = await fetch(t.url + path, {
@@ -30,7 +32,7 @@ async function streamAndStop(
   const events = await readSse(res, controller, undefined, async (ev) => {
     first ??= ev;
     seen++;
-    if (!stop && when(ev, seen)) stop = await t.call('POST', stopPath(first));
+    if (!stop && when(ev, seen)) stop = await t.call(method, stopPath(first));
   });
   return { events, stop };
 }
@@ -138,6 +140,44 @@ for (const v of runVariants()) {
       assert.deepEqual(stored.results.map((r: any) => r.url), results.map((r: any) => r.url));
       assert.equal(stored.answerError, 'search run stopped');
       assert.deepEqual((await t.call('GET', '/v1/active-runs')).body.searches, []);
+    });
+
+    it('deleting a chat ends its stream with `run cancelled: chat deleted`, and the provider call with it', async () => {
+      t.sim.clearRequests();
+      const { events, stop } = await streamAndStop(
+        t,
+        '/v1/chat-completions/stream',
+        chatBody(sim({ reply, deltas: 60, gate: gateName(), gateAfter: 5 })),
+        (meta) => `/v1/chats/${meta.data.chatId}`,
+        (ev, seen) => ev.event === 'delta' && seen >= 5,
+        'DELETE',
+      );
+      assert.deepEqual([stop!.status, stop!.body], [200, { deleted: true }]);
+      assert.deepEqual(events.at(-1), { event: 'error', data: { type: 'error', message: 'run cancelled: chat deleted' } });
+      const chatId = events[0]!.data.chatId;
+      assert.deepEqual((await t.call('GET', '/v1/active-runs')).body.chats, []);
+      assert.equal((await t.call('GET', `/v1/chats/${chatId}`)).status, 404);
+      const again = await t.call('POST', '/v1/chat-completions', chatBody('hi', { chatId }));
+      assert.deepEqual([again.status, again.body], [404, { message: 'chat not found' }], 'the key is free and the chat gone');
+      const upstream = t.sim.requests.find((r) => r.upstream === 'provider_c' && r.method === 'POST')!;
+      await waitFor(() => upstream.closedEarly, 5_000, 'the provider to see its connection closed');
+    });
+
+    it('deleting a search ends its run with `run cancelled: search deleted`', async () => {
+      const query = `rock pools SIM ${JSON.stringify({ answerGate: gateName() })}`;
+      const search = (await t.call('POST', '/v1/searches', { query })).body.search;
+      const { events, stop } = await streamAndStop(
+        t,
+        `/v1/searches/${search.id}/run/stream`,
+        {},
+        () => `/v1/searches/${search.id}`,
+        (ev) => ev.event === 'search_results',
+        'DELETE',
+      );
+      assert.deepEqual([stop!.status, stop!.body], [200, { deleted: true }]);
+      assert.deepEqual(events.at(-1), { event: 'error', data: { message: 'run cancelled: search deleted' } });
+      assert.deepEqual((await t.call('GET', '/v1/active-runs')).body.searches, []);
+      assert.equal((await t.call('GET', `/v1/searches/${search.id}`)).status, 404);
     });
 
     it('counts stops and start conflicts in /metrics', async () => {

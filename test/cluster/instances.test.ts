@@ -2,7 +2,7 @@
 // as one service: one chat stream per chat under a start storm spread over every instance, attach
 // on any instance at random moments equals the stored answer, a search started on two instances
 // asks the engine once, a title suggested on two instances asks the model once, ?scope=cluster lists every instance's runs (a run whose chat
-// row is not written yet too), SIGTERM frees an instance's
+// row is not written yet too), a chat deleted on one instance ends its run on another, SIGTERM frees an instance's
 // runs at once, and one whose Redis cannot be reached refuses to start. (SIGKILL: kill.test.ts;
 // Redis restarted mid-run: redis-restart.test.ts; each file has its own time budget.)
 import assert from 'node:assert/strict';
@@ -98,6 +98,18 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
     await waitFor(async () => !(await clusterRuns(b)).chats.includes(chatId), 5_000, 'the key to be free');
     const again = await b.call('POST', `/v1/chats/${chatId}/stream/stop`);
     assert.deepEqual([again.status, again.body], [404, { message: 'active chat stream not found' }]);
+  });
+
+  it('a chat deleted through another instance ends its run where it goes, and its followers', async () => {
+    const origin = await openStream(a, '/v1/chat-completions/stream', slow(60, 20, {}, { gate: gateName(), gateAfter: 1 }));
+    const chatId = origin.meta.data.chatId as string;
+    const follower = await openStream(cc, `/v1/chats/${chatId}/stream/attach`, {});
+    await origin.firstDelta;
+    assert.deepEqual((await b.call('DELETE', `/v1/chats/${chatId}`)).body, { deleted: true });
+    const cancelled = { event: 'error', data: { type: 'error', message: 'run cancelled: chat deleted' } };
+    assert.deepEqual((await origin.events).at(-1), cancelled);
+    assert.deepEqual((await follower.events).at(-1), cancelled);
+    await waitFor(async () => !(await clusterRuns(b)).chats.includes(chatId), 5_000, 'the key to be free');
   });
 
   it('?scope=cluster lists a run on another instance before its chat row is written (open mode)', async () => {
