@@ -56,6 +56,3 @@ export function startShedding(admission: SheddingSignal): StartShedding {
 
 /** Route.startsRun for the completion routes: without an Idempotency-Key a request cannot be a retry of a running run. */
 export const withoutIdempotencyKey = (req: Req): boolean => req.headers[IDEMPOTENCY_KEY_HEADER] === undefined;
-
-/** Route.startsRun for routes whose only way to join a run is by a key the body names (a title suggestion). */
-export const alwaysStartsRun = (): boolean => true;

@@ -1,10 +1,10 @@
 // POST /v1/chats/title/suggest: a short title for an untitled chat, from TITLE_MODEL on provider_a.
-// A chat that already has a title is returned as it is, without a model call. The call itself is a
+// A chat that already has a title is returned as it is, without a model call, even while new runs are
+// refused (draining, overload): so the route is not refused from its headers. The call itself is a
 // title run (actors/title-run.ts): it counts against the run limit and ends with the service.
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
 import { badRequest, notFound, CHAT_NOT_FOUND, TITLE_PROVIDER_MISSING } from '../http/errors.ts';
-import { alwaysStartsRun } from '../http/early-refusal.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Route } from '../http/router.ts';
 import { providerKeyVariable } from '../providers/index.ts';
@@ -17,7 +17,6 @@ export function titleRoutes(app: AppContext): Route[] {
     {
       method: 'POST',
       path: '/v1/chats/title/suggest',
-      startsRun: alwaysStartsRun,
       handler: async (req, reply) => {
         const body = await readJson(req, suggestTitleSchema);
         const chat = await getChat(pool, body.chatId, req.caller.userId);

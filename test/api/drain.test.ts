@@ -25,6 +25,7 @@ describe('drain on SIGTERM', () => {
     try {
       const { url } = service;
       const chat = await fetch(`${url}/v1/chats`, json({})).then((r) => r.json());
+      const named = await fetch(`${url}/v1/chats`, json({ title: 'Named already' })).then((r) => r.json());
       const search = await fetch(`${url}/v1/searches`, json({ query: 'drain' })).then((r) => r.json());
       // `short` ends by itself during the drain; `held` keeps the instance draining until it is stopped.
       const key = { 'idempotency-key': 'drain-held-1' };
@@ -63,8 +64,10 @@ describe('drain on SIGTERM', () => {
       const unfinished = await rawExchange(Number(new URL(url).port), 'POST /v1/chat-completions/stream HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{"provider":');
       assert.equal(unfinished.status, 503, unfinished.head);
       assert.deepEqual(JSON.parse(unfinished.body), { message: 'server is draining' });
-      // The rest is served.
+      // The rest is served: a titled chat's suggestion too (it is the chat as it is, no run).
       assert.equal((await fetch(`${url}/v1/chats`)).status, 200);
+      const suggested = await fetch(`${url}/v1/chats/title/suggest`, json({ chatId: named.chat.id, content: 'a title please' }));
+      assert.deepEqual([suggested.status, (await suggested.json()).chat], [200, named.chat]);
       assert.equal((await fetch(`${url}/v1/chats`, json({}))).status, 200, 'a chat is created');
       // Attach to a running run, and the idempotent retry of its start, both follow it.
       const attached = follow(await fetch(`${url}/v1/chats/${heldChat}/stream/attach`, { method: 'POST' }));

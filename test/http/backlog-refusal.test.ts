@@ -14,7 +14,7 @@ import { Admission } from '../../src/admission.ts';
 import { ADMIN_CALLER } from '../../src/auth/caller.ts';
 import { CpuPool } from '../../src/cpu-pool.ts';
 import { BodyPool } from '../../src/http/body-pool.ts';
-import { alwaysStartsRun, startShedding } from '../../src/http/early-refusal.ts';
+import { startShedding } from '../../src/http/early-refusal.ts';
 import { outcomeError } from '../../src/http/outcomes.ts';
 import { mountRoutes, type Route } from '../../src/http/router.ts';
 import { listenExclusive, uws, type us_listen_socket } from '../../src/http/uws.ts';
@@ -30,7 +30,7 @@ function holdRoute(sup: ReturnType<typeof supervisor>['sup'], onHandled: () => v
   return {
     method: 'POST',
     path: '/v1/start',
-    startsRun: alwaysStartsRun,
+    startsRun: () => true,
     handler: async (req, reply) => {
       await req.body();
       onHandled();
