@@ -10,6 +10,7 @@ import { CHAT_NOT_FOUND } from '../src/messages.ts';
 import type { ProviderAdapter, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { getChat, setChatTitleIfEmpty } from '../src/store/chats.ts';
+import { ChatGoneError } from '../src/store/llm-calls.ts';
 import type { ChatSummary } from '../src/types.ts';
 import { defineRun, isControl, messageOf, type Control, type Io } from './runtime/actor.ts';
 import { sseFrame } from './runtime/frame.ts';
@@ -112,6 +113,8 @@ function start(req: TitleRunRequest, io: TitleIo): TitleState {
 function titleFailure(err: unknown, io: TitleIo): RunFailure {
   const cut = interruptionOf(io.signal);
   if (cut) return cut;
+  // Deleted between the run's read and its LlmCall: the chat is not found, as at the start.
+  if (err instanceof ChatGoneError) return { ok: false, outcome: 'not_found', message: CHAT_NOT_FOUND };
   const failure = failureOf(err, io.signal);
   return { ...failure, message: `title generation failed: ${failure.message}` };
 }

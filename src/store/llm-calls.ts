@@ -17,6 +17,7 @@ import { noteRunWrites } from './first-analyze.ts';
 import { recoverLostCalls, type RecoveredRuns, type TransactionDb } from './recovery.ts';
 import { ADMIN_USER_ID } from '../auth/caller.ts';
 import { spentSql } from './day-tokens.ts';
+import { CHAT_NOT_FOUND } from '../messages.ts';
 
 
 export { INTERRUPTED_ERROR } from './recovery.ts';
@@ -55,7 +56,18 @@ export function insertCallSql(chat: string, provider: string, model: string, id:
           SELECT ${id}::text, ${chat}.id, ${provider}, ${model}, ${instanceId}::text, ${chat}.owner_id FROM ${chat}`;
 }
 
-/** Records a call as running and returns its id. */
+/** A call's chat was deleted before the call was recorded: to its caller, the spec's `chat not found`. */
+export class ChatGoneError extends Error {
+  constructor(readonly chatId: string) {
+    super(CHAT_NOT_FOUND);
+    this.name = 'ChatGoneError';
+  }
+}
+
+/** Postgres's foreign_key_violation: the row a new row points at is not there. */
+const FOREIGN_KEY_VIOLATION = '23503';
+
+/** Records a call as running and returns its id; a ChatGoneError when its chat is gone. */
 export async function startLlmCall(
   db: Queryable,
   input: {
@@ -71,15 +83,20 @@ export async function startLlmCall(
   },
 ): Promise<string> {
   const id = input.id ?? randomUUID();
-  await db.query(prepared(db, 'INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, purpose, owner_id) VALUES ($1, $2, $3, $4, $5, $6, $7)'), [
-    id,
-    input.chatId,
-    input.provider,
-    input.model,
-    input.instanceId ?? null,
-    input.purpose ?? 'completion',
-    input.owner ?? ADMIN_USER_ID,
-  ]);
+  try {
+    await db.query(prepared(db, 'INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, purpose, owner_id) VALUES ($1, $2, $3, $4, $5, $6, $7)'), [
+      id,
+      input.chatId,
+      input.provider,
+      input.model,
+      input.instanceId ?? null,
+      input.purpose ?? 'completion',
+      input.owner ?? ADMIN_USER_ID,
+    ]);
+  } catch (err) {
+    if (input.chatId !== null && (err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) throw new ChatGoneError(input.chatId);
+    throw err;
+  }
   return id;
 }
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { searchBehavior, type SearchRunRequest } from '../../actors/search-run.ts';
 import { titleBehavior } from '../../actors/title-run.ts';
+import { ChatGoneError } from '../../src/store/llm-calls.ts';
 import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
 import { SEARCH_RUN_STOPPED } from '../../src/messages.ts';
 import type { ChatSummary, SearchDetail } from '../../src/types.ts';
@@ -142,6 +143,13 @@ test('title: a chat titled before the run read it ends with that title, without 
   gone.tell({ t: 'start' });
   gone.tell({ t: 'chat_read', chat: null });
   assert.deepEqual(gone.sink.result, { ok: false, outcome: 'not_found', message: 'chat not found' });
+
+  // Deleted after the read, before the LlmCall's row: the same 404, not the database's words.
+  const late = title();
+  late.tell({ t: 'start' });
+  late.tell({ t: 'chat_read', chat: untitled });
+  late.tell({ t: 'failed', error: new ChatGoneError('chat-1') });
+  assert.deepEqual(late.sink.result, { ok: false, outcome: 'not_found', message: 'chat not found' });
 });
 
 test('title: the timeout fails the model call as provider_timeout and marks the LlmCall failed', () => {

@@ -7,6 +7,7 @@ import {
   failLlmCall,
   finishLlmCall,
   finishLlmCallWithMessage,
+  ChatGoneError,
   INTERRUPTED_ERROR,
   markInterruptedLlmCalls,
   recordLlmCallFailure,
@@ -34,6 +35,16 @@ for (const target of await testDatabases()) {
     });
     after(async () => {
       await db?.close();
+    });
+
+    it('refuses a call whose chat is gone with a ChatGoneError (the spec\'s chat not found)', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      assert.equal(await deleteChat(db.pool, chat.id), true);
+      await assert.rejects(startLlmCall(db.pool, { chatId: chat.id, provider: 'provider_a', model: 'm', purpose: 'title' }), (err: unknown) => {
+        assert.ok(err instanceof ChatGoneError);
+        assert.deepEqual([err.message, err.chatId], ['chat not found', chat.id]);
+        return true;
+      });
     });
 
     it('starts a call as running', async () => {
