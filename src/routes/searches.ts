@@ -10,7 +10,7 @@ import { starSearch } from '../store/stars.ts';
 import {
   createSearch,
   deleteSearch,
-  findLatestByNormalizedQuery,
+  reuseOrCreateSearch,
   getSearchDetail,
   listSearches,
 } from '../store/searches.ts';
@@ -32,16 +32,14 @@ export function searchRoutes(app: AppContext): Route[] {
       handler: async (req, reply) => {
         const body = await readJson(req, createSearchSchema);
         const query = body.query?.trim() || undefined;
-        if (body.reuseByQuery && query) {
-          const found = await findLatestByNormalizedQuery(pool, query, req.caller.userId);
-          if (found) {
-            const { search, hasStoredResults } = found;
-            const fresh = app.clock.now() - Date.parse(search.updatedAt) <= SEARCH_CACHE_WINDOW_MS;
-            const streaming = (await app.runs.find('search', search.id)) !== null;
-            return reply.json(200, { search, reused: true, cacheHit: hasStoredResults && fresh && !streaming });
-          }
-        }
         const title = body.title?.trim() || undefined;
+        if (body.reuseByQuery && query) {
+          const { search, hasStoredResults, reused } = await reuseOrCreateSearch(pool, { title, query, owner: req.caller.userId });
+          if (!reused) return reply.json(200, { search, reused: false, cacheHit: false });
+          const fresh = app.clock.now() - Date.parse(search.updatedAt) <= SEARCH_CACHE_WINDOW_MS;
+          const streaming = (await app.runs.find('search', search.id)) !== null;
+          return reply.json(200, { search, reused: true, cacheHit: hasStoredResults && fresh && !streaming });
+        }
         const search = await createSearch(pool, { title, query, owner: req.caller.userId });
         reply.json(200, { search, reused: false, cacheHit: false });
       },

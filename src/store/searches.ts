@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
+import type { TransactionDb } from './recovery.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } from '../types.ts';
 import { searchDetailColumns, searchSummaryColumns, toSearchDetail, toSearchSummary, type SearchDetailRow, type SearchSummaryRow } from './search-rows.ts';
 import { starJoin } from './stars-sql.ts';
@@ -112,6 +113,33 @@ export async function findLatestByNormalizedQuery(db: Queryable, query: string, 
   );
   const row = rows[0];
   return row ? { search: toSearchSummary(row), hasStoredResults: row.has_results } : null;
+}
+
+/**
+ * `reuseByQuery`: the owner's latest search with this query, or a new one, decided under a lock on the
+ * (owner, normalized query) pair for one transaction, so requests at once (a double submit, two tabs,
+ * two instances) get one search, not one each. The lock is taken before the search is looked for:
+ * the look then sees a search another holder of the lock committed (READ COMMITTED reads anew per statement).
+ */
+export async function reuseOrCreateSearch(
+  db: TransactionDb,
+  input: { title?: string | null; query: string; owner?: string },
+): Promise<ReusableSearch & { reused: boolean }> {
+  const owner = input.owner ?? ADMIN_USER_ID;
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`search-reuse:${owner}:${normalizeQuery(input.query)}`]);
+    const found = await findLatestByNormalizedQuery(client, input.query, owner);
+    const out = found ? { ...found, reused: true } : { search: await createSearch(client, { ...input, owner }), hasStoredResults: false, reused: false };
+    await client.query('COMMIT');
+    return out;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
 }
 
 /**

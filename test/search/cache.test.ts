@@ -1,9 +1,12 @@
 // reuseByQuery and cacheHit around search runs, with a clock the test moves: cacheHit only for a
 // reused search with stored results or answer, updated within 24 hours, and not streaming right now.
-// Also: search runs without engine_a configured.
+// Requests at once with the same query get one search (real Postgres: decided under a table lock). Also:
+// search runs without engine_a configured.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { createScratchPostgres } from '../helpers/db.ts';
 import { apiDatabases, variantTag, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
 import { gateName } from '../helpers/wait.ts';
 
@@ -104,5 +107,44 @@ describe('search runs without engine_a', () => {
       assert.equal(r.body.message, 'search runs need engine_a: set ENGINE_A_API_KEY');
     }
     assert.deepEqual((await t.call('GET', '/v1/active-runs')).body.searches, []);
+  });
+});
+
+describe('reuseByQuery: requests at once get one search', { skip: process.env.TEST_DATABASE_URL ? false : 'needs Postgres (TEST_DATABASE_URL): the test holds a table lock from a second connection' }, () => {
+  let t: TestServer;
+  let scratch: Awaited<ReturnType<typeof createScratchPostgres>>;
+  before(async () => {
+    scratch = await createScratchPostgres();
+    t = await startTestServer({ databaseUrl: scratch.url });
+  });
+  after(async () => {
+    await t.close();
+    await scratch.drop();
+  });
+
+  it('two requests that both find none wait for each other: one creates the search, the other reuses it', async () => {
+    const db = new pg.Client({ connectionString: scratch.url });
+    await db.connect();
+    // pg_locks, not pg_stat_activity: the latter is read once per transaction, and this one holds the lock.
+    const waiting = async () =>
+      Number((await db.query('SELECT count(*) AS n FROM pg_locks WHERE NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())')).rows[0].n);
+    try {
+      // Inserts into `searches` wait on this lock; looking for a search does not. Without a lock of
+      // their own, both requests would find none and then both insert once it is released.
+      await db.query('BEGIN');
+      await db.query('LOCK TABLE searches IN SHARE MODE');
+      const ask = () => t.call('POST', '/v1/searches', { query: 'Double Submit', reuseByQuery: true });
+      const both = Promise.all([ask(), ask()]);
+      await waitFor(async () => (await waiting()) === 2, 10_000, 'both requests waiting on a lock');
+      await db.query('ROLLBACK');
+      const [a, b] = await both;
+      assert.deepEqual([a.status, b.status], [200, 200]);
+      assert.equal(a.body.search.id, b.body.search.id, 'one search');
+      assert.deepEqual([a.body.reused, b.body.reused].sort(), [false, true]);
+      const listed = (await t.call('GET', '/v1/searches')).body.searches.filter((x: { query: string }) => x.query === 'Double Submit');
+      assert.equal(listed.length, 1);
+    } finally {
+      await db.end();
+    }
   });
 });
