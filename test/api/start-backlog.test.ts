@@ -4,10 +4,9 @@
 // new chat's statement waiting while its stream already runs (the statement goes beside the first
 // provider round). Decided by the /metrics gauge and the answers, never by the clock.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import pg from 'pg';
-import { createScratchPostgres } from '../helpers/db.ts';
-import { sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { NEEDS_POSTGRES, serverOnScratchPostgres, sim, waitFor, type TestServer } from '../helpers/server.ts';
 
 const body = (deltas: number) => ({ provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: sim({ deltas, rate: 50 }) }] });
 
@@ -16,20 +15,12 @@ async function backlog(t: TestServer): Promise<number> {
   return Number(/^css_start_backlog (\d+)/m.exec(text)?.[1] ?? NaN);
 }
 
-describe('the start backlog counts a chat start until its first statement answers', { skip: process.env.TEST_DATABASE_URL ? false : 'needs Postgres (TEST_DATABASE_URL): the test holds a table lock from a second connection' }, () => {
-  let t: TestServer;
-  let scratch: Awaited<ReturnType<typeof createScratchPostgres>>;
-  before(async () => {
-    scratch = await createScratchPostgres();
-    t = await startTestServer({ databaseUrl: scratch.url, env: { OVERLOAD_START_BACKLOG: '1' } });
-  });
-  after(async () => {
-    await t.close();
-    await scratch.drop();
-  });
+describe('the start backlog counts a chat start until its first statement answers', { skip: NEEDS_POSTGRES }, () => {
+  const scratch = serverOnScratchPostgres({ OVERLOAD_START_BACKLOG: '1' });
 
   it('refuses a start while one waits on the database, and takes one again once it is stored', async () => {
-    const db = new pg.Client({ connectionString: scratch.url });
+    const t = scratch.server();
+    const db = new pg.Client({ connectionString: scratch.url() });
     await db.connect();
     try {
       await db.query('BEGIN');

@@ -1,6 +1,7 @@
 // A real service for API tests: the simulator for every upstream, a fresh database (a scratch database
 // on TEST_DATABASE_URL when set, else embedded), a random port, and small HTTP/SSE clients.
 import { createParser } from 'eventsource-parser';
+import { after, before } from 'node:test';
 import { startServer, type Server } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { Clock } from '../../src/context.ts';
@@ -133,6 +134,27 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
 }
 
 /** `call` and `stream` against a service at `url` (in this process or another). */
+/** A suite's skip option when it needs real Postgres (a lock held from a second connection). */
+export const NEEDS_POSTGRES = process.env.TEST_DATABASE_URL ? false : 'needs Postgres (TEST_DATABASE_URL): the test holds a lock from a second connection';
+
+/**
+ * Before the calling suite, a server on a scratch Postgres database of its own (which a test may lock
+ * from a second connection without touching other suites); both are gone after it.
+ */
+export function serverOnScratchPostgres(env: Record<string, string> = {}): { server(): TestServer; url(): string } {
+  let t: TestServer;
+  let scratch: Awaited<ReturnType<typeof createScratchPostgres>>;
+  before(async () => {
+    scratch = await createScratchPostgres();
+    t = await startTestServer({ databaseUrl: scratch.url, env });
+  });
+  after(async () => {
+    await t?.close();
+    await scratch?.drop();
+  });
+  return { server: () => t, url: () => scratch.url };
+}
+
 export function httpClient(url: string): Pick<TestServer, 'call' | 'stream'> {
   async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
     const init: RequestInit = { method, headers: { ...headers } };

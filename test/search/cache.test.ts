@@ -6,8 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { createScratchPostgres } from '../helpers/db.ts';
-import { apiDatabases, variantTag, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, variantTag, NEEDS_POSTGRES, serverOnScratchPostgres, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
 import { gateName } from '../helpers/wait.ts';
 
 const HOUR = 60 * 60 * 1000;
@@ -110,20 +109,12 @@ describe('search runs without engine_a', () => {
   });
 });
 
-describe('reuseByQuery: requests at once get one search', { skip: process.env.TEST_DATABASE_URL ? false : 'needs Postgres (TEST_DATABASE_URL): the test holds a table lock from a second connection' }, () => {
-  let t: TestServer;
-  let scratch: Awaited<ReturnType<typeof createScratchPostgres>>;
-  before(async () => {
-    scratch = await createScratchPostgres();
-    t = await startTestServer({ databaseUrl: scratch.url });
-  });
-  after(async () => {
-    await t.close();
-    await scratch.drop();
-  });
+describe('reuseByQuery: requests at once get one search', { skip: NEEDS_POSTGRES }, () => {
+  const scratch = serverOnScratchPostgres();
 
   it('two requests that both find none wait for each other: one creates the search, the other reuses it', async () => {
-    const db = new pg.Client({ connectionString: scratch.url });
+    const t = scratch.server();
+    const db = new pg.Client({ connectionString: scratch.url() });
     await db.connect();
     // pg_locks, not pg_stat_activity: the latter is read once per transaction, and this one holds the lock.
     const waiting = async () =>
