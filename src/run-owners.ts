@@ -1,11 +1,11 @@
 // Runs as one user sees them: another user's run reads as no run at all (the spec's 404s), and the
 // active-run lists hold only the caller's own. This process's runs carry their owner, and so do the
 // cluster's where their instance wrote it beside the lease (src/cluster/leases.ts), for attach and
-// stop as for the lists. Only a run whose
-// instance did not (an earlier version's, or one whose lease Redis lost and no beat has written again)
-// is known by its key alone: its owner is then the owner of its chat or search row, which is written
-// beside the run's first round, so such a run a few milliseconds old is not listed yet. (Open mode
-// is no exception: its runs are the built-in admin's, and their leases say so.)
+// stop as for the lists. Only a run whose instance did not (an earlier version's, or one whose lease
+// Redis lost and no beat has written again) is known by its key alone: its owner is then the owner of
+// its chat or search row, which is written beside the run's first round, so such a run a few
+// milliseconds old is not listed yet. (Open mode is no exception: its runs are the built-in admin's,
+// and their leases say so.)
 import type { RunInfo } from '../actors/runtime/registry.ts';
 import type { AppContext } from './context.ts';
 import type { ActiveRunsScope } from './runs.ts';
@@ -22,8 +22,8 @@ export async function mayReach(app: AppContext, kind: ItemKind, key: string, own
 
 /**
  * A chat or search was deleted: its run, here or on another instance, ends now with `message` as its
- * error. The deletion stands whatever happens here, so a failure to reach the run (Redis down) is logged;
- * the run then ends at its next write, which finds no row.
+ * error. The deletion stands whatever happens here, so a failure to reach the run (Redis down) is only
+ * logged: that run then goes on to its end, storing nothing (its row is gone).
  */
 export async function endRunOfDeleted(app: AppContext, kind: ItemKind, key: string, message: string): Promise<void> {
   await app.runs.cancel(kind, key, message).catch((err: unknown) => app.log.warn({ err, kind, key }, 'the run of a deleted item was not reached'));
