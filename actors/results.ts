@@ -38,6 +38,7 @@ export const RUN_VALUES: { [K in RunKind]: z.ZodType<RunTypes[K]['value']> } = {
 const OUTCOMES: Record<RunOutcome, true> = {
   user_runs: true,
   user_tokens: true,
+  unauthorized: true,
   busy: true,
   not_found: true,
   invalid: true,

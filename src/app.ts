@@ -157,7 +157,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     ? createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE, log })
     : null;
   const callers = await lc.open('callers', () => new Callers({ adminToken: config.ADMIN_TOKEN, pool: db.pool, jwt }), (c) => c.close());
-  const revocations = new UserRevocations(callers, supervisor, log);
+  const revocations = new UserRevocations(callers, runs, log);
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
   await supervisor.ready();
   if (config.REDIS_URL) {

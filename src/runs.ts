@@ -61,10 +61,27 @@ export class Runs implements RunRegistry<RunTypes> {
   /** Of those, how many each owner has (without a cluster this is the whole count). */
   private readonly perOwner = new Map<string, number>();
   private readonly refusals: UserRefusals | null;
+  /**
+   * Users deleted while this process runs (ids are never reused): a request of theirs authenticated
+   * before the deletion, still reading its body or asking the database, must not start a run after it.
+   */
+  private readonly deletedOwners = new Set<string>();
 
   constructor(supervisor: RunSupervisor, refusals: UserRefusals | null = null) {
     this.supervisor = supervisor;
     this.refusals = refusals;
+  }
+
+  /** A user was deleted (here or, through the cluster, elsewhere): their runs end, and none starts from now on. */
+  ownerDeleted(owner: string, message: string): void {
+    this.deletedOwners.add(owner);
+    this.supervisor.cancelOwned(owner, 'fenced', message);
+  }
+
+  /** Every start ends here, synchronously after its waits, so a deletion heard during them still counts. */
+  private spawn<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> {
+    if (opts.owner !== undefined && this.deletedOwners.has(opts.owner)) return { ok: false, outcome: 'unauthorized', message: 'unauthorized' };
+    return this.supervisor.start(opts);
   }
 
   /** Cluster mode: from now on run keys are held cluster-wide. */
@@ -86,9 +103,9 @@ export class Runs implements RunRegistry<RunTypes> {
 
   start<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> | Promise<Started<K, RunTypes[K]['value']>> {
     const limited = opts.owner !== undefined && opts.ownerLimit !== undefined;
-    if (!this.cluster) return limited ? this.startCounted(opts) : this.supervisor.start(opts);
+    if (!this.cluster) return limited ? this.startCounted(opts) : this.spawn(opts);
     if (opts.key !== null) return this.startClustered(this.cluster, opts, opts.key);
-    return limited ? this.startClusterCounted(this.cluster, opts, () => this.supervisor.start(opts)) : this.supervisor.start(opts);
+    return limited ? this.startClusterCounted(this.cluster, opts, () => this.spawn(opts)) : this.spawn(opts);
   }
 
   /** One process: the owner's count is this process's, checked and taken synchronously. */
@@ -96,7 +113,7 @@ export class Runs implements RunRegistry<RunTypes> {
     const owner = opts.owner!;
     const joining = opts.key !== null && this.supervisor.findNow(opts.kind, opts.key) !== null;
     if (!joining && (this.perOwner.get(owner) ?? 0) >= opts.ownerLimit!) return this.userRefusal(opts.ownerLimit!);
-    const started = this.supervisor.start(opts);
+    const started = this.spawn(opts);
     if (started.ok && !started.handle.joined) this.count(started.handle.runId, owner);
     return started;
   }
@@ -137,7 +154,7 @@ export class Runs implements RunRegistry<RunTypes> {
     // A lost race means another run holds the key now: join it (it may end at once, then start ours).
     for (let attempt = 0; attempt < 5; attempt++) {
       await this.starting.get(member);
-      if (this.supervisor.findNow(kind, key)) return this.supervisor.start(opts);
+      if (this.supervisor.findNow(kind, key)) return this.spawn(opts);
       const owner = await this.remoteOwner(kind, key);
       if (owner) {
         if (opts.ifRunning === 'reject') return busy(kind, key);
@@ -158,7 +175,7 @@ export class Runs implements RunRegistry<RunTypes> {
           continue;
         }
         const limited = opts.owner !== undefined && opts.ownerLimit !== undefined;
-        const started = limited ? await this.startClusterCounted(cluster, opts, () => this.supervisor.start(opts)) : this.supervisor.start(opts);
+        const started = limited ? await this.startClusterCounted(cluster, opts, () => this.spawn(opts)) : this.spawn(opts);
         if (!started.ok) cluster.release(kind, key);
         return started;
       } finally {

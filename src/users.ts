@@ -4,7 +4,6 @@
 // the run registry, src/runs.ts), and tokens per UTC day (user_day_tokens). The admin has none. Runs already going are
 // never cut by a limit: only starts are refused.
 import type { Logger } from 'pino';
-import type { RunSupervisor } from '../actors/runs.ts';
 import type { Admission } from './admission.ts';
 import type { Caller } from './auth/caller.ts';
 import type { Callers } from './auth/callers.ts';
@@ -23,15 +22,20 @@ interface Revocation {
   deleted: boolean;
 }
 
+/** What a deletion asks of the run registry (src/runs.ts): end the user's runs and start none of theirs. */
+export interface DeletedOwners {
+  ownerDeleted(owner: string, message: string): void;
+}
+
 export class UserRevocations {
   private readonly callers: Callers;
-  private readonly supervisor: RunSupervisor;
+  private readonly runs: DeletedOwners;
   private readonly log: Logger;
   private cluster: Cluster | null = null;
 
-  constructor(callers: Callers, supervisor: RunSupervisor, log: Logger) {
+  constructor(callers: Callers, runs: DeletedOwners, log: Logger) {
     this.callers = callers;
-    this.supervisor = supervisor;
+    this.runs = runs;
     this.log = log;
   }
 
@@ -62,7 +66,7 @@ export class UserRevocations {
   private apply(r: Revocation): void {
     if (typeof r.userId !== 'string') return;
     this.callers.revoke(r.userId);
-    if (r.deleted) this.supervisor.cancelOwned(r.userId, 'fenced', USER_DELETED_MESSAGE);
+    if (r.deleted) this.runs.ownerDeleted(r.userId, USER_DELETED_MESSAGE);
   }
 }
 

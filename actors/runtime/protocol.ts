@@ -23,6 +23,8 @@ export type RunOutcome =
   | 'user_runs'
   /** The user's LlmCalls of this UTC day have used their daily token budget. */
   | 'user_tokens'
+  /** The caller's user was deleted while the request was on its way (it had been authenticated before). */
+  | 'unauthorized'
   | 'provider_timeout'
   | 'provider_rate_limited'
   | 'provider_error'

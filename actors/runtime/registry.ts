@@ -28,7 +28,7 @@ export interface RunHandle<K extends string, V> extends RunInfo<K> {
 /** Why a start did not happen. */
 export interface StartRefusal {
   ok: false;
-  outcome: Extract<RunOutcome, 'busy' | 'capacity' | 'shutting_down' | 'draining' | 'overloaded' | 'user_runs' | 'user_tokens'>;
+  outcome: Extract<RunOutcome, 'busy' | 'capacity' | 'shutting_down' | 'draining' | 'overloaded' | 'user_runs' | 'user_tokens' | 'unauthorized'>;
   message: string;
 }
 

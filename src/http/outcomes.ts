@@ -15,6 +15,7 @@ import {
   RUN_CANCELLED,
   RUN_UNAVAILABLE,
   SHUTTING_DOWN,
+  UNAUTHORIZED,
   USER_RUNS_LIMIT,
   USER_TOKENS_EXHAUSTED,
   type HttpError,
@@ -32,6 +33,8 @@ const ANSWER: Record<RunOutcome, (message: string) => HttpError> = {
   overloaded: OVERLOADED,
   user_runs: USER_RUNS_LIMIT,
   user_tokens: USER_TOKENS_EXHAUSTED,
+  // The contract's 401, as the same request would get a moment later.
+  unauthorized: () => UNAUTHORIZED(),
   provider_timeout: PROVIDER_TIMEOUT,
   provider_rate_limited: PROVIDER_RATE_LIMITED,
   provider_error: PROVIDER_FAILED,

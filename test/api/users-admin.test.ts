@@ -1,10 +1,12 @@
 // Managing users (docs/operations.md, "Users and single sign-on"): the admin endpoints' statuses and messages, keys shown
-// once and stored as a hash, and rotation, disabling and deletion taking effect at once.
+// once and stored as a hash, and rotation, disabling and deletion taking effect at once (a start of the
+// deleted user's that was authenticated before the deletion included).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, sim, startTestServer, waitFor, type TestServer, variantTag } from '../helpers/server.ts';
-import { ADMIN_TOKEN, as, createUser } from '../helpers/users.ts';
+import pg from 'pg';
+import { apiDatabases, NEEDS_POSTGRES, serverOnScratchPostgres, sim, startTestServer, waitFor, type TestServer, variantTag } from '../helpers/server.ts';
+import { ADMIN_TOKEN, as, chatBody, createUser } from '../helpers/users.ts';
 
 const UNAUTHORIZED = { message: 'unauthorized' };
 
@@ -143,5 +145,31 @@ describe('users in open mode', () => {
       assert.deepEqual([r.status, r.body], [400, { message: 'users need ADMIN_TOKEN to be set' }], `${method} ${path}`);
     }
     assert.deepEqual((await t.call('GET', '/v1/auth/session')).body, { authenticated: true, mode: 'open' });
+  });
+});
+
+describe('deleting a user while a start of theirs is on its way', { skip: NEEDS_POSTGRES }, () => {
+  const scratch = serverOnScratchPostgres({ ADMIN_TOKEN });
+
+  it('refuses the start with 401 once it gets there: it was authenticated before the deletion', async () => {
+    const t = scratch.server();
+    const kim = await createUser(t, 'Kim', { tokensPerDay: 1_000_000 });
+    // The start reads the user's tokens of the day after it is authenticated: held here by a lock on
+    // that table (which the deletion does not touch) until the user is gone.
+    const db = new pg.Client({ connectionString: scratch.url() });
+    await db.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query('LOCK TABLE user_day_tokens IN ACCESS EXCLUSIVE MODE');
+      const start = kim.call('POST', '/v1/chat-completions/stream', chatBody(sim({ deltas: 3 })));
+      await waitFor(async () => Number((await db.query('SELECT count(*) AS n FROM pg_locks WHERE NOT granted')).rows[0].n) >= 1, 10_000, "the start waiting on the day's tokens");
+      assert.deepEqual((await as(t, ADMIN_TOKEN).call('DELETE', `/v1/users/${kim.id}`)).body, { deleted: true });
+      await db.query('ROLLBACK');
+      const refused = await start;
+      assert.deepEqual([refused.status, refused.body], [401, UNAUTHORIZED]);
+      assert.deepEqual((await as(t, ADMIN_TOKEN).call('GET', '/v1/active-runs')).body.chats, []);
+    } finally {
+      await db.end();
+    }
   });
 });
