@@ -97,7 +97,7 @@ export class Runs implements RunRegistry<RunTypes> {
   readonly localPort: LocalRunPort = {
     attach: (kind, key, sub) => this.supervisor.attachNow(kind, key, sub) === true,
     outcome: (kind, key) => this.supervisor.resultOf(kind, key),
-    stop: (kind, key, reason, cancel) => (cancel ? this.supervisor.cancelNow(kind, key, 'fenced', reason) : this.supervisor.stopNow(kind, key, reason)),
+    stop: (kind, key, reason, cancel) => this.endHere(kind, key, reason, cancel === true),
     fence: (kind, key, message) => this.supervisor.cancelNow(kind, key, 'fenced', message),
   };
 
@@ -233,19 +233,26 @@ export class Runs implements RunRegistry<RunTypes> {
     return (await guarded(this.cluster!.follow(kind, key, owner, () => subscriber))) ? true : 'not_found';
   }
 
-  async stop(kind: Kind, key: string): Promise<boolean> {
-    if (this.supervisor.stopNow(kind, key)) return true;
-    const owner = await this.remoteOwner(kind, key);
-    if (!owner) return false;
-    return guarded(this.cluster!.stop(kind, key, owner, 'stopped by request'));
+  /** A user's stop of the run of `key`, here or on its instance: false when none runs. */
+  stop(kind: Kind, key: string): Promise<boolean> {
+    return this.end(kind, key, 'stopped by request', false);
   }
 
   /** Ends the run of `key`, here or on its instance, with `message` as its error: false when none runs. */
-  async cancel(kind: Kind, key: string, message: string): Promise<boolean> {
-    if (this.supervisor.cancelNow(kind, key, 'fenced', message)) return true;
+  cancel(kind: Kind, key: string, message: string): Promise<boolean> {
+    return this.end(kind, key, message, true);
+  }
+
+  private async end(kind: Kind, key: string, message: string, cancel: boolean): Promise<boolean> {
+    if (this.endHere(kind, key, message, cancel)) return true;
     const owner = await this.remoteOwner(kind, key);
     if (!owner) return false;
-    return guarded(this.cluster!.stop(kind, key, owner, message, true));
+    return guarded(this.cluster!.stop(kind, key, owner, message, cancel));
+  }
+
+  /** A stop (the run answers with what it has) or a cancel (it ends with `message` as its error), of a run here. */
+  private endHere(kind: string, key: string, message: string, cancel: boolean): boolean {
+    return cancel ? this.supervisor.cancelNow(kind, key, 'fenced', message) : this.supervisor.stopNow(kind, key, message);
   }
 
   async find(kind: Kind, key: string): Promise<RunInfo<Kind> | null> {
