@@ -175,7 +175,15 @@ export class Runs implements RunRegistry<RunTypes> {
           continue;
         }
         const limited = opts.owner !== undefined && opts.ownerLimit !== undefined;
-        const started = limited ? await this.startClusterCounted(cluster, opts, () => this.spawn(opts)) : this.spawn(opts);
+        let started: Started<K, RunTypes[K]['value']>;
+        try {
+          started = limited ? await this.startClusterCounted(cluster, opts, () => this.spawn(opts)) : this.spawn(opts);
+        } catch (err) {
+          // The user's slot could not be taken (Redis failed): the key is given back, or it would be held
+          // (and renewed) for the life of the process, refusing every start of that chat.
+          cluster.release(kind, key);
+          throw err;
+        }
         if (!started.ok) cluster.release(kind, key);
         return started;
       } finally {

@@ -134,8 +134,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
 }
 
 /** `call` and `stream` against a service at `url` (in this process or another). */
-/** A suite's skip option when it needs real Postgres (a lock held from a second connection). */
-export const NEEDS_POSTGRES = process.env.TEST_DATABASE_URL ? false : 'needs Postgres (TEST_DATABASE_URL): the test holds a lock from a second connection';
+/** A suite's skip option when it needs real Postgres (a lock held from a second connection, a cluster). */
+export const NEEDS_POSTGRES = process.env.TEST_DATABASE_URL ? false : 'needs Postgres (TEST_DATABASE_URL is not set)';
 
 /**
  * Before the calling suite, a server on a scratch Postgres database of its own (which a test may lock
