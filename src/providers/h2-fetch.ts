@@ -74,6 +74,10 @@ export function createH2Transport(options: H2Options) {
       const timer = setTimeout(() => socket.destroy(timeoutError('H2_CONNECT_TIMEOUT', `connect timed out after ${connectMs} ms`)), connectMs);
       const fail = (err: Error) => (clearTimeout(timer), reject(err)); // a no-op once settled
       socket.on('error', fail);
+      // A server that closes cleanly before its SETTINGS raises no error: without this the session would
+      // never be ready, and every request queued on it would wait for ever (the connect timer's destroy
+      // of a closed socket emits nothing).
+      socket.once('close', () => fail(Object.assign(new Error('the provider closed the connection before its HTTP/2 settings'), { code: 'ECONNRESET' })));
       socket.once(cleartext ? 'connect' : 'secureConnect', () => {
         if (!cleartext && (socket as tls.TLSSocket).alpnProtocol !== 'h2') {
           clearTimeout(timer);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { startSimulator } from '../../src/sim/server.ts';
@@ -103,7 +103,6 @@ describe('providers/h2-fetch', () => {
 
   const REPLY = 'one two three four five six seven eight';
   const slow = (deltas: number, rate: number) => request({ reply: REPLY, deltas, rate });
-  /** A server that sends the headers and one delta of a Chat Completions stream, then leaves the stream to `then`. */
   /** Answers with one delta; `then` runs once that delta has been handed to the connection. */
   const oneDelta = (then: (res: Http2ServerResponse) => void) => (_req: unknown, res: Http2ServerResponse) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -187,6 +186,28 @@ describe('providers/h2-fetch', () => {
       assert.deepEqual([f.versions.length, f.cutShort], [1, 0], 'the server saw only the next call');
       assert.equal(f.connections, 1, 'the next call used the connection the aborted one had opened');
     }));
+
+  // The bound only turns a regression (a call that never settles) into a failure instead of a hung run.
+  test('an origin that closes the connection before its SETTINGS fails the call, and the next one, at once', { timeout: 60_000 }, async () => {
+    // h2c with prior knowledge, so the close comes straight after the connect, with no TLS and no error.
+    // (It reads what it is sent, so that it sees the client's end and the connection closes.)
+    const closer = net.createServer((socket) => socket.resume().end());
+    await new Promise<void>((r) => closer.listen(0, '127.0.0.1', r));
+    const origin = `http://127.0.0.1:${(closer.address() as AddressInfo).port}`;
+    try {
+      // A timeout far beyond the test's: only the close can end these calls.
+      const providerFetch = createProviderFetch({ timeoutMs: 600_000, h2cOrigins: [origin] });
+      const body = JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'Hi' }] });
+      for (let i = 0; i < 2; i++) {
+        await assert.rejects(providerFetch(`${origin}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }), (err: unknown) => {
+          assert.match(String((err as Error).message) + String((err as { cause?: Error }).cause?.message ?? ''), /closed the connection before its HTTP\/2 settings/);
+          return true;
+        });
+      }
+    } finally {
+      await new Promise((r) => closer.close(r));
+    }
+  });
 
   test('a stream the server resets fails the round; a server that stops answering times out', () =>
     withFront(front('h2'), async (f) => {
