@@ -78,6 +78,7 @@ export class Cluster {
         this.follower.ownerLost(peer);
         this.server.peerLost(peer);
       },
+      reached: () => this.server.resend(),
       log: opts.log,
     });
   }

@@ -107,7 +107,11 @@ export class Follower {
           settle(new OwnerUnreachableError(owner));
         }, this.replyTimeoutMs);
       }
-      this.bus.send(owner, request(sub)).catch((err: unknown) => settle(err as Error));
+      // Nobody heard it: the owner's subscription is down (it may be dying), and a waiter has no deadline.
+      this.bus.send(owner, request(sub)).then(
+        (heard) => heard === 0 && settle(new OwnerUnreachableError(owner)),
+        (err: unknown) => settle(err as Error),
+      );
     });
   }
 

@@ -1,6 +1,6 @@
 // This instance's membership: one beat timer that renews its liveness key and its leases (through
 // HeldLeases, which fences what it could not renew in time), reports Redis going and coming back,
-// and tells the other roles which peers have died.
+// tells the other roles which peers have died, and then lets them send what Redis could not take before.
 import type { Logger } from 'pino';
 import type { HeldLeases } from './held-leases.ts';
 import type { Leases } from './leases.ts';
@@ -12,18 +12,29 @@ export class Membership {
   /** The peers this instance depends on; `lost` is told of each that has died. */
   private readonly peers: () => Set<string>;
   private readonly lost: (peer: string) => void;
+  /** Runs at the end of each beat that reached Redis. */
+  private readonly reached: () => Promise<void>;
   private readonly log: Logger;
   private timer: NodeJS.Timeout | null = null;
   private beating: Promise<void> | null = null;
   private redisDown = false;
   private closed = false;
 
-  constructor(o: { leases: Leases; held: HeldLeases; beatMs: number; peers: () => Set<string>; lost: (peer: string) => void; log: Logger }) {
+  constructor(o: {
+    leases: Leases;
+    held: HeldLeases;
+    beatMs: number;
+    peers: () => Set<string>;
+    lost: (peer: string) => void;
+    reached: () => Promise<void>;
+    log: Logger;
+  }) {
     this.leases = o.leases;
     this.held = o.held;
     this.beatMs = o.beatMs;
     this.peers = o.peers;
     this.lost = o.lost;
+    this.reached = o.reached;
     this.log = o.log;
   }
 
@@ -54,6 +65,7 @@ export class Membership {
       if (this.redisDown) this.log.info('Redis is back');
       this.redisDown = false;
       await this.dropDeadPeers();
+      await this.reached();
     } catch (err) {
       if (!this.redisDown) this.log.error({ err }, 'Redis unreachable: new runs are refused until it is back; running ones are fenced if it stays away');
       this.redisDown = true;

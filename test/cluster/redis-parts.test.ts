@@ -296,6 +296,72 @@ describe('cluster Redis parts', async () => {
     }
   });
 
+  it('a follower and a waiter hear the end of a run whose owner lost Redis for a moment (what it could not send goes at the next beat)', async () => {
+    const p = prefix();
+    const target = new URL(r.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
+    const ownerRuns = fakeRuns();
+    let waits = 0;
+    const port: LocalRunPort = { ...ownerRuns.port, outcome: (kind, key) => (waits++, ownerRuns.port.outcome(kind, key)) };
+    const logged: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) });
+    // A TTL long enough that the owner stays alive to its peer through the blip: the follower must hear
+    // the owner itself, not a peer's verdict that it died.
+    const owner = await Cluster.join({ url: `redis://127.0.0.1:${proxy.port}`, prefix: p, instanceId: 'blip', leaseTtlMs: 10_000, local: port, log });
+    const other = await Cluster.join({ url: r.url, prefix: p, instanceId: 'near', leaseTtlMs: 10_000, local: fakeRuns().port, log: silent });
+    try {
+      ownerRuns.start('c');
+      ownerRuns.start('w');
+      assert.equal(await owner.claim('chat', 'c'), null);
+      assert.equal(await owner.claim('chat', 'w'), null);
+      ownerRuns.emit('c', 'A');
+      const sink = memorySink();
+      assert.equal(await other.follow('chat', 'c', 'blip', () => sink), true);
+      const waited = other.wait('chat', 'w', 'blip');
+      await waitUntil(() => waits === 1, 'the owner to hear the waiter');
+
+      proxy.drop();
+      await waitUntil(() => owner.ping().then(() => false, () => true), 'the owner to lose Redis');
+      ownerRuns.emit('c', 'B');
+      ownerRuns.end('w', { ok: true, value: { text: 'done' } });
+      await waitUntil(() => ownerRuns.runs.get('chat:c')!.subs.size === 0, 'the frame to fail');
+      await waitUntil(() => logged.some((l) => l.includes('cluster reply')), 'the result to fail');
+      proxy.restore();
+
+      let result: RunResult | Error | null | undefined;
+      waited.then((v) => (result = v), (err: Error) => (result = err));
+      await waitUntil(() => result !== undefined, 'the waiter to hear');
+      assert.deepEqual(result, { ok: true, value: { text: 'done' } }, 'the waiter gets the result once Redis is back');
+      await waitUntil(() => sink.ended, "the follower's stream to end");
+      assert.equal(sink.text, 'A', 'ended as a dropped connection (no error event): the client re-attaches');
+      const again = memorySink();
+      assert.equal(await other.follow('chat', 'c', 'blip', () => again), true);
+      assert.equal(again.text, 'AB', 'the re-attach replays what the first stream missed');
+    } finally {
+      await proxy.close();
+      await owner.close();
+      await other.close();
+    }
+  });
+
+  it('a request nobody hears fails at once: the owner is alive but not listening', async () => {
+    const p = prefix();
+    const c = await client();
+    // Alive to its peers (its liveness key renewed) while its subscription is down.
+    await c.set(clusterKeys(p).alive('deaf'), 'deaf', 'PX', 60_000);
+    const other = await Cluster.join({ url: r.url, prefix: p, instanceId: 'alone', leaseTtlMs: 3000, local: fakeRuns().port, log: silent, ownerReplyTimeoutMs: 600_000 });
+    try {
+      // A waiter has no deadline: without this it would wait for as long as both instances live.
+      let waited: unknown;
+      other.wait('chat', 'c', 'deaf').then((v) => (waited = v), (err: unknown) => (waited = err));
+      await waitUntil(() => waited !== undefined, 'the waiter to be answered');
+      assert.ok(waited instanceof OwnerUnreachableError, String(waited));
+      await assert.rejects(other.follow('chat', 'c', 'deaf', () => memorySink()), OwnerUnreachableError);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('an owner cut from Redis fences its runs while their leases still hold; a lease taken by another is fenced at once', async () => {
     const p = prefix();
     const keys = clusterKeys(p);

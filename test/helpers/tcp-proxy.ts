@@ -8,11 +8,15 @@ export interface TcpProxy {
   port: number;
   /** From now on every byte, both ways and on every connection, is dropped. */
   blackhole(): void;
+  /** Closes every connection, and every new one at once, until `restore` (a server gone for a moment). */
+  drop(): void;
+  restore(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let cut = false;
+  let dropping = false;
   const sockets = new Set<net.Socket>();
   const track = (s: net.Socket) => {
     sockets.add(s);
@@ -29,6 +33,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     });
   };
   const server = net.createServer((client) => {
+    if (dropping) return void client.destroy();
     track(client);
     if (cut) return;
     const upstream = net.connect(target.port, target.host);
@@ -46,6 +51,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     port: (server.address() as net.AddressInfo).port,
     blackhole() {
       cut = true;
+    },
+    drop() {
+      dropping = true;
+      for (const s of sockets) s.destroy();
+    },
+    restore() {
+      dropping = false;
     },
     async close() {
       for (const s of sockets) s.destroy();
