@@ -342,6 +342,13 @@ export class Supervisor<T extends RunTypeMap> {
   private onHostExit(slot: HostSlot, error: Error): void {
     this.opts.log('error', `actor host ${slot.index} exited`, error);
     this.endRuns([...slot.runs], `run host failed: ${error.message}`, 'internal');
+    // Attaches to runs that had ended there, sent before the end came back: their replay died with the
+    // host. Their streams end as a dropped connection would; a re-attach finds the run over.
+    for (const [subId, p] of this.pending) {
+      if (p.entry.host !== slot) continue;
+      this.pending.delete(subId);
+      p.sub.end();
+    }
     if (!this.closing) this.hosts[this.hosts.indexOf(slot)] = this.spawn(slot.index);
   }
 

@@ -132,7 +132,11 @@ export function fakeHosts(held = false) {
     held = false;
     for (const w of waiting.splice(0)) w();
   };
-  return { factory, kill, sent, deliver };
+  /** The hosts read nothing more of their mailboxes until `deliver` (their runs' own work goes on). */
+  const pause = () => {
+    held = true;
+  };
+  return { factory, kill, sent, deliver, pause };
 }
 
 export function supervisor(opts: { hosts?: number; maxActiveRuns?: number; held?: boolean; admission?: SupervisorOptions['admission'] } = {}) {

@@ -122,6 +122,22 @@ test('a host that dies ends its runs with an error frame and a failure; a fresh 
   assert.deepEqual(await next.handle.result, { ok: true, value: { text: 'fine' } });
 });
 
+test('a host that dies before answering an attach to a run that has ended ends that attach', async () => {
+  const { sup, hosts } = supervisor({ hosts: 1 });
+  const until = gate();
+  const started = sup.start({ kind: 'hold', key: 'h', request: { until: until.wait }, ifRunning: 'reject' });
+  assert.ok(started.ok);
+  await turn();
+  hosts.pause();
+  const sub = new FakeSubscriber();
+  assert.equal(sup.attachNow('hold', 'h', sub), true, 'the run is going: the attach is sent');
+  until.open();
+  await started.handle.result;
+  assert.equal(sub.ended, false, 'its replay has not come yet');
+  hosts.kill[0]!(new Error('boom'));
+  assert.equal(sub.ended, true, 'its replay died with the host: the stream ends (the client re-attaches and finds the run over)');
+});
+
 test('a burst of starts for one key: with reject exactly one runs and the rest are busy', async () => {
   const { sup, hosts } = supervisor({ hosts: 2 });
   const release = gate();
