@@ -131,8 +131,8 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   if (interrupted > 0) log.warn({ interrupted }, 'marked LlmCalls interrupted by the last stop as failed');
   const readiness = new Readiness();
   readiness.add({ name: 'database', check: () => control.query('SELECT 1') });
-  // Runs on this thread whose failure met a database outage: give their writes a last chance, once
-  // the runs have ended and before the database closes.
+  // Writes of this thread that met a database outage (the failures of its inline runs, the outcomes
+  // of keyed runs): give them a last chance, once the runs have ended and before the database closes.
   const writes = new WriteRetryQueue();
   lc.defer('write retries', () => writes.drain(STOP_WRITE_GRACE_MS));
   // The cluster joins after the supervisor (it serves the supervisor's runs) but leaves after it:
@@ -201,6 +201,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     sse,
     limits: new UserLimits(config, db.pool, admission),
     claimedKeys: new ClaimedKeys(),
+    writes,
   };
   lc.defer('overload lag', () => lag?.stop());
   // Loads in the background: the server does not wait for any provider's list.

@@ -5,6 +5,7 @@ import type { RunSupervisor } from '../actors/runs.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { ClaimedKeys } from './claimed-keys.ts';
+import type { WriteRetryQueue } from './db/write-retry.ts';
 import type { SseStreams } from './http/sse.ts';
 import type { Metrics } from './metrics.ts';
 import type { ModelRegistry } from './models/registry.ts';
@@ -40,4 +41,6 @@ export interface AppContext {
   limits: UserLimits;
   /** Idempotency-Keys this server claimed whose run has not recorded its outcome yet. */
   claimedKeys: ClaimedKeys;
+  /** Writes that must outlive a database blip (retried in the background); drained when the server stops. */
+  writes: WriteRetryQueue;
 }

@@ -95,10 +95,19 @@ export function recordOutcome(app: AppContext, k: KeyedRequest, result: Promise<
   void result.then(async (r) => {
     const status = r.ok ? (r.value.stopped ? 'stopped' : 'succeeded') : 'failed';
     try {
-      await finishIdempotencyKey(app.pool, { key: k.key, callId: k.callId, status, response: render(r), owner: k.owner });
+      const response = render(r);
+      // Retried in the background through a database blip: a key left `running` after its run ended
+      // would keep every retry of it waiting for good. A repeat is harmless: only a running key of
+      // this call is finished.
+      await app.writes.write(`the outcome of the keyed LlmCall ${k.callId}`, () =>
+        finishIdempotencyKey(app.pool, { key: k.key, callId: k.callId, status, response, owner: k.owner }),
+      );
     } catch (err) {
       app.log.error({ err, key: k.key }, 'the outcome of a keyed run could not be recorded');
     } finally {
+      // Also when the write was only queued: retries here then poll the key's row, as retries on other
+      // instances do, and see the outcome once the queue lands it. Waiting for the queue instead would
+      // hold them (and this entry) for good on a write it gives up.
       app.claimedKeys.unwatch(scoped(k));
     }
   });

@@ -13,10 +13,10 @@ export const rebuilt = (events: SseEvent[]) => events.filter((e) => e.event === 
 /**
  * On a new chat, POSTs a keyed whole completion (`bodyFor` the chat and a simulator gate its answer is
  * to wait at) and, once the run has called the provider (held at the gate), the same request again.
- * The gate opens once the retry has found the key taken and waits (css_idempotent_replays_total), so
- * the retry meets the run while it goes however slow the machine. `calls` is the provider's count before.
+ * Resolves once the retry has found the key taken and waits (css_idempotent_replays_total), with both
+ * requests pending: the caller opens `gate`. `calls` is the provider's count before.
  */
-export async function wholeWithRetry<B>(t: TestServer, bodyFor: (chatId: string, gate: string) => B, providerCalls: () => number) {
+export async function wholeRetryWaiting<B>(t: TestServer, bodyFor: (chatId: string, gate: string) => B, providerCalls: () => number) {
   const chatId: string = (await t.call('POST', '/v1/chats', {})).body.chat.id;
   const key = randomUUID();
   const gate = gateName('retry');
@@ -28,7 +28,16 @@ export async function wholeWithRetry<B>(t: TestServer, bodyFor: (chatId: string,
   await waitFor(() => t.sim.heldAt(gate) === 1, 10_000, 'the run to call the provider');
   const retried = t.call('POST', '/v1/chat-completions', body, keyed(key));
   await waitFor(async () => (await replays()) > replayed, 10_000, 'the retry to wait for the run');
-  t.sim.openGate(gate);
+  return { chatId, key, gate, body, calls, pending, retried };
+}
+
+/**
+ * wholeRetryWaiting, then the gate opened and both answers read: the retry meets the run while it
+ * goes however slow the machine.
+ */
+export async function wholeWithRetry<B>(t: TestServer, bodyFor: (chatId: string, gate: string) => B, providerCalls: () => number) {
+  const { pending, retried, ...sent } = await wholeRetryWaiting(t, bodyFor, providerCalls);
+  t.sim.openGate(sent.gate);
   const [first, waiting] = await Promise.all([pending, retried]);
-  return { chatId, key, body, calls, first, waiting };
+  return { ...sent, first, waiting };
 }
