@@ -1,6 +1,7 @@
 // The events a retry of an Idempotency-Key waits for when the key's run is on this server
 // (src/idempotent-start.ts): the run registered, its outcome recorded. A run on another instance sends
 // none here, so a retry of it polls the key's row instead.
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** How often a retry re-reads a key whose run is on another instance (no event reaches it from there). */
 const POLL_MS = 100;
@@ -49,10 +50,28 @@ export class ClaimedKeys {
   /**
    * Settles at the next thing that can change what a retry of `key` sees: the run registered or its
    * outcome recorded, when this server runs it; else after a poll interval (the run is elsewhere).
+   * Rejects when `gone` aborts (the retry's client left). Leaves no listener on `gone` once settled:
+   * a retry may poll here for as long as the run goes.
    */
-  nextChange(key: string): Promise<void> {
+  nextChange(key: string, gone: AbortSignal): Promise<void> {
     const e = this.keys.get(key);
-    if (!e) return new Promise((r) => setTimeout(r, POLL_MS));
-    return e.started ? e.record.settled : e.start.settled;
+    if (!e) return sleep(POLL_MS, undefined, { signal: gone });
+    return unlessAborted(e.started ? e.record.settled : e.start.settled, gone);
   }
+}
+
+/**
+ * `settled`, or a rejection once `signal` aborts. An aborted wait's reaction stays on `settled` until
+ * it fires, but that is one per retry and event (two at most), not one per poll.
+ */
+function unlessAborted(settled: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener('abort', abort, { once: true });
+    void settled.then(() => {
+      signal.removeEventListener('abort', abort);
+      resolve();
+    });
+  });
 }

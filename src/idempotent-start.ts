@@ -132,9 +132,10 @@ export function recordedStream(record: IdempotencyRecord): StreamOutcome | null 
   return message === null ? null : { meta: { type: 'meta', chatId: record.chatId, callId: record.callId, provider: '', model: '' }, error: { type: 'error', message } };
 }
 
-/** The key's record after the next change (see nextChange), or null when `gone` settles first. */
-export async function nextRecord(app: AppContext, k: Pick<KeyedRequest, 'owner' | 'key'>, gone: Promise<void>): Promise<IdempotencyRecord | null> {
-  const left = await Promise.race([app.claimedKeys.nextChange(scoped(k)).then(() => false), gone.then(() => true)]);
+/** The key's record after the next change (see nextChange), or null once `gone` aborts (its client left). */
+export async function nextRecord(app: AppContext, k: Pick<KeyedRequest, 'owner' | 'key'>, gone: AbortSignal): Promise<IdempotencyRecord | null> {
+  // nextChange rejects only when `gone` aborts.
+  const left = await app.claimedKeys.nextChange(scoped(k), gone).then(() => false, () => true);
   if (left) return null;
   const record = await readIdempotencyKey(app.pool, k.key, k.owner);
   if (!record) throw new IdempotencyKeyError('expired');

@@ -45,8 +45,16 @@ export function streamOutcome(meta: StreamOutcome['meta']): (r: RunResult<ChatRu
   };
 }
 
-/** Settles when the client goes: a retry waiting for a run stops waiting then. */
-const clientGone = (reply: Reply) => new Promise<void>((resolve) => reply.onAbort(resolve));
+/**
+ * Aborts when the client goes: a retry waiting for a run stops waiting then. A signal, not a promise:
+ * each wait takes its listener off again, where reactions to a promise would pile up, one per poll,
+ * until the client goes.
+ */
+function clientGone(reply: Reply): AbortSignal {
+  const gone = new AbortController();
+  reply.onAbort(() => gone.abort());
+  return gone.signal;
+}
 
 /** A retry of a whole completion: the first request's answer, once there is one. */
 export async function replayWhole(app: AppContext, record: IdempotencyRecord, reply: Reply, owner: string): Promise<void> {
