@@ -72,14 +72,12 @@ export class Checkpoints {
   }
 
   private readonly tick = (): void => {
+    // Before the write check: a statement that hangs must not keep every run this host ends meanwhile.
+    for (const entry of this.entries) if (entry.run.finished) this.entries.delete(entry);
     // A write slower than the interval: this tick's text goes with the next one instead of piling up.
     if (this.writing) return;
     const batch: Array<{ entry: Entry; units: number; write: CheckpointWrite }> = [];
     for (const entry of this.entries) {
-      if (entry.run.finished) {
-        this.entries.delete(entry);
-        continue;
-      }
       const text = entry.run.deltaText;
       let units = text.length;
       // Never split a surrogate pair between two checkpoints: each half alone would become U+FFFD.

@@ -80,6 +80,31 @@ for (const target of await testDatabases()) {
       }
     });
 
+    it('lets ended runs leave the timer while a checkpoint statement hangs', { skip: target.name === 'embedded' && 'one connection: nothing can hold the statement' }, async () => {
+      const a = await run();
+      const streamed: StreamedText & { finished: boolean } = { deltaText: 'held', finished: false };
+      const checkpoints = new Checkpoints(db.pool, 20);
+      const holder = await db.pool.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM llm_calls WHERE id = $1 FOR UPDATE', [a.callId]);
+        checkpoints.track(streamed, a);
+        await waitFor(
+          // Not on the holder: inside its transaction pg_stat_activity is one snapshot.
+          async () => (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%checkpoint_text%'`)).rowCount! > 0,
+          10_000,
+          'the checkpoint statement to wait at the row lock',
+        );
+        streamed.finished = true;
+        // Else every run a host ever carried stays tracked for as long as the statement hangs.
+        await waitFor(() => checkpoints.size === 0, 10_000, 'the ended run to leave the timer');
+      } finally {
+        checkpoints.stop();
+        await holder.query('ROLLBACK');
+        holder.release();
+      }
+    });
+
     it('a restart stores the checkpointed text as the interrupted answer and fails the call, once', async () => {
       const withText = await run();
       const silent = await run();
