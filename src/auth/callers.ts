@@ -17,8 +17,8 @@ export interface JwtVerifier {
 }
 
 export const KEY_CACHE_TTL_MS = 60_000;
-/** Cache size at which expired entries are swept before adding one. */
-const SWEEP_AT = 10_000;
+/** Tokens cached at most; past it the oldest goes (a burst of new tokens faster than they age out). */
+export const MAX_CACHED_TOKENS = 100_000;
 
 interface Cached {
   caller: Caller;
@@ -31,6 +31,7 @@ export interface CallersOptions {
   pool: pg.Pool;
   jwt?: JwtVerifier | null;
   now?: () => number;
+  maxCached?: number;
 }
 
 const BEARER = /^Bearer[ ]+(.+)$/i;
@@ -40,7 +41,8 @@ export class Callers {
   private readonly pool: pg.Pool;
   private readonly jwt: JwtVerifier | null;
   private readonly now: () => number;
-  /** By the token's sha-256 (hex). */
+  private readonly maxCached: number;
+  /** By the token's sha-256 (hex), in the order they were cached. */
   private readonly cache = new Map<string, Cached>();
   private readonly byUser = new Map<string, Set<string>>();
   /**
@@ -54,6 +56,12 @@ export class Callers {
     this.pool = opts.pool;
     this.jwt = opts.jwt ?? null;
     this.now = opts.now ?? Date.now;
+    this.maxCached = opts.maxCached ?? MAX_CACHED_TOKENS;
+  }
+
+  /** Tokens cached, and users they belong to. */
+  get size(): { tokens: number; users: number } {
+    return { tokens: this.cache.size, users: this.byUser.size };
   }
 
   /** The router's authenticate: synchronous for the admin token and a cached key. */
@@ -123,21 +131,31 @@ export class Callers {
   }
 
   private keep(id: string, caller: Caller, until: number): void {
-    if (this.cache.size >= SWEEP_AT) this.sweep();
+    this.prune();
     this.cache.set(id, { caller, until });
     let ids = this.byUser.get(caller.userId);
     if (!ids) this.byUser.set(caller.userId, (ids = new Set()));
     ids.add(id);
   }
 
-  /** Drops expired entries: tokens used once (JWTs renewed every hour) would otherwise pile up. */
-  private sweep(): void {
+  /**
+   * Drops expired entries from the oldest on, stopping at the first live one, and the oldest beyond
+   * the bound: tokens used once (JWTs renewed every hour) would otherwise pile up. Entries are cached
+   * for at most the TTL, so the oldest is nearly always the first to expire, and each entry is looked
+   * at here about once: a sweep of the whole cache per insert would cost O(n) at every new token.
+   */
+  private prune(): void {
     const now = this.now();
-    for (const [id, e] of this.cache) if (e.until <= now) this.drop(id, e.caller.userId);
+    for (const [id, e] of this.cache) {
+      if (e.until > now && this.cache.size < this.maxCached) break;
+      this.drop(id, e.caller.userId);
+    }
   }
 
   private drop(id: string, userId: string): void {
     this.cache.delete(id);
-    this.byUser.get(userId)?.delete(id);
+    const ids = this.byUser.get(userId);
+    ids?.delete(id);
+    if (ids?.size === 0) this.byUser.delete(userId);
   }
 }

@@ -81,6 +81,23 @@ for (const target of await testDatabases()) {
       assert.ok(callers.authenticate(bearer(key)) instanceof Promise);
     });
 
+    it('keeps what is live and no more: expired tokens and their users go as new ones come, and the oldest past the bound', async () => {
+      const [a, b, c] = [await withKey('Ann'), await withKey('Ben'), await withKey('Cy')];
+      let now = 2_000_000;
+      const callers = new Callers({ adminToken: ADMIN, pool: db.pool, now: () => now, maxCached: 2 });
+      await callers.authenticate(bearer(a.key));
+      now += 30_000;
+      await callers.authenticate(bearer(b.key));
+      assert.deepEqual(callers.size, { tokens: 2, users: 2 });
+      now += 30_001;
+      await callers.authenticate(bearer(c.key));
+      assert.deepEqual(callers.size, { tokens: 2, users: 2 }, "Ann's token expired: it and her user's entry went");
+      assert.ok(!(callers.authenticate(bearer(b.key)) instanceof Promise), "Ben's is still live");
+      await callers.authenticate(bearer(a.key));
+      assert.deepEqual(callers.size, { tokens: 2, users: 2 }, 'at the bound the oldest (Ben) went');
+      assert.ok(callers.authenticate(bearer(b.key)) instanceof Promise);
+    });
+
     it("a JWT is its sub's user, created at first use, verified once until it expires", async () => {
       const now = Date.now();
       const verifier = new SubVerifier(Math.floor(now / 1000) + 30);
