@@ -50,8 +50,8 @@ export const CANDIDATES = 1000;
 const TQ = 'history_tsquery($1::text)';
 const SOURCES = `
   SELECT 'chat' AS type, c.id AS item_id, 'title' AS field, NULL::text AS message_id, 0::bigint AS place,
-         ts_rank(to_tsvector('simple', c.title), ${TQ}, 1) AS rank
-    FROM (SELECT id, title FROM chats WHERE owner_id = $5 AND to_tsvector('simple', title) @@ ${TQ}
+         ts_rank(to_tsvector('simple', left(c.title, 65536)), ${TQ}, 1) AS rank
+    FROM (SELECT id, title FROM chats WHERE owner_id = $5 AND to_tsvector('simple', left(title, 65536)) @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) c
   UNION ALL
   SELECT 'chat', m.chat_id, 'message', m.id, m.seq, ts_rank(m.search_tsv, ${TQ}, 1) * 0.5::real
@@ -59,12 +59,12 @@ const SOURCES = `
            WHERE search_tsv @@ ${TQ} AND chat_id IN (SELECT id FROM chats WHERE owner_id = $5)
            ORDER BY seq DESC LIMIT $4) m
   UNION ALL
-  SELECT 'search', s.id, 'title', NULL, 0, ts_rank(to_tsvector('simple', s.title), ${TQ}, 1)
-    FROM (SELECT id, title FROM searches WHERE owner_id = $5 AND to_tsvector('simple', title) @@ ${TQ}
+  SELECT 'search', s.id, 'title', NULL, 0, ts_rank(to_tsvector('simple', left(s.title, 65536)), ${TQ}, 1)
+    FROM (SELECT id, title FROM searches WHERE owner_id = $5 AND to_tsvector('simple', left(title, 65536)) @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) s
   UNION ALL
-  SELECT 'search', s.id, 'query', NULL, 1, ts_rank(to_tsvector('simple', s.query), ${TQ}, 1)
-    FROM (SELECT id, query FROM searches WHERE owner_id = $5 AND to_tsvector('simple', query) @@ ${TQ}
+  SELECT 'search', s.id, 'query', NULL, 1, ts_rank(to_tsvector('simple', left(s.query, 65536)), ${TQ}, 1)
+    FROM (SELECT id, query FROM searches WHERE owner_id = $5 AND to_tsvector('simple', left(query, 65536)) @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) s
   UNION ALL
   SELECT 'search', s.id, 'answer', NULL, 2, ts_rank(s.answer_tsv, ${TQ}, 1) * 0.5::real

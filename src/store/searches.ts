@@ -106,7 +106,7 @@ export async function findLatestByNormalizedQuery(db: Queryable, query: string, 
     `${SUMMARY},
             (jsonb_array_length(s.results) > 0 OR COALESCE(s.answer_text, '') <> '') AS has_results
        FROM searches s ${starJoin('search', 's')}
-      WHERE s.owner_id = $2 AND s.normalized_query = $1
+      WHERE s.owner_id = $2 AND md5(s.normalized_query) = md5($1) AND s.normalized_query = $1
       ORDER BY s.updated_at DESC, s.id DESC
       LIMIT 1`,
     [normalized, owner],

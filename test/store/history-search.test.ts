@@ -7,7 +7,7 @@ import type { Database } from '../../src/db/types.ts';
 import { createChat, deleteChat } from '../../src/store/chats.ts';
 import { historySearchStatement, searchHistory, snippetAround, SNIPPET_UNITS, type HistoryItem } from '../../src/store/history-search.ts';
 import { appendMessages } from '../../src/store/messages.ts';
-import { createSearch, deleteSearch, saveSearchRun } from '../../src/store/searches.ts';
+import { createSearch, deleteSearch, reuseOrCreateSearch, saveSearchRun } from '../../src/store/searches.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
 import { clockPast } from '../helpers/wait.ts';
@@ -30,6 +30,33 @@ for (const target of await testDatabases()) {
 
     const chatWith = (title: string | null, ...contents: string[]) =>
       createChat(db.pool, { title, enabledTools: [], messages: contents.map((content, i) => ({ role: i % 2 ? 'assistant' : 'user', content })) });
+
+    it('stores text of any length: history search reads the first 65,536 characters of each', async () => {
+      // About 2 MB of distinct words: over Postgres's 1 MB tsvector limit were the whole text indexed.
+      const words = (tag: string) => Array.from({ length: 260_000 }, (_, i) => `${tag}${i.toString(36)}`).join(' ');
+      const long = words('qlong');
+      const chat = await chatWith(`quolongtitle ${words('qt')}`, `quolongfirst ${long} quolonglast`);
+      await appendMessages(db.pool, chat.id, [{ role: 'assistant', content: `quolonganswer ${long}` }]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongfirst', 50)), [chat.id], 'a word in the first part');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolonglast', 50)), [], 'a word past the first 65,536 characters');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongtitle', 50)), [chat.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolonganswer', 50)), [chat.id]);
+      const search = await createSearch(db.pool, { title: `quolongsearch ${long}`, query: `quolongquery ${long}` });
+      await saveSearchRun(db.pool, search.id, searchRun(`quolongquery ${long}`, `quolongreply ${long}`));
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongreply', 50)), [search.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongquery', 50)), [search.id]);
+    });
+
+    it('reuses a search by a query longer than an index entry (about 2.7 KB)', async () => {
+      // 1,000 different CJK characters: 3,000 bytes of UTF-8 that do not compress.
+      const query = `长查询 ${Array.from({ length: 1_000 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7919) % 20_000))).join('')}`;
+      const first = await reuseOrCreateSearch(db.pool, { query });
+      assert.equal(first.reused, false);
+      const again = await reuseOrCreateSearch(db.pool, { query: `  ${query.toUpperCase()} ` });
+      assert.deepEqual([again.reused, again.search.id], [true, first.search.id]);
+      const other = await reuseOrCreateSearch(db.pool, { query: `${query}!` });
+      assert.equal(other.reused, false, 'only the same normalized query is reused');
+    });
 
     it('needs every word, case-insensitively, the last one also as a prefix', async () => {
       const both = await chatWith(null, 'Planning the ZANZIBAR trip with a BUDGET spreadsheet');
