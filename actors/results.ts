@@ -50,6 +50,7 @@ const OUTCOMES: Record<RunOutcome, true> = {
   provider_timeout: true,
   provider_rate_limited: true,
   provider_error: true,
+  database_unavailable: true,
   cancelled: true,
   stopped: true,
   internal: true,

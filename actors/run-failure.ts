@@ -1,4 +1,5 @@
 // How a model run's failure becomes a domain outcome, shared by the chat run and title generation.
+import { isDatabaseUnavailable } from '../src/db/unavailable.ts';
 import { ProviderError } from '../src/providers/types.ts';
 import { RunCancelled } from './runtime/actor.ts';
 import type { RunFailure, RunOutcome } from './runtime/protocol.ts';
@@ -30,6 +31,8 @@ export function failureOf(err: unknown, signal: AbortSignal): RunFailure {
     const outcome = err.status === 429 ? 'provider_rate_limited' : err.timedOut ? 'provider_timeout' : 'provider_error';
     return { ok: false, outcome, message };
   }
+  // The same answer a request gets from its own query (503, retry soon), not a 500 quoting a socket error.
+  if (isDatabaseUnavailable(err)) return { ok: false, outcome: 'database_unavailable', message: `database unavailable: ${message}` };
   return { ok: false, outcome: 'internal', message };
 }
 

@@ -76,6 +76,12 @@ const schema = z.object({
   DATABASE_URL: optionalText,
   /** Named statements for the run path (src/db/prepared.ts); false behind a pooler that cannot keep them. */
   DATABASE_PREPARED_STATEMENTS: bool.default(true),
+  /**
+   * Postgres (DATABASE_URL) cancels a statement running longer than this, and a connection that then
+   * stays silent for DATABASE_SILENT_GRACE_MS more is dropped: a run or request fails as the database
+   * unavailable instead of hanging on a lock or a lost connection. 0: no limit.
+   */
+  DATABASE_STATEMENT_TIMEOUT_MS: int(0, 3_600_000).default(30_000),
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ADMIN_TOKEN: optionalText,

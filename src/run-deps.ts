@@ -1,12 +1,12 @@
 // What a run needs, built once per actor host: configuration, a database pool, provider clients and
 // the service tools available under this configuration.
 import type { MessagePort } from 'node:worker_threads';
-import pg from 'pg';
+import type pg from 'pg';
 import { Checkpoints } from './checkpoints.ts';
 import type { Config } from './config.ts';
 import { CpuPool } from './cpu-pool.ts';
 import { survivePoolErrors } from './db/connection-errors.ts';
-import { usePreparedStatements } from './db/prepared.ts';
+import { postgresPool } from './db/postgres-pool.ts';
 import { WriteRetryQueue } from './db/write-retry.ts';
 import { remotePool } from './db/remote-pool.ts';
 import { createProviders } from './providers/index.ts';
@@ -55,8 +55,11 @@ export function runDepsFrom(
 export async function createRunDeps(input: RunDepsInput, onCheckpoint?: () => void): Promise<RunDeps> {
   let pool: pg.Pool;
   if (input.databaseUrl) {
-    pool = new pg.Pool({ connectionString: input.databaseUrl, max: input.poolMax });
-    if (input.config.DATABASE_PREPARED_STATEMENTS) usePreparedStatements(pool);
+    pool = postgresPool(input.databaseUrl, {
+      max: input.poolMax,
+      statementTimeoutMs: input.config.DATABASE_STATEMENT_TIMEOUT_MS,
+      preparedStatements: input.config.DATABASE_PREPARED_STATEMENTS,
+    });
     survivePoolErrors(pool);
   } else if (input.dbPort) {
     pool = remotePool(input.dbPort);

@@ -28,6 +28,8 @@ export type RunOutcome =
   | 'provider_timeout'
   | 'provider_rate_limited'
   | 'provider_error'
+  /** The run's database could not be reached, or did not answer in time: retry soon. */
+  | 'database_unavailable'
   /** Ended early by the runtime (shutdown, the only client of an unpersisted stream left). */
   | 'cancelled'
   /** Ended early because a user asked to stop it. */

@@ -35,43 +35,53 @@ export async function readMigrations(dir = DEFAULT_MIGRATIONS_DIR): Promise<Migr
  * Applies every migration not yet recorded. Returns the names applied by this call (empty when the
  * schema was already current, e.g. another process got the lock first).
  */
+/** A client-side deadline no migration reaches (0 would mean the pool's own). */
+const UNBOUNDED_MS = 24 * 3600_000;
+
 export async function migrate(pool: pg.Pool, dir = DEFAULT_MIGRATIONS_DIR): Promise<string[]> {
   const files = await readMigrations(dir);
   const client = await pool.connect();
+  // A migration may rewrite a large table, and waits for another instance's: no statement deadline
+  // (postgres-pool.ts) applies to this session until it goes back to the pool.
+  // (`query_timeout` per query is read by pg but missing from its types.)
+  const query = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> =>
+    client.query<R>({ text, values, query_timeout: UNBOUNDED_MS } as pg.QueryConfig);
   let broken: Error | undefined;
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await query('SET statement_timeout = 0');
+    await query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     try {
-      await client.query(
+      await query(
         `CREATE TABLE IF NOT EXISTS schema_migrations (
            name       text PRIMARY KEY,
            applied_at timestamptz NOT NULL DEFAULT now()
          )`,
       );
       const done = new Set(
-        (await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name),
+        (await query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name),
       );
       const applied: string[] = [];
       for (const file of files) {
         if (done.has(file.name)) continue;
-        await client.query('BEGIN');
+        await query('BEGIN');
         try {
           // No parameters: sent with the simple protocol, so a file may hold many statements.
-          await client.query(file.sql);
-          await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file.name]);
-          await client.query('COMMIT');
+          await query(file.sql);
+          await query('INSERT INTO schema_migrations (name) VALUES ($1)', [file.name]);
+          await query('COMMIT');
         } catch (err) {
-          await client.query('ROLLBACK').catch(() => undefined);
+          await query('ROLLBACK').catch(() => undefined);
           throw new Error(`migration ${file.name} failed: ${(err as Error).message}`, { cause: err });
         }
         applied.push(file.name);
       }
       return applied;
     } finally {
-      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch((err: Error) => {
+      await query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch((err: Error) => {
         // Destroying the connection below ends the session, which frees the lock anyway.
         broken = err;
       });
+      await query('RESET statement_timeout').catch((err: Error) => (broken = err));
     }
   } catch (err) {
     broken ??= err as Error;

@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { survivePoolErrors } from './connection-errors.ts';
 import { migrate, DEFAULT_MIGRATIONS_DIR } from './migrate.ts';
-import { usePreparedStatements } from './prepared.ts';
+import { postgresPool } from './postgres-pool.ts';
 import type { Database } from './types.ts';
 
 export type { Database, Queryable } from './types.ts';
@@ -22,7 +22,7 @@ export interface OpenDatabaseOptions {
 export const DEFAULT_POOL_MAX = 20;
 
 export async function openDatabase(
-  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'> & Partial<Pick<Config, 'DATABASE_PREPARED_STATEMENTS'>>,
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'> & Partial<Pick<Config, 'DATABASE_PREPARED_STATEMENTS' | 'DATABASE_STATEMENT_TIMEOUT_MS'>>,
   options: OpenDatabaseOptions = {},
 ): Promise<Database> {
   const url = config.DATABASE_URL;
@@ -32,8 +32,11 @@ export async function openDatabase(
     await probe(url, options.connectTimeoutMs ?? 10_000);
     // No connectionTimeoutMillis on the pool: under load it would also time out callers queued for a
     // free client, which is back-pressure, not a fault.
-    pool = new pg.Pool({ connectionString: url, max: options.poolMax ?? DEFAULT_POOL_MAX });
-    if (config.DATABASE_PREPARED_STATEMENTS !== false) usePreparedStatements(pool);
+    pool = postgresPool(url, {
+      max: options.poolMax ?? DEFAULT_POOL_MAX,
+      statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS ?? 0,
+      preparedStatements: config.DATABASE_PREPARED_STATEMENTS !== false,
+    });
   } else {
     // Loaded lazily so a DATABASE_URL deployment never loads PGlite.
     const { startEmbedded, EMBEDDED_POOL_MAX } = await import('./embedded.ts');

@@ -3,9 +3,9 @@
 // write-retry.ts's isTransientDbError, which retries anything without an SQLSTATE: here only failures
 // that name the connection count, so a bug elsewhere still answers 500.
 
-// SQLSTATE: connection exceptions (08), the server shutting down or still starting (57P01–57P03),
-// too many connections (53300).
-const UNAVAILABLE_SQLSTATE = /^(08...|57P0[1-3]|53300)$/;
+// SQLSTATE: connection exceptions (08), a statement cancelled (57014: past DATABASE_STATEMENT_TIMEOUT_MS,
+// src/db/postgres-pool.ts), the server shutting down or still starting (57P01–57P03), too many connections (53300).
+const UNAVAILABLE_SQLSTATE = /^(08...|57014|57P0[1-3]|53300)$/;
 
 // Socket errors of a connect or of a connection that dropped (TCP, and the embedded database's unix socket).
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);

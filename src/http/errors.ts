@@ -87,6 +87,8 @@ export const PROVIDER_TIMEOUT = createError('CSS_PROVIDER_TIMEOUT', 504, verbati
 export const PROVIDER_RATE_LIMITED = createError('CSS_PROVIDER_RATE_LIMITED', 429, verbatim);
 export const PROVIDER_FAILED = createError('CSS_PROVIDER_FAILED', 502, verbatim);
 export const RUN_CANCELLED = createError('CSS_RUN_CANCELLED', 503, verbatim);
+/** A run cut by its database: its message already says "database unavailable: …". */
+export const RUN_DATABASE_UNAVAILABLE = createError('CSS_RUN_DATABASE_UNAVAILABLE', 503, verbatim, RETRY_SOON);
 /** A run that failed inside: its message is the run's own. */
 export const INTERNAL_RUN = createError('CSS_RUN_FAILED', 500, verbatim);
 

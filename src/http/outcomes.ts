@@ -13,6 +13,7 @@ import {
   PROVIDER_RATE_LIMITED,
   PROVIDER_TIMEOUT,
   RUN_CANCELLED,
+  RUN_DATABASE_UNAVAILABLE,
   RUN_UNAVAILABLE,
   SHUTTING_DOWN,
   UNAUTHORIZED,
@@ -38,6 +39,7 @@ const ANSWER: Record<RunOutcome, (message: string) => HttpError> = {
   provider_timeout: PROVIDER_TIMEOUT,
   provider_rate_limited: PROVIDER_RATE_LIMITED,
   provider_error: PROVIDER_FAILED,
+  database_unavailable: RUN_DATABASE_UNAVAILABLE,
   cancelled: RUN_CANCELLED,
   // A stopped run that still answers (a chat's partial text) is a success; one that cannot is a conflict.
   stopped: CONFLICT,
