@@ -51,7 +51,7 @@ import { runDepsFrom } from './run-deps.ts';
 import { Runs } from './runs.ts';
 import { ClaimedKeys } from './claimed-keys.ts';
 import { Takeovers } from './takeover.ts';
-import { markInterruptedLlmCalls } from './store/llm-calls.ts';
+import { markInterruptedLlmCalls, recoverRunsById } from './store/llm-calls.ts';
 import { newRecoveredRuns, type RecoveredRuns } from './store/recovery.ts';
 import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
@@ -267,6 +267,12 @@ function startSupervisor(
         ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed))
         : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined, checkpointed),
     log: (level, message, err) => log[level]({ err }, message),
+    // Its runs' calls would stay `running` until the next restart, their checkpointed text unused.
+    onHostLost: (lost) => {
+      const ids = runs?.storedIds(lost) ?? [];
+      if (ids.length === 0) return;
+      recoverRunsById(db.pool, ids, recovered).catch((err: unknown) => log.error({ err, ids }, 'the runs of a dead actor thread could not be recovered; the next start recovers them'));
+    },
     onEnd: (run, result) => {
       runs?.ended(run);
       metrics?.observeRun(run.kind, run.label, result.ok, (Date.now() - run.startedAt) / 1000);

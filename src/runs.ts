@@ -66,6 +66,8 @@ export class Runs implements RunRegistry<RunTypes> {
    * before the deletion, still reading its body or asking the database, must not start a run after it.
    */
   private readonly deletedOwners = new Set<string>();
+  /** Each run's stored state by the id it is found by (a chat run's LlmCall, a search): see storedIds. */
+  private readonly storedAs = new Map<string, string>();
 
   constructor(supervisor: RunSupervisor, refusals: UserRefusals | null = null) {
     this.supervisor = supervisor;
@@ -81,7 +83,15 @@ export class Runs implements RunRegistry<RunTypes> {
   /** Every start ends here, synchronously after its waits, so a deletion heard during them still counts. */
   private spawn<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> {
     if (opts.owner !== undefined && this.deletedOwners.has(opts.owner)) return { ok: false, outcome: 'unauthorized', message: 'unauthorized' };
-    return this.supervisor.start(opts);
+    const started = this.supervisor.start(opts);
+    const stored = opts.kind === 'chat' ? (opts.request as RunTypes['chat']['request']).callId : opts.kind === 'search' ? opts.key : null;
+    if (started.ok && !started.handle.joined && stored) this.storedAs.set(started.handle.runId, stored);
+    return started;
+  }
+
+  /** The ids of what `lost` (runs whose host died) had stored, to be recovered as a crash's are. */
+  storedIds(lost: RunInfo[]): string[] {
+    return lost.flatMap((r) => this.storedAs.get(r.runId) ?? []);
   }
 
   /** Cluster mode: from now on run keys are held cluster-wide. */
@@ -222,6 +232,7 @@ export class Runs implements RunRegistry<RunTypes> {
 
   /** A run ended (the supervisor's onEnd): its key is free cluster-wide. */
   ended(run: RunInfo): void {
+    this.storedAs.delete(run.runId);
     if (run.key !== null) this.cluster?.release(run.kind as Kind, run.key);
     const owner = this.counted.get(run.runId);
     if (owner === undefined) return;

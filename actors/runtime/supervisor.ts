@@ -51,6 +51,11 @@ export interface SupervisorOptions<T extends RunTypeMap = RunTypeMap> {
   maxActiveRuns: number;
   log: RuntimeLog;
   onEnd?: (run: RunInfo, result: RunResult) => void;
+  /**
+   * A host died with these runs on it, before they are ended (each then gets onEnd): what they had
+   * stored is to be recovered as a crash's would be, since nothing of theirs runs any more.
+   */
+  onHostLost?: (runs: RunInfo[]) => void;
   /** Decides every new run (draining, capacity, overload); without it only maxActiveRuns does. */
   admission?: { admit(active: number): StartRefusal | null };
 }
@@ -341,7 +346,13 @@ export class Supervisor<T extends RunTypeMap> {
 
   private onHostExit(slot: HostSlot, error: Error): void {
     this.opts.log('error', `actor host ${slot.index} exited`, error);
-    this.endRuns([...slot.runs], `run host failed: ${error.message}`, 'internal');
+    const lost = [...slot.runs];
+    try {
+      if (lost.length > 0) this.opts.onHostLost?.(lost.map((e) => info(e)));
+    } catch (err) {
+      this.opts.log('error', 'host lost hook failed', err);
+    }
+    this.endRuns(lost, `run host failed: ${error.message}`, 'internal');
     // Attaches to runs that had ended there, sent before the end came back: their replay died with the
     // host. Their streams end as a dropped connection would; a re-attach finds the run over.
     for (const [subId, p] of this.pending) {

@@ -252,6 +252,14 @@ export function recordLlmCallFailure(
 }
 
 /**
+ * Recovers the runs whose actor thread died, by their LlmCall or search ids, as a restart would
+ * (below): failed as `instance lost`, a chat run's checkpointed text stored as its interrupted answer.
+ */
+export async function recoverRunsById(db: TransactionDb, ids: readonly string[], tally?: RecoveredRuns): Promise<number> {
+  return (await recoverLostCalls(db, { where: 'c.id = ANY ($2::text[])', params: [ids] }, { tally })).calls.length;
+}
+
+/**
  * Recovers calls left running by a stopped process (recovery.ts: failed as `instance lost`, a chat
  * run's checkpointed text stored as its interrupted answer): called once at start, before any new
  * call begins. With `instanceId`, only this instance's calls (and calls with no instance, or older

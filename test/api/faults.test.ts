@@ -92,3 +92,44 @@ describe('faults', () => {
     assert.equal(ok.body.message.content, 'still here');
   });
 });
+
+describe('an actor host that dies: what its runs had stored', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ actorThreads: 1, env: { CHECKPOINT_MS: '100' } });
+  });
+  after(() => t.close());
+
+  it("fails their calls and keeps a chat run's checkpointed text as its interrupted answer, as a restart would", async () => {
+    const pool = t.server.ctx.pool;
+    const events: SseEvent[] = [];
+    // Held after three deltas: the run is still going when its host dies.
+    const streamed = t.stream(
+      '/v1/chat-completions/stream',
+      { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: sim({ deltas: 20, rate: 50, gate: gateName(), gateAfter: 3 }) }] },
+      { stopAfter: (ev) => (events.push(ev), false) },
+    );
+    await waitFor(() => events.filter((e) => e.event === 'delta').length === 3, 10_000, 'three deltas');
+    const { chatId, callId } = events[0]!.data as { chatId: string; callId: string };
+    const call = async () => (await pool.query('SELECT status, error, checkpoint_text FROM llm_calls WHERE id = $1', [callId])).rows[0];
+    await waitFor(async () => Boolean((await call())?.checkpoint_text), 10_000, 'a checkpoint');
+    const { supervisor } = t.server.ctx;
+    // An unknown run kind throws inside the worker's message handler: an uncaught error kills it.
+    const crash = supervisor.start({ kind: 'no_such_kind' as never, key: null, request: {} as never, ifRunning: 'reject', label: 'test' });
+    assert.ok(crash.ok);
+    await crash.handle.result;
+    await streamed;
+    assert.match(events.at(-1)!.data.message, /^run host failed/);
+
+    await waitFor(async () => (await call()).status === 'failed', 10_000, 'the call to be failed');
+    assert.match((await call()).error, /^instance lost/);
+    const detail = (await t.call('GET', `/v1/chats/${chatId}`)).body.chat;
+    const answer = detail.messages.find((m: { role: string }) => m.role === 'assistant');
+    assert.deepEqual(answer?.metadata, { interrupted: true, reason: 'instance lost' });
+    const streamedText = events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('');
+    assert.ok(answer.content.length > 0 && streamedText.startsWith(answer.content), 'what was checkpointed of what the client got');
+    assert.equal(detail.lastRun?.status, 'failed');
+    const next = await t.stream('/v1/chat-completions/stream', { provider: 'provider_c', model: 'm', enabledTools: [], chatId, messages: [{ role: 'user', content: sim({ reply: 'again' }) }] });
+    assert.equal(next.events.at(-1)?.event, 'done', 'the chat takes its next run');
+  });
+});
