@@ -36,7 +36,7 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
       );
     }
     case 'tool':
-      return runTool(cmd, { config: deps.config, signal: run.signal, cpu: deps.cpu });
+      return runTool(cmd, { config: deps.config, signal: cmd.signal, cpu: deps.cpu });
     case 'store_tool': {
       const { round, index } = cmd;
       return appendMessages(deps.pool, cmd.chatId, [cmd.message], cmd.runToken).then(

@@ -41,8 +41,8 @@ interface Run {
   /** On the runtime's clock (io.now). */
   readonly started: number;
   /**
-   * The provider call's own signal: aborted when storage fails, and with the run's signal on a stop or
-   * cancel (receive passes it on). One controller instead of AbortSignal.any per run: any() is among
+   * The provider call's and the tools' signal: aborted when the run fails, and with the run's signal on
+   * a stop or cancel (receive passes it on). One controller instead of AbortSignal.any per run: any() is among
    * the costliest parts of a start in Node 20 (a signal, listeners and weak references each time).
    */
   readonly call: AbortController;
@@ -183,7 +183,7 @@ function whenStored(b: Base, next: Then, io: ChatIo): ChatState {
 
 function startTools(b: Base, calls: ToolCallRequest[], io: ChatIo): ChatState {
   const slots = calls.map((call, index) => {
-    const { slot, command } = openSlot(call, b.run.tools, { round: b.rounds.n, index, toolCallId: io.newId(), now: io.now() });
+    const { slot, command } = openSlot(call, b.run.tools, { round: b.rounds.n, index, toolCallId: io.newId(), now: io.now() }, b.run.call.signal);
     io.emitKeyed(slot.toolCallId, 'tool_call', { ...slot.base, status: 'initiated' });
     io.perform(command);
     return slot;
@@ -244,6 +244,9 @@ function caught(b: Base, err: unknown, io: ChatIo): ChatState {
 function fail(b: Base, caughtErr: unknown, io: ChatIo): ChatState {
   // A storage failure is the cause even when it surfaces as the provider call's abort.
   const err = b.input.at === 'failed' ? b.input.error : caughtErr;
+  // Whatever of the run still works (a provider stream, other tools of the round: a remote command in
+  // the chat's workdir) ends with it, not after: the chat is free for its next run from now on.
+  b.run.call.abort(err);
   // A stale owner's write refused by the fencing token: operators must see it happened.
   if (err instanceof FencedWriteError) io.log('warn', `run ${io.runId}: ${err.message}`);
   const failure = interruptionOf(io.signal) ?? failureOf(err, io.signal);

@@ -27,6 +27,8 @@ export interface ToolCommand {
   name: string;
   args: Record<string, unknown>;
   invalid: string | null;
+  /** The run's call signal: a stop, a cancel or the run's own failure ends the tool too. */
+  signal: AbortSignal;
 }
 
 /** A tool's outcome, as a message of the chat run. */
@@ -55,7 +57,7 @@ export interface SlotPlace {
 }
 
 /** A call's slot and the command that runs it; the caller emits `initiated` and performs the command. */
-export function openSlot(call: ToolCallRequest, tools: readonly ServiceTool[], place: SlotPlace): { slot: ToolSlot; command: ToolCommand } {
+export function openSlot(call: ToolCallRequest, tools: readonly ServiceTool[], place: SlotPlace, signal: AbortSignal): { slot: ToolSlot; command: ToolCommand } {
   const { round, index, toolCallId } = place;
   const startedAt = new Date(place.now);
   const tool = tools.find((t) => t.name === call.name) ?? null;
@@ -70,7 +72,7 @@ export function openSlot(call: ToolCallRequest, tools: readonly ServiceTool[], p
   const base = { toolCallId, name: call.name, summary, args, startedAt: startedAt.toISOString() };
   const slot: ToolSlot = { call, toolCallId, startedAt, base, terminal: null, result: null };
   const invalid = parsed instanceof Error ? parsed.message : null;
-  return { slot, command: { c: 'tool', round, index, tool, name: call.name, args, invalid } };
+  return { slot, command: { c: 'tool', round, index, tool, name: call.name, args, invalid, signal } };
 }
 
 /** Runs one tool: every failure is the call's outcome, never a rejection. */

@@ -57,6 +57,38 @@ describe('a statement past DATABASE_STATEMENT_TIMEOUT_MS', { skip: NEEDS_POSTGRE
     assert.equal(next.events.at(-1)?.event, 'done', 'the chat is not held by the run that failed');
   });
 
+  it("ends the round's other tools when a tool message cannot be stored", async () => {
+    const t = scratch.server();
+    const round = gateName();
+    const held = gateName('search');
+    const tools = [
+      { name: 'web_search', args: { query: 'tide pools' } },
+      { name: 'web_search', args: { query: `slow SIM ${JSON.stringify({ searchGate: held })}` } },
+    ];
+    const events: SseEvent[] = [];
+    const streamed = t.stream('/v1/chat-completions/stream', { ...body(sim({ tools, reply: 'never', gate: round })), enabledTools: ['web_search'] }, { stopAfter: (ev) => (events.push(ev), false) });
+    await waitFor(() => events.some((e) => e.event === 'meta'), 10_000, 'meta');
+    const chatId = events[0]!.data.chatId as string;
+    await waitFor(async () => (await t.call('GET', `/v1/chats/${chatId}`)).status === 200, 10_000, 'the chat to be stored');
+    // Reads go on; the first tool's message cannot be inserted before its statement times out.
+    const db = new pg.Client({ connectionString: scratch.url() });
+    await db.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query('LOCK TABLE messages IN SHARE MODE');
+      t.sim.openGate(round);
+      await waitFor(() => t.sim.heldAt(held) === 1, 10_000, 'the second search to be held at the engine');
+      await waitFor(() => events.some((e) => e.event === 'error'), 15_000, 'the run to fail');
+      assert.match(events.at(-1)!.data.message, /^database unavailable/);
+      // Else it runs on (a remote command would go on in the chat's workdir) after its run has ended.
+      await waitFor(() => t.sim.heldAt(held) === 0, 10_000, 'the held search to be given up');
+    } finally {
+      await db.query('ROLLBACK').catch(() => undefined);
+      await db.end();
+    }
+    await streamed;
+  });
+
   it('answers a whole completion that cannot start in time with 503 and Retry-After', async () => {
     const t = scratch.server();
     const created = await t.call('POST', '/v1/chats', { title: 'held', messages: [] });

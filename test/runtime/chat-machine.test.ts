@@ -78,7 +78,7 @@ test('a tool round: commentary held then dropped, tool_call before the answer, t
   m.tell({ t: 'round_end', round: 1, end: end([call('web_search', { query: 'x' })]) });
   assert.equal(m.timers.pending.size, 0, 'the round end cancels the hold timer');
   const [tool] = m.sent('tool');
-  assert.deepEqual(tool && { ...tool, tool: tool.tool?.name }, { c: 'tool', round: 1, index: 0, tool: 'web_search', name: 'web_search', args: { query: 'x' }, invalid: null });
+  assert.deepEqual(tool && { ...tool, tool: tool.tool?.name, signal: tool.signal.aborted }, { c: 'tool', round: 1, index: 0, tool: 'web_search', name: 'web_search', args: { query: 'x' }, invalid: null, signal: false });
   m.timers.time += 1500;
   m.tell({ t: 'tool_done', round: 1, index: 0, output: 'found it', preview: 'found it' });
   const [store] = m.sent('store_tool');
@@ -214,13 +214,25 @@ test('the tool-round limit ends the answer with its message', () => {
   assert.equal(m.sent('store_answer')[0]?.text, toolLimitMessage(1));
 });
 
+test("a run that fails mid-tool-round ends the round's other tools", () => {
+  const m = chat({ tools: [fakeTool('web_search')] });
+  m.tell({ t: 'start' });
+  m.tell({ t: 'prepared', runToken: 1 });
+  m.tell({ t: 'round_end', round: 1, end: end([call('web_search', { query: 'a' }), call('web_search', { query: 'b' })]) });
+  m.tell({ t: 'tool_done', round: 1, index: 0, output: 'r' });
+  assert.equal(m.sent('tool')[1]!.signal.aborted, false);
+  m.tell({ t: 'tool_store_failed', round: 1, index: 0, error: new Error('the database is gone') });
+  assert.ok(m.sent('tool')[1]!.signal.aborted, 'the second tool is told to end with its run');
+  assert.equal(m.sent('fail_call').length, 1);
+});
+
 test('a stop mid-tool: the tool fails, the next round is cut, the partial answer is stored stopped', () => {
   const m = chat({ tools: [fakeTool('web_search')] });
   m.tell({ t: 'start' });
   m.tell({ t: 'prepared', runToken: 1 });
   m.tell({ t: 'round_end', round: 1, end: end([call('web_search', {})]) });
   m.tell({ t: 'stop', message: 'stopped by request' });
-  assert.ok(m.actor.signal.aborted, 'the tool sees the stop through the run\'s signal');
+  assert.ok(m.sent('tool')[0]!.signal.aborted, 'the tool sees the stop through its signal');
   m.tell({ t: 'tool_done', round: 1, index: 0, output: 'Error: aborted', error: 'aborted' });
   m.tell({ t: 'tool_stored', round: 1, index: 0 });
   m.tell({ t: 'round_failed', round: 2, error: aborted() });
