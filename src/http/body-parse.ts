@@ -3,9 +3,11 @@
 import type { z } from 'zod';
 import { BODY_SCHEMAS, type BodySchemaName } from '../schemas.ts';
 import { INVALID_BODY } from './errors.ts';
+import { bodyFingerprint } from './fingerprint.ts';
 import { jsonProblem } from './json-check.ts';
 
-export type BodyOutcome = { ok: true; value: unknown } | { ok: false; message: string };
+/** `fingerprint`: the body's as the client sent it (bodyFingerprint), when asked for. */
+export type BodyOutcome = { ok: true; value: unknown; fingerprint?: string } | { ok: false; message: string };
 
 /** Formats zod issues as `field: problem; other.field: problem`, naming each field by its path. */
 export function describeIssues(error: z.ZodError): string {
@@ -26,7 +28,7 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what =
 
 const refuse = (message: string): BodyOutcome => ({ ok: false, message });
 
-export function parseJsonBody(bytes: Uint8Array, schema: z.ZodType): BodyOutcome {
+export function parseJsonBody(bytes: Uint8Array, schema: z.ZodType, fingerprint = false): BodyOutcome {
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
@@ -37,17 +39,20 @@ export function parseJsonBody(bytes: Uint8Array, schema: z.ZodType): BodyOutcome
   // Before the schema: nothing downstream may see text Postgres refuses or nesting that overflows.
   const problem = jsonProblem(value);
   if (problem) return refuse(`invalid request body: ${problem}`);
+  // Taken before the schema fills anything in (bodyFingerprint).
+  const sent = fingerprint ? bodyFingerprint(value) : undefined;
   const parsed = schema.safeParse(value);
   if (!parsed.success) return refuse(`invalid request body: ${describeIssues(parsed.error)}`);
-  return { ok: true, value: parsed.data };
+  return { ok: true, value: parsed.data, fingerprint: sent };
 }
 
 export interface BodyTask {
   bytes: Uint8Array;
   schema: BodySchemaName;
+  fingerprint?: boolean;
 }
 
 /** The CPU pool's task (body-worker.mjs): schemas travel by name, bytes by transfer. */
 export function parseNamedBody(task: BodyTask): BodyOutcome {
-  return parseJsonBody(task.bytes, BODY_SCHEMAS[task.schema]);
+  return parseJsonBody(task.bytes, BODY_SCHEMAS[task.schema], task.fingerprint);
 }

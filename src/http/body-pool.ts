@@ -23,12 +23,12 @@ export class BodyPool {
 
   constructor(private readonly cpu: CpuPool) {}
 
-  parse(buf: Buffer, schema: BodySchemaName): Promise<BodyOutcome> {
+  parse(buf: Buffer, schema: BodySchemaName, fingerprint = false): Promise<BodyOutcome> {
     this.offloaded++;
     // Moved, not copied. A Buffer sharing a pooled ArrayBuffer (small ones do) is copied first, since
     // moving that memory would detach its neighbours; the bodies that get here are big and own theirs.
     const own = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength ? buf : Buffer.from(buf);
     const bytes = new Uint8Array(own.buffer, 0, own.byteLength);
-    return this.cpu.run<BodyTask, BodyOutcome>(WORKER, { bytes, schema }, { transferList: [own.buffer as ArrayBuffer] });
+    return this.cpu.run<BodyTask, BodyOutcome>(WORKER, { bytes, schema, fingerprint }, { transferList: [own.buffer as ArrayBuffer] });
   }
 }

@@ -1,5 +1,5 @@
 // The Idempotency-Key request header: its validation, and the fingerprint of the request it came
-// with (the endpoint and the canonical JSON body), so a reused key can be told from a retry.
+// with (the endpoint and the body as the client sent it), so a reused key can be told from a retry.
 import { createHash } from 'node:crypto';
 import { BAD_IDEMPOTENCY_KEY } from './errors.ts';
 import type { Req } from './reply.ts';
@@ -21,18 +21,7 @@ export function idempotencyKeyOf(req: Req): string | null {
   return key;
 }
 
-/**
- * The request's fingerprint: sha256 of the endpoint and the body as canonical JSON (object keys
- * sorted), so the same request re-serialised in another key order is still the same request.
- */
-export function requestHash(endpoint: string, body: unknown): string {
-  return createHash('sha256').update(endpoint).update('\n').update(canonicalJson(body)).digest('hex');
-}
-
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+/** The request's fingerprint: the endpoint and its body's (bodyFingerprint, src/http/fingerprint.ts). */
+export function requestHash(endpoint: string, bodyDigest: string): string {
+  return createHash('sha256').update(endpoint).update('\n').update(bodyDigest).digest('hex');
 }

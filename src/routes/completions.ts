@@ -2,10 +2,11 @@
 // registers a persisted run synchronously, before the first await, so a second start for the same
 // chat gets 409 however close together the two requests arrive.
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
 import type { ChatRunRequest } from '../../actors/chat-run.ts';
 import type { Caller } from '../auth/caller.ts';
 import type { AppContext } from '../context.ts';
-import { readJson } from '../http/body.ts';
+import { readFingerprintedJson, readJson } from '../http/body.ts';
 import { badRequest, notFound, PROVIDER_NOT_CONFIGURED, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import { mayReach } from '../run-owners.ts';
@@ -46,6 +47,14 @@ function runRequest(body: CompletionBody, fields: RunFields, callId: string | nu
   };
 }
 
+/**
+ * A start's body and, when it is keyed, the fingerprint of the body as sent, which a retry's must match
+ * (an unkeyed start skips the hash).
+ */
+async function readStart<S extends z.ZodType>(req: Req, schema: S, key: string | null): Promise<{ body: z.infer<S>; fingerprint: string }> {
+  return key ? readFingerprintedJson(req, schema) : { body: await readJson(req, schema), fingerprint: '' };
+}
+
 /** Completion starts read the Idempotency-Key header. */
 const KEYED_HEADERS = [IDEMPOTENCY_KEY_HEADER] as const;
 
@@ -75,7 +84,7 @@ export function completionRoutes(app: AppContext): Route[] {
 
   async function complete(req: Req, reply: Reply) {
     const key = idempotencyKeyOf(req);
-    const body = await readJson(req, completionSchema);
+    const { body, fingerprint } = await readStart(req, completionSchema, key);
     requireProvider(app, body.provider);
     const chatId = body.chatId ?? null;
     const owner = req.caller.userId;
@@ -83,7 +92,7 @@ export function completionRoutes(app: AppContext): Route[] {
     const budget = app.limits.checkTokens(req.caller);
     if (budget) await budget;
     const callId = randomUUID();
-    const keyed = key ? keyedRequest(key, 'whole', 'POST /v1/chat-completions', body, { chatId, callId, owner }) : null;
+    const keyed = key ? keyedRequest(key, 'whole', 'POST /v1/chat-completions', fingerprint, { chatId, callId, owner }) : null;
     if (keyed) {
       const claim = await claimKey(app, keyed);
       if (!claim.start) return replayWhole(app, claim.record, reply, owner);
@@ -98,7 +107,7 @@ export function completionRoutes(app: AppContext): Route[] {
 
   async function stream(req: Req, reply: Reply) {
     const key = idempotencyKeyOf(req);
-    const body = await readJson(req, streamCompletionSchema);
+    const { body, fingerprint } = await readStart(req, streamCompletionSchema, key);
     requireProvider(app, body.provider);
     const persist = body.persist;
     if (key && !persist) throw badRequest('Idempotency-Key needs a persisted stream: a stream with persist: false cannot be replayed');
@@ -109,7 +118,7 @@ export function completionRoutes(app: AppContext): Route[] {
     const budget = app.limits.checkTokens(req.caller);
     if (budget) await budget;
     const callId = persist ? randomUUID() : null;
-    const keyed = key ? keyedRequest(key, 'stream', 'POST /v1/chat-completions/stream', body, { chatId, callId: callId!, owner }) : null;
+    const keyed = key ? keyedRequest(key, 'stream', 'POST /v1/chat-completions/stream', fingerprint, { chatId, callId: callId!, owner }) : null;
     if (keyed) {
       const claim = await claimKey(app, keyed);
       if (!claim.start) return replayStream(app, claim.record, reply, owner);

@@ -14,10 +14,11 @@ import type { Queryable } from '../db/types.ts';
 import { finishIdempotencyKey, type IdempotencyMode, type IdempotencyRecord } from '../store/idempotency.ts';
 import { keyOfContinuation, type ContinuedRun } from '../store/takeover.ts';
 
-export const keyedRequest = (key: string, mode: IdempotencyMode, endpoint: string, body: unknown, ids: { chatId: string | null; callId: string; owner: string }): KeyedRequest => ({
+/** `bodyDigest`: the body's fingerprint as the client sent it (readFingerprintedJson). */
+export const keyedRequest = (key: string, mode: IdempotencyMode, endpoint: string, bodyDigest: string, ids: { chatId: string | null; callId: string; owner: string }): KeyedRequest => ({
   key,
   mode,
-  hash: requestHash(endpoint, body),
+  hash: requestHash(endpoint, bodyDigest),
   ...ids,
 });
 

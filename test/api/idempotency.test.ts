@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { OFFLOAD_BODY_BYTES } from '../../src/http/body-pool.ts';
 import { keyed, rebuilt, wholeWithRetry } from '../helpers/idempotency.ts';
 import { readSse, sim, startTestServer, waitFor, type SseEvent, type StreamResult, type TestServer } from '../helpers/server.ts';
 import { runVariants } from '../helpers/variants.ts';
@@ -109,6 +110,35 @@ for (const v of runVariants()) {
       const unpersisted = await t.stream('/v1/chat-completions/stream', body('hi', { persist: false }), { headers: keyed(randomUUID()) });
       assert.equal(unpersisted.status, 400);
       assert.match(unpersisted.body.message, /persist/);
+    });
+
+    it('a retry of a request with an attachment sent without an id replays it, whole and stream; another attachment id is another request', async () => {
+      const content = sim({ deltas: 3 }, 'read the note');
+      const withNote = (text: string, id?: string) => body(content, { messages: [{ role: 'user', content, attachments: [{ kind: 'text', id, filename: 'note.txt', mimeType: 'text/plain', text }] }] });
+      const whole = (b: unknown, key: string) => t.call('POST', '/v1/chat-completions', b, keyed(key));
+      const stream = (b: unknown, key: string) => t.stream('/v1/chat-completions/stream', b, { headers: keyed(key) });
+      // The stream's body is big enough to be parsed, and fingerprinted, in the CPU pool.
+      const cases = [
+        { mode: 'whole', post: whole, text: 'the attached note', offloaded: 0 },
+        { mode: 'stream', post: stream, text: 'n'.repeat(OFFLOAD_BODY_BYTES), offloaded: 3 },
+      ];
+      for (const { mode, post, text, offloaded } of cases) {
+        const key = randomUUID();
+        const pooled = t.server.bodies.offloaded;
+        const first = await post(withNote(text), key);
+        assert.equal(first.status, 200, mode);
+        const calls = providerCalls();
+        const again = await post(withNote(text), key);
+        assert.equal(again.status, 200, `${mode}: the same body with the same key is a retry, not another request`);
+        assert.equal(again.headers.get('idempotent-replayed'), 'true', mode);
+        assert.equal(providerCalls(), calls, `${mode}: no new provider call`);
+        const otherId = await post(withNote(text, 'client-chosen'), key);
+        assert.equal(otherId.status, 422, `${mode}: an attachment id the client chose makes another request`);
+        assert.equal(t.server.bodies.offloaded - pooled, offloaded, mode);
+      }
+      const key = randomUUID();
+      assert.equal((await whole(withNote('the attached note', 'a'), key)).status, 200);
+      assert.equal((await whole(withNote('the attached note', 'b'), key)).status, 422, 'two client-chosen ids differ');
     });
 
     it('a burst of simultaneous requests with one key starts one run', async () => {
