@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { CORS_EXPOSE_HEADERS } from '../http/cors.ts';
 import type { Route } from '../http/router.ts';
-import { operations as catalogue, type OperationDoc } from './operations.ts';
+import { operations as catalogue, type OperationDoc, type SuccessStatus } from './operations.ts';
 import { components, errorBody } from './resources.ts';
 
 export type OpenApiDocument = Record<string, unknown> & { paths: Record<string, Record<string, unknown>> };
@@ -49,9 +49,11 @@ function ref(b: Builder, schema: z.ZodType, fallbackId: string): { $ref: string 
   return { $ref: REF(id) };
 }
 
+const SUCCESS_DESCRIPTIONS: Record<SuccessStatus, string> = { 200: 'OK', 201: 'Created' };
+
 function okResponse(b: Builder, doc: OperationDoc, id: string): Record<string, unknown> {
   const ok = doc.ok;
-  if ('json' in ok) return { description: 'OK', content: { 'application/json': { schema: ref(b, ok.json, `${id}Response`) } } };
+  if ('json' in ok) return { description: SUCCESS_DESCRIPTIONS[doc.status ?? 200], content: { 'application/json': { schema: ref(b, ok.json, `${id}Response`) } } };
   if ('sse' in ok) {
     const eventNames = ok.sse.events.map((e) => `\`${e}\``).join(', ');
     return {
@@ -86,7 +88,7 @@ function operation(b: Builder, route: Route, doc: OperationDoc): Record<string, 
   if (pathParams.length > 0) errors[404] = 'not found';
   if (!route.public) errors[401] = 'missing or wrong token (token mode)';
   Object.assign(errors, doc.errors);
-  const responses: Record<string, unknown> = { '200': okResponse(b, doc, id) };
+  const responses: Record<string, unknown> = { [doc.status ?? 200]: okResponse(b, doc, id) };
   for (const [status, why] of Object.entries(errors)) responses[status] = errorResponse(why);
   responses.default = errorResponse('an unexpected failure (500)');
 

@@ -35,6 +35,8 @@ import {
   type SseStream,
 } from './resources.ts';
 
+export type SuccessStatus = 200 | 201;
+
 export interface OperationDoc {
   /** Groups operations in viewers. */
   tag: 'web' | 'system' | 'models' | 'chats' | 'completions' | 'searches' | 'users';
@@ -45,8 +47,10 @@ export interface OperationDoc {
   query?: Record<string, { description: string; schema: z.ZodType }>;
   /** Request headers besides Authorization and Content-Type. */
   headers?: Record<string, { description: string; schema: z.ZodType }>;
-  /** The 200 answer: a JSON body, an SSE stream, or another content type. */
+  /** The success answer: a JSON body, an SSE stream, or another content type. */
   ok: { json: z.ZodType } | { sse: SseStream; description: string } | { content: string; description: string };
+  /** The success answer's status, when not 200: 201 where the route creates what it answers with. */
+  status?: SuccessStatus;
   /** Error statuses besides those every route of its kind has (see document.ts), each with when it happens. */
   errors?: Record<number, string>;
 }
@@ -150,6 +154,7 @@ export const operations: Record<string, OperationDoc> = {
     summary: 'Create a user; the API key is shown once, only its hash is stored',
     body: requests.CreateUserRequest,
     ok: { json: z.object({ user, apiKey: z.string() }) },
+    status: 201,
     errors: ADMIN_ONLY,
   },
   'GET /v1/users': { tag: 'users', summary: 'Every user, oldest first', ok: { json: z.object({ users: z.array(user) }) }, errors: ADMIN_ONLY },
@@ -165,6 +170,7 @@ export const operations: Record<string, OperationDoc> = {
     tag: 'users',
     summary: 'A new API key for the user; every earlier key stops working at once, on every instance',
     ok: { json: z.object({ apiKey: z.string() }) },
+    status: 201,
     errors: { ...ADMIN_ONLY, 404: 'user not found' },
   },
   'DELETE /v1/users/:userId': {

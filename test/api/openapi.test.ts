@@ -111,4 +111,23 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(Object.keys(created.body.chat).sort(), Object.keys(summary.properties).sort());
     assert.deepEqual([...summary.required].sort(), Object.keys(summary.properties).sort());
   });
+
+  it('documents the success status each route really answers with (201 for what POST creates)', async () => {
+    const asAdmin = (method: string, path: string, body?: unknown) => t.call(method, path, body, { authorization: `Bearer ${TOKEN}` });
+    const documented = (method: string, path: string) => {
+      const statuses = Object.keys(doc.paths[openApiPath(path)][method.toLowerCase()].responses).filter((s) => /^2\d\d$/.test(s));
+      assert.equal(statuses.length, 1, `${method} ${path} documents one success status`);
+      return Number(statuses[0]);
+    };
+    const created = await asAdmin('POST', '/v1/users', { name: 'documented' });
+    const userId: string = created.body.user.id;
+    const answered: Array<[string, string, number]> = [
+      ['POST', '/v1/users', created.status],
+      ['POST', '/v1/users/:userId/keys', (await asAdmin('POST', `/v1/users/${userId}/keys`)).status],
+      ['GET', '/v1/users/:userId', (await asAdmin('GET', `/v1/users/${userId}`)).status],
+      ['POST', '/v1/chats', (await asAdmin('POST', '/v1/chats', {})).status],
+    ];
+    for (const [method, path, status] of answered) assert.equal(documented(method, path), status, `${method} ${path}`);
+    assert.deepEqual(answered.map((a) => a[2]), [201, 201, 200, 200]);
+  });
 });
