@@ -89,6 +89,11 @@ export const appendMessageSchema = z
     if (b.role === 'tool' && b.attachments && b.attachments.length > 0) {
       ctx.addIssue({ code: 'custom', message: 'tool messages cannot carry attachments', path: ['attachments'] });
     }
+    // Attachments are merged into metadata.attachments (the spec): anything else there would be lost.
+    const into = b.metadata?.attachments;
+    if (b.attachments && b.attachments.length > 0 && into !== undefined && !Array.isArray(into)) {
+      ctx.addIssue({ code: 'custom', message: 'must be an array to merge attachments into', path: ['metadata', 'attachments'] });
+    }
   });
 
 export const createSearchSchema = z.object({

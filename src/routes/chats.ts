@@ -100,7 +100,8 @@ export function chatRoutes(app: AppContext): Route[] {
         const id = req.params.chatId!;
         let metadata = body.metadata ?? null;
         if (body.attachments && body.attachments.length > 0) {
-          const existing = Array.isArray(metadata?.attachments) ? (metadata!.attachments as unknown[]) : [];
+          // An array or absent: appendMessageSchema refuses anything else beside attachments to merge.
+          const existing = (metadata?.attachments as unknown[] | undefined) ?? [];
           metadata = { ...(metadata ?? {}), attachments: [...existing, ...body.attachments] };
         }
         const stored = await appendMessages(pool, id, [{ role: body.role, content: body.content, name: body.name ?? null, metadata }], null, req.caller.userId);

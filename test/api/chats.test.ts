@@ -142,8 +142,13 @@ for (const db of apiDatabases()) {
       assert.match(tool.body.message, /tool messages cannot carry attachments/);
       const missing = await t.call('POST', '/v1/chats/nope/messages', { role: 'user', content: 'x' });
       assert.deepEqual([missing.status, missing.body.message], [404, 'chat not found']);
+      const noteAttachment = { kind: 'text', filename: 'a', mimeType: 'text/plain', text: 'a' };
+      const notArray = await t.call('POST', `/v1/chats/${chat.id}/messages`, { role: 'user', content: 'x', metadata: { attachments: 'see above' }, attachments: [noteAttachment] });
+      assert.deepEqual([notArray.status, notArray.body.message], [400, 'invalid request body: metadata.attachments: must be an array to merge attachments into']);
       const detail = (await t.call('GET', `/v1/chats/${chat.id}`)).body.chat;
       assert.equal(detail.messages.length, 1, 'rejected messages are not stored');
+      const nothingToMerge = await t.call('POST', `/v1/chats/${chat.id}/messages`, { role: 'user', content: 'x', metadata: { attachments: 'see above' } });
+      assert.deepEqual([nothingToMerge.status, nothingToMerge.body.message?.metadata], [200, { attachments: 'see above' }], 'with no attachments to merge, metadata is stored as sent');
     });
 
     it('lists chats and searches, and the workspace by updatedAt descending', async () => {
