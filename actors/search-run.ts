@@ -122,6 +122,11 @@ function fail(io: SearchIo, message: string, outcome: RunFailure['outcome']): Se
   return { s: 'ended' };
 }
 
+/** A user's stop, or a shutdown or fencing cut (its failure), that has aborted the run; neither for a disconnect or no abort. */
+function cutOf(io: SearchIo): { stopped: boolean; interrupted: RunFailure | null } {
+  return { stopped: io.signal.aborted && io.cancelled === 'stop', interrupted: interruptionOf(io.signal) };
+}
+
 /** One engine's outcome is in; the run goes on to storing once both are. */
 function settleIfBoth(state: Running, io: SearchIo): SearchState {
   const { search, answer } = state;
@@ -129,21 +134,14 @@ function settleIfBoth(state: Running, io: SearchIo): SearchState {
 }
 
 /** Both outcomes are in: store them, or (a disconnect) end storing nothing. */
-function settle({ req, started }: Running, search: Outcome<Found>, answer: Outcome<Answered>, io: SearchIo): SearchState {
-  let s = search;
-  let a = answer;
+function settle({ req, started }: Running, s: Outcome<Found>, a: Outcome<Answered>, io: SearchIo): SearchState {
   const { signal } = io;
-  // A user's stop keeps what had arrived; the part cut short is stored as stopped. So does a
+  // A user's stop keeps what had arrived, the part cut short as stopped (cutShort). So does a
   // shutdown or fencing cut, which then ends with its own message.
-  const stopped = signal.aborted && io.cancelled === 'stop';
-  const interrupted = interruptionOf(signal);
+  const { stopped, interrupted } = cutOf(io);
   if (signal.aborted && !stopped && !interrupted) {
     // Only a cancel or a stop aborts a run; a client disconnect never does. Nothing is stored.
     return fail(io, `search run cancelled: ${messageOf(signal.reason ?? 'aborted')}`, 'cancelled');
-  }
-  if (stopped || interrupted) {
-    if (!s.ok) s = { ok: false, error: SEARCH_RUN_STOPPED };
-    if (!a.ok) a = { ok: false, error: SEARCH_RUN_STOPPED };
   }
   const row = {
     query: req.query,
@@ -173,8 +171,19 @@ function saved(state: SearchState & { s: 'storing' }, detail: SearchDetail | nul
   return { s: 'ended' };
 }
 
-/** Sends one engine's outcome as its event, keyed by the event's name (a replay holds it once); returns it. */
-function emitOutcome<T>(io: SearchIo, outcome: Outcome<T>, okEvent: string, errorEvent: string): Outcome<T> {
+/**
+ * An engine's failure that comes in after a stop, a shutdown or a fencing cut is the part cut short: it
+ * reads `search run stopped`, in its event and in storage alike, whatever the aborted call said. A
+ * failure that came in before keeps its own words.
+ */
+function cutShort<T>(io: SearchIo, outcome: Outcome<T>): Outcome<T> {
+  const { stopped, interrupted } = cutOf(io);
+  return !outcome.ok && (stopped || interrupted) ? { ok: false, error: SEARCH_RUN_STOPPED } : outcome;
+}
+
+/** Sends one engine's outcome as its event, keyed by the event's name (a replay holds it once); returns what it sent. */
+function emitOutcome<T>(io: SearchIo, received: Outcome<T>, okEvent: string, errorEvent: string): Outcome<T> {
+  const outcome = cutShort(io, received);
   if (outcome.ok) io.emitKeyed(okEvent, okEvent, outcome.value);
   else io.emitKeyed(errorEvent, errorEvent, { error: outcome.error });
   return outcome;

@@ -139,6 +139,7 @@ for (const v of runVariants()) {
       assert.ok(results.length > 0);
       assert.deepEqual(stored.results.map((r: any) => r.url), results.map((r: any) => r.url));
       assert.equal(stored.answerError, 'search run stopped');
+      assert.deepEqual(events.find((e) => e.event === 'answer_error')?.data, { error: stored.answerError }, 'the part cut short is streamed as it is stored');
       assert.deepEqual((await t.call('GET', '/v1/active-runs')).body.searches, []);
     });
 

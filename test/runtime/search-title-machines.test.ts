@@ -48,12 +48,29 @@ test('search: a stop stores what had arrived, the part cut short as stopped', ()
   assert.deepEqual(m.sink.result, { ok: false, outcome: 'stopped', message: SEARCH_RUN_STOPPED });
 });
 
+test('search: the half a stop cuts short streams the error it is stored with; an engine error before the stop keeps its words', () => {
+  const m = search();
+  m.tell({ t: 'start' });
+  m.tell({ t: 'answer_done', outcome: { ok: false, error: 'engine 500' } });
+  m.tell({ t: 'stop', message: 'stopped by request' });
+  m.tell({ t: 'search_done', outcome: { ok: false, error: 'engine_a /search was aborted' } });
+  assert.deepEqual(m.sink.events(), [
+    ['answer_error', { error: 'engine 500' }],
+    ['search_error', { error: SEARCH_RUN_STOPPED }],
+  ]);
+  const [save] = m.sent('save');
+  assert.deepEqual(save && [save.row.error, save.row.answerError], [SEARCH_RUN_STOPPED, 'engine 500'], 'stored as streamed');
+  m.tell({ t: 'saved', detail });
+  assert.deepEqual(m.sink.result, { ok: false, outcome: 'stopped', message: SEARCH_RUN_STOPPED });
+});
+
 test('search: a shutdown stores what had arrived as a stop does, and ends with the cancel\'s message', () => {
   const m = search();
   m.tell({ t: 'start' });
   m.tell({ t: 'answer_done', outcome: { ok: true, value: answer } });
   m.tell({ t: 'cancel', why: 'shutdown', message: SHUTDOWN });
   m.tell({ t: 'search_done', outcome: { ok: false, error: 'This operation was aborted' } });
+  assert.deepEqual(m.sink.events().at(-1), ['search_error', { error: SEARCH_RUN_STOPPED }], 'streamed as it is stored');
   const [save] = m.sent('save');
   assert.deepEqual(save && [save.row.error, save.row.answerText], [SEARCH_RUN_STOPPED, 'A']);
   m.tell({ t: 'saved', detail });
