@@ -10,6 +10,10 @@
 // started a few milliseconds apart share a round trip, and only a busy service waits, by at most
 // one statement. A group that reaches GROUP_MAX goes out at once.
 //
+// A group that stays in flight longer than STALL_MS (a lock held elsewhere, a statement the database
+// holds until DATABASE_STATEMENT_TIMEOUT_MS) no longer holds the writes behind it: they go as a group of
+// their own. Normal groups answer in milliseconds, so this changes nothing but a stall.
+//
 // A member's outcome never depends on the others: the multi-row statement answers per member (a
 // fencing refusal, a call not found), and when Postgres refuses the statement as a whole (a
 // constraint one member broke, a deadlock), which then wrote nothing, every member is retried alone,
@@ -38,6 +42,9 @@ interface Member<I, O> {
 /** At most this many members in one statement: bounds its parameter size and the rows it locks. */
 export const GROUP_MAX = 64;
 
+/** How long writes wait behind a group in flight before they go without it. */
+export const STALL_MS = 2_000;
+
 /**
  * A write that joins the others of the same turn on the same pool. `one` is the single statement
  * (used for a lone member and for the retry of a failed group); `many` the multi-row one, which may
@@ -46,7 +53,7 @@ export const GROUP_MAX = 64;
  */
 export function groupCommit<I, O>(one: OneWrite<I, O>, many: ManyWrite<I, O>, max = GROUP_MAX): OneWrite<I, O> {
   /** Per pool: the members collecting, and how many groups are in flight. */
-  const state = new WeakMap<object, { members: Member<I, O>[]; inFlight: number; scheduled: boolean }>();
+  const state = new WeakMap<object, { members: Member<I, O>[]; inFlight: number; scheduled: boolean; stall: NodeJS.Timeout | null }>();
 
   const write = (db: Queryable, members: Member<I, O>[]): Promise<unknown> => {
     if (members.length === 1) {
@@ -63,6 +70,10 @@ export function groupCommit<I, O>(one: OneWrite<I, O>, many: ManyWrite<I, O>, ma
   const flush = (db: Queryable): void => {
     const s = state.get(db)!;
     s.scheduled = false;
+    if (s.stall !== null) {
+      clearTimeout(s.stall);
+      s.stall = null;
+    }
     if (s.members.length === 0) return;
     const members = s.members;
     s.members = [];
@@ -76,12 +87,16 @@ export function groupCommit<I, O>(one: OneWrite<I, O>, many: ManyWrite<I, O>, ma
   return (db, input) =>
     new Promise<O>((resolve, reject) => {
       let s = state.get(db);
-      if (!s) state.set(db, (s = { members: [], inFlight: 0, scheduled: false }));
+      if (!s) state.set(db, (s = { members: [], inFlight: 0, scheduled: false, stall: null }));
       s.members.push({ input, resolve, reject });
       if (s.members.length >= max) flush(db);
       else if (s.inFlight === 0 && !s.scheduled) {
         s.scheduled = true;
         setImmediate(() => flush(db));
+      } else if (s.inFlight > 0 && s.stall === null) {
+        s.stall = setTimeout(() => flush(db), STALL_MS);
+        // A stopping process does not wait for it: the group in flight settles these members' fate.
+        s.stall.unref();
       }
     });
 }

@@ -11,6 +11,7 @@ import { finishLlmCallWithMessage } from '../../src/store/llm-calls.ts';
 import { CREATE_CHATS, FINISH_MANY } from '../../src/store/run-groups.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /** The pool behind an object that counts the statements sent through it (a group is keyed by it). */
 function counting(pool: Queryable): { db: Queryable; statements: () => number } {
@@ -96,6 +97,33 @@ for (const target of await testDatabases()) {
       assert.deepEqual((await listMessages(db.pool, fresh.id)).map((m) => m.content).slice(-1), ['on time']);
       // The current run's answer still lands.
       assert.equal((await answer(q, { callId: later, chatId: moved.id, content: 'current', runToken: token }))?.content, 'current');
+    });
+
+    it('writes behind a group that stalls go without it', { skip: target.name === 'embedded' && 'one connection: nothing can hold a statement' }, async () => {
+      const held = { chatId: randomUUID(), callId: randomUUID() };
+      const free = { chatId: randomUUID(), callId: randomUUID() };
+      await start(db.pool, held.chatId, held.callId);
+      await start(db.pool, free.chatId, free.callId);
+      const locker = await db.pool.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('SELECT 1 FROM chats WHERE id = $1 FOR UPDATE', [held.chatId]);
+        const { db: q } = counting(db.pool);
+        let heldDone = false;
+        const stuck = answer(q, { ...held, content: 'held', runToken: FIRST_RUN_TOKEN }).finally(() => (heldDone = true));
+        // Not on the locker: inside its transaction pg_stat_activity is one snapshot.
+        await waitFor(async () => (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'`)).rowCount! > 0, 10_000, 'the first group to wait at the lock');
+        let freeDone = false;
+        const next = answer(q, { ...free, content: 'free', runToken: FIRST_RUN_TOKEN }).finally(() => (freeDone = true));
+        await waitFor(() => freeDone, 10_000, 'the write behind the stalled group to land');
+        assert.equal((await next)?.content, 'free');
+        assert.equal(heldDone, false, 'the first group is still held');
+        await locker.query('ROLLBACK');
+        assert.equal((await stuck)?.content, 'held');
+      } finally {
+        await locker.query('ROLLBACK').catch(() => undefined);
+        locker.release();
+      }
     });
 
     it('reads no table whole: the cached generic plans find chats, messages and calls by key', async () => {
