@@ -14,7 +14,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions/completions';
 import { chatParts, toolMessageText, userAttachments } from './attachments.ts';
-import { toProviderError, truncatedStream } from './errors.ts';
+import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
 import { createSession, eachFrame, type RoundCalls } from './session.ts';
 import { openaiFrames, SseFrames } from './sse.ts';
 import {
@@ -160,6 +160,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
   async whole(body: ChatCompletionCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const response: ChatCompletion = await this.opts.client.chat.completions.create(body, { signal: this.req.signal });
     const choice: Loose | undefined = Array.isArray(response?.choices) ? response.choices[0] : undefined;
+    checkWholeBody(this.name, response, isObject(choice), 'choices');
     const message: Loose = isObject(choice?.message) ? choice.message : {};
     const text = typeof message.content === 'string' ? message.content : '';
     const drafts: CallDraft[] = [];
@@ -188,7 +189,8 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
     const keepText: string[] | null = tools ? [] : null;
     const drafts = new Map<number, CallDraft>();
     const s = { id: null as string | null, model: null as string | null, usage: null as unknown, finishReason: null as string | null };
-    await eachFrame<unknown>(response, new SseFrames(response.headers, openaiFrames), signal, (chunk) => {
+    const sse = new SseFrames(response.headers, openaiFrames);
+    await eachFrame<unknown>(response, sse, signal, (chunk) => {
       if (!isObject(chunk)) return;
       if (isObject(chunk.usage)) s.usage = chunk.usage;
       const choices = chunk.choices;
@@ -220,7 +222,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
       }
     });
     // [DONE] is not a chunk, so a finish_reason is the only proof the stream was not cut.
-    if (s.finishReason === null) throw truncatedStream(this.name);
+    if (s.finishReason === null) throw truncatedStream(this.name, sse);
     const toolCalls = this.finishCalls([...drafts.values()], keepText ? keepText.join('') : null);
     const { id, model, usage, finishReason } = s;
     return { toolCalls, usage: toUsage(usage), finishReason, raw: { id, model, finishReason, usage } };

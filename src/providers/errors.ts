@@ -1,8 +1,10 @@
 // Turns whatever the SDKs (or a broken stream) throw into a ProviderError whose message can be shown to
 // the user and stored on the LlmCall. Both SDKs share the same error class names and shapes, so the
 // SDK classes are checked with instanceof; the body fields differ, so those are read by duck typing.
+import { sliceUnits } from '../text.ts';
 import { A, O } from './sdks.ts';
 import { H2_TIMEOUT_CODES } from './h2-fetch.ts';
+import type { SseFrames } from './sse.ts';
 import { ProviderError, type ProviderName } from './types.ts';
 
 /**
@@ -87,7 +89,43 @@ export function toProviderError(provider: ProviderName, err: unknown, signal?: A
   return new ProviderError(`${provider} stream interrupted: ${message}`, undefined, { cause: err });
 }
 
-/** For a stream that closed without its terminal event (a clean disconnect the SDK does not report). */
-export function truncatedStream(provider: ProviderName): ProviderError {
+/**
+ * For a stream that closed without its terminal event (a clean disconnect the SDK does not report). A
+ * body that was one JSON value and no SSE event at all (`sse`) was an answer in place of a stream: its
+ * `error`, in the provider's words, or what it was.
+ */
+export function truncatedStream(provider: ProviderName, sse?: SseFrames): ProviderError {
+  const body = sse?.unframedJson();
+  if (body !== undefined) return bodyError(provider, body) ?? new ProviderError(`${provider} sent JSON instead of an event stream: ${excerpt(body)}`);
   return new ProviderError(`${provider} stream ended before the response was complete`);
+}
+
+/**
+ * Throws when a whole (non-streamed) response holds no answer: its body carries `error` (gateways and
+ * compatible servers answer some failures with status 200, and the SDKs throw only for a non-2xx), or
+ * `answered` is false because the field the answer lives in (`field`: choices, output, content) is missing.
+ */
+export function checkWholeBody(provider: ProviderName, body: unknown, answered: boolean, field: string): void {
+  const err = bodyError(provider, body) ?? (answered ? null : new ProviderError(`${provider} response has no ${field}: ${excerpt(body)}`));
+  if (err) throw err;
+}
+
+/**
+ * The error a response body carries, in the provider's words: `{"error": {"message", "type"|"code"}}`
+ * (OpenAI-style, and the Messages API's `{"type": "error", "error": {…}}`) or `{"error": "…"}`.
+ */
+function bodyError(provider: ProviderName, body: unknown): ProviderError | null {
+  const error = (body as Loose)?.error;
+  if (!error) return null;
+  // The body as the Messages SDK puts it on its errors (`err.error`), so both read as they do there.
+  const asThrown = { error: body } as Loose;
+  const code = errorCode(asThrown);
+  const message = providerMessage(asThrown) ?? excerpt(error);
+  return new ProviderError(`${provider} response error${code ? ` (${code})` : ''}: ${message}`);
+}
+
+/** A body as it came, short enough for an error message. */
+function excerpt(body: unknown): string {
+  const text = typeof body === 'string' ? body : (JSON.stringify(body) ?? String(body));
+  return text.length > 200 ? `${sliceUnits(text, 200)}…` : text;
 }

@@ -12,7 +12,7 @@ import type {
   ResponseUsage,
 } from 'openai/resources/responses/responses';
 import { responsesParts, toolMessageText, userAttachments } from './attachments.ts';
-import { toProviderError, truncatedStream } from './errors.ts';
+import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
 import { createSession, eachFrame, type RoundCalls } from './session.ts';
 import { openaiFrames, SseFrames } from './sse.ts';
 import {
@@ -148,6 +148,8 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
 
   async whole(body: ResponseCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const response = await this.client.responses.create(body, { signal: this.req.signal });
+    // A failed response says why itself (finishReason); anything else without its output is no answer.
+    if (response?.status !== 'failed') checkWholeBody(NAME, response, Array.isArray(response?.output), 'output');
     this.lastResponseId = response.id;
     const calls = new Map<string, ToolCallRequest>();
     functionCalls(response.output, calls);
@@ -163,7 +165,8 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
     const response = await this.client.responses.create({ ...body, stream: true }, { signal }).asResponse();
     const calls = new Map<string, ToolCallRequest>();
     const seen: { final: Response | null; called: boolean } = { final: null, called: false };
-    await eachFrame<ResponseStreamEvent>(response, new SseFrames(response.headers, openaiFrames), signal, (ev) => {
+    const sse = new SseFrames(response.headers, openaiFrames);
+    await eachFrame<ResponseStreamEvent>(response, sse, signal, (ev) => {
       switch (ev.type) {
         case 'response.output_text.delta':
           if (ev.delta) onText(ev.delta);
@@ -191,7 +194,7 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
       }
     });
     const done = seen.final;
-    if (!done) throw truncatedStream(NAME);
+    if (!done) throw truncatedStream(NAME, sse);
     this.lastResponseId = done.id;
     functionCalls(done.output, calls);
     const finish = finishReason(done, calls.size);

@@ -9,7 +9,7 @@ import type {
   RawMessageStreamEvent,
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { messagesBlocks, toolMessageText, userAttachments } from './attachments.ts';
-import { toProviderError, truncatedStream } from './errors.ts';
+import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
 import { createSession, eachFrame, type RoundCalls } from './session.ts';
 import { anthropicFrames, SseFrames } from './sse.ts';
 import {
@@ -112,8 +112,9 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
 
   async whole(body: MessageCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const message: Message = await this.client.messages.create(body, { signal: this.req.signal });
+    checkWholeBody(NAME, message, Array.isArray(message?.content), 'content');
     let text = '';
-    for (const block of message.content ?? []) {
+    for (const block of message.content) {
       if (block.type === 'text') text += block.text;
       else if (block.type === 'tool_use') throw toolUseRefused(block.name);
     }
@@ -132,7 +133,8 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.messages.create({ ...body, stream: true }, { signal }).asResponse();
     const s = { id: null as string | null, model: null as string | null, input: 0, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null };
-    await eachFrame<RawMessageStreamEvent>(response, new SseFrames(response.headers, anthropicFrames), signal, (ev) => {
+    const sse = new SseFrames(response.headers, anthropicFrames);
+    await eachFrame<RawMessageStreamEvent>(response, sse, signal, (ev) => {
       switch (ev.type) {
         case 'content_block_delta':
           if (ev.delta.type === 'text_delta' && ev.delta.text) onText(ev.delta.text);
@@ -156,7 +158,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
           break;
       }
     });
-    if (!s.stopped) throw truncatedStream(NAME);
+    if (!s.stopped) throw truncatedStream(NAME, sse);
     if (s.toolUse !== null) throw toolUseRefused(s.toolUse);
     const u = usage(s.input, s.output);
     return { toolCalls: [], usage: u, finishReason: s.stopReason, raw: { id: s.id, model: s.model, stop_reason: s.stopReason, usage: u } };

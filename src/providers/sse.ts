@@ -19,6 +19,9 @@ import { createParser, type EventSourceMessage, type EventSourceParser } from 'e
 /** A frame filter: turns one SSE event into a frame in `sse.frames`, a `sse.failure`, or nothing. */
 export type FrameFilter = (ev: EventSourceMessage, sse: SseFrames) => void;
 
+/** The most of a body without SSE events kept for `unframedJson`: an error body is far smaller. */
+const HEAD_LIMIT = 64 * 1024;
+
 /**
  * The parsed frames of one streamed response. `feed(bytes)` parses one socket read and returns the frames
  * it completed, in order (the same array every time, refilled by the next feed). When a frame is an error
@@ -34,6 +37,11 @@ export class SseFrames {
    * at less than half its cost per read (TextDecoder streams through ICU's converter). */
   private readonly decoder = new StringDecoder('utf8');
   private readonly parser: EventSourceParser;
+  /**
+   * The body's text until its first SSE event (null from then on, or past HEAD_LIMIT): a server that
+   * answers a streamed request with a JSON body (an error, with status 200) sends no event at all.
+   */
+  private head: string | null = '';
 
   constructor(
     readonly headers: Headers,
@@ -41,6 +49,7 @@ export class SseFrames {
   ) {
     this.parser = createParser({
       onEvent: (ev) => {
+        this.head = null;
         if (this.failure === undefined && !this.done) filter(ev, this);
       },
     });
@@ -48,8 +57,22 @@ export class SseFrames {
 
   feed(bytes: Uint8Array): unknown[] {
     this.frames.length = 0;
-    this.parser.feed(this.decoder.write(bytes));
+    const text = this.decoder.write(bytes);
+    if (this.head !== null) this.head = this.head.length + text.length <= HEAD_LIMIT ? this.head + text : null;
+    this.parser.feed(text);
     return this.frames;
+  }
+
+  /** Once the body has ended: the value it held when it was one JSON value and no SSE event; else undefined. */
+  unframedJson(): unknown {
+    if (this.head === null) return undefined;
+    const text = (this.head + this.decoder.end()).trim();
+    if (!text.startsWith('{')) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return undefined;
+    }
   }
 }
 

@@ -1,10 +1,10 @@
 // Wire shapes the simulator does not produce, served verbatim by a tiny local server: the flat
 // Responses `error` event, `response.incomplete`, streams that close without their terminal event,
-// and the odd chunk shapes OpenAI-compatible agent endpoints send.
+// the odd chunk shapes OpenAI-compatible agent endpoints send, and error bodies sent with status 200.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { createProviders } from '../../src/providers/index.ts';
 import { ProviderError, type ProviderAdapter, type ProviderName } from '../../src/providers/types.ts';
 import { collect, failure, request, TOOLS } from './helpers.ts';
@@ -13,8 +13,9 @@ import { collect, failure, request, TOOLS } from './helpers.ts';
 describe('providers/edge', () => {
   let server: Server;
   let providers: Map<ProviderName, ProviderAdapter>;
-  /** The raw SSE body the next request gets. */
+  /** The raw SSE body the next request gets, and its media type. */
   let body = '';
+  let type = 'text/event-stream';
 
   const sse = (frames: unknown[], event?: (f: any) => string | undefined) =>
     frames.map((f) => (event?.(f) ? `event: ${event(f)}\n` : '') + `data: ${typeof f === 'string' ? f : JSON.stringify(f)}\n\n`).join('');
@@ -25,7 +26,7 @@ describe('providers/edge', () => {
     server = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.writeHead(200, { 'content-type': type });
         res.end(body);
       });
     });
@@ -40,6 +41,7 @@ describe('providers/edge', () => {
     });
   });
   after(() => new Promise<void>((r) => server.close(() => r())));
+  beforeEach(() => (type = 'text/event-stream'));
 
   const resp = (status: string, extra: Record<string, unknown> = {}) => ({
     id: 'resp_1', object: 'response', status, model: 'm', output: [], usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 }, ...extra,
@@ -166,5 +168,45 @@ describe('providers/edge', () => {
     assert.equal(r.text, 'Hallo');
     assert.equal(r.end.finishReason, 'end_turn');
     assert.deepEqual(r.end.usage, { inputTokens: 1, outputTokens: 2, totalTokens: 3 });
+  });
+
+  // Gateways and compatible servers answer some failures with status 200 and an error body; the SDKs throw
+  // only for a non-2xx, so the adapter must not read it as an empty answer.
+  const ERROR_BODIES = {
+    provider_a: [{ error: { message: 'upstream model overloaded', type: 'server_error', code: null } }, 'provider_a response error (server_error): upstream model overloaded'],
+    provider_b: [{ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, 'provider_b response error (overloaded_error): Overloaded'],
+    provider_c: [{ error: { message: 'upstream model overloaded', type: 'server_error' } }, 'provider_c response error (server_error): upstream model overloaded'],
+    provider_d: [{ error: 'agent unavailable' }, 'provider_d response error: agent unavailable'],
+  } as const;
+  for (const [name, [errorBody, message]] of Object.entries(ERROR_BODIES) as [ProviderName, (typeof ERROR_BODIES)[ProviderName]][]) {
+    for (const stream of [false, true]) {
+      test(`${name}: a 200 whose JSON body is an error fails with the provider's message (${stream ? 'streamed' : 'whole'})`, async () => {
+        type = 'application/json';
+        body = JSON.stringify(errorBody);
+        const e = await failure(providers.get(name)!.startSession(request({}, { stream })));
+        assert.ok(e instanceof ProviderError);
+        assert.equal(e.message, message);
+      });
+    }
+  }
+
+  test('a whole 200 without its answer field fails, quoting the body; a streamed one with JSON that is no error says so', async () => {
+    type = 'application/json';
+    body = JSON.stringify({ id: 'x', object: 'chat.completion', choices: [] });
+    const c = await failure(providers.get('provider_c')!.startSession(request({}, { stream: false })));
+    assert.equal(c.message, `provider_c response has no choices: ${body}`);
+    body = JSON.stringify({ id: 'resp_1', status: 'completed' });
+    const a = await failure(providers.get('provider_a')!.startSession(request({}, { stream: false })));
+    assert.equal(a.message, `provider_a response has no output: ${body}`);
+    body = JSON.stringify({ id: 'msg_1', type: 'message', stop_reason: 'end_turn' });
+    const b = await failure(providers.get('provider_b')!.startSession(request({}, { stream: false })));
+    assert.equal(b.message, `provider_b response has no content: ${body}`);
+    body = JSON.stringify({ detail: 'x'.repeat(300) });
+    const long = await failure(providers.get('provider_c')!.startSession(request({}, { stream: false })));
+    assert.equal(long.message, `provider_c response has no choices: ${body.slice(0, 200)}…`);
+
+    body = JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }] });
+    const streamed = await failure(providers.get('provider_c')!.startSession(request({})));
+    assert.equal(streamed.message, `provider_c sent JSON instead of an event stream: ${body}`);
   });
 });
