@@ -145,7 +145,10 @@ const schema = z.object({
   AGENT_PROVIDER_API_BASE_URL: url.default('http://127.0.0.1:8642/v1'),
   AGENT_PROVIDER_MODEL: optionalText,
   TITLE_MODEL: z.string().min(1).default('gpt-4.1-nano'),
-  /** Per-attempt timeout handed to the provider SDKs. */
+  /**
+   * Per-attempt timeout handed to the provider SDKs and their transport (headers, each body read), and a
+   * stream's no-progress deadline: keep-alive comments and pings do not reset it (src/providers/session.ts).
+   */
   PROVIDER_TIMEOUT_MS: int(1000).default(600_000),
   /** HTTP/2 toward https provider origins that offer it (src/providers/h2-fetch.ts); false: HTTP/1.1 only. */
   PROVIDER_HTTP2: bool.default(true),

@@ -16,7 +16,7 @@ import type {
 import { chatParts, toolMessageText, userAttachments } from './attachments.ts';
 import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
 import { createSession, eachFrame, type RoundCalls } from './session.ts';
-import { openaiFrames, SseFrames } from './sse.ts';
+import { idleLimit, openaiFrames, SseFrames, type IdleLimit } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
@@ -46,6 +46,8 @@ export interface ChatCompletionsOptions {
    * endpoint cannot list models (agent endpoints often have no /models).
    */
   extraModel?: string;
+  /** PROVIDER_TIMEOUT_MS: the longest a stream may go without a chunk that carries data (eachFrame). */
+  idleMs?: number;
 }
 
 export function createChatCompletionsAdapter(opts: ChatCompletionsOptions): ProviderAdapter {
@@ -111,6 +113,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
   private readonly name: ProviderName;
   private readonly messages: ChatCompletionMessageParam[];
   private readonly tools: ChatCompletionTool[] | undefined;
+  private readonly idle: IdleLimit | undefined;
   /** The assistant message of the last round's tool calls, appended once their results come back. */
   private pending: ChatCompletionAssistantMessageParam | null = null;
   private rounds = 0;
@@ -125,6 +128,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
       opts.sendTools && req.tools.length
         ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
         : undefined;
+    this.idle = idleLimit(this.name, opts.idleMs);
   }
 
   body(toolResults: ToolResultInput[] | null): ChatCompletionCreateParamsNonStreaming {
@@ -189,15 +193,16 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
     const keepText: string[] | null = tools ? [] : null;
     const drafts = new Map<number, CallDraft>();
     const s = { id: null as string | null, model: null as string | null, usage: null as unknown, finishReason: null as string | null };
-    const sse = new SseFrames(response.headers, openaiFrames);
+    const sse = new SseFrames(response.headers, openaiFrames, this.idle);
+    // A frame dropped as carrying nothing (`false`) is no progress for the stream's deadline.
     await eachFrame<unknown>(response, sse, signal, (chunk) => {
-      if (!isObject(chunk)) return;
+      if (!isObject(chunk)) return false;
       if (isObject(chunk.usage)) s.usage = chunk.usage;
       const choices = chunk.choices;
       if (!Array.isArray(choices)) {
         const text = customText ? customFrameText(chunk) : undefined;
         if (text) onText(text);
-        return;
+        return Boolean(text) || isObject(chunk.usage);
       }
       if (s.id === null && typeof chunk.id === 'string') s.id = chunk.id;
       if (s.model === null && typeof chunk.model === 'string') s.model = chunk.model;

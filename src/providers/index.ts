@@ -45,13 +45,16 @@ export function createProviders(config: ProviderConfig): Map<ProviderName, Provi
   // SDK retries happen only before a stream has started, so they never duplicate streamed text.
   const fetch = createProviderFetch({ timeoutMs: config.PROVIDER_TIMEOUT_MS, http2: config.PROVIDER_HTTP2 ?? true, h2cOrigins: config.PROVIDER_H2C_ORIGINS });
   const common = { maxRetries: 2, timeout: config.PROVIDER_TIMEOUT_MS, fetch };
+  // The transport's timeout counts bytes; a stream's keep-alives are bytes, so the adapters also fail a
+  // stream that goes as long without an event that carries data.
+  const stream = { idleMs: config.PROVIDER_TIMEOUT_MS };
   // null (not undefined) keeps the SDKs from picking up OPENAI_* / ANTHROPIC_* values from the environment.
   const openai = (apiKey: string, baseURL: string | undefined) =>
     new OpenAI({ apiKey, baseURL: baseURL ?? null, organization: null, project: null, ...common });
   const map = new Map<ProviderName, ProviderAdapter>();
 
   if (config.PROVIDER_A_API_KEY) {
-    map.set('provider_a', createProviderA(openai(config.PROVIDER_A_API_KEY, config.PROVIDER_A_BASE_URL)));
+    map.set('provider_a', createProviderA(openai(config.PROVIDER_A_API_KEY, config.PROVIDER_A_BASE_URL), stream));
   }
   if (config.PROVIDER_B_API_KEY) {
     const client = new Anthropic({
@@ -60,11 +63,11 @@ export function createProviders(config: ProviderConfig): Map<ProviderName, Provi
       baseURL: config.PROVIDER_B_BASE_URL ?? null,
       ...common,
     });
-    map.set('provider_b', createProviderB(client));
+    map.set('provider_b', createProviderB(client, stream));
   }
   if (config.PROVIDER_C_API_KEY) {
     const client = openai(config.PROVIDER_C_API_KEY, config.PROVIDER_C_BASE_URL);
-    map.set('provider_c', createChatCompletionsAdapter({ name: 'provider_c', client, sendTools: true }));
+    map.set('provider_c', createChatCompletionsAdapter({ name: 'provider_c', client, sendTools: true, ...stream }));
   }
   if (config.AGENT_PROVIDER_API_KEY) {
     const client = openai(config.AGENT_PROVIDER_API_KEY, config.AGENT_PROVIDER_API_BASE_URL);
@@ -76,6 +79,7 @@ export function createProviders(config: ProviderConfig): Map<ProviderName, Provi
         sendTools: false,
         textFromCustomFrames: true,
         extraModel: config.AGENT_PROVIDER_MODEL,
+        ...stream,
       }),
     );
   }

@@ -14,7 +14,7 @@ import type {
 import { responsesParts, toolMessageText, userAttachments } from './attachments.ts';
 import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
 import { createSession, eachFrame, type RoundCalls } from './session.ts';
-import { openaiFrames, SseFrames } from './sse.ts';
+import { idleLimit, openaiFrames, SseFrames, type IdleLimit } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
@@ -41,10 +41,12 @@ export function isResponsesModel(id: string): boolean {
   return !NOT_RESPONSES.test(id);
 }
 
-export function createProviderA(client: OpenAI): ProviderAdapter {
+/** `idleMs` (PROVIDER_TIMEOUT_MS): the longest a stream may go without an event that carries data (eachFrame). */
+export function createProviderA(client: OpenAI, { idleMs }: { idleMs?: number } = {}): ProviderAdapter {
+  const idle = idleLimit(NAME, idleMs);
   return {
     name: NAME,
-    startSession: (req) => createSession(NAME, req, new ResponsesRounds(client, req)),
+    startSession: (req) => createSession(NAME, req, new ResponsesRounds(client, req, idle)),
     async listModels(signal) {
       try {
         const ids: string[] = [];
@@ -110,6 +112,7 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
   constructor(
     private readonly client: OpenAI,
     private readonly req: CompletionRequest,
+    private readonly idle: IdleLimit | undefined,
   ) {
     const system = req.messages.filter((m) => m.role === 'system').map((m) => m.content);
     this.instructions = system.length ? system.join('\n\n') : undefined;
@@ -165,7 +168,7 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
     const response = await this.client.responses.create({ ...body, stream: true }, { signal }).asResponse();
     const calls = new Map<string, ToolCallRequest>();
     const seen: { final: Response | null; called: boolean } = { final: null, called: false };
-    const sse = new SseFrames(response.headers, openaiFrames);
+    const sse = new SseFrames(response.headers, openaiFrames, this.idle);
     await eachFrame<ResponseStreamEvent>(response, sse, signal, (ev) => {
       switch (ev.type) {
         case 'response.output_text.delta':

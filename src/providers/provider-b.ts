@@ -11,7 +11,7 @@ import type {
 import { messagesBlocks, toolMessageText, userAttachments } from './attachments.ts';
 import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
 import { createSession, eachFrame, type RoundCalls } from './session.ts';
-import { anthropicFrames, SseFrames } from './sse.ts';
+import { anthropicFrames, idleLimit, SseFrames, type IdleLimit } from './sse.ts';
 import {
   ProviderError,
   type CompletionRequest,
@@ -35,10 +35,12 @@ function toolUseRefused(name: string): ProviderError {
   return new ProviderError(`${NAME} answered with a call to the tool \`${name}\` instead of text, but ${NAME} runs without service tools: no answer`);
 }
 
-export function createProviderB(client: Anthropic): ProviderAdapter {
+/** `idleMs` (PROVIDER_TIMEOUT_MS): the longest a stream may go without an event that carries data (eachFrame). */
+export function createProviderB(client: Anthropic, { idleMs }: { idleMs?: number } = {}): ProviderAdapter {
+  const idle = idleLimit(NAME, idleMs);
   return {
     name: NAME,
-    startSession: (req) => createSession(NAME, req, new MessagesRounds(client, req)),
+    startSession: (req) => createSession(NAME, req, new MessagesRounds(client, req, idle)),
     async listModels(signal) {
       try {
         const ids: string[] = [];
@@ -93,6 +95,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
   constructor(
     private readonly client: Anthropic,
     private readonly req: CompletionRequest,
+    private readonly idle: IdleLimit | undefined,
   ) {}
 
   body(toolResults: ToolResultInput[] | null): MessageCreateParamsNonStreaming {
@@ -133,7 +136,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.messages.create({ ...body, stream: true }, { signal }).asResponse();
     const s = { id: null as string | null, model: null as string | null, input: 0, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null };
-    const sse = new SseFrames(response.headers, anthropicFrames);
+    const sse = new SseFrames(response.headers, anthropicFrames, this.idle);
     await eachFrame<RawMessageStreamEvent>(response, sse, signal, (ev) => {
       switch (ev.type) {
         case 'content_block_delta':

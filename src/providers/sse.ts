@@ -15,9 +15,24 @@
 import { A, O } from './sdks.ts';
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
+import type { ProviderName } from './types.ts';
 
 /** A frame filter: turns one SSE event into a frame in `sse.frames`, a `sse.failure`, or nothing. */
 export type FrameFilter = (ev: EventSourceMessage, sse: SseFrames) => void;
+
+/**
+ * How long a stream may go without a frame that carries data before it fails (`provider` sent no data
+ * for `ms`): eachFrame's deadline, which keep-alive comments and pings do not reset (PROVIDER_TIMEOUT_MS).
+ */
+export interface IdleLimit {
+  provider: ProviderName;
+  ms: number;
+}
+
+/** The IdleLimit of `provider`'s streams, none without `ms`. */
+export function idleLimit(provider: ProviderName, ms: number | undefined): IdleLimit | undefined {
+  return ms ? { provider, ms } : undefined;
+}
 
 /** The most of a body without SSE events kept for `unframedJson`: an error body is far smaller. */
 const HEAD_LIMIT = 64 * 1024;
@@ -46,6 +61,8 @@ export class SseFrames {
   constructor(
     readonly headers: Headers,
     filter: FrameFilter,
+    /** The stream's no-progress deadline; none when undefined. */
+    readonly idle?: IdleLimit,
   ) {
     this.parser = createParser({
       onEvent: (ev) => {
@@ -77,13 +94,12 @@ export class SseFrames {
 }
 
 /**
- * The body of a streamed Response that the SDK has accepted, when it is not a PushBody (eachFrame reads
- * that one by subscribing): h2-fetch.ts gives a Node Readable; a web ReadableStream (the global fetch)
- * is async-iterable too. Iterating it from a `for await` destroys it (and so closes the stream) when the
- * loop is left early, and the SDK's abort signal destroys it with an AbortError.
+ * The body of a streamed Response that the SDK has accepted, when it is neither a PushBody (http-fetch.ts
+ * on HTTP/1.1) nor a Node Readable (h2-fetch.ts): a web ReadableStream, from a client on the global fetch.
+ * Cancelling its reader closes the stream; the SDK's abort signal errors it with an AbortError.
  */
-export function streamBody(response: Response): AsyncIterable<Uint8Array> {
-  const body = response.body as unknown as AsyncIterable<Uint8Array> | null;
+export function streamBody(response: Response): ReadableStream<Uint8Array> {
+  const body = response.body as ReadableStream<Uint8Array> | null;
   // The SDKs' wording, for the same (never expected) case.
   if (!body) throw new Error('Attempted to iterate over a response with no body');
   return body;

@@ -5,15 +5,37 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
 
 type Answer = (res: ServerResponse, body: any) => void;
 
+const chunk = (delta: unknown, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+
+/** PROVIDER_TIMEOUT_MS of the server under test (its smallest allowed value). */
+const TIMEOUT_MS = 1000;
+
 const ANSWERS: Record<string, Answer> = {
+  hello: (res, body) => {
+    if (body.stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(chunk({ role: 'assistant', content: 'Hello.' }) + chunk({}, 'stop') + 'data: [DONE]\n\n');
+    } else {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello.' }, finish_reason: 'stop' }] }));
+    }
+  },
   // A gateway's failure with status 200.
   'error body': (res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: { message: 'upstream model overloaded', type: 'server_error' } }));
+  },
+  // A model that has died behind a front end that keeps the stream alive: bytes, but never data.
+  'keep-alives': (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(chunk({ role: 'assistant', content: 'Thinking' }));
+    const timer = setInterval(() => res.write(': keep-alive\n\n'), TIMEOUT_MS / 10);
+    res.on('close', () => clearInterval(timer));
   },
 };
 
@@ -42,7 +64,7 @@ describe('provider faults', () => {
   before(async () => {
     const fake = await fakeProvider();
     provider = fake.server;
-    t = await startTestServer({ actorThreads: 1, env: { PROVIDER_C_BASE_URL: fake.url } });
+    t = await startTestServer({ actorThreads: 1, env: { PROVIDER_C_BASE_URL: fake.url, PROVIDER_TIMEOUT_MS: String(TIMEOUT_MS) } });
   });
   after(async () => {
     await t.close();
@@ -80,5 +102,21 @@ describe('provider faults', () => {
     const { calls, roles } = await stored(r.events[0]!.data.chatId);
     assert.deepEqual(calls, [{ status: 'failed', error: ERROR }]);
     assert.ok(!roles.includes('assistant'), `no assistant message stored: ${roles}`);
+  });
+
+  it('a stream that sends only keep-alives ends with error at PROVIDER_TIMEOUT_MS, and frees its chat', async () => {
+    const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
+    const events: SseEvent[] = [];
+    const streamed = t.stream('/v1/chat-completions/stream', ask('keep-alives', chat.id), { stopAfter: (ev) => (events.push(ev), false) });
+    await waitFor(() => events.at(-1)?.event === 'error', 10 * TIMEOUT_MS, 'the stream to end with error');
+    await streamed;
+    const message = `provider_c sent no data for ${TIMEOUT_MS} ms`;
+    assert.deepEqual(events.map((e) => e.event), ['meta', 'delta', 'error']);
+    assert.equal(events.at(-1)!.data.message, message);
+    const { calls } = await stored(chat.id);
+    assert.deepEqual(calls, [{ status: 'failed', error: message }]);
+    const next = await t.call('POST', '/v1/chat-completions', ask('hello', chat.id));
+    assert.equal(next.status, 200, 'the chat is free for the next run');
+    assert.equal(next.body.message.content, 'Hello.');
   });
 });
