@@ -1,6 +1,6 @@
 // How values cross into and out of Postgres: timestamps out as ISO strings, text and JSON in without
 // what Postgres cannot store, ids checked before they reach a query.
-import '../text.ts'; // String#isWellFormed/toWellFormed types
+import { textProblem } from '../text.ts'; // and String#isWellFormed/toWellFormed types
 
 /** Timestamps leave as ISO 8601 UTC with milliseconds. Strings come from json_agg (PG's own format). */
 export function iso(value: Date | string): string {
@@ -31,12 +31,25 @@ export function isIssuedId(id: string): boolean {
   return ISSUED_ID.test(id);
 }
 
-/** JSON text for a json/jsonb parameter, without U+0000 or a lone surrogate in any string. */
+/**
+ * JSON text for a json/jsonb parameter, without U+0000 or a lone surrogate in any string or object key
+ * (a model's tool-call arguments are an object whose keys it chose).
+ */
 export function toJson(value: unknown): string {
   const json = JSON.stringify(value ?? null);
-  // JSON.stringify writes U+0000 as `\u0000` and a lone surrogate as a `\udXXX` escape.
+  // JSON.stringify writes U+0000 as `\u0000` and a lone surrogate as a `\udXXX` escape, in keys too.
   if (!json.includes('\\u0000') && !/\\ud[89a-f]/i.test(json)) return json;
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? cleanText(v) : v));
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v === 'string') return cleanText(v);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? cleanKeys(v) : v;
+  });
+}
+
+/** `record` itself, or, when a key needs cleaning, a copy with every key cleaned (of keys that then clash, the last wins). */
+function cleanKeys(record: object): object {
+  const keys = Object.keys(record);
+  if (!keys.some((key) => textProblem(key) !== null)) return record;
+  return Object.fromEntries(keys.map((key) => [cleanText(key), (record as Record<string, unknown>)[key]]));
 }
 
 /** Trimmed, or null when blank: the spec's rule for prompts and the store's for optional titles. */

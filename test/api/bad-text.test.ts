@@ -1,11 +1,12 @@
 // Issue 16's text findings, each reproduced: U+0000 and lone UTF-16 surrogates anywhere in a body are
 // a 400 naming the field, before anything is stored or any provider is asked; ids that cannot exist
 // are their spec 404; the service's own truncation never splits a surrogate pair; deep metadata is a
-// 400 with the documented limit, never a stack overflow. On embedded PGlite and, when set, real Postgres.
+// 400 with the documented limit, never a stack overflow; text from upstreams (a model's tool-call arguments)
+// is stored repaired. On embedded PGlite and, when set, real Postgres.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_JSON_DEPTH } from '../../src/http/json-check.ts';
-import { apiDatabases, variantTag, startTestServer, type TestServer } from '../helpers/server.ts';
+import { apiDatabases, sim, variantTag, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const NUL = '\u0000';
 const LONE = '\ud800';
@@ -154,6 +155,16 @@ for (const db of apiDatabases()) {
       const whole = `${'a'.repeat(199_998)}😀`;
       const kept = await t.call('POST', `/v1/chats/${chatId}/messages`, user({ attachments: [textAttachment({ text: whole })] }));
       assert.equal(kept.body.message.metadata.attachments[0].text, whole, 'exactly 200,000 units: kept whole');
+    });
+
+    it('tool-call arguments from the model with NUL in a key are stored repaired, and the run ends with done', async () => {
+      // The directive's JSON text escapes the NUL (`\u0000`): the prompt holds none, the model's arguments do.
+      const args = { query: 'tide pools', [`${NUL}x`]: 1 };
+      const r = await t.stream('/v1/chat-completions/stream', completion({ enabledTools: ['web_search'], messages: [user({ content: sim({ tools: [{ name: 'web_search', args }], reply: 'Done.' }) })] }));
+      assert.deepEqual(r.events.map((e) => e.event).filter((e) => e === 'done' || e === 'error'), ['done'], JSON.stringify(r.events.at(-1)));
+      const chat = (await t.call('GET', `/v1/chats/${r.events[0]!.data.chatId}`)).body.chat;
+      const tool = chat.messages.find((m: { role: string }) => m.role === 'tool');
+      assert.deepEqual(tool.metadata.args, { query: 'tide pools', x: 1 });
     });
   });
 }

@@ -37,5 +37,7 @@ describe('text rules', () => {
     assert.equal(cleanText('a\u0000b\ud800'), 'ab\ufffd');
     assert.equal(toJson({ t: 'ok😀' }), '{"t":"ok😀"}');
     assert.equal(toJson({ t: 'x\ud800', u: ['\u0000'] }), '{"t":"x\ufffd","u":[""]}');
+    // Keys too (a model's tool-call arguments); an object whose keys are fine is not copied.
+    assert.equal(toJson({ a: { '\u0000x': 1, ['k\udc00']: [{ n: '\u0000' }] } }), '{"a":{"x":1,"k\ufffd":[{"n":""}]}}');
   });
 });

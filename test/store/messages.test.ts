@@ -93,6 +93,15 @@ for (const target of await testDatabases()) {
       assert.equal((await getChat(db.pool, chat.id))!.updatedAt, chat.updatedAt);
     });
 
+    it('stores metadata whose keys hold NUL or a lone surrogate (a model\'s tool-call arguments), repaired', async () => {
+      const chat = await createChat(db.pool, { enabledTools: [] });
+      const args = { query: 'tide pools', '\u0000x': 1, deeper: [{ ['k\ud800']: 'v\u0000' }] };
+      const [m] = (await appendMessages(db.pool, chat.id, [{ role: 'tool', content: 'out', name: 'web_search', metadata: { kind: 'tool_call', args } }]))!;
+      const repaired = { kind: 'tool_call', args: { query: 'tide pools', x: 1, deeper: [{ 'k\ufffd': 'v' }] } };
+      assert.deepEqual(m!.metadata, repaired);
+      assert.deepEqual((await listMessages(db.pool, chat.id))[0]!.metadata, repaired);
+    });
+
     it('round-trips large content', async () => {
       const chat = await createChat(db.pool, { enabledTools: [] });
       const big = 'é'.repeat(3_000_000);
