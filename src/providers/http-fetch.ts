@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 import * as consume from 'node:stream/consumers';
 import { Agent, type Dispatcher, util } from 'undici';
 import { abortError, createH2Transport } from './h2-fetch.ts';
-import { PushBody, type BodySource } from './push-body.ts';
+import { BodyTooLargeError, MAX_WHOLE_BODY_BYTES, PushBody, type BodySource } from './push-body.ts';
 
 type FetchInit = {
   method?: string;
@@ -90,9 +90,22 @@ class ProviderResponse {
   /** The whole body, as the PushBody reads itself or as node:stream/consumers reads a Readable. */
   private read<K extends 'text' | 'json' | 'arrayBuffer' | 'blob'>(how: K): ReturnType<(typeof consume)[K]> {
     const body = this.body;
-    const whole = body instanceof PushBody ? body[how]() : consume[how](body);
+    const whole = body instanceof PushBody ? body[how]() : consume[how](capped(body));
     return whole as ReturnType<(typeof consume)[K]>;
   }
+}
+
+/** `body`, destroyed with BodyTooLargeError once more than MAX_WHOLE_BODY_BYTES have come (push-body.ts). */
+function capped(body: Readable): Readable {
+  let size = 0;
+  const count = (bytes: Uint8Array) => {
+    size += bytes.byteLength;
+    if (size <= MAX_WHOLE_BODY_BYTES) return;
+    body.off('data', count);
+    body.destroy(new BodyTooLargeError());
+  };
+  body.on('data', count);
+  return body;
 }
 
 /** The raw header list undici's parser gives (name, value, name, value…) as web Headers; values are latin1. */

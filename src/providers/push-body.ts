@@ -13,6 +13,21 @@ export interface BodySource {
   resume(): void;
 }
 
+/**
+ * A whole response (a non-streamed answer, an error body) is held in memory to be parsed: past this it
+ * is refused, the transfer stopped, so that a provider cannot take down an actor thread, and every run
+ * on it, with one huge body. A real answer is kilobytes.
+ */
+export const MAX_WHOLE_BODY_BYTES = 32 * 1024 * 1024;
+
+/** The provider's whole body went past MAX_WHOLE_BODY_BYTES. */
+export class BodyTooLargeError extends Error {
+  constructor() {
+    super(`the provider's response body is larger than ${MAX_WHOLE_BODY_BYTES / 1024 / 1024} MB`);
+    this.name = 'BodyTooLargeError';
+  }
+}
+
 /** Bytes kept unread before `push` asks the transport to pause; a subscriber takes everything at once. */
 const HIGH_WATER = 64 * 1024;
 
@@ -178,7 +193,14 @@ export class PushBody implements AsyncIterable<Uint8Array> {
     if (this.used) return Promise.reject(new TypeError('Body is unusable: Body has already been read'));
     return new Promise((resolve, reject) => {
       const chunks: Uint8Array[] = [];
-      this.subscribe((bytes) => chunks.push(bytes), () => resolve(Buffer.concat(chunks)), reject);
+      let size = 0;
+      const keep = (bytes: Uint8Array) => {
+        size += bytes.byteLength;
+        // Thrown from the subscriber: the body is cancelled and the read rejects with it.
+        if (size > MAX_WHOLE_BODY_BYTES) throw new BodyTooLargeError();
+        chunks.push(bytes);
+      };
+      this.subscribe(keep, () => resolve(Buffer.concat(chunks)), reject);
     });
   }
 

@@ -9,6 +9,7 @@ import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
+import { BodyTooLargeError, MAX_WHOLE_BODY_BYTES } from '../../src/providers/push-body.ts';
 import { startSimulator } from '../../src/sim/server.ts';
 import { selfSignedCertificate } from '../helpers/tls.ts';
 import { gateName } from '../helpers/wait.ts';
@@ -206,6 +207,36 @@ describe('providers/h2-fetch', () => {
       }
     } finally {
       await new Promise((r) => closer.close(r));
+    }
+  });
+
+  test('a whole body is read whole up to MAX_WHOLE_BODY_BYTES, and refused past it (h2c)', async () => {
+    const big = Buffer.alloc(1024 * 1024, 'x');
+    const server = http2.createServer((req, res) => {
+      const size = Number(new URL(req.url, 'http://h').searchParams.get('mb'));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // Written as the client reads it: a refused body stops here, with the stream reset.
+      let left = size;
+      const more = () => {
+        while (left > 0) {
+          left--;
+          if (!res.write(big)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      more();
+    });
+    server.on('error', () => {});
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const providerFetch = createProviderFetch({ timeoutMs: 60_000, h2cOrigins: [origin] });
+      const small = await providerFetch(`${origin}/?mb=3`);
+      assert.equal((await small.text()).length, 3 * 1024 * 1024, 'every byte of a body under the cap');
+      const huge = await providerFetch(`${origin}/?mb=${MAX_WHOLE_BODY_BYTES / 1024 / 1024 + 8}`);
+      await assert.rejects(huge.text(), BodyTooLargeError);
+    } finally {
+      await new Promise((r) => server.close(r));
     }
   });
 

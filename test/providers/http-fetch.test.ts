@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { OpenAI } from '../../src/providers/sdks.ts';
 import { isAbortError, toProviderError } from '../../src/providers/errors.ts';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
-import { PushBody } from '../../src/providers/push-body.ts';
+import { BodyTooLargeError, MAX_WHOLE_BODY_BYTES, PushBody } from '../../src/providers/push-body.ts';
 
 type Server = {
   base: string;
@@ -257,6 +257,29 @@ test('a body nobody reads yet is paused past the high-water mark and resumes whe
     const res = await fetch10s(`${server.base}/big`);
     await serverBlocked; // the client has stopped reading (or the socket buffers are full)
     assert.equal((await res.arrayBuffer()).byteLength, total);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a whole body past MAX_WHOLE_BODY_BYTES is refused and its transfer stopped, not held', { timeout: 30_000 }, async () => {
+  const big = Buffer.alloc(1024 * 1024, 'x');
+  const server = await serve((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    let left = MAX_WHOLE_BODY_BYTES / big.length + 8;
+    const more = () => {
+      while (left > 0) {
+        left--;
+        if (!res.write(big)) return void res.once('drain', more);
+      }
+      res.end();
+    };
+    more();
+  });
+  try {
+    const res = await fetch10s(`${server.base}/v1/chat/completions`, { method: 'POST', body: '{}' });
+    await assert.rejects(res.text(), BodyTooLargeError);
+    await closed(server.sockets[0]!);
   } finally {
     await server.close();
   }
