@@ -38,6 +38,11 @@ export class Reply {
   shared: HeaderList | null = null;
   /** A HEAD request: headers as for GET, no body. */
   head = false;
+  /**
+   * The request's body is still coming: a response sent now (a 401, a 413, an early refusal) closes
+   * the connection, so that nothing more of a body nobody will read is received and kept.
+   */
+  bodyUnread = false;
   private abortHooks: Array<() => void> | null = null;
 
   constructor(res: HttpResponse) {
@@ -94,8 +99,8 @@ export class Reply {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
       if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
       if (this.shared !== null) writeHeaders(res, this.shared);
-      if (this.head) res.endWithoutBody(Buffer.byteLength(body));
-      else res.end(body);
+      if (this.head) res.endWithoutBody(Buffer.byteLength(body), this.bodyUnread);
+      else res.end(body, this.bodyUnread);
     });
   }
 }
@@ -112,6 +117,8 @@ const PREALLOCATE_BODY_BYTES = 64 * 1024;
  */
 export function bodyReader(res: HttpResponse, reply: Reply, cap: number, contentLength: number): () => Promise<Buffer> {
   if (contentLength > cap) {
+    // Nothing of it will be read: the 413 closes the connection.
+    reply.bodyUnread = true;
     const err = BODY_TOO_LARGE(formatBytes(cap));
     return () => Promise.reject(err);
   }
@@ -126,10 +133,14 @@ export function bodyReader(res: HttpResponse, reply: Reply, cap: number, content
   const settle = (v: { body?: Buffer; error?: HttpError }) => {
     if (settled) return;
     settled = v;
+    reply.bodyUnread = false;
     if (waiter) waiter(v);
   };
+  reply.bodyUnread = true;
   res.onData((chunk, isLast) => {
     if (settled) return;
+    // Answered already (a token that names nobody: 401): keep nothing more of it.
+    if (reply.started) return settle({ error: CLIENT_CLOSED() });
     size += chunk.byteLength;
     if (size > cap) {
       settle({ error: BODY_TOO_LARGE(formatBytes(cap)) });
