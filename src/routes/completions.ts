@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { ChatRunRequest } from '../../actors/chat-run.ts';
+import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Caller } from '../auth/caller.ts';
 import type { AppContext } from '../context.ts';
 import { readFingerprintedJson, readJson } from '../http/body.ts';
@@ -14,7 +15,6 @@ import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
 import { withoutIdempotencyKey } from '../http/early-refusal.ts';
-import type { SseSink } from '../http/sse.ts';
 import { ACTIVE_CHAT_STREAM_EXISTS } from '../messages.ts';
 import { providerKeyVariable } from '../providers/index.ts';
 import type { ProviderName } from '../providers/types.ts';
@@ -98,7 +98,10 @@ export function completionRoutes(app: AppContext): Route[] {
       if (!claim.start) return replayWhole(app, claim.record, reply, owner);
     }
     const request = runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored, owner }, callId);
-    const started = await startRun(req.caller, keyed, request, body.provider);
+    // No chat stores its answer and no key replays it: once its client has gone nobody can read it, so
+    // stop paying for it (and free its run slots), as for an unpersisted stream.
+    const unreadable = chatId === null && keyed === null;
+    const started = await startRun(req.caller, keyed, request, body.provider, unreadable ? whileConnected(reply) : undefined, unreadable);
     const result = await started.handle.result;
     if (!result.ok) throw outcomeError(result);
     const out = wholeOutcome(result);
@@ -132,7 +135,7 @@ export function completionRoutes(app: AppContext): Route[] {
   }
 
   /** Starts the run (a refusal frees the request's key); a keyed run records its outcome on the key. */
-  async function startRun(caller: Caller, keyed: KeyedRequest | null, request: ChatRunRequest, provider: string, subscriber?: SseSink, cancelWhenAlone = false) {
+  async function startRun(caller: Caller, keyed: KeyedRequest | null, request: ChatRunRequest, provider: string, subscriber?: Subscriber, cancelWhenAlone = false) {
     const limits = app.limits.runOptions(caller);
     const started = await Promise.resolve(runs.start({ kind: 'chat', key: request.chatId, request, ifRunning: 'reject', label: provider, subscriber, cancelWhenAlone, ...limits })).catch(async (err: unknown) => {
       // Nothing started (e.g. the cluster is out of reach): the key is free for the next try.
@@ -171,4 +174,16 @@ export function completionRoutes(app: AppContext): Route[] {
     { method: 'POST', path: '/v1/chats/:chatId/stream/attach', handler: attach },
     { method: 'POST', path: '/v1/chats/:chatId/stream/stop', handler: stop },
   ];
+}
+
+/** A subscriber that hears nothing and leaves when the client does: what cancels a run nobody else can read. */
+function whileConnected(reply: Reply): Subscriber {
+  let hooks: Array<() => void> | null = [];
+  const close = () => {
+    const run = hooks;
+    hooks = null;
+    if (run) for (const h of run) h();
+  };
+  reply.onAbort(close);
+  return { dropped: false, write() {}, end: close, onClose: (fn) => (hooks ? void hooks.push(fn) : fn()) };
 }

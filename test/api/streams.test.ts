@@ -80,6 +80,23 @@ for (const v of runVariants()) {
       assert.match(metrics, /css_run_errors_total\{kind="chat",provider="provider_c"\} [1-9]/, 'it ended as cancelled, not done');
     });
 
+    it('a whole completion nobody can read any more (no chat, no key) stops when its client disconnects', async () => {
+      const gate = gateName();
+      const client = new AbortController();
+      const pending = fetch(`${t.url}/v1/chat-completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: sim({ reply: 'never read', gate }) }] }),
+        signal: client.signal,
+      }).catch(() => null);
+      await waitFor(() => t.sim.heldAt(gate) === 1, 10_000, 'the provider call');
+      client.abort();
+      await pending;
+      // Held at the gate for good: only the cancel can end it (and free its run slots).
+      await waitFor(() => t.server.ctx.supervisor.activeCount === 0, 10_000, 'the run to be cancelled');
+      await waitFor(() => t.sim.heldAt(gate) === 0, 10_000, 'the provider call to be given up');
+    });
+
     it('attaching at random moments always yields the stored text exactly, nothing lost or doubled', async () => {
       // The run holds after its first half until all eight attaches are in, so none comes too late.
       const gate = gateName();
