@@ -19,6 +19,12 @@ export interface JwtVerifier {
 export const KEY_CACHE_TTL_MS = 60_000;
 /** Tokens cached at most; past it the oldest goes (a burst of new tokens faster than they age out). */
 export const MAX_CACHED_TOKENS = 100_000;
+/**
+ * Token look-ups that may ask the database at once; the rest wait their turn. Each is one indexed read,
+ * but a flood of key-shaped guesses (no caller needed to send them) would otherwise take every
+ * connection of the pool from the requests of callers already known.
+ */
+export const MAX_LOOKUPS = 8;
 
 interface Cached {
   caller: Caller;
@@ -50,6 +56,9 @@ export class Callers {
    * may be the key just revoked.
    */
   private epoch = 0;
+  private lookups = 0;
+  /** Look-ups waiting for one in flight to end; each is handed its slot. */
+  private readonly waiting: Array<() => void> = [];
 
   constructor(opts: CallersOptions) {
     this.adminDigest = opts.adminToken ? keyHash(opts.adminToken) : null;
@@ -122,7 +131,16 @@ export class Callers {
 
   private async lookUp(id: string, find: () => Promise<{ user: User; until: number } | null>): Promise<Caller | null> {
     const epoch = this.epoch;
-    const found = await find();
+    if (this.lookups < MAX_LOOKUPS) this.lookups++;
+    else await new Promise<void>((r) => this.waiting.push(r));
+    let found: { user: User; until: number } | null;
+    try {
+      found = await find();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.lookups--;
+    }
     if (found === null) return null;
     const { user, until } = found;
     const caller: Caller = { userId: user.id, admin: false, maxActiveRuns: user.maxActiveRuns, tokensPerDay: user.tokensPerDay };

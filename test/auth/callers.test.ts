@@ -5,11 +5,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ADMIN_CALLER } from '../../src/auth/caller.ts';
-import { Callers, type JwtVerifier } from '../../src/auth/callers.ts';
+import { Callers, MAX_LOOKUPS, type JwtVerifier } from '../../src/auth/callers.ts';
 import { keyHash, newApiKey } from '../../src/auth/keys.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createUser, getUser, updateUser } from '../../src/store/users.ts';
-import { testDatabases } from '../helpers/db.ts';
+import os from 'node:os';
+import pg from 'pg';
+import { openDatabase } from '../../src/db/pool.ts';
+import { createScratchPostgres, testDatabases } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const ADMIN = 'callers-test-admin';
 const bearer = (token: string) => `Bearer ${token}`;
@@ -119,3 +123,34 @@ for (const target of await testDatabases()) {
     });
   });
 }
+
+describe('token look-ups at once', { skip: process.env.TEST_DATABASE_URL ? false : 'needs Postgres (TEST_DATABASE_URL is not set)' }, () => {
+  it(`ask the database ${MAX_LOOKUPS} at a time, whatever the flood of key-shaped guesses`, async () => {
+    const scratch = await createScratchPostgres();
+    // A pool wider than the bound, so that only the bound can hold the look-ups back.
+    const db = await openDatabase({ DATABASE_URL: scratch.url, DATA_DIR: os.tmpdir() }, { poolMax: 30 });
+    const locker = new pg.Client({ connectionString: scratch.url });
+    await locker.connect();
+    const waitingAtLock = async () => Number((await db.pool.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%key_hash%'`)).rows[0].n);
+    try {
+      const callers = new Callers({ adminToken: ADMIN, pool: db.pool });
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
+      const guesses = Array.from({ length: 3 * MAX_LOOKUPS }, () => callers.authenticate(bearer(newApiKey())));
+      let most = 0;
+      await waitFor(async () => (most = Math.max(most, await waitingAtLock())) >= MAX_LOOKUPS, 10_000, 'the first look-ups to reach the lock');
+      await locker.query('COMMIT');
+      const settled = Promise.all(guesses);
+      let done = false;
+      void settled.then(() => (done = true));
+      // Sampled until every guess is answered: never more than the bound at the database at once.
+      await waitFor(async () => ((most = Math.max(most, await waitingAtLock())), done), 10_000, 'every guess to be answered');
+      assert.deepEqual(await settled, guesses.map(() => null), 'nobody');
+      assert.equal(most, MAX_LOOKUPS);
+    } finally {
+      await locker.end();
+      await db.close();
+      await scratch.drop();
+    }
+  });
+});
