@@ -136,7 +136,8 @@ export function bodyReader(res: HttpResponse, reply: Reply, cap: number, content
     reply.bodyUnread = false;
     if (waiter) waiter(v);
   };
-  reply.bodyUnread = true;
+  // (A request that says it has no body has nothing to wait for, whether or not uWS reports its end yet.)
+  reply.bodyUnread = contentLength !== 0;
   res.onData((chunk, isLast) => {
     if (settled) return;
     // Answered already (a token that names nobody: 401): keep nothing more of it.

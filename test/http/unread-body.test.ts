@@ -21,6 +21,8 @@ describe('a body nobody will read', () => {
     mountRoutes(
       app,
       [
+        // Answers without reading its body (as attach and stop do).
+        { method: 'POST', path: '/v1/bodiless', handler: (_req, reply) => reply.json(200, { ok: true }) },
         {
           method: 'POST',
           path: '/v1/start',
@@ -73,6 +75,23 @@ describe('a body nobody will read', () => {
       sock.write(Buffer.alloc((16 << 20) - (1 << 20), 'x'));
       await waitFor(() => got.text.includes(`{"read":${16 << 20}}`), 20_000, 'the handler to read the whole body');
       assert.equal(got.closed, false, 'a keep-alive connection');
+    } finally {
+      sock.destroy();
+    }
+  });
+
+  it('keeps the connection of a request that has no body, answered without reading one', async () => {
+    const sock = net.connect(port, '127.0.0.1');
+    const got = { text: '', closed: false };
+    sock.on('data', (b) => (got.text += b.toString('latin1')));
+    sock.on('close', () => (got.closed = true));
+    try {
+      const request = 'POST /v1/bodiless HTTP/1.1\r\nhost: x\r\nauthorization: Bearer good\r\ncontent-length: 0\r\n\r\n';
+      sock.write(request);
+      await waitFor(() => got.text.split('HTTP/1.1 200').length === 2, 10_000, 'the first answer');
+      sock.write(request);
+      await waitFor(() => got.text.split('HTTP/1.1 200').length === 3, 10_000, 'the second answer on the same connection');
+      assert.equal(got.closed, false);
     } finally {
       sock.destroy();
     }
