@@ -103,6 +103,9 @@ for (const target of await testDatabases()) {
         await holder.query('ROLLBACK');
         holder.release();
       }
+      // The held statement goes on once the lock is gone: its end, before the next test's sweep (which
+      // skips a row locked at that moment).
+      await waitFor(async () => (await stored(a.callId)) === 'held', 10_000, 'the held checkpoint to land');
     });
 
     it('a restart stores the checkpointed text as the interrupted answer and fails the call, once', async () => {
