@@ -13,7 +13,7 @@ import { BodyTooLargeError, MAX_WHOLE_BODY_BYTES } from '../../src/providers/pus
 import { startSimulator } from '../../src/sim/server.ts';
 import { selfSignedCertificate } from '../helpers/tls.ts';
 import { gateName } from '../helpers/wait.ts';
-import { collect, failure, httpsAdapter, request, type Sim } from './helpers.ts';
+import { collect, failure, httpsAdapter, request, writeMegabytes, type Sim } from './helpers.ts';
 
 // One describe around the file, so its hooks stay its own beside other files in a process (test/run.mjs).
 describe('providers/h2-fetch', () => {
@@ -211,20 +211,9 @@ describe('providers/h2-fetch', () => {
   });
 
   test('a whole body is read whole up to MAX_WHOLE_BODY_BYTES, and refused past it (h2c)', async () => {
-    const big = Buffer.alloc(1024 * 1024, 'x');
     const server = http2.createServer((req, res) => {
-      const size = Number(new URL(req.url, 'http://h').searchParams.get('mb'));
       res.writeHead(200, { 'content-type': 'application/json' });
-      // Written as the client reads it: a refused body stops here, with the stream reset.
-      let left = size;
-      const more = () => {
-        while (left > 0) {
-          left--;
-          if (!res.write(big)) return void res.once('drain', more);
-        }
-        res.end();
-      };
-      more();
+      writeMegabytes(res, Number(new URL(req.url, 'http://h').searchParams.get('mb')));
     });
     server.on('error', () => {});
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -110,3 +110,17 @@ export function httpsAdapter(base: string, ca: string, o: { timeoutMs?: number; 
   const client = new OpenAI({ apiKey: 'k', baseURL: base, maxRetries: 0, timeout: 30_000, fetch });
   return createChatCompletionsAdapter({ name: 'provider_c', client, sendTools: true });
 }
+
+/** Writes `mb` megabytes to a server response as its client reads them, then ends: a refused body stops mid-way. */
+export function writeMegabytes(res: { write(b: Buffer): boolean; once(event: 'drain', fn: () => void): unknown; end(): unknown }, mb: number): void {
+  const chunk = Buffer.alloc(1024 * 1024, 'x');
+  let left = mb;
+  const more = (): void => {
+    while (left > 0) {
+      left--;
+      if (!res.write(chunk)) return void res.once('drain', more);
+    }
+    res.end();
+  };
+  more();
+}

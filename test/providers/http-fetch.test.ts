@@ -12,6 +12,7 @@ import { OpenAI } from '../../src/providers/sdks.ts';
 import { isAbortError, toProviderError } from '../../src/providers/errors.ts';
 import { createProviderFetch } from '../../src/providers/http-fetch.ts';
 import { BodyTooLargeError, MAX_WHOLE_BODY_BYTES, PushBody } from '../../src/providers/push-body.ts';
+import { writeMegabytes } from './helpers.ts';
 
 type Server = {
   base: string;
@@ -263,18 +264,9 @@ test('a body nobody reads yet is paused past the high-water mark and resumes whe
 });
 
 test('a whole body past MAX_WHOLE_BODY_BYTES is refused and its transfer stopped, not held', { timeout: 30_000 }, async () => {
-  const big = Buffer.alloc(1024 * 1024, 'x');
   const server = await serve((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    let left = MAX_WHOLE_BODY_BYTES / big.length + 8;
-    const more = () => {
-      while (left > 0) {
-        left--;
-        if (!res.write(big)) return void res.once('drain', more);
-      }
-      res.end();
-    };
-    more();
+    writeMegabytes(res, MAX_WHOLE_BODY_BYTES / (1024 * 1024) + 8);
   });
   try {
     const res = await fetch10s(`${server.base}/v1/chat/completions`, { method: 'POST', body: '{}' });
