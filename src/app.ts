@@ -216,7 +216,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     authenticate: callers.authenticate,
     cors: corsPolicy(config.CORS_ORIGINS),
     shed: startShedding(admission),
-    onError: (err, req) => toHttpError(err, () => log.error({ err, method: req.method, path: req.path }, 'request failed')),
+    onError: (err, req) => toHttpError(err, (_, ref) => log.error({ err, ref, method: req.method, path: req.path }, 'request failed')),
   });
   const listenSocket = await lc.open('listener', () => listenExclusive(app, config.HOST, config.PORT), (s) => uws.us_listen_socket_close(s));
   // Measured from here: the start-up's own stalls (migrations, worker boot) are no overload.

@@ -95,7 +95,7 @@ export const INTERNAL_RUN = createError('CSS_RUN_FAILED', 500, verbatim);
 // ---- what the service depends on ---------------------------------------------------------------
 export const CLUSTER_UNAVAILABLE = createError('CSS_CLUSTER_UNAVAILABLE', 503, verbatim, RETRY_SOON);
 export const DATABASE_UNAVAILABLE = createError('CSS_DATABASE_UNAVAILABLE', 503, (reason: string) => `database unavailable: ${reason}`, RETRY_SOON);
-export const INTERNAL = createError('CSS_INTERNAL', 500, (reason: string) => `internal error: ${reason}`);
+export const INTERNAL = createError('CSS_INTERNAL', 500, (ref: string) => `internal error (ref ${ref}); the server's log has it under this ref`);
 
 /** Shorthands the routes use most. */
 export const badRequest = BAD_REQUEST;

@@ -1,6 +1,7 @@
 // Any error a handler throws, as the HTTP answer the router sends: catalogue errors as they are, domain
 // errors by their code (the cluster or the database out of reach: 503 with Retry-After, the request may
 // succeed soon), anything else as a logged 500.
+import { randomBytes } from 'node:crypto';
 import { describeError } from '../db/pool.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { ErrorCodes, serviceErrorCode, type ErrorCode } from '../errors.ts';
@@ -22,13 +23,18 @@ const BY_CODE: Partial<Record<ErrorCode, (err: Error) => HttpError>> = {
   [ErrorCodes.IDEMPOTENCY_KEY_EXPIRED]: () => IDEMPOTENCY_KEY_EXPIRED(),
 };
 
-/** `logUnexpected` is called only for a failure nobody answered on purpose (a 500). */
-export function toHttpError(err: unknown, logUnexpected: (err: unknown) => void): HttpError {
+/**
+ * `logUnexpected` is called only for a failure nobody answered on purpose (a 500), with the reference
+ * its answer gives: the client reads that reference, never the error itself (a driver's or a library's
+ * message may name a table, an index or a file), and an operator finds the error by it in the log.
+ */
+export function toHttpError(err: unknown, logUnexpected: (err: unknown, ref: string) => void): HttpError {
   if (err instanceof HttpError) return err;
   const code = serviceErrorCode(err);
   const answer = code && BY_CODE[code];
   if (answer) return answer(err as Error);
   if (isDatabaseUnavailable(err)) return DATABASE_UNAVAILABLE(describeError(err));
-  logUnexpected(err);
-  return INTERNAL((err as Error)?.message ?? String(err));
+  const ref = randomBytes(6).toString('hex');
+  logUnexpected(err, ref);
+  return INTERNAL(ref);
 }

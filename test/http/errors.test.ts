@@ -18,8 +18,9 @@ const entries = Object.entries(errors).filter((e): e is [string, errors.ErrorDef
 /** toHttpError, and whether it logged the error as unexpected. */
 function answer(err: unknown) {
   let logged = false;
-  const http = toHttpError(err, () => (logged = true));
-  return { status: http.status, message: http.message, retryAfter: http.headers?.['retry-after'], code: http.code, logged };
+  let ref = '';
+  const http = toHttpError(err, (_, r) => ((logged = true), (ref = r)));
+  return { status: http.status, message: http.message, retryAfter: http.headers?.['retry-after'], code: http.code, logged, ref };
 }
 
 describe('the error catalogue', () => {
@@ -65,7 +66,9 @@ describe('lower layers’ errors as HTTP answers', () => {
     for (const err of [Object.assign(new Error('relation "x" does not exist'), { code: '42P01' }), new TypeError('x is undefined'), Object.assign(new Error('no such file'), { code: 'ENOENT', syscall: 'open' })]) {
       const a = answer(err);
       assert.deepEqual([a.status, a.logged], [500, true], String(err));
-      assert.match(a.message, /^internal error: /);
+      assert.match(a.message, /^internal error \(ref [0-9a-f]{12}\)/);
+      assert.ok(!a.message.includes((err as Error).message), 'the error itself stays in the log');
+      assert.ok(a.message.includes(`(ref ${a.ref})`), 'under the ref the log has');
     }
   });
 
@@ -86,7 +89,8 @@ describe('lower layers’ errors as HTTP answers', () => {
     assert.equal(answer(Object.assign(new Error('x'), { code: ErrorCodes.CLUSTER_UNAVAILABLE })).status, 500);
     assert.equal(answer(new ServiceError(ErrorCodes.CLUSTER_UNAVAILABLE, 'owner gone')).status, 503);
     const tool = answer(new ToolError('fetch_url: refused'));
-    assert.deepEqual([tool.status, tool.message, tool.logged], [500, 'internal error: fetch_url: refused', true]);
+    assert.deepEqual([tool.status, tool.logged], [500, true]);
+    assert.match(tool.message, /^internal error \(ref [0-9a-f]{12}\)/);
   });
 });
 
