@@ -97,6 +97,8 @@ export class Reply {
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
+      // Every JSON answer is one caller's own data (or an error about it): no cache along the way keeps it.
+      if (contentType === JSON_HEADER) res.writeHeader('cache-control', 'no-store');
       if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
       if (this.shared !== null) writeHeaders(res, this.shared);
       if (this.head) res.endWithoutBody(Buffer.byteLength(body), this.bodyUnread);

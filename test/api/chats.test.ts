@@ -28,6 +28,7 @@ for (const db of apiDatabases()) {
         ],
       });
       assert.equal(r.status, 200);
+      assert.equal(r.headers.get('cache-control'), 'no-store', "one caller's own data: no cache keeps it");
       const chat = r.body.chat;
       assert.equal(chat.title, 'Trip plans');
       assert.equal(chat.initiatedProvider, 'provider_c');
