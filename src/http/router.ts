@@ -6,7 +6,7 @@ import type { BodyPool } from './body-pool.ts';
 import { PUBLIC_CALLER, type Caller } from '../auth/caller.ts';
 import type { CorsPolicy } from './cors.ts';
 import type { StartShedding } from './early-refusal.ts';
-import { METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, UNAUTHORIZED, type HttpError } from './errors.ts';
+import { HttpError, METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, UNAUTHORIZED } from './errors.ts';
 import { bodyReader, Reply, type Req } from './reply.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.ts';
 
@@ -55,6 +55,15 @@ const EMPTY_BODY = () => Promise.resolve(Buffer.alloc(0));
 
 function split(path: string): string[] {
   return path.split('/').filter((s) => s.length > 0);
+}
+
+/** 405, with the `Allow` header HTTP requires: the methods the path has (HEAD with GET). */
+function notAllowed(compiled: readonly Compiled[], segments: string[], method: string, path: string): HttpError {
+  const methods = new Set<string>();
+  for (const c of compiled) if (match(c, segments, {})) methods.add(c.route.method);
+  if (methods.has('GET')) methods.add('HEAD');
+  const err = METHOD_NOT_ALLOWED(method, path);
+  return new HttpError(err.code, err.status, err.message, { ...err.headers, allow: [...methods].join(', ') });
 }
 
 function match(compiled: Compiled, segments: string[], params: Record<string, string>): boolean {
@@ -115,9 +124,10 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     const who = found?.route.public ? PUBLIC_CALLER : opts.authenticate(authorization);
     if (who === null) return reply.error(UNAUTHORIZED());
     if (!found) {
-      if (!(who instanceof Promise)) return reply.error(pathKnown ? METHOD_NOT_ALLOWED(method, path) : NO_ROUTE(method, path));
+      const unrouted = () => (pathKnown ? notAllowed(compiled, segments, method, path) : NO_ROUTE(method, path));
+      if (!(who instanceof Promise)) return reply.error(unrouted());
       return void who.then(
-        (caller) => reply.error(caller ? (pathKnown ? METHOD_NOT_ALLOWED(method, path) : NO_ROUTE(method, path)) : UNAUTHORIZED()),
+        (caller) => reply.error(caller ? unrouted() : UNAUTHORIZED()),
         (err: unknown) => reply.error(opts.onError(err, req)),
       );
     }

@@ -100,6 +100,7 @@ describe('validation and limits', () => {
     assert.deepEqual([a.status, a.body.message], [404, 'no route for GET /v1/nothing']);
     const b = await t.call('PUT', '/api/v1/chats');
     assert.deepEqual([b.status, b.body.message], [405, 'method PUT is not allowed on /v1/chats']);
+    assert.deepEqual(b.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD', 'POST'], 'the methods the path has');
     assert.deepEqual((await t.call('GET', '/api/health')).body, { ok: true });
     assert.equal((await t.call('GET', '/api/v1/chats')).status, 200);
   });
