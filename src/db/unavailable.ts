@@ -11,7 +11,14 @@ const UNAVAILABLE_SQLSTATE = /^(08...|57014|57P0[1-3]|53300)$/;
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
 // What `pg` and `pg-pool` say, without a code, when a connection ends or cannot be made in time.
-const PG_CONNECTION_MESSAGES = [/^Connection terminated/, /^timeout exceeded when trying to connect/, /^Query read timeout/, /^Client has encountered a connection error/];
+const PG_CONNECTION_MESSAGES = [
+  /^Connection terminated/,
+  /^timeout exceeded when trying to connect/,
+  /^Query read timeout/,
+  /^Client has encountered a connection error/,
+  // A connect past its deadline (postgres-pool.ts).
+  /^timeout expired$/,
+];
 
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;

@@ -12,6 +12,9 @@ import type { Database } from '../../src/db/types.ts';
 import { createChat, getChatDetail } from '../../src/store/chats.ts';
 import { createScratchPostgres, freshEmbeddedDataDir, testDatabases } from '../helpers/db.ts';
 import { listMessages } from '../helpers/store.ts';
+import pg from 'pg';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+import { isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { entryArgs } from '../helpers/entry.ts';
 
 async function tempDir(files: Record<string, string>): Promise<string> {
@@ -222,6 +225,41 @@ describe('concurrent start on one Postgres', { skip: !process.env.TEST_DATABASE_
       assert.equal((await getChatDetail(opened[1]!.pool, chat.id))?.id, chat.id);
       await Promise.all(opened.map((d) => d.close()));
     } finally {
+      await scratch.drop();
+    }
+  });
+
+  it('holds every statement to DATABASE_STATEMENT_TIMEOUT_MS but the migrations, and a silent connection to 5 s more', { timeout: 60_000 }, async () => {
+    const scratch = await createScratchPostgres();
+    const target = new URL(scratch.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const through = new URL(scratch.url);
+    through.host = `127.0.0.1:${proxy.port}`;
+    try {
+      // 5 ms: the migrations (which create and rewrite tables) would be cancelled, were they held to it.
+      const db = await openDatabase({ DATABASE_URL: through.toString(), DATA_DIR: os.tmpdir(), DATABASE_STATEMENT_TIMEOUT_MS: 5 }, { poolMax: 2 });
+      try {
+        // Read beside the pool, whose 5 ms a loaded machine could stretch even a trivial statement past.
+        const plain = new pg.Client({ connectionString: scratch.url });
+        await plain.connect();
+        const { rows } = await plain.query('SELECT count(*)::int AS n FROM schema_migrations').finally(() => plain.end());
+        assert.equal(rows[0].n, (await readMigrations()).length, 'every migration applied');
+        await assert.rejects(db.pool.query('SELECT pg_sleep(1)'), (err: { code?: string }) => err.code === '57014');
+        // Nothing comes back any more, not even the cancel: the client gives up on its own.
+        const open = await db.pool.connect();
+        proxy.blackhole();
+        // On a connection that was open: the answer never comes, and the client stops waiting for it.
+        await assert.rejects(open.query('SELECT 1'), (err: Error) => isDatabaseUnavailable(err) && /^Query read timeout/.test(err.message));
+        open.release(true);
+        // On a connection to open (a failed query's is dropped): the connect gives up.
+        await assert.rejects(db.pool.query('SELECT 1'), (err: Error) => isDatabaseUnavailable(err));
+      } finally {
+        // First: the pool cannot end connections nothing answers on.
+        await proxy.close();
+        await db.close();
+      }
+    } finally {
+      await proxy.close();
       await scratch.drop();
     }
   });
