@@ -17,6 +17,8 @@ async function streamAndStop(
   stopPath: (first: SseEvent) => string,
   when: (ev: SseEvent, seen: number) => boolean,
   method = 'POST',
+  /** Awaited before the stop is sent (e.g. until the chat is stored). */
+  ready: (first: SseEvent) => Promise<void> = async () => {},
 ): Promise<{ events: SseEvent[]; stop: { status: number; body: any } | null }> {
   const controller = new AbortController();
   const res = await fetch(t.url + path, {
@@ -32,7 +34,10 @@ async function streamAndStop(
   const events = await readSse(res, controller, undefined, async (ev) => {
     first ??= ev;
     seen++;
-    if (!stop && when(ev, seen)) stop = await t.call(method, stopPath(first));
+    if (!stop && when(ev, seen)) {
+      await ready(first);
+      stop = await t.call(method, stopPath(first));
+    }
   });
   return { events, stop };
 }
@@ -152,6 +157,8 @@ for (const v of runVariants()) {
         (meta) => `/v1/chats/${meta.data.chatId}`,
         (ev, seen) => ev.event === 'delta' && seen >= 5,
         'DELETE',
+        // The chat's row goes in beside the first provider round: deltas may come before it is stored.
+        (meta) => waitFor(async () => (await t.call('GET', `/v1/chats/${meta.data.chatId}`)).status === 200, 10_000, 'the chat to be stored'),
       );
       assert.deepEqual([stop!.status, stop!.body], [200, { deleted: true }]);
       assert.deepEqual(events.at(-1), { event: 'error', data: { type: 'error', message: 'run cancelled: chat deleted' } });
