@@ -10,6 +10,12 @@ export interface EngineRequestOptions {
   timeoutMs?: number;
 }
 
+/**
+ * The most of an engine's answer that is read: far above a real one (100 results with page text, an answer
+ * with its cited pages), far below what would strain the run's thread. A bigger body is refused unread.
+ */
+export const ENGINE_BODY_MAX_BYTES = 16 * 1024 * 1024;
+
 export interface EngineHttpResponse {
   status: number;
   contentType: string;
@@ -37,15 +43,11 @@ export async function engineFetch(
 ): Promise<EngineHttpResponse> {
   const { signal, timeout } = combinedSignal(opts);
   const started = performance.now();
+  let res: Response;
+  let text: string | null;
   try {
-    const res = await fetch(url, { ...init, signal, redirect: 'follow' });
-    const text = await res.text();
-    return {
-      status: res.status,
-      contentType: res.headers.get('content-type') ?? '',
-      text,
-      latencyMs: Math.round(performance.now() - started),
-    };
+    res = await fetch(url, { ...init, signal, redirect: 'follow' });
+    text = await readCapped(res, ENGINE_BODY_MAX_BYTES);
   } catch (err) {
     if (timeout?.aborted) {
       throw new EngineError(engine, `${engine} ${what} timed out after ${opts.timeoutMs} ms`, { cause: err });
@@ -55,6 +57,36 @@ export async function engineFetch(
     throw new EngineError(engine, `${engine} ${what} could not be reached at ${url.origin}: ${reason}`, {
       cause: err,
     });
+  }
+  if (text === null) {
+    throw new EngineError(engine, `${engine} ${what} answered HTTP ${res.status} with a body larger than ${ENGINE_BODY_MAX_BYTES} bytes`, {
+      status: res.status,
+    });
+  }
+  return {
+    status: res.status,
+    contentType: res.headers.get('content-type') ?? '',
+    text,
+    latencyMs: Math.round(performance.now() - started),
+  };
+}
+
+/** The body as text (as `Response.text()` decodes it), or null once it passes `max` bytes, the rest unread. */
+async function readCapped(res: Response, max: number): Promise<string | null> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let size = 0;
+  let text = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    text += decoder.decode(value, { stream: true });
   }
 }
 

@@ -1,0 +1,76 @@
+// An engine_a that misbehaves in ways the simulator does not: the search run reports each half's failure
+// in the engine's words, what it streams is what it stores, and nothing the engine sends can hold the run
+// or the memory of its thread. engine_a is a small fake server whose answer the query picks.
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+type Answer = (res: ServerResponse, what: 'search' | 'answer') => void;
+
+const json = (res: ServerResponse, body: unknown, status = 200) => {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+
+const ANSWERS: Record<string, Answer> = {
+  // A body far beyond any real answer (a wrong base URL pointing at a download, a broken proxy): 128 MB,
+  // sent as fast as the socket takes it. It must not be read whole into the run's thread.
+  'huge body': (res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const chunk = Buffer.alloc(1 << 20, 0x20);
+    let left = 128;
+    const pump = () => {
+      while (left > 0) {
+        left--;
+        if (!res.write(chunk)) return;
+      }
+      res.end();
+    };
+    res.on('drain', pump);
+    pump();
+  },
+};
+
+async function fakeEngine(): Promise<{ url: string; server: Server }> {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    req.on('data', (d) => (raw += d));
+    req.on('end', () => {
+      const query: string = raw ? JSON.parse(raw).query : '';
+      const answer = ANSWERS[query.replace(/ [0-9a-f]{8}$/, '')];
+      const what = req.url?.endsWith('/answer') ? 'answer' : 'search';
+      if (answer) return answer(res, what);
+      json(res, { error: `no answer for ${query}` }, 404);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe('search runs against a misbehaving engine_a', () => {
+  let t: TestServer;
+  let engine: Server;
+  before(async () => {
+    const fake = await fakeEngine();
+    engine = fake.server;
+    t = await startTestServer({ actorThreads: 1, env: { ENGINE_A_BASE_URL: fake.url } });
+  });
+  after(async () => {
+    await t.close();
+    engine.closeAllConnections();
+    await new Promise((r) => engine.close(r));
+  });
+
+  const newSearch = async (label: string) => (await t.call('POST', '/v1/searches', { query: `${label} ${Math.random().toString(16).slice(2, 10).padEnd(8, '0')}` })).body.search;
+
+  it('a huge body fails that half once it is past the cap, without being read whole', async () => {
+    const s = await newSearch('huge body');
+    const started = Date.now();
+    const whole = await t.call('POST', `/v1/searches/${s.id}/run`, {});
+    assert.equal(whole.status, 502, JSON.stringify(whole.body));
+    assert.match(whole.body.message, /larger than/);
+    assert.ok(Date.now() - started < 30_000, 'well before the 60 s deadline');
+  });
+});
