@@ -4,7 +4,7 @@
 import type { Config } from '../config.ts';
 import type { AnswerCitation, SearchResultItem } from '../types.ts';
 import { EngineError } from './errors.ts';
-import { arr, engineFetch, errorText, joinUrl, num, obj, parseJson, str, type EngineRequestOptions } from './http.ts';
+import { arr, engineFetch, errorText, joinUrl, num, obj, parseAnswer, str, type EngineRequestOptions } from './http.ts';
 import { sliceUnits } from '../text.ts';
 
 export interface EngineAEndpoint {
@@ -101,12 +101,18 @@ function mapCitation(value: unknown): AnswerCitation | null {
   };
 }
 
+/** What every real answer of each call has (wire-formats.md §5). */
+const REQUIRED = {
+  '/search': { field: 'a results list', has: (d: Record<string, unknown>) => Array.isArray(d.results) },
+  '/answer': { field: 'an answer', has: (d: Record<string, unknown>) => d.answer !== undefined && d.answer !== null },
+};
+
 async function post(
   what: '/search' | '/answer',
   endpoint: EngineAEndpoint,
   body: Record<string, unknown>,
   opts: EngineRequestOptions,
-): Promise<{ json: unknown; latencyMs: number }> {
+): Promise<{ data: Record<string, unknown>; latencyMs: number }> {
   if (!endpoint.apiKey) throw new EngineError('engine_a', 'engine_a API key is empty (ENGINE_A_API_KEY)');
   const res = await engineFetch(
     'engine_a',
@@ -126,7 +132,8 @@ async function post(
       engineMessage: message,
     });
   }
-  return { json: parseJson('engine_a', what, res), latencyMs: res.latencyMs };
+  const { field, has } = REQUIRED[what];
+  return { data: parseAnswer('engine_a', what, res, field, has), latencyMs: res.latencyMs };
 }
 
 export async function engineASearch(
@@ -138,25 +145,23 @@ export async function engineASearch(
   if (opts.includeDomains?.length) body.includeDomains = opts.includeDomains;
   if (opts.excludeDomains?.length) body.excludeDomains = opts.excludeDomains;
   if (opts.contents) body.contents = opts.contents;
-  const { json, latencyMs } = await post('/search', opts, body, req);
-  const data = obj(json);
+  const { data, latencyMs } = await post('/search', opts, body, req);
   const results = arr(data.results)
     .map(mapEngineAResult)
     .filter((r): r is SearchResultItem => r !== null);
-  return { requestId: str(data.requestId), results, latencyMs, raw: json };
+  return { requestId: str(data.requestId), results, latencyMs, raw: data };
 }
 
 export async function engineAAnswer(
   opts: EngineAAnswerOptions,
   req: EngineRequestOptions = {},
 ): Promise<EngineAAnswerResult> {
-  const { json, latencyMs } = await post('/answer', opts, { query: opts.query, text: true, stream: false }, req);
-  const data = obj(json);
+  const { data, latencyMs } = await post('/answer', opts, { query: opts.query, text: true, stream: false }, req);
   const citations = arr(data.citations)
     .map(mapCitation)
     .filter((c): c is AnswerCitation => c !== null);
   const answer = data.answer;
   // Structured-output answers come back as objects; keep them readable rather than dropping them.
   const answerText = typeof answer === 'string' ? answer : answer == null ? null : JSON.stringify(answer);
-  return { answerText, answerRequestId: str(data.requestId), citations, latencyMs, raw: json };
+  return { answerText, answerRequestId: str(data.requestId), citations, latencyMs, raw: data };
 }

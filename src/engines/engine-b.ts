@@ -3,7 +3,7 @@
 // so the status is checked before any parsing and both get messages that say what to fix.
 import type { SearchResultItem } from '../types.ts';
 import { EngineError } from './errors.ts';
-import { arr, engineFetch, errorText, excerpt, joinUrl, num, obj, parseJson, str, type EngineRequestOptions } from './http.ts';
+import { arr, engineFetch, errorText, excerpt, joinUrl, num, obj, parseAnswer, str, type EngineRequestOptions } from './http.ts';
 
 export interface EngineBSearchOptions {
   baseUrl: string;
@@ -76,12 +76,11 @@ export async function engineBSearch(
       engineMessage: message,
     });
   }
-  const json = parseJson('engine_b', '/search', res);
-  const data = obj(json);
+  const data = parseAnswer('engine_b', '/search', res, 'a results list', (d) => Array.isArray(d.results));
   let results = arr(data.results)
     .map(mapEngineBResult)
     .filter((r): r is SearchResultItem => r !== null);
   if (opts.numResults !== undefined) results = results.slice(0, Math.max(0, opts.numResults));
   const suggestions = arr(data.suggestions).filter((s): s is string => typeof s === 'string');
-  return { results, suggestions, latencyMs: res.latencyMs, raw: json };
+  return { results, suggestions, latencyMs: res.latencyMs, raw: data };
 }

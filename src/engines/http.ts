@@ -123,6 +123,21 @@ export function parseJson(engine: EngineName, what: string, res: EngineHttpRespo
   }
 }
 
+/**
+ * The JSON of a 2xx answer, or an EngineError when it lacks what every real answer has (`has`): an error
+ * reported with status 200 (`{"error": …}` from a gateway or an older version) or another API's body, which
+ * would otherwise pass as an empty success.
+ */
+export function parseAnswer(engine: EngineName, what: string, res: EngineHttpResponse, field: string, has: (data: Record<string, unknown>) => boolean): Record<string, unknown> {
+  const data = obj(parseJson(engine, what, res));
+  if (has(data)) return data;
+  const message = errorText({ ...res, contentType: 'json' });
+  throw new EngineError(engine, `${engine} ${what} answered HTTP ${res.status} without ${field}: ${message}`, {
+    status: res.status,
+    engineMessage: message,
+  });
+}
+
 // Small readers for untrusted JSON: wrong types become null instead of leaking into our shapes.
 export const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 export const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, type SseEvent, type TestServer } from '../helpers/server.ts';
 
 type Answer = (res: ServerResponse, what: 'search' | 'answer') => void;
 
@@ -15,6 +15,8 @@ const json = (res: ServerResponse, body: unknown, status = 200) => {
 };
 
 const ANSWERS: Record<string, Answer> = {
+  // A gateway or an engine version that reports failures with status 200.
+  'error body': (res, what) => json(res, { error: `${what} quota exceeded` }),
   // A body far beyond any real answer (a wrong base URL pointing at a download, a broken proxy): 128 MB,
   // sent as fast as the socket takes it. It must not be read whole into the run's thread.
   'huge body': (res) => {
@@ -64,6 +66,21 @@ describe('search runs against a misbehaving engine_a', () => {
   });
 
   const newSearch = async (label: string) => (await t.call('POST', '/v1/searches', { query: `${label} ${Math.random().toString(16).slice(2, 10).padEnd(8, '0')}` })).body.search;
+  const names = (events: SseEvent[]) => events.map((e) => e.event);
+  const stored = async (id: string) => (await t.call('GET', `/v1/searches/${id}`)).body.search;
+
+  it('a 200 with an error body is a failure in the engine’s words, not an empty success', async () => {
+    const s = await newSearch('error body');
+    const whole = await t.call('POST', `/v1/searches/${s.id}/run`, {});
+    assert.equal(whole.status, 502, JSON.stringify(whole.body));
+    assert.match(whole.body.message, /^search and answer both failed: .*search quota exceeded.*; .*answer quota exceeded/);
+    const search = await stored(s.id);
+    assert.match(search.error, /search quota exceeded/);
+    assert.match(search.answerError, /answer quota exceeded/);
+
+    const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {});
+    assert.deepEqual(names(r.events).sort(), ['answer_error', 'error', 'search_error']);
+  });
 
   it('a huge body fails that half once it is past the cap, without being read whole', async () => {
     const s = await newSearch('huge body');

@@ -170,6 +170,24 @@ describe('tools/engines', () => {
       );
     });
 
+    test('a 200 without a results list is an error in the engine’s words, not “no results”', async () => {
+      const srv = createServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: 'too many requests from this IP' }));
+      });
+      await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+      try {
+        const { port } = srv.address() as AddressInfo;
+        await assert.rejects(
+          engineBSearch({ baseUrl: `http://127.0.0.1:${port}`, query: 'x' }),
+          isEngineError(200, /^engine_b \/search answered HTTP 200 without a results list: too many requests from this IP$/),
+        );
+      } finally {
+        srv.closeAllConnections();
+        await new Promise<void>((r) => srv.close(() => r()));
+      }
+    });
+
     test('plain-text 429 and JSON 500 give clear errors', async () => {
       await assert.rejects(
         engineBSearch({ baseUrl: sim.urls.engine_b, query: 'x SIM {"searchStatus":429}' }),
