@@ -13,6 +13,7 @@ import { defineRun, type Cancellation, type Control, type Io } from './runtime/a
 import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { interruptionOf } from './run-failure.ts';
+import { sliceUnits } from '../src/text.ts';
 
 export interface SearchRunRequest {
   searchId: string;
@@ -46,9 +47,10 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; error: string };
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
+/** At most `max` units and `…`, never cut inside a surrogate pair (the half left would be stored as U+FFFD). */
 function clip(text: string | null, max: number): string | null {
   if (text === null) return null;
-  return text.length > max ? `${text.slice(0, max)}…` : text;
+  return text.length > max ? `${sliceUnits(text, max)}…` : text;
 }
 
 type Found = { requestId: string | null; results: SearchResultItem[] };

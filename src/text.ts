@@ -17,6 +17,12 @@ export function textProblem(s: string): string | null {
   return null;
 }
 
+/** `s` as Postgres can store it: U+0000 dropped, a lone surrogate replaced with U+FFFD. */
+export function storableText(s: string): string {
+  const v = s.includes('\0') ? s.replaceAll('\0', '') : s;
+  return v.isWellFormed() ? v : v.toWellFormed();
+}
+
 /**
  * The first `max` UTF-16 units of `s`, one fewer when the cut would fall inside a surrogate pair,
  * so the result is always well-formed when `s` is.

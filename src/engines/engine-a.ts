@@ -5,7 +5,7 @@ import type { Config } from '../config.ts';
 import type { AnswerCitation, SearchResultItem } from '../types.ts';
 import { EngineError } from './errors.ts';
 import { arr, engineFetch, errorText, joinUrl, num, obj, parseAnswer, str, type EngineRequestOptions } from './http.ts';
-import { sliceUnits } from '../text.ts';
+import { sliceUnits, storableText } from '../text.ts';
 
 export interface EngineAEndpoint {
   baseUrl: string;
@@ -64,7 +64,7 @@ export function engineAEndpointFromConfig(
 const SNIPPET_FROM_TEXT_CHARS = 500;
 
 function snippetOf(r: Record<string, unknown>): string | null {
-  const highlights = arr(r.highlights).filter((h): h is string => typeof h === 'string' && h.trim() !== '');
+  const highlights = arr(r.highlights).map(str).filter((h): h is string => h !== null && h.trim() !== '');
   if (highlights.length) return highlights.join(' … ');
   const text = str(r.text)?.trim();
   if (!text) return null;
@@ -162,6 +162,6 @@ export async function engineAAnswer(
     .filter((c): c is AnswerCitation => c !== null);
   const answer = data.answer;
   // Structured-output answers come back as objects; keep them readable rather than dropping them.
-  const answerText = typeof answer === 'string' ? answer : answer == null ? null : JSON.stringify(answer);
+  const answerText = typeof answer === 'string' ? storableText(answer) : answer == null ? null : JSON.stringify(answer);
   return { answerText, answerRequestId: str(data.requestId), citations, latencyMs, raw: data };
 }

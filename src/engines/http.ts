@@ -1,7 +1,7 @@
 // The plain-HTTP plumbing both engine clients share: URL joining that keeps a base path,
 // timeout/abort handling, reading the body once, and turning failures into EngineError.
 import { EngineError, type EngineName } from './errors.ts';
-import { sliceUnits } from '../text.ts';
+import { sliceUnits, storableText } from '../text.ts';
 
 export interface EngineRequestOptions {
   /** Cancels the request (run cancelled, caller's deadline). */
@@ -138,8 +138,9 @@ export function parseAnswer(engine: EngineName, what: string, res: EngineHttpRes
   });
 }
 
-// Small readers for untrusted JSON: wrong types become null instead of leaking into our shapes.
-export const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+// Small readers for untrusted JSON: wrong types become null instead of leaking into our shapes, and text
+// comes out as it will be stored (no U+0000, no lone surrogate), so what a run streams is what it stores.
+export const str = (v: unknown): string | null => (typeof v === 'string' ? storableText(v) : null);
 export const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 export const obj = (v: unknown): Record<string, unknown> =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};

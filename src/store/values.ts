@@ -1,6 +1,6 @@
 // How values cross into and out of Postgres: timestamps out as ISO strings, text and JSON in without
 // what Postgres cannot store, ids checked before they reach a query.
-import { textProblem } from '../text.ts'; // and String#isWellFormed/toWellFormed types
+import { storableText, textProblem } from '../text.ts'; // and String#isWellFormed/toWellFormed types
 
 /** Timestamps leave as ISO 8601 UTC with milliseconds. Strings come from json_agg (PG's own format). */
 export function iso(value: Date | string): string {
@@ -18,8 +18,7 @@ export function cleanText(value: string): string;
 export function cleanText(value: string | null | undefined): string | null;
 export function cleanText(value: string | null | undefined): string | null {
   if (value === null || value === undefined) return null;
-  const v = value.includes('\0') ? value.replaceAll('\0', '') : value;
-  return v.isWellFormed() ? v : v.toWellFormed();
+  return storableText(value);
 }
 
 // Every id this service issues is a UUID (randomUUID). Anything else cannot name a stored row, so the

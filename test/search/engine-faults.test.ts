@@ -14,9 +14,19 @@ const json = (res: ServerResponse, body: unknown, status = 200) => {
   res.end(JSON.stringify(body));
 };
 
+const result = (i: number, extra: Record<string, unknown> = {}) => ({ id: `https://example.org/${i}`, url: `https://example.org/${i}`, title: `Result ${i}`, ...extra });
+
+// A citation whose text has an emoji across the 1,000-unit excerpt boundary (units 999 and 1000).
+const LONG_CITATION = `${'a'.repeat(999)}😀${'b'.repeat(100)}`;
+
 const ANSWERS: Record<string, Answer> = {
   // A gateway or an engine version that reports failures with status 200.
   'error body': (res, what) => json(res, { error: `${what} quota exceeded` }),
+  // Text with what Postgres cannot store: NUL, a lone surrogate.
+  'bad text': (res, what) =>
+    what === 'search'
+      ? json(res, { requestId: 'r1', results: [result(1, { title: 'Nul\u0000title', highlights: ['lone \ud800 half'] })] })
+      : json(res, { answer: 'An\u0000swer \udc00', requestId: 'a1', citations: [{ url: 'https://example.org/1', title: 'T\u0000', text: LONG_CITATION }] }),
   // A body far beyond any real answer (a wrong base URL pointing at a download, a broken proxy): 128 MB,
   // sent as fast as the socket takes it. It must not be read whole into the run's thread.
   'huge body': (res) => {
@@ -80,6 +90,24 @@ describe('search runs against a misbehaving engine_a', () => {
 
     const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {});
     assert.deepEqual(names(r.events).sort(), ['answer_error', 'error', 'search_error']);
+  });
+
+  it('text Postgres cannot hold is streamed as it is stored', async () => {
+    const s = await newSearch('bad text');
+    const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {});
+    assert.equal(r.events.at(-1)!.event, 'done', JSON.stringify(r.events.at(-1)));
+    const search = await stored(s.id);
+    assert.deepEqual(r.events.at(-1)!.data.search, search);
+    const found = r.events.find((e) => e.event === 'search_results')!.data;
+    const answer = r.events.find((e) => e.event === 'answer')!.data;
+    assert.deepEqual(found.results, search.results);
+    assert.deepEqual(answer.answerCitations, search.answerCitations);
+    assert.equal(answer.answerText, search.answerText);
+    for (const text of [search.results[0].title, search.results[0].snippet, search.answerText, search.answerCitations[0].text]) {
+      assert.ok(!text.includes('\u0000') && text.isWellFormed(), JSON.stringify(text));
+    }
+    // The excerpt is cut before the emoji rather than through it.
+    assert.equal(search.answerCitations[0].text, `${'a'.repeat(999)}…`);
   });
 
   it('a huge body fails that half once it is past the cap, without being read whole', async () => {
