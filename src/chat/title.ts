@@ -14,9 +14,26 @@ export const TITLE_MAX_CHARS = 80;
 const CONTENT_CHARS = 4000;
 export const TITLE_TIMEOUT_MS = 30_000;
 
-const QUOTES = `"'\`“”‘’«»„`;
-const EDGE_QUOTES = new RegExp(`^[${QUOTES}]+|[${QUOTES}]+$`, 'g');
+/** Each quote mark and the marks that can close (or open) a quotation with it. */
+const PARTNERS: Record<string, string> = { '"': '"', "'": "'", '`': '`', '“': '”„', '”': '“„', '„': '“”', '‘': '’', '’': '‘', '«': '»', '»': '«' };
 const TRAILING_PUNCT = /[\s.,;:!?…。、，！？]+$/u;
+
+/**
+ * `t` without the quotes around it: a pair around the whole title (with no other of those marks inside),
+ * or a mark at either end with no partner anywhere in it. Quotes that belong to the title stay, as in
+ * `Review of "Dune"` or `"Dune" Explained`.
+ */
+function unquote(t: string): string {
+  for (;;) {
+    const first = t[0] ?? '';
+    const last = t.at(-1) ?? '';
+    const inner = t.slice(1, -1);
+    if (t.length >= 2 && PARTNERS[first]?.includes(last) && !inner.includes(first) && !inner.includes(last)) t = inner.trim();
+    else if (PARTNERS[first] && ![...t.slice(1)].some((c) => PARTNERS[first]!.includes(c))) t = t.slice(1).trim();
+    else if (PARTNERS[last] && ![...t.slice(0, -1)].some((c) => PARTNERS[last]!.includes(c))) t = t.slice(0, -1).trim();
+    else return t;
+  }
+}
 
 /**
  * The model's reply as a title: its first non-blank line without a `Title:` label, markdown marks or
@@ -32,7 +49,7 @@ export function cleanTitle(raw: string): string {
     .trim();
   for (let prev = ''; prev !== t; ) {
     prev = t;
-    t = t.replace(EDGE_QUOTES, '').replace(TRAILING_PUNCT, '').trim();
+    t = unquote(t).replace(TRAILING_PUNCT, '').trim();
   }
   t = t.replace(/\s+/g, ' ');
   const words = t.split(' ');
@@ -42,7 +59,7 @@ export function cleanTitle(raw: string): string {
     const space = cut.lastIndexOf(' ');
     t = space > TITLE_MAX_CHARS / 2 ? cut.slice(0, space) : cut;
   }
-  return t.replace(TRAILING_PUNCT, '').replace(EDGE_QUOTES, '').trim();
+  return unquote(t.replace(TRAILING_PUNCT, '').trim());
 }
 
 /** One whole (non-streamed) call of `model` for a title; the text as the model wrote it. */

@@ -170,6 +170,16 @@ describe('cleanTitle', () => {
     ['x'.repeat(120), 'x'.repeat(80)],
     ['Why is the sky blue?', 'Why is the sky blue'],
     ['   ', ''],
+    // Quotes that belong to the title stay: only a pair around all of it, or a quote with no partner, goes.
+    ['Review of "Dune"', 'Review of "Dune"'],
+    ['"Dune" Book Review', '"Dune" Book Review'],
+    ['“Dune” Explained', '“Dune” Explained'],
+    ['Exploring `useEffect`', 'Exploring `useEffect`'],
+    ['The Word "Hello".', 'The Word "Hello"'],
+    ['"Dune" and "Foundation"', '"Dune" and "Foundation"'],
+    ['"Trip Planning', 'Trip Planning'],
+    ['„Krieg und Frieden“', 'Krieg und Frieden'],
+    ['«Guerre et paix»', 'Guerre et paix'],
   ];
   for (const [raw, want] of cases) it(JSON.stringify(raw), () => assert.equal(cleanTitle(raw), want));
 });
