@@ -4,7 +4,7 @@
 import type { Config } from '../config.ts';
 import type { AnswerCitation, SearchResultItem } from '../types.ts';
 import { EngineError } from './errors.ts';
-import { arr, engineFetch, errorText, joinUrl, num, obj, parseAnswer, str, type EngineRequestOptions } from './http.ts';
+import { arr, engineFetch, errorText, joinUrl, num, obj, parseAnswer, str, webUrl, type EngineRequestOptions } from './http.ts';
 import { sliceUnits, storableText } from '../text.ts';
 
 export interface EngineAEndpoint {
@@ -73,7 +73,7 @@ function snippetOf(r: Record<string, unknown>): string | null {
 
 export function mapEngineAResult(value: unknown): SearchResultItem | null {
   const r = obj(value);
-  const url = str(r.url) ?? str(r.id);
+  const url = webUrl(r.url) ?? webUrl(r.id);
   if (!url) return null;
   return {
     url,
@@ -90,7 +90,7 @@ export function mapEngineAResult(value: unknown): SearchResultItem | null {
 
 function mapCitation(value: unknown): AnswerCitation | null {
   const c = obj(value);
-  const url = str(c.url) ?? str(c.id);
+  const url = webUrl(c.url) ?? webUrl(c.id);
   if (!url) return null;
   return {
     url,

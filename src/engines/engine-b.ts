@@ -3,7 +3,7 @@
 // so the status is checked before any parsing and both get messages that say what to fix.
 import type { SearchResultItem } from '../types.ts';
 import { EngineError } from './errors.ts';
-import { arr, engineFetch, errorText, excerpt, joinUrl, num, obj, parseAnswer, str, type EngineRequestOptions } from './http.ts';
+import { arr, engineFetch, errorText, excerpt, joinUrl, num, obj, parseAnswer, str, webUrl, type EngineRequestOptions } from './http.ts';
 
 export interface EngineBSearchOptions {
   baseUrl: string;
@@ -23,7 +23,7 @@ export interface EngineBSearchResult {
 
 export function mapEngineBResult(value: unknown): SearchResultItem | null {
   const r = obj(value);
-  const url = str(r.url);
+  const url = webUrl(r.url);
   if (!url) return null;
   const content = str(r.content)?.trim();
   return {

@@ -141,6 +141,14 @@ export function parseAnswer(engine: EngineName, what: string, res: EngineHttpRes
 // Small readers for untrusted JSON: wrong types become null instead of leaking into our shapes, and text
 // comes out as it will be stored (no U+0000, no lone surrogate), so what a run streams is what it stores.
 export const str = (v: unknown): string | null => (typeof v === 'string' ? storableText(v) : null);
+/**
+ * `v` when it is an http(s) address. Anything else (`javascript:`, `data:`) is no web page, and a client
+ * that renders a result as a link would run it in its own page.
+ */
+export const webUrl = (v: unknown): string | null => {
+  const url = str(v)?.trim();
+  return url && /^https?:\/\//i.test(url) ? url : null;
+};
 export const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 export const obj = (v: unknown): Record<string, unknown> =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};

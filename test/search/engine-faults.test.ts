@@ -27,6 +27,12 @@ const ANSWERS: Record<string, Answer> = {
     what === 'search'
       ? json(res, { requestId: 'r1', results: [result(1, { title: 'Nul\u0000title', highlights: ['lone \ud800 half'] })] })
       : json(res, { answer: 'An\u0000swer \udc00', requestId: 'a1', citations: [{ url: 'https://example.org/1', title: 'T\u0000', text: LONG_CITATION }] }),
+  // Addresses a client would turn into a link that runs script in its own page.
+  'script links': (res, what) => {
+    const links = ['javascript:alert(document.cookie)', ' JavaScript:alert(1)', 'data:text/html,<script>alert(1)</script>', 'https://example.org/ok'];
+    if (what === 'search') return json(res, { requestId: 'r1', results: links.map((url, i) => ({ id: url, url, title: `Result ${i}` })) });
+    json(res, { answer: 'See the sources.', requestId: 'a1', citations: links.map((url) => ({ id: url, url, title: 'Cited' })) });
+  },
   // A body far beyond any real answer (a wrong base URL pointing at a download, a broken proxy): 128 MB,
   // sent as fast as the socket takes it. It must not be read whole into the run's thread.
   'huge body': (res) => {
@@ -108,6 +114,16 @@ describe('search runs against a misbehaving engine_a', () => {
     }
     // The excerpt is cut before the emoji rather than through it.
     assert.equal(search.answerCitations[0].text, `${'a'.repeat(999)}…`);
+  });
+
+  it('results and citations whose address is not http(s) are dropped, as results without one are', async () => {
+    const s = await newSearch('script links');
+    const r = await t.stream(`/v1/searches/${s.id}/run/stream`, {});
+    assert.equal(r.events.at(-1)!.event, 'done');
+    const search = await stored(s.id);
+    assert.deepEqual(search.results.map((x: { url: string }) => x.url), ['https://example.org/ok']);
+    assert.deepEqual(search.answerCitations.map((x: { url: string }) => x.url), ['https://example.org/ok']);
+    assert.deepEqual(r.events.find((e) => e.event === 'search_results')!.data.results, search.results);
   });
 
   it('a huge body fails that half once it is past the cap, without being read whole', async () => {

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { engineAAnswer, engineASearch } from '../../src/engines/engine-a.ts';
-import { engineBSearch } from '../../src/engines/engine-b.ts';
+import { engineBSearch, mapEngineBResult } from '../../src/engines/engine-b.ts';
 import { EngineError } from '../../src/engines/errors.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 
@@ -186,6 +186,12 @@ describe('tools/engines', () => {
         srv.closeAllConnections();
         await new Promise<void>((r) => srv.close(() => r()));
       }
+    });
+
+    test('a result whose url is not http(s) is dropped (a javascript: link would run in a client)', () => {
+      assert.equal(mapEngineBResult({ url: 'javascript:alert(1)', title: 'x' }), null);
+      assert.equal(mapEngineBResult({ url: 'data:text/html,<b>x</b>', title: 'x' }), null);
+      assert.equal(mapEngineBResult({ url: 'https://example.org/a', title: 'x' })!.url, 'https://example.org/a');
     });
 
     test('plain-text 429 and JSON 500 give clear errors', async () => {
