@@ -36,12 +36,14 @@ function unquote(t: string): string {
 }
 
 /**
- * The model's reply as a title: its first non-blank line without a `Title:` label, markdown marks or
- * surrounding quotes, no trailing punctuation, at most TITLE_MAX_WORDS words and TITLE_MAX_CHARS
- * characters. Empty when nothing usable is left.
+ * The model's reply as a title: its first non-blank line (after any lead-in ending with a colon) without
+ * a `Title:` label, markdown marks or surrounding quotes, no trailing punctuation, at most TITLE_MAX_WORDS
+ * words and TITLE_MAX_CHARS characters. Empty when nothing usable is left.
  */
 export function cleanTitle(raw: string): string {
-  const line = raw.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== '') ?? '';
+  const lines = raw.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '');
+  // A line ending with a colon that has a line after it only announces the title ("Here is a title:").
+  const line = lines.find((l, i) => !/[:：][*_]*$/.test(l) || i === lines.length - 1) ?? '';
   let t = line
     .replace(/^#+\s*/, '')
     .replace(/\*\*|__/g, '')

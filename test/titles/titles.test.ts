@@ -170,6 +170,12 @@ describe('cleanTitle', () => {
     ['x'.repeat(120), 'x'.repeat(80)],
     ['Why is the sky blue?', 'Why is the sky blue'],
     ['   ', ''],
+    // A lead-in line that only announces the title (small models write one) is not the title.
+    ['Here is a title for this conversation:\n\n**Japan Trip Planning**', 'Japan Trip Planning'],
+    ['Title:\nJapan Trip Planning', 'Japan Trip Planning'],
+    ['**Suggested title:**\n"Japan Trip Planning"', 'Japan Trip Planning'],
+    ['Budget: Q3 Review', 'Budget: Q3 Review'],
+    ['Notes:', 'Notes'],
     // Quotes that belong to the title stay: only a pair around all of it, or a quote with no partner, goes.
     ['Review of "Dune"', 'Review of "Dune"'],
     ['"Dune" Book Review', '"Dune" Book Review'],
