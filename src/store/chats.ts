@@ -235,8 +235,16 @@ export interface ContinueChat {
 }
 
 // The function of sql/012_start_in_one_statement.sql: finding the new messages of a supplied history
-// is a sequential walk, which no single data-modifying CTE can do.
-const START_CHAT_RUN = 'SELECT start_chat_run($1, $2, $3, $4, $5::json, $6, $7, $8) AS token';
+// is a sequential walk, which no single data-modifying CTE can do. The running call is inserted beside
+// it (insertCallSql), not by it, so that it keeps the token the function took.
+const startChatRunSql = variants((_, withCall) =>
+  withCall
+    ? `WITH run AS MATERIALIZED (SELECT $1::text AS id, $2::text AS owner_id, start_chat_run($1, $2, $3, $4, $5::json, $6, NULL, NULL) AS run_token),
+            chat AS (SELECT * FROM run WHERE run_token IS NOT NULL),
+            call AS (${insertCallSql('chat', '$3::text', '$4::text', '$7', '$8')})
+       SELECT run_token AS token FROM run`
+    : 'SELECT start_chat_run($1, $2, $3, $4, $5::json, $6, NULL, NULL) AS token',
+);
 
 /**
  * continueChat that also starts a new run's fencing: the chat's token goes one up in the same
@@ -245,16 +253,9 @@ const START_CHAT_RUN = 'SELECT start_chat_run($1, $2, $3, $4, $5::json, $6, $7, 
 export async function startChatRun(db: Queryable, input: ContinueChat): Promise<number | null> {
   if (!isIssuedId(input.chatId)) return null;
   if (input.call) noteRunWrites(db, 1);
-  const { rows } = await db.query<{ token: number | null }>(prepared(db, START_CHAT_RUN), [
-    input.chatId,
-    input.owner ?? ADMIN_USER_ID,
-    input.provider,
-    input.model,
-    messagesParam(input.messages),
-    input.supplied === true,
-    input.call?.id ?? null,
-    input.call?.instanceId ?? null,
-  ]);
+  const params: unknown[] = [input.chatId, input.owner ?? ADMIN_USER_ID, input.provider, input.model, messagesParam(input.messages), input.supplied === true];
+  if (input.call) params.push(input.call.id, input.call.instanceId);
+  const { rows } = await db.query<{ token: number | null }>(prepared(db, startChatRunSql(false, Boolean(input.call))), params);
   return rows[0]!.token;
 }
 

@@ -51,9 +51,9 @@ export interface FinishLlmCall {
  * expressions (parameters).
  */
 export function insertCallSql(chat: string, provider: string, model: string, id: string, instanceId: string): string {
-  // The call belongs to whoever owns its chat.
-  return `INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id)
-          SELECT ${id}::text, ${chat}.id, ${provider}, ${model}, ${instanceId}::text, ${chat}.owner_id FROM ${chat}`;
+  // The call belongs to whoever owns its chat, and keeps the run's fencing token in `checkpoint_token`: recovery.ts.
+  return `INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id, checkpoint_token)
+          SELECT ${id}::text, ${chat}.id, ${provider}, ${model}, ${instanceId}::text, ${chat}.owner_id, ${chat}.run_token FROM ${chat}`;
 }
 
 /** A call's chat was deleted before the call was recorded: to its caller, the spec's `chat not found`. */

@@ -84,6 +84,15 @@ const failSearchesSql = (where: string) => `UPDATE searches s
               FROM searches WHERE run_instance_id IS NOT NULL) c
      WHERE s.id = c.id AND s.run_instance_id = c.instance_id AND s.run_started_at = c.started_at AND (${where})`;
 
+// The lost runs' chats take their next fencing token, each only while it still holds the lost run's
+// (the token its call kept from its start): an owner that was only paused, not dead, and wakes after
+// its run was recovered finds every later write of its run refused (its tool messages, its answer, its
+// cut text), so the recovered outcome stands and the chat never holds that run's text twice. Taken
+// after the interrupted answers, which are written under the lost run's token.
+const FENCE_LOST_RUNS = `UPDATE chats c SET run_token = c.run_token + 1
+      FROM unnest($1::text[], $2::int[]) AS v(chat_id, token)
+     WHERE c.id = ANY ($1::text[]) AND c.id = v.chat_id AND c.run_token = v.token`;
+
 /** The interrupted answer of a lost chat run, as the drain's and the fencing cut's store writes it. */
 function interruptedAnswer(a: { callId: string; chatId: string; text: string; latency: number; token: number | null }): FinishRecord {
   return {
@@ -179,6 +188,8 @@ export async function recoverLostCalls(
         if (f.id) stored.add(answers[i]!.id);
       });
     }
+    const fenced = rows.filter((r) => r.chat_id !== null && r.checkpoint_token !== null && !continued.some((c) => c.callId === r.id));
+    if (fenced.length > 0) await client.query(FENCE_LOST_RUNS, [fenced.map((r) => r.chat_id), fenced.map((r) => r.checkpoint_token)]);
     const searches = await client.query(failSearchesSql(lost.where), [INTERRUPTED_ERROR, ...lost.params]);
     await client.query('COMMIT');
     for (const run of continued) takeover!.start(run);

@@ -49,8 +49,8 @@ export const CREATE_CHATS = `WITH input AS (
         ORDER BY i.ord, m.ord
      ),
      call AS (
-       INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id)
-       SELECT call_id, id, provider, model, instance_id, owner_id FROM input
+       INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id, checkpoint_token)
+       SELECT call_id, id, provider, model, instance_id, owner_id, ${FIRST_RUN_TOKEN} FROM input
      )
      SELECT ${chatColumns('c')}, NULL::timestamptz AS starred_at FROM c`;
 

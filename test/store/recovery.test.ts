@@ -11,7 +11,9 @@ import { createChat, startChatRun } from '../../src/store/chats.ts';
 import { writeCheckpoints } from '../../src/store/checkpoints.ts';
 import { createSearch, getSearchDetail, markSearchRunning, saveSearchRun } from '../../src/store/searches.ts';
 import { registerInstance, sweepDeadInstances } from '../../src/store/instances.ts';
-import { finishLlmCall, markInterruptedLlmCalls, startLlmCall } from '../../src/store/llm-calls.ts';
+import { FencedWriteError } from '../../src/store/fencing.ts';
+import { finishLlmCall, finishLlmCallWithMessage, markInterruptedLlmCalls, startLlmCall } from '../../src/store/llm-calls.ts';
+import { appendMessages } from '../../src/store/messages.ts';
 import { INTERRUPTED_ERROR, newRecoveredRuns } from '../../src/store/recovery.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
@@ -128,6 +130,34 @@ for (const target of await testDatabases()) {
       assert.equal((await getLlmCall(db.pool, withText.callId))?.messageId, answer!.id);
       assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }), 0, 'a second recovery finds nothing');
       assert.equal((await answers(withText.chatId)).length, 1);
+    });
+
+    it('an owner back from a pause after its run was recovered stores nothing more in the chat', async () => {
+      // Through a run start on an existing chat too, whose token is not the first one.
+      const chat = await createChat(db.pool, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
+      const calls = [{ id: randomUUID(), instanceId: 'dead' }, { id: randomUUID(), instanceId: 'dead' }];
+      const later = { callId: calls[0]!.id, chatId: chat.id, runToken: (await startChatRun(db.pool, { chatId: chat.id, provider: 'provider_c', model: 'm', messages: [], call: calls[0]! }))! };
+      const fresh = await run();
+      const silent = await run();
+      await db.pool.query(`UPDATE llm_calls SET started_at = now() - interval '1 minute'`);
+      await writeCheckpoints(db.pool, [{ ...later, from: 0, text: 'Half' }, { ...fresh, from: 0, text: 'Half' }]);
+      await sweepDeadInstances(db.pool, { selfId: 'peer', deadAfterMs: DEAD_AFTER });
+
+      // The paused owner resumes: its tool message, its whole answer, its cut text all come too late.
+      for (const lost of [later, fresh, silent]) {
+        const finish = (extra: object) =>
+          finishLlmCallWithMessage(db.pool, { callId: lost.callId, chatId: lost.chatId, assistant: { content: 'Half an answer' }, usage: null, latencyMs: 1, runToken: lost.runToken, ...extra });
+        await assert.rejects(appendMessages(db.pool, lost.chatId, [{ role: 'tool', content: 'late tool' }], lost.runToken), FencedWriteError);
+        await assert.rejects(finish({}), FencedWriteError);
+        await assert.rejects(finish({ interrupted: 'run cancelled: this instance lost contact with the cluster' }), FencedWriteError);
+        const call = await getLlmCall(db.pool, lost.callId);
+        assert.deepEqual([call?.status, call?.error], ['failed', INTERRUPTED_ERROR], 'the recovered outcome stands');
+      }
+      assert.deepEqual((await listMessages(db.pool, later.chatId)).map((m) => m.content), ['q', 'Half']);
+      assert.deepEqual((await answers(fresh.chatId)).map((m) => m.content), ['Half']);
+      assert.deepEqual(await answers(silent.chatId), []);
+      // The chat is free: a new run starts on it and stores as usual.
+      assert.equal(typeof (await startChatRun(db.pool, { chatId: silent.chatId, provider: 'provider_c', model: 'm', messages: [], call: null })), 'number');
     });
 
     it('keeps a chat that a later run took: the lost call fails, its text is not stored', async () => {
