@@ -109,6 +109,11 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     (d) => d.close(),
   );
   const control = await lc.open('control database', () => openControlDb(db, config.DATABASE_URL, CONTROL_DEADLINE_MS), (c) => c.close());
+  // Before its heartbeat row and its lost runs: a second process under a live instance's id must be
+  // refused without having touched either (cluster.ts, awaitInstanceId).
+  if (config.REDIS_URL) {
+    await Cluster.awaitInstanceId({ url: config.REDIS_URL, prefix: config.REDIS_KEY_PREFIX, instanceId: config.instanceId, leaseTtlMs: config.CLUSTER_LEASE_TTL_MS });
+  }
   // This server's count of runs recovered from lost instances: its start and its sweeps add, its metrics read.
   const recovered = newRecoveredRuns();
   // Set once the cluster is joined: until then the sweeper ends lost runs instead of continuing them.

@@ -20,6 +20,14 @@ import { UserRuns } from './user-runs.ts';
 export { OwnerUnreachableError, BadOwnerReplyError } from './follower.ts';
 export { FENCED_MESSAGE } from './held-leases.ts';
 
+/** Another live instance of the cluster beats under this INSTANCE_ID. */
+export class InstanceIdInUseError extends Error {
+  constructor(instanceId: string) {
+    super(`INSTANCE_ID ${instanceId} is in use by another live instance: give each instance its own INSTANCE_ID`);
+    this.name = 'InstanceIdInUseError';
+  }
+}
+
 export interface ClusterOptions {
   url: string;
   prefix: string;
@@ -83,6 +91,22 @@ export class Cluster {
     });
   }
 
+  /**
+   * Resolves once no live instance beats under `instanceId` (a dead predecessor's liveness key is
+   * waited out); throws InstanceIdInUseError when one does, RedisUnavailableError naming REDIS_URL.
+   * A start asks before anything else of its id: a duplicate refused only at join would already have
+   * recovered the live instance's running answers as lost and removed its heartbeat row on its way out.
+   */
+  static async awaitInstanceId(opts: Pick<ClusterOptions, 'url' | 'prefix' | 'instanceId' | 'leaseTtlMs' | 'timeouts'>): Promise<void> {
+    const redis = await connectRedis(opts.url, `${opts.instanceId}:start`, clusterTiming(opts.leaseTtlMs, opts.timeouts).redis);
+    try {
+      const leases = new Leases(redis, clusterKeys(opts.prefix), opts.instanceId, opts.leaseTtlMs);
+      if (!(await leases.instanceIdFree())) throw new InstanceIdInUseError(opts.instanceId);
+    } finally {
+      redis.disconnect();
+    }
+  }
+
   /** Connects, claims the instance id and starts beating. Throws RedisUnavailableError naming REDIS_URL. */
   static async join(opts: ClusterOptions): Promise<Cluster> {
     const timing = clusterTiming(opts.leaseTtlMs, opts.timeouts);
@@ -95,7 +119,7 @@ export class Cluster {
       };
       const cluster = new Cluster(opts, redis, subscriber, timing.beatMs, (leases) => new HeldLeases(leases, timing, fence, opts.log));
       if (!(await cluster.membership.join())) {
-        throw new Error(`INSTANCE_ID ${opts.instanceId} is in use by another live instance: give each instance its own INSTANCE_ID`);
+        throw new InstanceIdInUseError(opts.instanceId);
       }
       await cluster.bus.listen(
         (m, payload) => {

@@ -133,14 +133,26 @@ export class Leases {
    * restarted instance waits out its dead predecessor's liveness key, at most one TTL).
    */
   async claimInstance(waitMs = this.ttlMs + 1000): Promise<boolean> {
+    return this.untilFree(waitMs, async () => {
+      const ok = await this.redis.set(this.keys.alive(this.instanceId), this.instanceId, 'PX', this.ttlMs, 'NX');
+      if (ok) await this.redis.sadd(this.keys.instances, this.instanceId);
+      return ok !== null;
+    });
+  }
+
+  /**
+   * Waits, as claimInstance does, until no live instance beats under this id, without claiming it: a
+   * start checks this before it touches anything of its id's (its heartbeat row, its lost runs).
+   */
+  async instanceIdFree(waitMs = this.ttlMs + 1000): Promise<boolean> {
+    return this.untilFree(waitMs, async () => (await this.redis.exists(this.keys.alive(this.instanceId))) === 0);
+  }
+
+  private async untilFree(waitMs: number, free: () => Promise<boolean>): Promise<boolean> {
     const until = Date.now() + waitMs;
     for (;;) {
       try {
-        const ok = await this.redis.set(this.keys.alive(this.instanceId), this.instanceId, 'PX', this.ttlMs, 'NX');
-        if (ok) {
-          await this.redis.sadd(this.keys.instances, this.instanceId);
-          return true;
-        }
+        if (await free()) return true;
       } catch (err) {
         throw asRedisError(err);
       }
