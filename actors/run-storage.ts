@@ -129,7 +129,7 @@ export function startCall(deps: RunDeps, o: { chatId: string; owner: string | un
   return startLlmCall(deps.pool, { ...o, instanceId: deps.config.instanceId });
 }
 
-/** Ends such a call succeeded; false when it is unknown. */
+/** Ends such a call succeeded; false when it is unknown or already ended (recovered as lost). */
 export function finishCall(deps: RunDeps, o: { callId: string; usage: Usage | null; started: number }): Promise<boolean> {
   return finishLlmCall(deps.pool, { callId: o.callId, usage: o.usage, latencyMs: sinceMs(o.started) });
 }

@@ -191,7 +191,10 @@ const finishGrouped = groupCommit<FinishLlmCall, Message | null>(finishAlone, as
   return inputs.map((input, i) => finishOutcome(input, rows[i]!));
 });
 
-/** Marks a call succeeded that stores no message (no chat is kept for it). False when the call is unknown. */
+/**
+ * Marks a call succeeded that stores no message (no chat is kept for it). False when the call is
+ * unknown or no longer running: a call a sweeper recovered while its owner was paused keeps that outcome.
+ */
 export async function finishLlmCall(
   db: Queryable,
   input: { callId: string; usage: TokenUsage | null; latencyMs: number },
@@ -201,7 +204,7 @@ export async function finishLlmCall(
        UPDATE llm_calls
           SET status = 'succeeded', finished_at = now(), error = NULL, latency_ms = $2::int,
               input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int
-        WHERE id = $1
+        WHERE id = $1 AND status = 'running'
         RETURNING owner_id, started_at, total_tokens
      ),
      spent AS (${spentSql('call')})

@@ -160,6 +160,15 @@ for (const target of await testDatabases()) {
       assert.equal(typeof (await startChatRun(db.pool, { chatId: silent.chatId, provider: 'provider_c', model: 'm', messages: [], call: null })), 'number');
     });
 
+    it('a recovered title call keeps its outcome when its owner finishes late', async () => {
+      const { chatId } = await run();
+      const title = await startLlmCall(db.pool, { chatId, provider: 'provider_a', model: 'm', instanceId: 'dead', purpose: 'title' });
+      await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' });
+      assert.equal(await finishLlmCall(db.pool, { callId: title, usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 }, latencyMs: 1 }), false);
+      const call = await getLlmCall(db.pool, title);
+      assert.deepEqual([call?.status, call?.error, call?.totalTokens], ['failed', INTERRUPTED_ERROR, null]);
+    });
+
     it('keeps a chat that a later run took: the lost call fails, its text is not stored', async () => {
       const lost = await run();
       await writeCheckpoints(db.pool, [{ ...lost, from: 0, text: 'old' }]);
