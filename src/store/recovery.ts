@@ -118,9 +118,15 @@ function interruptedAnswer(a: { callId: string; chatId: string; text: string; la
  * its call ends as any lost run does, the checkpointed text kept as the interrupted answer.
  */
 export async function endAsInterrupted(db: Queryable, run: ContinuedRun, tally?: RecoveredRuns): Promise<void> {
-  await finishCalls(db, [interruptedAnswer({ callId: run.newCallId, chatId: run.chatId, text: run.text, latency: 0, token: run.runToken })]);
+  const [row] = await finishCalls(db, [interruptedAnswer({ callId: run.newCallId, chatId: run.chatId, text: run.text, latency: 0, token: run.runToken })]);
+  // A new run took the chat first (a user's start won its lease): the text is dropped, but the call
+  // still ends, or it reads running for good on this live instance and keeps its start's Idempotency-Key
+  // waiting (or attached to that other run).
+  if (row && row.stale > 0) await db.query(FAIL_LEFT_CALL, [run.newCallId, INTERRUPTED_ERROR]);
   if (tally) tally.interrupted++;
 }
+
+const FAIL_LEFT_CALL = `UPDATE llm_calls SET status = 'failed', finished_at = now(), error = $2, latency_ms = 0 WHERE id = $1 AND status = 'running'`;
 
 const hasText = (r: ClaimedRow): r is ClaimedRow & { chat_id: string; checkpoint_text: string } =>
   r.chat_id !== null && r.purpose === 'completion' && (r.checkpoint_text ?? '') !== '';

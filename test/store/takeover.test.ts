@@ -9,7 +9,7 @@ import type { Database } from '../../src/db/types.ts';
 import { createChat, startChatRun } from '../../src/store/chats.ts';
 import { writeCheckpoints } from '../../src/store/checkpoints.ts';
 import { claimIdempotencyKey, readIdempotencyKey } from '../../src/store/idempotency.ts';
-import { recoverLostCalls, type TakeoverPolicy } from '../../src/store/recovery.ts';
+import { endAsInterrupted, recoverLostCalls, type TakeoverPolicy } from '../../src/store/recovery.ts';
 import type { ContinuedRun } from '../../src/store/takeover.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
@@ -46,6 +46,22 @@ for (const target of await testDatabases()) {
       assert.equal((await readIdempotencyKey(db.pool, 'k'))?.callId, run!.newCallId, 'a retry with the key finds the continuation');
       assert.deepEqual(await answers(b.chatId), [], 'the continuation stores the answer, not the recovery');
       assert.deepEqual(await answers(c.chatId), [['Half of another', { interrupted: true, reason: 'instance lost' }]]);
+    });
+
+    it('a continuation that cannot start because a new run took its chat ends its call and its key', async () => {
+      const b = await lostRun('provider_b', 'Half an answer');
+      assert.ok(await claimIdempotencyKey(db.pool, { key: 'k2', requestHash: 'h', mode: 'stream', chatId: b.chatId, callId: b.callId }));
+      const started: ContinuedRun[] = [];
+      await recoverLostCalls(db.pool, lostOf('dead'), { takeover: policy(started) });
+      const [run] = started;
+      // The user's new stream won the chat's lease before the continuation could start.
+      await startChatRun(db.pool, { chatId: b.chatId, provider: 'provider_b', model: 'm', messages: [{ role: 'user', content: 'again' }], call: { id: randomUUID(), instanceId: 'peer' } });
+      await endAsInterrupted(db.pool, run!);
+      const call = await getLlmCall(db.pool, run!.newCallId);
+      assert.deepEqual([call?.status, /^instance lost/.test(call?.error ?? '')], ['failed', true], 'not left running on a live instance for good');
+      const key = await readIdempotencyKey(db.pool, 'k2');
+      assert.deepEqual([key?.callId, key?.callStatus], [run!.newCallId, 'failed'], 'a retry with the key reads the run failed, not running');
+      assert.deepEqual(await answers(b.chatId), [], 'the new run keeps the chat');
     });
 
     it('a continuation that is itself lost, and a chat a later run took, end as interrupted text', async () => {
