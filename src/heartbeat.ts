@@ -39,7 +39,7 @@ export interface HeartbeatOptions {
 /** Registers the instance (rejects when the database does not answer) and starts the timer. */
 export async function startHeartbeat({ db, pool, instanceId, intervalMs, log, recovered, takeover }: HeartbeatOptions): Promise<Heartbeat> {
   const deadAfterMs = DEAD_AFTER_BEATS * intervalMs;
-  await registerInstance(db, instanceId);
+  await registerInstance(db, instanceId, deadAfterMs);
   let healthySince: number | null = performance.now();
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
@@ -57,7 +57,7 @@ export async function startHeartbeat({ db, pool, instanceId, intervalMs, log, re
   let beats = 0;
   const tick = async () => {
     try {
-      await beatInstance(db, instanceId);
+      await beatInstance(db, instanceId, deadAfterMs);
       // Expired Idempotency-Key rows are dead weight; a small batch now and then keeps the table small.
       if (++beats % PURGE_EVERY_BEATS === 0) await purgeExpiredIdempotencyKeys(db);
       if (healthySince === null) {

@@ -49,6 +49,18 @@ for (const target of await testDatabases()) {
       assert.deepEqual(await sweep('me'), [], 'a second sweep finds nothing: idempotent');
     });
 
+    it('an instance is dead after three of its own intervals, not the sweeper’s', async () => {
+      // It beats every 10 s (dead after 30 s); the sweeper beats every 5 s (dead after 15 s).
+      await registerInstance(db.pool, 'slow', 30_000);
+      await beatInstance(db.pool, 'slow', 30_000);
+      const c = await call('slow');
+      await silence('slow', 20_000);
+      assert.deepEqual(await sweep('fast'), [], 'silent for two of its intervals: alive');
+      assert.deepEqual(await status(c), ['running', null]);
+      await silence('slow', 31_000);
+      assert.deepEqual(await sweep('fast'), [{ instanceId: 'slow', calls: 1 }]);
+    });
+
     it('a beat keeps an instance alive; a beat just inside the limit is not dead', async () => {
       await registerInstance(db.pool, 'a');
       await silence('a', DEAD_AFTER + 1000);
