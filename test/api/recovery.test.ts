@@ -12,7 +12,7 @@ import { openDatabase } from '../../src/db/pool.ts';
 import { createScratchPostgres, migratedEmbeddedDataDir } from '../helpers/db.ts';
 import { sqlRows } from '../helpers/pg-cluster.ts';
 import { startService, stopService, type ServiceProcess } from '../helpers/process.ts';
-import { apiDatabases, readSse, sim, waitFor, type DbKind } from '../helpers/server.ts';
+import { apiDatabases, readSse, sim, waitFor, type DbKind, type SseEvent } from '../helpers/server.ts';
 
 /** The scripted answer: 120 deltas at 20 a second, long enough to be killed in the middle. */
 const ANSWER = Array.from({ length: 120 }, (_, i) => `w${i} `).join('');
@@ -59,7 +59,7 @@ async function setup(kind: DbKind, env: Record<string, string>): Promise<Setup> 
 }
 
 /** A persisted stream; resolves once the client has `n` deltas, with the run's ids. */
-async function streamUntil(service: ServiceProcess, n: number): Promise<{ chatId: string; callId: string; received: () => string }> {
+async function streamUntil(service: ServiceProcess, n: number): Promise<{ chatId: string; callId: string; received: () => string; ended: Promise<SseEvent[]> }> {
   const res = await fetch(`${service.url}/v1/chat-completions/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY });
   let text = '';
   let deltas = 0;
@@ -74,7 +74,7 @@ async function streamUntil(service: ServiceProcess, n: number): Promise<{ chatId
     }
   }).catch(() => []);
   await Promise.race([enough, done.then(() => Promise.reject(new Error(`the stream ended after ${deltas} deltas`)))]);
-  return { chatId: meta!.chatId, callId: meta!.callId, received: () => text };
+  return { chatId: meta!.chatId, callId: meta!.callId, received: () => text, ended: done };
 }
 
 /**
@@ -201,6 +201,36 @@ describe('answers outlive their instance', { concurrency: 2 }, () => {
       }
     } finally {
       if (service) await stopService(service, 'SIGKILL');
+      await s.cleanup();
+    }
+  });
+
+  it('an instance paused past its recovery stores nothing over the recovered answer once resumed (postgres)', { skip: apiDatabases().includes('postgres') ? false : 'needs TEST_DATABASE_URL' }, async () => {
+    const s = await setup('postgres', { CHECKPOINT_MS: '100' });
+    const procs: ServiceProcess[] = [];
+    try {
+      const peer = await startService({ ...s.env, INSTANCE_ID: 'peer' });
+      procs.push(peer);
+      const paused = await startService({ ...s.env, INSTANCE_ID: 'paused' });
+      procs.push(paused);
+      const run = await streamUntil(paused, DELTAS_BEFORE_KILL);
+      await waitFor(async () => ((await s.checkpoint(run.callId)) ?? '') !== '', 30_000, 'a checkpoint with text');
+      paused.child.kill('SIGSTOP');
+      let seen: string;
+      try {
+        // Its beat goes stale (600 ms at a 200 ms beat): the peer's sweeper recovers its run meanwhile.
+        await waitFor(async () => (await chatOf(peer, run.chatId)).lastRun.status !== 'running', 30_000, 'the peer to recover the run');
+        seen = (await s.checkpoint(run.callId))!;
+      } finally {
+        paused.child.kill('SIGCONT');
+      }
+      // It streams on to its end, where its answer is refused: the client is told.
+      const events = await run.ended;
+      assert.equal(events.at(-1)?.event, 'error', JSON.stringify(events.at(-1)));
+      await waitFor(() => /write refused by the fencing token/.test(paused.output()), 30_000, 'the late answer to be refused');
+      await assertRecovered(peer, run.chatId, seen);
+    } finally {
+      for (const p of procs) await stopService(p, 'SIGKILL');
       await s.cleanup();
     }
   });
