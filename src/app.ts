@@ -204,7 +204,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     readiness,
     metrics,
     sse,
-    limits: new UserLimits(config, db.pool, admission),
+    limits: new UserLimits(config, db.pool, admission, log),
     claimedKeys: new ClaimedKeys(),
     writes,
   };

@@ -11,7 +11,7 @@ import type { Cluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
 import type { Queryable } from './db/types.ts';
 import { USER_TOKENS_EXHAUSTED } from './http/errors.ts';
-import { tokensToday } from './store/day-tokens.ts';
+import { spendToday, tokensToday } from './store/day-tokens.ts';
 
 export const USER_DELETED_MESSAGE = 'run cancelled: user deleted';
 const TOPIC = 'users';
@@ -76,11 +76,18 @@ export class UserLimits {
   private readonly config: Pick<Config, 'USER_MAX_ACTIVE_RUNS' | 'USER_TOKENS_PER_DAY'>;
   private readonly db: Queryable;
   private readonly admission: Pick<Admission, 'refusedForUser'>;
+  private readonly log: Pick<Logger, 'warn'>;
 
-  constructor(config: Pick<Config, 'USER_MAX_ACTIVE_RUNS' | 'USER_TOKENS_PER_DAY'>, db: Queryable, admission: Pick<Admission, 'refusedForUser'>) {
+  constructor(
+    config: Pick<Config, 'USER_MAX_ACTIVE_RUNS' | 'USER_TOKENS_PER_DAY'>,
+    db: Queryable,
+    admission: Pick<Admission, 'refusedForUser'>,
+    log: Pick<Logger, 'warn'>,
+  ) {
     this.config = config;
     this.db = db;
     this.admission = admission;
+    this.log = log;
   }
 
   /** The start options that make the registry count the run against its owner's limit. */
@@ -103,5 +110,17 @@ export class UserLimits {
       this.admission.refusedForUser('user_tokens');
       throw USER_TOKENS_EXHAUSTED(TOKEN_BUDGET_MESSAGE);
     });
+  }
+
+  /**
+   * The tokens of a run that stores no LlmCall (a stream with persist: false: the spec stores nothing
+   * of it) go to the caller's daily total when it ends, or such runs would spend past any budget.
+   * Written once: a retry after a lost reply could count them twice; a failed write only warns.
+   */
+  spendUnrecorded(caller: Caller, tokens: Promise<number>): void {
+    if (caller.admin) return;
+    void tokens
+      .then((n) => (n > 0 ? spendToday(this.db, caller.userId, n) : undefined))
+      .catch((err: unknown) => this.log.warn({ err, userId: caller.userId }, "an unpersisted run's tokens were not added to the user's daily total"));
   }
 }

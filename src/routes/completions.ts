@@ -130,7 +130,8 @@ export function completionRoutes(app: AppContext): Route[] {
     // Refusals are decided before the stream opens, so they answer with a status, not an event.
     const sink = app.sse.create(reply);
     // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.
-    await startRun(req.caller, keyed, request, body.provider, sink, !persist);
+    const started = await startRun(req.caller, keyed, request, body.provider, sink, !persist);
+    if (!persist) app.limits.spendUnrecorded(req.caller, started.handle.result.then((r) => (r.ok ? (r.value.usage?.totalTokens ?? 0) : 0)));
     sink.open();
   }
 

@@ -21,3 +21,15 @@ export async function tokensToday(db: Queryable, owner: string): Promise<number>
   );
   return rows[0] ? Number(rows[0].total) : 0;
 }
+
+/**
+ * Adds `tokens` to `owner`'s total of this UTC day: the spending of a run that stores no LlmCall (a
+ * stream with persist: false), which the statements above never see.
+ */
+export async function spendToday(db: Queryable, owner: string, tokens: number): Promise<void> {
+  await db.query(
+    `INSERT INTO user_day_tokens AS d (owner_id, day, total_tokens) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2)
+     ON CONFLICT (owner_id, day) DO UPDATE SET total_tokens = d.total_tokens + EXCLUDED.total_tokens`,
+    [owner, tokens],
+  );
+}
