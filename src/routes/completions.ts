@@ -89,14 +89,13 @@ export function completionRoutes(app: AppContext): Route[] {
     const chatId = body.chatId ?? null;
     const owner = req.caller.userId;
     const stored = await storedSettings(chatId, owner);
-    const budget = app.limits.checkTokens(req.caller);
-    if (budget) await budget;
     const callId = randomUUID();
     const keyed = key ? keyedRequest(key, 'whole', 'POST /v1/chat-completions', fingerprint, { chatId, callId, owner }) : null;
     if (keyed) {
       const claim = await claimKey(app, keyed);
       if (!claim.start) return replayWhole(app, claim.record, reply, owner);
     }
+    await withinBudget(req.caller, keyed);
     const request = runRequest(body, { mode: 'whole', chatId, createChat: false, storeChat: chatId !== null, stored, owner }, callId);
     // No chat stores its answer and no key replays it: once its client has gone nobody can read it, so
     // stop paying for it (and free its run slots), as for an unpersisted stream.
@@ -118,14 +117,13 @@ export function completionRoutes(app: AppContext): Route[] {
     const chatId = persist ? (existing ?? randomUUID()) : null;
     const owner = req.caller.userId;
     const stored = await storedSettings(existing, owner);
-    const budget = app.limits.checkTokens(req.caller);
-    if (budget) await budget;
     const callId = persist ? randomUUID() : null;
     const keyed = key ? keyedRequest(key, 'stream', 'POST /v1/chat-completions/stream', fingerprint, { chatId, callId: callId!, owner }) : null;
     if (keyed) {
       const claim = await claimKey(app, keyed);
       if (!claim.start) return replayStream(app, claim.record, reply, owner);
     }
+    await withinBudget(req.caller, keyed);
     const request = runRequest(body, { mode: 'stream', chatId, createChat: persist && !existing, storeChat: persist, stored, owner }, callId);
     // Refusals are decided before the stream opens, so they answer with a status, not an event.
     const sink = app.sse.create(reply);
@@ -133,6 +131,19 @@ export function completionRoutes(app: AppContext): Route[] {
     const started = await startRun(req.caller, keyed, request, body.provider, sink, !persist);
     if (!persist) app.limits.spendUnrecorded(req.caller, started.handle.result.then((r) => (r.ok ? (r.value.usage?.totalTokens ?? 0) : 0)));
     sink.open();
+  }
+
+  /**
+   * The caller's daily token budget, checked once the key is claimed: a retry of a keyed start replays
+   * its run's answer even when that run spent the last of the budget. A refusal frees the key.
+   */
+  async function withinBudget(caller: Caller, keyed: KeyedRequest | null): Promise<void> {
+    const budget = app.limits.checkTokens(caller);
+    if (!budget) return;
+    await budget.catch(async (err: unknown) => {
+      if (keyed) await releaseKey(app, keyed);
+      throw err;
+    });
   }
 
   /** Starts the run (a refusal frees the request's key); a keyed run records its outcome on the key. */

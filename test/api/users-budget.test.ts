@@ -30,5 +30,33 @@ for (const db of apiDatabases()) {
       // Spending stores no LlmCall for it (the spec: persist false stores none), so usage shows nothing.
       assert.deepEqual((await gil.call('GET', '/v1/usage')).body, { usage: [] });
     });
+
+    it('a retry of a keyed start whose run spent the budget replays the answer instead of a 429', async () => {
+      const hal = await createUser(t, 'Hal', { tokensPerDay: 5 });
+      const body = chatBody('spend my tokens please');
+      const headers = { 'idempotency-key': 'budget-retry-1' };
+      const first = await hal.call('POST', '/v1/chat-completions', body, headers);
+      assert.equal(first.status, 200);
+      const retry = await hal.call('POST', '/v1/chat-completions', body, headers);
+      assert.deepEqual([retry.status, retry.body], [200, first.body], 'the retry was refused instead of replayed');
+      assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+
+      const streamBody = chatBody('spend my tokens please');
+      const ivy = await createUser(t, 'Ivy', { tokensPerDay: 5 });
+      const sHeaders = { 'idempotency-key': 'budget-retry-2' };
+      const s1 = await ivy.stream('/v1/chat-completions/stream', streamBody, { headers: sHeaders });
+      assert.equal(s1.status, 200);
+      const s2 = await ivy.stream('/v1/chat-completions/stream', streamBody, { headers: sHeaders });
+      assert.equal(s2.status, 200, 'the stream retry was refused instead of replayed');
+      assert.equal(s2.events.at(-1)!.event, 'done');
+      // A new request is still refused: only replays go past the budget.
+      const fresh = await ivy.call('POST', '/v1/chat-completions', chatBody('more'), { 'idempotency-key': 'budget-retry-3' });
+      assert.deepEqual([fresh.status, fresh.body], [429, EXHAUSTED]);
+      // ...and its refusal recorded nothing: the key is free again once the budget allows.
+      const again = await ivy.call('POST', '/v1/chat-completions', chatBody('more'), { 'idempotency-key': 'budget-retry-3' });
+      assert.deepEqual([again.status, again.body], [429, EXHAUSTED]);
+      const rows = await t.server.ctx.pool.query("SELECT 1 FROM idempotency_keys WHERE key = 'budget-retry-3'");
+      assert.equal(rows.rowCount, 0, 'a refused start left its key claimed');
+    });
   });
 }
