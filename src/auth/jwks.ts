@@ -59,15 +59,23 @@ export function createJwks(opts: JwksOptions): Jwks {
     return pending ?? Promise.resolve();
   }
 
+  /**
+   * The set, while it is younger than maxAgeMs. A stale one whose refetch is held back by the cooldown
+   * (a failed fetch moments before it went stale) is no more trusted than one whose refetch failed.
+   */
+  function fresh(): LocalSet {
+    if (!local || now() - loadedAt >= maxAgeMs) throw new errors.JWKSNoMatchingKey('JWKS not available');
+    return local;
+  }
+
   const getKey: JWTVerifyGetKey = async (header, token) => {
     if (!local || now() - loadedAt >= maxAgeMs) await refresh();
-    if (!local) throw new errors.JWKSNoMatchingKey('JWKS not available');
     try {
-      return await local(header, token);
+      return await fresh()(header, token);
     } catch (err) {
-      if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
+      if (!(err instanceof errors.JWKSNoMatchingKey) || !local) throw err;
       await refresh();
-      return local(header, token);
+      return fresh()(header, token);
     }
   };
 

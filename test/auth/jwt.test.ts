@@ -208,6 +208,22 @@ describe('auth/jwt', () => {
       }
     });
 
+    it('a set ten minutes old is not trusted even while a failed refetch holds the next one back', async () => {
+      const { v, clock } = verifier();
+      assert.ok(await v.verify(await sign(rsa, clock.t, { sub: 'first' })));
+      server.down = true;
+      try {
+        // A rotation check that fails shortly before the set's ten minutes are up opens a 30 s window.
+        clock.t += 590_000;
+        const rotated = await testKey('RS256', 'rotated-1');
+        assert.equal(await v.verify(await sign(rotated, clock.t)), null);
+        clock.t += 15_000;
+        assert.equal(await v.verify(await sign(rsa, clock.t, { sub: 'stale' })), null, 'a token was accepted from a set 605 s old');
+      } finally {
+        server.down = false;
+      }
+    });
+
     it('a provider that refuses the connection gives null and a warning, not a crash', async () => {
       const closed = http.createServer();
       await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
