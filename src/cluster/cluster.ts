@@ -121,6 +121,7 @@ export class Cluster {
       if (!(await cluster.membership.join())) {
         throw new InstanceIdInUseError(opts.instanceId);
       }
+      await cluster.userRuns.reset();
       await cluster.bus.listen(
         (m, payload) => {
           if (!cluster.server.serve(m)) cluster.follower.onReply(m, payload);

@@ -40,6 +40,20 @@ export class UserRuns {
     this.timer.unref();
   }
 
+  /**
+   * Forgets the counts under this instance's id, once it has claimed it: an instance starts with no
+   * runs, and a predecessor killed under the same id may have left counts that outlive its liveness key
+   * (renewed up to a beat after it). Counted as this instance's again, and renewed by it, they would
+   * hold its users to runs that died with it, for as long as it lives.
+   */
+  async reset(): Promise<void> {
+    try {
+      await this.redis.del(this.own);
+    } catch (err) {
+      throw asRedisError(err);
+    }
+  }
+
   /** Takes one of the user's `limit` slots: false when every one is taken across the cluster. */
   async claim(user: string, limit: number): Promise<boolean> {
     try {
