@@ -236,6 +236,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (ssoPart && !c.AUTH_JWKS_URL) {
     throw new ConfigError(`invalid configuration: AUTH_JWKS_URL is required when ${ssoPart} is set (single sign-on verifies tokens against it)`);
   }
+  // Users exist in token mode only: without ADMIN_TOKEN every request would be the admin, JWT or none.
+  if (c.AUTH_JWKS_URL && !c.ADMIN_TOKEN) {
+    throw new ConfigError(
+      'invalid configuration: AUTH_JWKS_URL needs ADMIN_TOKEN (without it the service is in open mode, where every request is the admin and no JWT is checked)',
+    );
+  }
   const actorThreads = c.ACTOR_THREADS ?? Math.max(1, os.availableParallelism() - 1);
   const instanceId = c.INSTANCE_ID ?? `${os.hostname()}:${c.PORT}`;
   // A takeover needs a peer to hand the run's chat to: without a cluster there is none.

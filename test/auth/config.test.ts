@@ -1,5 +1,5 @@
-// Single sign-on's configuration: a JWKS URL that is not http(s) or an issuer/audience without one
-// stops the start naming the variable, rather than leaving SSO silently off.
+// Single sign-on's configuration: a JWKS URL that is not http(s), an issuer/audience without one, or a
+// JWKS URL without ADMIN_TOKEN stops the start naming the variable, rather than leaving SSO silently off.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
@@ -12,6 +12,7 @@ describe('AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE', () => {
     const none = loadConfig({});
     assert.deepEqual([none.AUTH_JWKS_URL, none.AUTH_ISSUER, none.AUTH_AUDIENCE], [undefined, undefined, undefined]);
     const kc = loadConfig({
+      ADMIN_TOKEN: 'operator',
       AUTH_JWKS_URL: 'https://sso.example.com/realms/team/protocol/openid-connect/certs',
       AUTH_ISSUER: 'https://sso.example.com/realms/team',
       AUTH_AUDIENCE: 'conversation-search',
@@ -19,12 +20,12 @@ describe('AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE', () => {
     assert.equal(kc.AUTH_JWKS_URL, 'https://sso.example.com/realms/team/protocol/openid-connect/certs');
     assert.equal(kc.AUTH_ISSUER, 'https://sso.example.com/realms/team');
     assert.equal(kc.AUTH_AUDIENCE, 'conversation-search');
-    assert.equal(loadConfig({ AUTH_JWKS_URL: 'http://127.0.0.1:8080/certs' }).AUTH_JWKS_URL, 'http://127.0.0.1:8080/certs');
+    assert.equal(loadConfig({ ADMIN_TOKEN: 'operator', AUTH_JWKS_URL: 'http://127.0.0.1:8080/certs' }).AUTH_JWKS_URL, 'http://127.0.0.1:8080/certs');
   });
 
   it('refuse a JWKS URL that is not http(s), naming the variable', () => {
     for (const bad of ['ftp://sso.example.com/certs', 'sso.example.com/certs', 'https://', 'file:///etc/jwks.json']) {
-      refuses({ AUTH_JWKS_URL: bad }, 'invalid configuration: AUTH_JWKS_URL: must be an http:// or https:// URL');
+      refuses({ ADMIN_TOKEN: 'operator', AUTH_JWKS_URL: bad }, 'invalid configuration: AUTH_JWKS_URL: must be an http:// or https:// URL');
     }
   });
 
@@ -35,5 +36,12 @@ describe('AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE', () => {
         `invalid configuration: AUTH_JWKS_URL is required when ${name} is set (single sign-on verifies tokens against it)`,
       );
     }
+  });
+
+  it('refuse a JWKS URL without ADMIN_TOKEN: open mode would check no token at all', () => {
+    refuses(
+      { AUTH_JWKS_URL: 'https://sso.example.com/certs' },
+      'invalid configuration: AUTH_JWKS_URL needs ADMIN_TOKEN (without it the service is in open mode, where every request is the admin and no JWT is checked)',
+    );
   });
 });
