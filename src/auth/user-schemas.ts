@@ -3,7 +3,14 @@
 import { z } from 'zod';
 
 const name = z.string({ error: 'must be a string' }).trim().min(1, 'must not be blank').max(100, 'must be at most 100 characters');
-const limit = z.number({ error: 'must be an integer ≥ 1 or null' }).int('must be an integer ≥ 1 or null').min(1, 'must be an integer ≥ 1 or null').nullable();
+// The columns are Postgres integers: a larger limit is this 400, not the database's out-of-range error.
+const MAX_LIMIT = 2_147_483_647;
+const limit = z
+  .number({ error: 'must be an integer ≥ 1 or null' })
+  .int('must be an integer ≥ 1 or null')
+  .min(1, 'must be an integer ≥ 1 or null')
+  .max(MAX_LIMIT, `must be at most ${MAX_LIMIT}`)
+  .nullable();
 
 export const createUserSchema = z.object({ name, maxActiveRuns: limit.optional(), tokensPerDay: limit.optional() });
 export const patchUserSchema = z.object({

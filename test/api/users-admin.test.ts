@@ -63,15 +63,21 @@ for (const db of apiDatabases()) {
         [{}, 'name'],
         [{ name: 'ok', maxActiveRuns: 0 }, 'maxActiveRuns'],
         [{ name: 'ok', tokensPerDay: 1.5 }, 'tokensPerDay'],
+        // Past the integer columns' range: a 400 naming the field, not the database's 500.
+        [{ name: 'ok', maxActiveRuns: 2 ** 31 }, 'maxActiveRuns'],
+        [{ name: 'ok', tokensPerDay: 1e12 }, 'tokensPerDay'],
+        [{ name: 'nul\u0000byte' }, 'name'],
       ] as const) {
         const r = await admin.call('POST', '/v1/users', body);
         assert.equal(r.status, 400, JSON.stringify(body));
         assert.match(r.body.message, new RegExp(field), JSON.stringify(r.body));
       }
       const frank = await createUser(t, 'Frank');
-      const bad = await admin.call('PATCH', `/v1/users/${frank.id}`, { disabled: 'yes' });
-      assert.equal(bad.status, 400);
-      assert.match(bad.body.message, /disabled/);
+      for (const [body, field] of [[{ disabled: 'yes' }, 'disabled'], [{ tokensPerDay: 2 ** 31 }, 'tokensPerDay']] as const) {
+        const bad = await admin.call('PATCH', `/v1/users/${frank.id}`, body);
+        assert.equal(bad.status, 400, JSON.stringify(body));
+        assert.match(bad.body.message, new RegExp(field));
+      }
       const missing = '00000000-0000-4000-8000-000000000000';
       for (const [method, path] of [['GET', `/v1/users/${missing}`], ['PATCH', `/v1/users/${missing}`], ['POST', `/v1/users/${missing}/keys`], ['DELETE', `/v1/users/${missing}`]] as const) {
         const r = await admin.call(method, path, method === 'PATCH' ? { name: 'n' } : undefined);
