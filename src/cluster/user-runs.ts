@@ -59,6 +59,10 @@ export class UserRuns {
     try {
       return (await this.redis.eval(CLAIM, 2, `${this.prefix}instances`, this.own, user, limit, this.ttlMs, this.prefix)) === 1;
     } catch (err) {
+      // The script may have run with only its reply lost (a command timeout): the slot is given back,
+      // or it would stay taken, and renewed, for the life of this process. If it never ran, the release
+      // counts one run less for the user only until one of their runs here ends.
+      this.release(user);
       throw asRedisError(err);
     }
   }
