@@ -57,4 +57,5 @@ export type ChatCommand =
   | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null }
   /** The text streamed before a shutdown or fencing cut, kept as the assistant message, the LlmCall failed. */
   | { c: 'store_interrupted'; callId: string; chatId: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null; reason?: string }
-  | { c: 'fail_call'; callId: string; error: string; started: number };
+  /** `usage`: of the rounds that completed before the failure (the provider was paid for them). */
+  | { c: 'fail_call'; callId: string; error: string; started: number; usage: Usage | null };

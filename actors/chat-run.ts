@@ -276,7 +276,7 @@ function failing(b: Base, failure: RunFailure, step: Step, io: ChatIo): ChatStat
     step = 'interrupt';
   }
   if (step === 'interrupt' && callId) {
-    io.perform({ c: 'fail_call', callId, error: failure.message, started: run.started });
+    io.perform({ c: 'fail_call', callId, error: failure.message, started: run.started, usage: b.rounds.usage });
     return { ...b, s: 'failing', failure, step: 'record' };
   }
   io.fail(failure);

@@ -138,7 +138,7 @@ export function finishCall(deps: RunDeps, o: { callId: string; usage: Usage | nu
  * Marks the call failed. Never rejects: during a database outage the write is retried once the
  * database is back (recordLlmCallFailure), so the run can end now.
  */
-export async function failCall(deps: RunDeps, o: { callId: string; error: string; started: number }): Promise<void> {
-  await recordLlmCallFailure(deps.pool, { callId: o.callId, error: o.error, latencyMs: sinceMs(o.started) }, deps.writes);
+export async function failCall(deps: RunDeps, o: { callId: string; error: string; started: number; usage?: Usage | null }): Promise<void> {
+  await recordLlmCallFailure(deps.pool, { callId: o.callId, error: o.error, latencyMs: sinceMs(o.started), usage: o.usage ?? null }, deps.writes);
 }
 

@@ -227,16 +227,32 @@ export async function finishLlmCall(
  */
 export async function failLlmCall(
   db: Queryable,
-  input: { callId: string; error: string; latencyMs: number; sinceFailureMs?: number },
+  input: { callId: string; error: string; latencyMs: number; sinceFailureMs?: number; usage?: TokenUsage | null },
 ): Promise<boolean> {
-  const { rowCount } = await db.query(
-    prepared(db, `UPDATE llm_calls
-        SET status = 'failed', finished_at = now() - make_interval(secs => $4::double precision / 1000),
-            error = $2, latency_ms = $3::int
-      WHERE id = $1 AND status = 'running'`),
-    [input.callId, cleanText(input.error), Math.round(input.latencyMs), input.sinceFailureMs ?? 0],
+  // The usage of the rounds that completed before the failure (a tool round, say) is the call's and
+  // its owner's: the provider was paid for them. Only a running call is failed, so a repeat of this
+  // write (a retry after a lost reply) adds nothing twice.
+  const { rows } = await db.query<{ n: number }>(
+    prepared(db, `WITH call AS (
+       UPDATE llm_calls
+          SET status = 'failed', finished_at = now() - make_interval(secs => $4::double precision / 1000),
+              error = $2, latency_ms = $3::int, input_tokens = $5::int, output_tokens = $6::int, total_tokens = $7::int
+        WHERE id = $1 AND status = 'running'
+        RETURNING owner_id, started_at, total_tokens
+     ),
+     spent AS (${spentSql('call')})
+     SELECT count(*)::int AS n FROM call`),
+    [
+      input.callId,
+      cleanText(input.error),
+      Math.round(input.latencyMs),
+      input.sinceFailureMs ?? 0,
+      input.usage?.inputTokens ?? null,
+      input.usage?.outputTokens ?? null,
+      input.usage?.totalTokens ?? null,
+    ],
   );
-  return rowCount === 1;
+  return rows[0]!.n === 1;
 }
 
 /**
@@ -246,7 +262,7 @@ export async function failLlmCall(
  */
 export function recordLlmCallFailure(
   db: Queryable,
-  input: { callId: string; error: string; latencyMs: number },
+  input: { callId: string; error: string; latencyMs: number; usage?: TokenUsage | null },
   queue: WriteRetryQueue,
 ): Promise<'written' | 'queued' | 'failed'> {
   return queue

@@ -1,9 +1,10 @@
 // The daily token budget (docs/operations.md, "Users and single sign-on", Limits) against the ways
 // around it: a run that stores no LlmCall (a stream with persist: false) still spends the user's
-// tokens, and a retry of a keyed start whose run spent the last of them still gets its answer.
+// tokens, a run that fails after a paid tool round spends that round, and a retry of a keyed start
+// whose run spent the last of them still gets its answer.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { apiDatabases, startTestServer, type TestServer, variantTag, waitFor } from '../helpers/server.ts';
+import { apiDatabases, sim, startTestServer, type TestServer, variantTag, waitFor } from '../helpers/server.ts';
 import { ADMIN_TOKEN, chatBody, createUser } from '../helpers/users.ts';
 
 const EXHAUSTED = { message: 'daily token budget exhausted' };
@@ -57,6 +58,22 @@ for (const db of apiDatabases()) {
       assert.deepEqual([again.status, again.body], [429, EXHAUSTED]);
       const rows = await t.server.ctx.pool.query("SELECT 1 FROM idempotency_keys WHERE key = 'budget-retry-3'");
       assert.equal(rows.rowCount, 0, 'a refused start left its key claimed');
+    });
+
+    it('a run that fails after a completed tool round spends what that round used', async () => {
+      const jo = await createUser(t, 'Jo', { tokensPerDay: 1_000_000 });
+      // Round 1 calls a tool (the provider bills it); round 2's text stream then breaks.
+      const script = sim({ tools: [{ name: 'web_search', args: { query: 'tide pools' } }], reply: 'a b c d e f', deltas: 6, failAfter: 2 });
+      const r = await jo.call('POST', '/v1/chat-completions', chatBody(script, { enabledTools: ['web_search'] }));
+      assert.equal(r.status, 502, JSON.stringify(r.body));
+      const call = await t.server.ctx.pool.query<{ status: string; total: number | null }>('SELECT status, total_tokens AS total FROM llm_calls WHERE owner_id = $1', [jo.id]);
+      assert.equal(call.rows[0]?.status, 'failed');
+      // The call is failed before the answer goes out, with the usage of the round that completed.
+      assert.ok((call.rows[0]?.total ?? 0) > 0, `the tool round's tokens: ${JSON.stringify(call.rows)}`);
+      const spent = await t.server.ctx.pool.query<{ n: string }>('SELECT total_tokens AS n FROM user_day_tokens WHERE owner_id = $1', [jo.id]);
+      assert.equal(Number(spent.rows[0]?.n), call.rows[0]!.total, "the day's total");
+      const usage = (await jo.call('GET', '/v1/usage')).body.usage;
+      assert.equal(usage[0]?.totalTokens, call.rows[0]!.total);
     });
   });
 }
