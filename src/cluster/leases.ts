@@ -135,8 +135,13 @@ export class Leases {
   async claimInstance(waitMs = this.ttlMs + 1000): Promise<boolean> {
     return this.untilFree(waitMs, async () => {
       const ok = await this.redis.set(this.keys.alive(this.instanceId), this.instanceId, 'PX', this.ttlMs, 'NX');
-      if (ok) await this.redis.sadd(this.keys.instances, this.instanceId);
-      return ok !== null;
+      if (!ok) return false;
+      // A predecessor killed under this id may have left its run set and their users: renewed at
+      // each lease claim, they can outlive its liveness key, and this instance's beats would then
+      // keep its dead runs listed for good. It starts with none.
+      await this.redis.del(this.keys.runs(this.instanceId), this.keys.runUsers(this.instanceId));
+      await this.redis.sadd(this.keys.instances, this.instanceId);
+      return true;
     });
   }
 
