@@ -19,25 +19,26 @@ export function quoteRemotePath(dir: string): string {
   return shellQuote(dir);
 }
 
-/** Runs a script in a login shell: bash when the remote has it, else sh (both read the user's profile). */
-export function loginShell(script: string): string {
-  const q = shellQuote(script);
-  return `if command -v bash >/dev/null 2>&1; then exec bash -lc ${q}; else exec sh -lc ${q}; fi`;
-}
-
 const REMOTE_TIMEOUT_SLACK_S = 5;
 
 /**
- * The full remote command: create and enter the workdir, then run `script`. When the remote has
- * `timeout`, the script runs under it as well, so a server that ignores our KILL signal and the
- * closed connection still ends the process near the deadline.
+ * The full remote command: create and enter the workdir, then run `script` in a login shell: bash
+ * when the remote has it, else sh (both read the user's profile). When the remote has `timeout`, the
+ * script runs under it as well, so a server that ignores our KILL signal and the closed connection
+ * still ends the process near the deadline.
+ *
+ * The program is chosen into "$@" first and the script appears once, quoted once: sshd hands the
+ * whole line to `sh -c` as one argument, which Linux caps at 128 KB, so a copy per branch (each
+ * re-quoted, a quote growing fourfold each time) made scripts of a few KB fail.
  */
 export function remoteCommand(workdir: string, script: string, timeoutMs?: number): string {
   const dir = quoteRemotePath(workdir);
-  const inner = loginShell(script);
-  if (!timeoutMs) return `mkdir -p ${dir} && cd ${dir} && ${inner}`;
-  // A few seconds past our own deadline: normally our TERM/KILL ends it first and the model gets our message.
-  const secs = Math.ceil(timeoutMs / 1000) + REMOTE_TIMEOUT_SLACK_S;
-  const guarded = `exec timeout -k 5 ${secs} sh -c ${shellQuote(inner)}`;
-  return `mkdir -p ${dir} && cd ${dir} && if command -v timeout >/dev/null 2>&1; then ${guarded}; else ${inner}; fi`;
+  const steps = ['if command -v bash >/dev/null 2>&1; then set -- bash; else set -- sh; fi'];
+  if (timeoutMs) {
+    // A few seconds past our own deadline: normally our TERM/KILL ends it first and the model gets our message.
+    const secs = Math.ceil(timeoutMs / 1000) + REMOTE_TIMEOUT_SLACK_S;
+    steps.push(`if command -v timeout >/dev/null 2>&1; then set -- timeout -k 5 ${secs} "$@"; fi`);
+  }
+  steps.push(`exec "$@" -lc ${shellQuote(script)}`);
+  return `mkdir -p ${dir} && cd ${dir} && { ${steps.join('; ')}; }`;
 }

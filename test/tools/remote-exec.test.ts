@@ -128,6 +128,15 @@ describe('tools/remote-exec', () => {
       assert.match(r2.output, new RegExp(`\\n${abs}\\n`));
     });
 
+    test('a long script full of quotes runs: it is sent once, quoted once', async () => {
+      // A ~20 KB file written through a heredoc, as a model writes code. Sent four times over and
+      // re-quoted it made a ~150 KB command line: past what an SSH server takes in one exec request
+      // (this one 35 KB) and past Linux's 128 KB limit for one argument (sshd runs `sh -c <command>`).
+      const body = Array.from({ length: 800 }, (_, i) => `print('line ${i}', "it's")`).join('\n');
+      const r = await shellExecTool.run({ command: `cat > gen.py <<'EOF'\n${body}\nEOF\nwc -c < gen.py` }, ctx());
+      assert.equal(r.output, `exit code: 0\n--- stdout ---\n${Buffer.byteLength(body) + 1}\n--- stderr ---\n(empty)`);
+    });
+
     test('caps long output and says so', async () => {
       const r = await shellExecTool.run({ command: "head -c 200000 /dev/zero | tr '\\0' a; echo; echo END" }, ctx());
       assert.match(r.output, /--- stdout \(truncated: 200005 bytes, middle omitted\) ---/);
