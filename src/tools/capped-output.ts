@@ -34,12 +34,36 @@ export class CappedOutput {
   }
 
   toString(): string {
-    const head = Buffer.concat(this.head).toString('utf8');
+    // Decoded as one: the head's 'half' bytes may end inside a UTF-8 character that the tail completes.
+    if (!this.truncated) return Buffer.concat([...this.head, ...this.tail]).toString('utf8');
+    const head = Buffer.concat(this.head);
     const tail = Buffer.concat(this.tail);
-    if (!this.truncated) return head + tail.toString('utf8');
     const keep = this.cap - this.half;
-    const cut = tail.subarray(Math.max(0, tail.length - keep)).toString('utf8');
-    const dropped = this.total - this.headSize - Math.min(keep, tail.length);
-    return `${head}\n[… ${dropped} bytes omitted; ${this.total} bytes in total …]\n${cut}`;
+    // Both cuts on character boundaries, so no half character shows up as U+FFFD beside the marker.
+    const headBytes = head.subarray(0, utf8End(head));
+    const kept = tail.subarray(Math.max(0, tail.length - keep));
+    const tailBytes = kept.subarray(utf8Start(kept));
+    const dropped = this.total - headBytes.length - tailBytes.length;
+    return `${headBytes.toString('utf8')}\n[… ${dropped} bytes omitted; ${this.total} bytes in total …]\n${tailBytes.toString('utf8')}`;
   }
+}
+
+const isContinuation = (byte: number) => (byte & 0xc0) === 0x80;
+
+/** Where `buf` ends once a last character cut short is left out. */
+function utf8End(buf: Buffer): number {
+  let i = buf.length - 1;
+  // Back over at most 3 continuation bytes to the start byte of the last character.
+  while (i > 0 && i > buf.length - 4 && isContinuation(buf[i]!)) i--;
+  const start = buf[i];
+  if (start === undefined || start < 0xc0) return buf.length; // ASCII or invalid: nothing to trim
+  const need = start >= 0xf0 ? 4 : start >= 0xe0 ? 3 : 2;
+  return buf.length - i >= need ? buf.length : i;
+}
+
+/** Where the first whole character of `buf` starts (past continuation bytes of one cut off in front). */
+function utf8Start(buf: Buffer): number {
+  let i = 0;
+  while (i < 3 && i < buf.length && isContinuation(buf[i]!)) i++;
+  return i;
 }

@@ -145,6 +145,16 @@ describe('tools/remote-exec', () => {
       assert.ok(r.output.length < 70_000);
     });
 
+    test('non-ASCII output comes back intact, cut or not', async () => {
+      // 'a' then 2-byte characters: one of them straddles the 32 KB boundary of the kept head.
+      const text = `a${'é'.repeat(20_000)}`;
+      const r = await shellExecTool.run({ command: `printf 'a'; i=0; while [ $i -lt 200 ]; do printf '${'é'.repeat(100)}'; i=$((i+1)); done` }, ctx());
+      assert.equal(r.output, `exit code: 0\n--- stdout ---\n${text}\n--- stderr ---\n(empty)`);
+      const cut = await shellExecTool.run({ command: `printf 'a'; i=0; while [ $i -lt 500 ]; do printf '${'é'.repeat(100)}'; i=$((i+1)); done` }, ctx());
+      assert.doesNotMatch(cut.output, /\uFFFD/, 'no character is cut in two where the middle is omitted');
+      assert.match(cut.output, /--- stdout \(truncated: 100001 bytes, middle omitted\) ---\naé+\n\[… \d+ bytes omitted; 100001 bytes in total …\]\né+\n--- stderr ---/);
+    });
+
     test('the timeout kills the remote sleep and the tool returns with an error', async () => {
       const execsBefore = server.execs.length;
       await assert.rejects(
