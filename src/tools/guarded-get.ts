@@ -90,6 +90,20 @@ async function readCapped(res: http.IncomingMessage, url: URL, maxBytes: number)
   return { body: Buffer.concat(chunks, size), truncated };
 }
 
+/**
+ * `work`, or the signal's abort if that comes first. Name resolution takes no signal (getaddrinfo
+ * retries for tens of seconds on a name whose servers drop queries): the fetch's deadline and a
+ * stop must not wait for it. The lookup itself finishes in the background and is dropped.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 export async function guardedGet(start: URL, opts: GuardedGetOptions): Promise<GuardedResponse> {
   let url = start;
   const redirectedFrom: URL[] = [];
@@ -97,7 +111,7 @@ export async function guardedGet(start: URL, opts: GuardedGetOptions): Promise<G
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new ToolError(`refusing to fetch ${url.href}: only http and https URLs are supported`);
     }
-    const addresses = await resolveChecked(url, opts);
+    const addresses = await untilAborted(resolveChecked(url, opts), opts.signal);
     const res = await request(url, opts, pinnedLookup(addresses));
     const status = res.statusCode ?? 0;
     const location = res.headers.location;

@@ -151,6 +151,22 @@ describe('tools/fetch-url', () => {
       );
     });
 
+    test('the deadline and a stop cover name resolution too', { timeout: 30_000 }, async () => {
+      // A resolver that never answers, as a name whose DNS servers drop queries (the system resolver
+      // then takes its own retries, tens of seconds, and cannot be cancelled).
+      let asked = 0;
+      const stuck = { resolve: () => { asked++; return new Promise<never>(() => {}); } };
+      await assert.rejects(
+        createFetchUrlTool({ ...stuck, timeoutMs: 300 }).run({ url: 'http://slow-dns.example/' }, open()),
+        toolError(/^fetching http:\/\/slow-dns\.example\/ timed out after 300 ms$/),
+      );
+      const controller = new AbortController();
+      const running = createFetchUrlTool(stuck).run({ url: 'http://slow-dns.example/' }, ctx(false, controller.signal));
+      await waitFor(() => asked === 2, 10_000, 'the second lookup to start');
+      controller.abort(new Error('stopped by request'));
+      await assert.rejects(running, toolError(/was cancelled/));
+    });
+
     test('only http and https; arguments are checked', async () => {
       await assert.rejects(fetchUrlTool.run({ url: 'file:///etc/passwd' }, open()), toolError(/only http and https/));
       await assert.rejects(fetchUrlTool.run({ url: 'not a url' }, open()), toolError(/is not an absolute URL/));
