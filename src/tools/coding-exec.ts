@@ -5,6 +5,13 @@ import { runRemote } from './remote-exec.ts';
 import { shellQuote } from './shell-quote.ts';
 import type { ServiceTool } from './types.ts';
 
+/**
+ * A task that begins with "-" (a Markdown list, "--help me…") would be read by the CLI as its options:
+ * a leading space makes it the prompt operand for any argument parser, and the model reads it the same.
+ * ("--" would do it too, but the command is the operator's and may be a wrapper that takes it literally.)
+ */
+const asOperand = (task: string): string => (task.startsWith('-') ? ` ${task}` : task);
+
 export const codingExecTool: ServiceTool = {
   name: 'coding_exec',
   description:
@@ -30,7 +37,7 @@ export const codingExecTool: ServiceTool = {
       {
         tool: 'coding_exec',
         // The command prefix is operator configuration (trusted, may carry flags); only the task is quoted.
-        script: `${ctx.config.CHAT_CODING_COMMAND} ${shellQuote(task)}`,
+        script: `${ctx.config.CHAT_CODING_COMMAND} ${shellQuote(asOperand(task))}`,
         timeoutMs: ctx.config.CHAT_CODING_EXEC_TIMEOUT_MS,
         timeoutVariable: 'CHAT_CODING_EXEC_TIMEOUT_MS',
       },

@@ -208,6 +208,22 @@ describe('tools/remote-exec', () => {
       assert.ok(existsSync(join(server.home, 'coding')));
     });
 
+    test('a task that begins with "-" (a Markdown list) is the task, not options of the CLI', async () => {
+      // A CLI that parses its arguments the usual way (util.parseArgs here, clap or getopt elsewhere).
+      const cli = join(server.home, 'cli.mjs');
+      writeFileSync(
+        cli,
+        `import { parseArgs } from 'node:util';\n` +
+          `const { positionals } = parseArgs({ options: { json: { type: 'boolean' } }, allowPositionals: true });\n` +
+          `console.log('task: ' + positionals[0].trim());\n`,
+      );
+      const task = '- Fix the failing test in src/a.ts\n- Run the tests';
+      const r = await codingExecTool.run({ task }, ctx({ CHAT_CODING_COMMAND: `node ${cli}` }));
+      assert.equal(r.output, `exit code: 0\n--- stdout ---\ntask: ${task}\n--- stderr ---\n(empty)`);
+      const flag = await codingExecTool.run({ task: '--json' }, ctx({ CHAT_CODING_COMMAND: `node ${cli}` }));
+      assert.match(flag.output, /^exit code: 0\n--- stdout ---\ntask: --json\n/);
+    });
+
     test('runs in the workdir and reports a failing CLI exit code', async () => {
       const r = await codingExecTool.run(
         { task: 'fix it' },
