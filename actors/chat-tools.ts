@@ -4,7 +4,7 @@
 // whose error goes back to the model; only a storage fault fails the run.
 import type { ToolCallRequest, ToolResultInput } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
-import type { ServiceTool } from '../src/tools/types.ts';
+import { ToolError, type ServiceTool } from '../src/tools/types.ts';
 
 const PREVIEW_CHARS = 300;
 
@@ -85,7 +85,8 @@ export async function runTool(cmd: ToolCommand, ctx: Parameters<ServiceTool['run
     return { t: 'tool_done', round, index, output: outcome.output, preview: outcome.preview ?? preview(outcome.output) };
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
-    return { t: 'tool_done', round, index, output: `Error: ${error}`, error };
+    const partial = err instanceof ToolError && err.output ? `\n\n${err.output}` : '';
+    return { t: 'tool_done', round, index, output: `Error: ${error}${partial}`, error };
   }
 }
 

@@ -181,12 +181,17 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
       }, KILL_GRACE_MS).unref();
     };
 
+    // A stopped command's output so far goes with the error: the model learns how far it got.
+    const stopped = (message: string) => {
+      const printed = stdout.total + stderr.total > 0;
+      return new ToolError(message, printed ? { output: `output before it was stopped:\n${formatStreams({ stdout, stderr })}` } : undefined);
+    };
     const timer = setTimeout(() => {
-      finish(new ToolError(`${opts.tool} timed out after ${opts.timeoutMs} ms (${opts.timeoutVariable}); the remote command was stopped`));
+      finish(stopped(`${opts.tool} timed out after ${opts.timeoutMs} ms (${opts.timeoutVariable}); the remote command was stopped`));
       stop();
     }, opts.timeoutMs);
     const onAbort = () => {
-      finish(new ToolError(`${opts.tool} was cancelled; the remote command was stopped`));
+      finish(stopped(`${opts.tool} was cancelled; the remote command was stopped`));
       stop();
     };
     if (opts.signal.aborted) return onAbort();
@@ -249,10 +254,14 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
 /** The tool result text: exit status first (the model should notice failures), then both streams. */
 export function formatSshResult(r: SshResult): string {
   const status = r.exitSignal ? `killed by signal ${r.exitSignal}` : `exit code: ${r.exitCode ?? 'unknown'}`;
+  return `${status}\n${formatStreams(r)}`;
+}
+
+function formatStreams(r: Pick<SshResult, 'stdout' | 'stderr'>): string {
   const section = (name: string, out: CappedOutput) => {
     const text = out.toString();
     const note = out.truncated ? ` (truncated: ${out.total} bytes, middle omitted)` : '';
     return `--- ${name}${note} ---\n${text === '' ? '(empty)' : text.replace(/\n$/, '')}`;
   };
-  return `${status}\n${section('stdout', r.stdout)}\n${section('stderr', r.stderr)}`;
+  return `${section('stdout', r.stdout)}\n${section('stderr', r.stderr)}`;
 }

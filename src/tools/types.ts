@@ -28,8 +28,11 @@ export interface ServiceTool extends ToolSpec {
 
 /** A tool failure whose message is shown to the model and stored on the tool message. */
 export class ToolError extends ServiceError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** What the tool produced before it failed (a stopped command's output so far); follows the message in the tool result. */
+  readonly output: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; output?: string }) {
     super(ErrorCodes.TOOL, message, options);
     this.name = 'ToolError';
+    this.output = options?.output;
   }
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { CpuPool } from '../../src/cpu-pool.ts';
+import { runTool } from '../../actors/chat-tools.ts';
 import { codingExecTool } from '../../src/tools/coding-exec.ts';
 import { shellExecTool } from '../../src/tools/shell-exec.ts';
 import { ToolError, type ToolContext } from '../../src/tools/types.ts';
@@ -166,6 +167,23 @@ describe('tools/remote-exec', () => {
       await groupGone(rec.pid!); // the remote process group, incl. sleep
       // Ended by TERM: no KILL followed it (a group that outlived TERM gets one after the grace period).
       assert.deepEqual(rec.signals, ['TERM'], 'TERM sent over the channel');
+    });
+
+    test('a command stopped at its deadline still reports what it printed', async () => {
+      // The model learns how far a long build (or a coding CLI's ten minutes of work) got.
+      const err = await shellExecTool
+        .run({ command: 'echo step-1-done; echo compiling >&2; sleep 30' }, ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '3000' }))
+        .then(() => assert.fail('a timeout'), (e: unknown) => e);
+      assert.ok(err instanceof ToolError);
+      assert.match(err.message, /^shell_exec timed out after 3000 ms/);
+      assert.equal(err.output, 'output before it was stopped:\n--- stdout ---\nstep-1-done\n--- stderr ---\ncompiling');
+      // The tool result the run stores and sends back to the model holds both.
+      const done = await runTool(
+        { c: 'tool', round: 1, index: 0, tool: shellExecTool, name: 'shell_exec', args: { command: 'echo half-way; sleep 30' }, invalid: null, signal: new AbortController().signal },
+        ctx({ CHAT_SHELL_EXEC_TIMEOUT_MS: '3000' }),
+      );
+      assert.match(done.error ?? '', /^shell_exec timed out after 3000 ms \(CHAT_SHELL_EXEC_TIMEOUT_MS\); the remote command was stopped$/);
+      assert.equal(done.output, `Error: ${done.error}\n\noutput before it was stopped:\n--- stdout ---\nhalf-way\n--- stderr ---\n(empty)`);
     });
 
     test('a command that ignores TERM is KILLed after the grace period', async () => {
