@@ -40,6 +40,7 @@ export const codingExecTool: ServiceTool = {
         script: `${ctx.config.CHAT_CODING_COMMAND} ${shellQuote(asOperand(task))}`,
         timeoutMs: ctx.config.CHAT_CODING_EXEC_TIMEOUT_MS,
         timeoutVariable: 'CHAT_CODING_EXEC_TIMEOUT_MS',
+        tooLong: { argument: 'task', hint: 'shorten the task: point to files instead of pasting them' },
       },
       ctx,
     );

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import { previewOf } from './args.ts';
 import { remoteCommand } from './shell-quote.ts';
 import { formatSshResult, runSsh, sshTarget } from './ssh.ts';
-import type { ToolContext, ToolOutcome } from './types.ts';
+import { ToolError, type ToolContext, type ToolOutcome } from './types.ts';
 
 export interface RemoteExecSpec {
   tool: string;
@@ -11,11 +11,26 @@ export interface RemoteExecSpec {
   script: string;
   timeoutMs: number;
   timeoutVariable: keyof Config;
+  /** The argument the script comes from, and what the model can do when it is too long to send. */
+  tooLong: { argument: string; hint: string };
 }
+
+/**
+ * sshd runs the command line as one argument (`$SHELL -c <command>`), and Linux refuses a single
+ * argument of 128 KB or more (MAX_ARG_STRLEN, counting its NUL): past that the connection drops or
+ * the exec fails with a message that tells the model nothing it can act on.
+ */
+export const MAX_COMMAND_BYTES = 128 * 1024 - 1;
 
 export async function runRemote(spec: RemoteExecSpec, ctx: ToolContext): Promise<ToolOutcome> {
   const target = sshTarget(ctx.config);
   const command = remoteCommand(ctx.config.CHAT_CODING_REMOTE_WORKDIR, spec.script, spec.timeoutMs);
+  const bytes = Buffer.byteLength(command);
+  if (bytes > MAX_COMMAND_BYTES) {
+    throw new ToolError(
+      `${spec.tool}: the ${spec.tooLong.argument} is too long: ${bytes} bytes as a remote command line, at most ${MAX_COMMAND_BYTES} (${spec.tooLong.hint})`,
+    );
+  }
   const result = await runSsh(target, command, {
     tool: spec.tool,
     timeoutMs: spec.timeoutMs,

@@ -29,6 +29,7 @@ export const shellExecTool: ServiceTool = {
         script: command,
         timeoutMs: ctx.config.CHAT_SHELL_EXEC_TIMEOUT_MS,
         timeoutVariable: 'CHAT_SHELL_EXEC_TIMEOUT_MS',
+        tooLong: { argument: 'command', hint: 'write large files in several smaller commands' },
       },
       ctx,
     );

@@ -138,6 +138,18 @@ describe('tools/remote-exec', () => {
       assert.equal(r.output, `exit code: 0\n--- stdout ---\n${Buffer.byteLength(body) + 1}\n--- stderr ---\n(empty)`);
     });
 
+    test('a command too long for a remote command line is refused with a clear error, not sent', async () => {
+      const execsBefore = server.execs.length;
+      const body = 'x'.repeat(200_000);
+      await assert.rejects(
+        shellExecTool.run({ command: `printf '%s' '${body}' > big.txt` }, ctx()),
+        (err: unknown) =>
+          err instanceof ToolError &&
+          /^shell_exec: the command is too long: \d+ bytes as a remote command line, at most 131071 \(write large files in several smaller commands\)$/.test(err.message),
+      );
+      assert.equal(server.execs.length, execsBefore, 'nothing was sent');
+    });
+
     test('caps long output and says so', async () => {
       const r = await shellExecTool.run({ command: "head -c 200000 /dev/zero | tr '\\0' a; echo; echo END" }, ctx());
       assert.match(r.output, /--- stdout \(truncated: 200005 bytes, middle omitted\) ---/);
