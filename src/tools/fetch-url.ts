@@ -2,6 +2,7 @@
 // Network safety (address checks, pinning, redirects, caps) lives in guarded-get.ts and net-guard.ts.
 import { capText, messageOf, previewOf, requireString } from './args.ts';
 import { guardedGet, type ResponseHead } from './guarded-get.ts';
+import { WorkerHeapLimitError } from '../cpu-pool.ts';
 import { htmlToTextInPool } from './html-pool.ts';
 import type { AddressCheck, Resolver } from './net-guard.ts';
 import { ToolError, type ServiceTool, type ToolContext } from './types.ts';
@@ -146,7 +147,8 @@ export function createFetchUrlTool(options: FetchUrlOptions = {}): ServiceTool {
         } catch (err) {
           if (timeout.aborted) throw new ToolError(`converting ${res.url.href} timed out after ${o.timeoutMs} ms`, { cause: err });
           if (ctx.signal.aborted) throw new ToolError(`fetching ${url.href} was cancelled`, { cause: err });
-          throw new ToolError(`could not convert the HTML of ${res.url.href} to text: ${messageOf(err)}`, { cause: err });
+          const why = err instanceof WorkerHeapLimitError ? `the page needs more than ${err.maxHeapMb} MB to convert` : messageOf(err);
+          throw new ToolError(`could not convert the HTML of ${res.url.href} to text: ${why}`, { cause: err });
         }
       }
       const lines = [`URL: ${res.url.href}`];

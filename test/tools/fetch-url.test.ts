@@ -50,6 +50,12 @@ describe('tools/fetch-url', () => {
         hangClosed = new Promise((r) => req.socket.once('close', () => r()));
         return;
       }
+      // 150 bytes whose table layout html-to-text fills slot by slot: colspan × rowspan makes 192 million
+      // slots, gigabytes of heap for one page.
+      if (req.url === '/span-bomb') {
+        res.writeHead(200, { 'content-type': 'text/html' });
+        return res.end(`<table>${'<tr><td colspan="8000" rowspan="8000">x</td></tr>'.repeat(3)}</table>`);
+      }
       if (req.url === '/untyped') return res.end('<!DOCTYPE html><html><body><p>sniffed html</p><script>x()</script></body></html>');
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       res.end(Buffer.from([0, 1, 2, 3, 0, 255]));
@@ -128,6 +134,18 @@ describe('tools/fetch-url', () => {
       assert.doesNotMatch(full.output, /download stopped/);
       assert.match(full.output, /\[page text truncated: showing the first 100000 of \d+ characters\]$/);
       assert.ok(full.output.length < 100_500);
+    });
+
+    test('a page that needs gigabytes to convert fails alone, at its memory cap, not at the deadline', { timeout: 120_000 }, async () => {
+      // Without a cap the conversion grew the process by gigabytes: a few such fetches at once and the
+      // service is killed for lack of memory. The deadline is long so that only the cap can end it.
+      const tool = createFetchUrlTool({ timeoutMs: 60_000 });
+      await assert.rejects(
+        tool.run({ url: `${fixtureUrl}/span-bomb` }, open()),
+        toolError(/^could not convert the HTML of http:\/\/127\.0\.0\.1:\d+\/span-bomb to text: the page needs more than 512 MB to convert$/),
+      );
+      // The pool still converts the next page.
+      assert.match((await fetchUrlTool.run({ url: `${fixtureUrl}/br` }, open())).output, /ENC-OK$/);
     });
 
     test('follows up to 5 redirects and refuses the 6th', async () => {
