@@ -54,14 +54,25 @@ function kindOf(type: string): Kind | null | 'unknown' {
   return null;
 }
 
+/** The encoding a byte order mark names; it wins over any label, as in a browser (WHATWG "decode"). */
+function bomCharset(body: Buffer): string | null {
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return 'utf-8';
+  if (body[0] === 0xff && body[1] === 0xfe) return 'utf-16le';
+  if (body[0] === 0xfe && body[1] === 0xff) return 'utf-16be';
+  return null;
+}
+
 function sniff(body: Buffer): Kind | null {
+  const bom = bomCharset(body);
   const head = body.subarray(0, 4096);
-  if (head.includes(0)) return null; // binary
-  const start = head.toString('latin1').trimStart().slice(0, 512).toLowerCase();
+  if (!bom && head.includes(0)) return null; // binary (UTF-16 text has zero bytes too, but a BOM)
+  const start = (bom ? decode(head, bom) : head.toString('latin1')).trimStart().slice(0, 512).toLowerCase();
   return start.startsWith('<!doctype html') || start.includes('<html') || start.includes('<body') ? 'html' : 'text';
 }
 
 function charsetOf(head: ResponseHead, body: Buffer, kind: Kind): string {
+  const bom = bomCharset(body);
+  if (bom) return bom;
   const header = /charset\s*=\s*"?([\w.:-]+)/i.exec(String(head.headers['content-type'] ?? ''));
   if (header) return header[1]!;
   if (kind === 'html') {

@@ -41,6 +41,18 @@ describe('tools/fetch-url', () => {
         res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'br' });
         return res.end(zlib.brotliCompressSync(`<html><body><p>${text}</p></body></html>`));
       }
+      // A byte order mark decides the encoding over any label, as in a browser (WHATWG "decode").
+      if (req.url === '/bom-utf8') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=iso-8859-1' });
+        return res.end(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`<html><body><p>${text}</p></body></html>`)]));
+      }
+      if (req.url === '/bom-utf16') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return res.end(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]));
+      }
+      if (req.url === '/bom-untyped') {
+        return res.end(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`<html><body><p>${text}</p></body></html>`, 'utf16le')]));
+      }
       if (req.url === '/latin1') {
         res.writeHead(200, { 'content-type': 'text/plain; charset=windows-1252' });
         return res.end(Buffer.from([0x43, 0x61, 0x66, 0xe9])); // "Café"
@@ -121,6 +133,10 @@ describe('tools/fetch-url', () => {
       assert.match((await fetchUrlTool.run({ url: `${fixtureUrl}/gzip` }, open())).output, /Café crème — encoded body ENC-OK$/);
       assert.match((await fetchUrlTool.run({ url: `${fixtureUrl}/br` }, open())).output, /Café crème — encoded body ENC-OK$/);
       assert.match((await fetchUrlTool.run({ url: `${fixtureUrl}/latin1` }, open())).output, /\n\nCafé$/);
+      assert.match((await fetchUrlTool.run({ url: `${fixtureUrl}/bom-utf8` }, open())).output, /\n\nCafé crème — encoded body ENC-OK$/);
+      assert.match((await fetchUrlTool.run({ url: `${fixtureUrl}/bom-utf16` }, open())).output, /\n\nCafé crème — encoded body ENC-OK$/);
+      const untyped = await fetchUrlTool.run({ url: `${fixtureUrl}/bom-untyped` }, open());
+      assert.match(untyped.output, /\n\nCafé crème — encoded body ENC-OK$/, 'UTF-16 with a BOM is text, not binary, and its HTML is converted');
       const sniffed = await fetchUrlTool.run({ url: `${fixtureUrl}/untyped` }, open());
       assert.match(sniffed.output, /\n\nsniffed html$/);
     });
