@@ -1,9 +1,11 @@
 // A start that fails half-way (the database answers, then a later step throws: a broken schema, or
-// a Redis that cannot be reached once the actor threads are up) closes what it had opened, last
+// a Redis that answered the start's instance-id check and cannot be reached once the actor threads are up; or one
+// never reached, which fails the start before it touches anything of its instance id) closes what it had opened, last
 // opened first, and leaves nothing behind: in a process of its own that never calls process.exit,
 // the process ends by itself with the start's error, and the port it was given is free.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase } from '../../src/db/pool.ts';
@@ -13,6 +15,38 @@ import { entryArgs } from '../helpers/entry.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const pgUrl = process.env.TEST_DATABASE_URL;
+const redisUrl = process.env.TEST_REDIS_URL;
+
+/**
+ * A Redis the start reaches once: its first connection (the instance-id check, made before anything
+ * else of the id is touched) goes through to the real one, and every later connection (the cluster's
+ * join, once the actor threads are up) is closed at once.
+ */
+async function redisOnlyOnce(target: URL): Promise<{ port: number; close(): Promise<void> }> {
+  let served = false;
+  const sockets = new Set<net.Socket>();
+  const track = (s: net.Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => s.destroy());
+  };
+  const server = net.createServer((client) => {
+    track(client);
+    if (served) return void client.destroy();
+    served = true;
+    const upstream = net.connect(Number(target.port || 6379), target.hostname);
+    track(upstream);
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 /** Runs test/helpers/start-once.ts with `env` until it exits; a process still alive at the deadline is killed and fails. */
 function startOnce(env: Record<string, string>, deadlineMs: number): Promise<{ code: number | null; out: string }> {
@@ -74,14 +108,30 @@ describe('a start that fails half-way', () => {
     assert.doesNotMatch(out, /closing failed/);
   });
 
-  it('in cluster mode on Postgres whose Redis cannot be reached: closes the actor threads too, and the process ends', { skip: pgUrl ? false : 'TEST_DATABASE_URL is not set', timeout: 200_000 }, async () => {
+  it('in cluster mode on Postgres whose Redis cannot be reached once the actor threads are up: closes them too, and the process ends', { skip: pgUrl && redisUrl ? false : 'TEST_DATABASE_URL and TEST_REDIS_URL are needed', timeout: 200_000 }, async () => {
+    const redis = await redisOnlyOnce(new URL(redisUrl!));
+    try {
+      const port = await freePort();
+      const env = { DATABASE_URL: pgUrl!, HOST: '127.0.0.1', PORT: String(port), ACTOR_THREADS: '1', REDIS_URL: `redis://127.0.0.1:${redis.port}`, REDIS_KEY_PREFIX: `failed-start-${port}:`, LOG_LEVEL: 'debug' };
+      const { code, out } = await startOnce(env, 150_000);
+      assert.equal(code, 1, out);
+      assert.match(out, new RegExp(`failed to start: Redis is unavailable .*redis://127\\.0\\.0\\.1:${redis.port}`));
+      assert.match(out, new RegExp(`port ${port} is free`));
+      assert.deepEqual(closedOrder(out), ['callers', 'supervisor', 'sse streams', 'cluster', 'write retries', 'heartbeat', 'control database', 'database', 'cpu pool', 'upstreams']);
+      assert.doesNotMatch(out, /closing failed/);
+    } finally {
+      await redis.close();
+    }
+  });
+
+  it('in cluster mode on Postgres whose Redis is never reached: fails before its heartbeat and recovery, and the process ends', { skip: pgUrl ? false : 'TEST_DATABASE_URL is not set', timeout: 200_000 }, async () => {
     const [port, redisPort] = [await freePort(), await freePort()];
     const env = { DATABASE_URL: pgUrl!, HOST: '127.0.0.1', PORT: String(port), ACTOR_THREADS: '1', REDIS_URL: `redis://127.0.0.1:${redisPort}`, LOG_LEVEL: 'debug' };
     const { code, out } = await startOnce(env, 150_000);
     assert.equal(code, 1, out);
     assert.match(out, new RegExp(`failed to start: Redis is unavailable .*cannot reach redis://127\\.0\\.0\\.1:${redisPort}`));
     assert.match(out, new RegExp(`port ${port} is free`));
-    assert.deepEqual(closedOrder(out), ['callers', 'supervisor', 'sse streams', 'cluster', 'write retries', 'heartbeat', 'control database', 'database', 'cpu pool', 'upstreams']);
+    assert.deepEqual(closedOrder(out), ['control database', 'database', 'cpu pool', 'upstreams']);
     assert.doesNotMatch(out, /closing failed/);
   });
 });
