@@ -129,7 +129,10 @@ export function recordedWhole(record: IdempotencyRecord): WholeOutcome | null {
 export function recordedStream(record: IdempotencyRecord): StreamOutcome | null {
   if (recorded(record)) return streamOutcome.parse(record.response);
   const message = crashed(record);
-  return message === null ? null : { meta: { type: 'meta', chatId: record.chatId, callId: record.callId, provider: '', model: '' }, error: { type: 'error', message } };
+  if (message === null) return null;
+  // The run recorded no meta of its own: the one its stream began with, rebuilt from its LlmCall.
+  const meta = { type: 'meta' as const, chatId: record.chatId, callId: record.callId, provider: record.callProvider ?? '', model: record.callModel ?? '' };
+  return { meta, error: { type: 'error', message } };
 }
 
 /** The key's record after the next change (see nextChange), or null once `gone` aborts (its client left). */

@@ -35,6 +35,9 @@ export interface IdempotencyRecord {
   /** The status of the key's LlmCall (null when the call row does not exist yet). */
   callStatus: RunStatus | null;
   callError: string | null;
+  /** The LlmCall's provider and model (null with the call): a replay of a run that recorded nothing names them in its `meta`. */
+  callProvider: string | null;
+  callModel: string | null;
 }
 
 interface Row {
@@ -48,6 +51,8 @@ interface Row {
   age_ms: number;
   call_status: RunStatus | null;
   call_error: string | null;
+  call_provider: string | null;
+  call_model: string | null;
 }
 
 /**
@@ -73,7 +78,7 @@ export async function readIdempotencyKey(db: Queryable, key: string, owner = ADM
   const { rows } = await db.query<Row>(
     `SELECT k.key, k.request_hash, k.mode, k.chat_id, k.call_id, k.status, k.response,
             (extract(epoch FROM now() - k.created_at) * 1000)::float8 AS age_ms,
-            c.status AS call_status, c.error AS call_error
+            c.status AS call_status, c.error AS call_error, c.provider AS call_provider, c.model AS call_model
        FROM idempotency_keys k LEFT JOIN llm_calls c ON c.id = k.call_id
       WHERE k.owner_id = $2 AND k.key = $1 AND NOT k.${EXPIRED}`,
     [key, owner],
@@ -91,6 +96,8 @@ export async function readIdempotencyKey(db: Queryable, key: string, owner = ADM
     ageMs: r.age_ms,
     callStatus: r.call_status,
     callError: r.call_error,
+    callProvider: r.call_provider,
+    callModel: r.call_model,
   };
 }
 

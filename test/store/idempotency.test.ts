@@ -35,7 +35,7 @@ for (const target of await testDatabases()) {
       const r = await readIdempotencyKey(db.pool, k.key);
       assert.deepEqual(
         { ...r, ageMs: 0 },
-        { key: k.key, requestHash: 'h1', mode: 'stream', chatId: k.chatId, callId: k.callId, status: 'running', response: null, ageMs: 0, callStatus: null, callError: null },
+        { key: k.key, requestHash: 'h1', mode: 'stream', chatId: k.chatId, callId: k.callId, status: 'running', response: null, ageMs: 0, callStatus: null, callError: null, callProvider: null, callModel: null },
       );
       assert.ok(r!.ageMs >= 0 && r!.ageMs < 60_000);
     });
