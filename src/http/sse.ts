@@ -141,6 +141,7 @@ export class SseSink implements Subscriber {
   private readonly reply: Reply;
   private readonly cap: number;
   private queue: string[] | null = null;
+  /** UTF-8 bytes in `queue`. */
   private queued = 0;
   /** Frames written in this turn, not yet sent (flushPending). */
   private pending: string | null = null;
@@ -211,7 +212,9 @@ export class SseSink implements Subscriber {
     if (this.closed) return;
     if (this.queue) {
       this.queue.push(chunk);
-      this.queued += chunk.length;
+      // The cap is in bytes (SSE_MAX_QUEUED_BYTES), as they will go out: a string's length counts
+      // UTF-16 units, a third of the bytes of CJK text. Counted only while the client is behind.
+      this.queued += Buffer.byteLength(chunk);
       if (this.queued > this.cap) this.drop();
       return;
     }

@@ -11,10 +11,14 @@ import { waitFor } from '../helpers/wait.ts';
 
 // One describe around the file, so its hooks stay its own beside other files in a process (test/run.mjs).
 describe('http/sse-sink', () => {
-  /** Records every socket-level call; a cork's calls are one send, as uWS makes them. */
-  function fakeRes() {
+  /**
+   * Records every socket-level call; a cork's calls are one send, as uWS makes them. `full`: the socket
+   * takes nothing (every write reports backpressure), as for a client that does not read.
+   */
+  function fakeRes(opts: { full?: boolean } = {}) {
     const sends: string[][] = [];
     let corked: string[] | null = null;
+    let closed = false;
     const record = (what: string) => (corked ? corked.push(what) : sends.push([what]));
     const res = {
       onAborted: () => res,
@@ -27,12 +31,12 @@ describe('http/sse-sink', () => {
       },
       writeStatus: (s: string) => (record(`status ${s}`), res),
       writeHeader: (k: string, v: string) => (record(`${k}: ${v}`), res),
-      write: (chunk: string) => (record(chunk), true),
+      write: (chunk: string) => (record(chunk), !opts.full),
       end: (chunk: string) => (record(`end ${chunk}`), res),
       onWritable: () => res,
-      close: () => res,
+      close: () => ((closed = true), res),
     };
-    return { res: res as unknown as HttpResponse, sends };
+    return { res: res as unknown as HttpResponse, sends, closed: () => closed };
   }
 
   // One server's streams, as src/app.ts builds them; its heartbeat never fires during these tests.
@@ -101,6 +105,34 @@ describe('http/sse-sink', () => {
     assert.equal(sends.length, 1);
     assert.equal(sends[0]![0], 'status 200 OK');
     assert.equal(sends[0]!.at(-1), 'end event: done\n\n');
+  });
+
+  test('a client that does not read is dropped once the BYTES queued for it pass the cap, whatever the text', async () => {
+    const capped = new SseStreams({ heartbeatMs: 3_600_000, queueCap: 30_000 });
+    try {
+      // An answer in Chinese: 3 bytes on the wire for each character (one UTF-16 unit).
+      const frame = `event: delta\ndata: {"type":"delta","text":"${'潮'.repeat(1000)}"}\n\n`;
+      const bytes = Buffer.byteLength(frame);
+      assert.ok(bytes > 2.5 * frame.length);
+      const { res, closed } = fakeRes({ full: true });
+      const sink = capped.create(new Reply(res));
+      sink.open();
+      sink.write(frame);
+      await turn(); // that write meets a full socket: what follows waits in the queue
+      let queued = 0;
+      let units = 0;
+      while (queued + bytes <= 30_000) {
+        sink.write(frame);
+        queued += bytes;
+        units += frame.length;
+      }
+      assert.ok(!sink.dropped, `not dropped at ${queued} bytes queued, under the cap`);
+      sink.write(frame);
+      assert.ok(sink.dropped, `dropped at ${queued + bytes} bytes queued (${units + frame.length} UTF-16 units), past the 30000-byte cap`);
+      assert.ok(closed(), 'its connection is closed');
+    } finally {
+      capped.close();
+    }
   });
 
   test('two servers\' streams share nothing: each counts its own, and each server\'s heartbeat pings only its own', async () => {
