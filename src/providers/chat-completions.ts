@@ -191,7 +191,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
       .asResponse();
     // Text is kept only when tools were offered: a tool round's assistant message must carry it.
     const keepText: string[] | null = tools ? [] : null;
-    const drafts = new Map<number, CallDraft>();
+    const drafts = new CallDrafts();
     const s = { id: null as string | null, model: null as string | null, usage: null as unknown, finishReason: null as string | null };
     const sse = new SseFrames(response.headers, openaiFrames, this.idle);
     // A frame dropped as carrying nothing (`false`) is no progress for the stream's deadline.
@@ -216,35 +216,52 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
           onText(text);
         }
         if (tools && Array.isArray(delta.tool_calls)) {
-          if (drafts.size === 0 && delta.tool_calls.length > 0) onHint('tool_call');
-          addFragments(drafts, delta.tool_calls);
+          if (drafts.all.length === 0 && delta.tool_calls.length > 0) onHint('tool_call');
+          drafts.add(delta.tool_calls);
         }
       }
       if (typeof choice.finish_reason === 'string') {
         s.finishReason = choice.finish_reason;
         // The choice is over without a call; the usage chunk and [DONE] may still be on their way.
-        if (drafts.size === 0 && s.finishReason !== 'tool_calls') onHint('text_end');
+        if (drafts.all.length === 0 && s.finishReason !== 'tool_calls') onHint('text_end');
       }
     });
     // [DONE] is not a chunk, so a finish_reason is the only proof the stream was not cut.
     if (s.finishReason === null) throw truncatedStream(this.name, sse);
-    const toolCalls = this.finishCalls([...drafts.values()], keepText ? keepText.join('') : null);
+    const toolCalls = this.finishCalls(drafts.all, keepText ? keepText.join('') : null);
     const { id, model, usage, finishReason } = s;
     return { toolCalls, usage: toUsage(usage), finishReason, raw: { id, model, finishReason, usage } };
   }
 }
 
-/** Fragments share an `index`; id and name come on the first, argument pieces concatenate. */
-function addFragments(drafts: Map<number, CallDraft>, fragments: unknown[]): void {
-  for (const f of fragments) {
-    if (!isObject(f)) continue;
-    const index = typeof f.index === 'number' ? f.index : drafts.size;
-    let draft = drafts.get(index);
-    if (!draft) drafts.set(index, (draft = { id: '', name: '', args: '' }));
-    if (typeof f.id === 'string' && f.id) draft.id = f.id;
-    const fn = f.function;
-    if (!isObject(fn)) continue;
-    if (typeof fn.name === 'string' && fn.name && !draft.name) draft.name = fn.name;
-    if (typeof fn.arguments === 'string') draft.args += fn.arguments;
+/**
+ * Tool-call fragments by `index`: id and name come on a call's first fragment, argument pieces
+ * concatenate. Some compatible servers (Ollama, LiteLLM, Gemini's endpoint) give every parallel call
+ * index 0, so a fragment that begins a call (it has a name) under another id than the call open at its
+ * index begins a new call; a nameless one continues the open call whatever id it carries.
+ */
+class CallDrafts {
+  /** In the order the calls began. */
+  readonly all: CallDraft[] = [];
+  private readonly open = new Map<number, CallDraft>();
+
+  add(fragments: unknown[]): void {
+    for (const f of fragments) {
+      if (!isObject(f)) continue;
+      const index = typeof f.index === 'number' ? f.index : this.all.length;
+      const id = typeof f.id === 'string' ? f.id : '';
+      const fn = f.function;
+      const name = isObject(fn) && typeof fn.name === 'string' ? fn.name : '';
+      let draft = this.open.get(index);
+      if (!draft || (id && name && draft.id && id !== draft.id)) {
+        draft = { id: '', name: '', args: '' };
+        this.open.set(index, draft);
+        this.all.push(draft);
+      }
+      if (id && !draft.id) draft.id = id;
+      if (!isObject(fn)) continue;
+      if (name && !draft.name) draft.name = name;
+      if (typeof fn.arguments === 'string') draft.args += fn.arguments;
+    }
   }
 }

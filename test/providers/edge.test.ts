@@ -137,6 +137,38 @@ describe('providers/edge', () => {
     ]);
   });
 
+  // Ollama, LiteLLM and Gemini's compatible endpoint give every parallel call index 0; only the id tells them
+  // apart. Merged, the calls became one with `{…}{…}` arguments (no valid JSON) and the others were lost.
+  test('provider_c: parallel calls that share an index but not an id stay separate calls', async () => {
+    const call = (id: string, name: string, args: string) => ({ index: 0, id, type: 'function', function: { name, arguments: args } });
+    body = sse([
+      chunk({ tool_calls: [call('call_a', 'web_search', '{"query":"x"}')] }),
+      chunk({ tool_calls: [call('call_b', 'fetch_url', '{"url":"u"}')] }),
+      chunk({}, 'tool_calls'),
+      '[DONE]',
+    ]);
+    const whole = await collect(providers.get('provider_c')!.startSession(request({}, { tools: TOOLS })));
+    assert.deepEqual(whole.end.toolCalls, [
+      { callId: 'call_a', name: 'web_search', arguments: '{"query":"x"}' },
+      { callId: 'call_b', name: 'fetch_url', arguments: '{"url":"u"}' },
+    ]);
+
+    // Fragmented: the id comes on each call's first fragment only; the same id repeated is the same call.
+    body = sse([
+      chunk({ tool_calls: [call('call_a', 'web_search', '')] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"query":' } }] }),
+      chunk({ tool_calls: [{ index: 0, id: 'call_a', function: { arguments: '"x' } }] }),
+      // A server that stamps each fragment with a fresh id: without a name it begins no call.
+      chunk({ tool_calls: [{ index: 0, id: 'call_zz', function: { arguments: '"}' } }] }),
+      chunk({ tool_calls: [call('call_b', 'fetch_url', '')] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"url":"u"}' } }] }),
+      chunk({}, 'tool_calls'),
+      '[DONE]',
+    ]);
+    const pieces = await collect(providers.get('provider_c')!.startSession(request({}, { tools: TOOLS })));
+    assert.deepEqual(pieces.end.toolCalls, whole.end.toolCalls);
+  });
+
   test('chat completions: chunks before an error frame still arrive; nothing after [DONE] counts; a data-less event is ignored', async () => {
     // One response body, so these frames typically arrive in a single socket read.
     body = sse([chunk({ content: 'One ' }), chunk({ content: 'two' }), { error: { message: 'Overloaded', type: 'server_error', code: 'overloaded' } }, chunk({}, 'stop')]);
