@@ -103,6 +103,16 @@ export function toChatMessages(req: CompletionRequest): ChatCompletionMessagePar
   });
 }
 
+/**
+ * Throws for a finish that leaves no answer: a choice the provider's content filter cut is no answer to
+ * store, as provider_a's `incomplete: content_filter` is not (a `length` finish is the caller's own limit).
+ */
+function checkFinish(name: ProviderName, finishReason: string | null): void {
+  if (finishReason === 'content_filter') {
+    throw new ProviderError(`${name} response stopped by the provider's content filter (finish_reason: content_filter)`);
+  }
+}
+
 interface CallDraft {
   id: string;
   name: string;
@@ -175,9 +185,10 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
         drafts.push({ id: typeof tc.id === 'string' ? tc.id : '', name: tc.function.name, args: typeof args === 'string' ? args : '' });
       }
     }
+    const finishReason = typeof choice?.finish_reason === 'string' ? choice.finish_reason : null;
+    checkFinish(this.name, finishReason);
     if (text) onText(text);
     const toolCalls = this.finishCalls(drafts, text);
-    const finishReason = typeof choice?.finish_reason === 'string' ? choice.finish_reason : null;
     return { toolCalls, usage: toUsage(response?.usage), finishReason, raw: response };
   }
 
@@ -228,6 +239,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
     });
     // [DONE] is not a chunk, so a finish_reason is the only proof the stream was not cut.
     if (s.finishReason === null) throw truncatedStream(this.name, sse);
+    checkFinish(this.name, s.finishReason);
     const toolCalls = this.finishCalls(drafts.all, keepText ? keepText.join('') : null);
     const { id, model, usage, finishReason } = s;
     return { toolCalls, usage: toUsage(usage), finishReason, raw: { id, model, finishReason, usage } };

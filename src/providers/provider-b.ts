@@ -35,6 +35,14 @@ function toolUseRefused(name: string): ProviderError {
   return new ProviderError(`${NAME} answered with a call to the tool \`${name}\` instead of text, but ${NAME} runs without service tools: no answer`);
 }
 
+/**
+ * Throws for a stop that leaves no answer: `refusal` is the API's safety classifiers stopping the
+ * answer part-way, which is no answer to store (as the other providers' content-filter endings are not).
+ */
+function checkStop(stopReason: string | null): void {
+  if (stopReason === 'refusal') throw new ProviderError(`${NAME} declined to go on with the answer (stop_reason: refusal)`);
+}
+
 /** `idleMs` (PROVIDER_TIMEOUT_MS): the longest a stream may go without an event that carries data (eachFrame). */
 export function createProviderB(client: Anthropic, { idleMs }: { idleMs?: number } = {}): ProviderAdapter {
   const idle = idleLimit(NAME, idleMs);
@@ -116,6 +124,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
   async whole(body: MessageCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const message: Message = await this.client.messages.create(body, { signal: this.req.signal });
     checkWholeBody(NAME, message, Array.isArray(message?.content), 'content');
+    checkStop(message.stop_reason);
     let text = '';
     for (const block of message.content) {
       if (block.type === 'text') text += block.text;
@@ -163,6 +172,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     });
     if (!s.stopped) throw truncatedStream(NAME, sse);
     if (s.toolUse !== null) throw toolUseRefused(s.toolUse);
+    checkStop(s.stopReason);
     const u = usage(s.input, s.output);
     return { toolCalls: [], usage: u, finishReason: s.stopReason, raw: { id: s.id, model: s.model, stop_reason: s.stopReason, usage: u } };
   }

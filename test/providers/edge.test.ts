@@ -71,6 +71,39 @@ describe('providers/edge', () => {
     assert.equal(e.message, 'provider_a response incomplete: content_filter');
   });
 
+  // An answer the provider's filter cut is no answer: it fails as provider_a's `incomplete: content_filter`
+  // does, instead of ending (and being stored) as a normal, possibly empty, answer.
+  for (const stream of [true, false]) {
+    test(`a content-filter finish (provider_c, provider_d) and a refusal stop (provider_b) fail the round (${stream ? 'streamed' : 'whole'})`, async () => {
+      type = stream ? 'text/event-stream' : 'application/json';
+      for (const name of ['provider_c', 'provider_d'] as const) {
+        body = stream
+          ? sse([chunk({ content: 'Part' }), chunk({}, 'content_filter'), { choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }, '[DONE]'])
+          : JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Part' }, finish_reason: 'content_filter' }] });
+        const e = await failure(providers.get(name)!.startSession(request({}, { stream })));
+        assert.ok(e instanceof ProviderError);
+        assert.equal(e.message, `${name} response stopped by the provider's content filter (finish_reason: content_filter)`);
+      }
+      const message = { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], stop_reason: null, usage: { input_tokens: 1, output_tokens: 1 } };
+      body = stream
+        ? sse(
+            [
+              { type: 'message_start', message },
+              { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+              { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Part' } },
+              { type: 'content_block_stop', index: 0 },
+              { type: 'message_delta', delta: { stop_reason: 'refusal', stop_sequence: null }, usage: { output_tokens: 2 } },
+              { type: 'message_stop' },
+            ],
+            (f) => f.type,
+          )
+        : JSON.stringify({ ...message, content: [{ type: 'text', text: 'Part' }], stop_reason: 'refusal' });
+      const b = await failure(providers.get('provider_b')!.startSession(request({}, { stream })));
+      assert.ok(b instanceof ProviderError);
+      assert.equal(b.message, 'provider_b declined to go on with the answer (stop_reason: refusal)');
+    });
+  }
+
   test('streams that close without their terminal event fail instead of passing as complete', async () => {
     body = responses([{ type: 'response.output_text.delta', sequence_number: 0, item_id: 'm', output_index: 0, content_index: 0, delta: 'Hal' }]);
     const a = await failure(providers.get('provider_a')!.startSession(request({})));
