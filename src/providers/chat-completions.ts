@@ -105,11 +105,16 @@ export function toChatMessages(req: CompletionRequest): ChatCompletionMessagePar
 
 /**
  * Throws for a finish that leaves no answer: a choice the provider's content filter cut is no answer to
- * store, as provider_a's `incomplete: content_filter` is not (a `length` finish is the caller's own limit).
+ * store, as provider_a's `incomplete: content_filter` is not. A `length` finish is the caller's own limit
+ * and ends a text answer normally, but `calls` (ours to run) that it cut end mid-arguments (provider_a
+ * fails those too).
  */
-function checkFinish(name: ProviderName, finishReason: string | null): void {
+function checkFinish(name: ProviderName, finishReason: string | null, calls: number): void {
   if (finishReason === 'content_filter') {
     throw new ProviderError(`${name} response stopped by the provider's content filter (finish_reason: content_filter)`);
+  }
+  if (finishReason === 'length' && calls > 0) {
+    throw new ProviderError(`${name} response incomplete: the token limit (finish_reason: length) cut a tool call`);
   }
 }
 
@@ -186,7 +191,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
       }
     }
     const finishReason = typeof choice?.finish_reason === 'string' ? choice.finish_reason : null;
-    checkFinish(this.name, finishReason);
+    checkFinish(this.name, finishReason, this.tools ? drafts.length : 0);
     if (text) onText(text);
     const toolCalls = this.finishCalls(drafts, text);
     return { toolCalls, usage: toUsage(response?.usage), finishReason, raw: response };
@@ -239,7 +244,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
     });
     // [DONE] is not a chunk, so a finish_reason is the only proof the stream was not cut.
     if (s.finishReason === null) throw truncatedStream(this.name, sse);
-    checkFinish(this.name, s.finishReason);
+    checkFinish(this.name, s.finishReason, tools ? drafts.all.length : 0);
     const toolCalls = this.finishCalls(drafts.all, keepText ? keepText.join('') : null);
     const { id, model, usage, finishReason } = s;
     return { toolCalls, usage: toUsage(usage), finishReason, raw: { id, model, finishReason, usage } };

@@ -104,6 +104,29 @@ describe('providers/edge', () => {
     });
   }
 
+  // A call the token limit cut has arguments that end mid-JSON: running it would fail on them and loop the
+  // model on an error it did not make. provider_a fails such a response (incomplete with calls); so does c.
+  for (const stream of [true, false]) {
+    test(`provider_c: a length finish that cut a tool call fails the round (${stream ? 'streamed' : 'whole'})`, async () => {
+      type = stream ? 'text/event-stream' : 'application/json';
+      const cut = { id: 'call_a', type: 'function', function: { name: 'web_search', arguments: '{"query":"tide po' } };
+      body = stream
+        ? sse([chunk({ tool_calls: [{ index: 0, ...cut }] }), chunk({}, 'length'), '[DONE]'])
+        : JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [cut] }, finish_reason: 'length' }] });
+      const e = await failure(providers.get('provider_c')!.startSession(request({}, { stream, tools: TOOLS })));
+      assert.ok(e instanceof ProviderError);
+      assert.equal(e.message, 'provider_c response incomplete: the token limit (finish_reason: length) cut a tool call');
+
+      // A text answer cut by the limit is still an answer (the caller's own maxTokens).
+      body = stream
+        ? sse([chunk({ content: 'Partial' }), chunk({}, 'length'), '[DONE]'])
+        : JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Partial' }, finish_reason: 'length' }] });
+      const r = await collect(providers.get('provider_c')!.startSession(request({}, { stream, tools: TOOLS })));
+      assert.equal(r.text, 'Partial');
+      assert.equal(r.end.finishReason, 'length');
+    });
+  }
+
   test('streams that close without their terminal event fail instead of passing as complete', async () => {
     body = responses([{ type: 'response.output_text.delta', sequence_number: 0, item_id: 'm', output_index: 0, content_index: 0, delta: 'Hal' }]);
     const a = await failure(providers.get('provider_a')!.startSession(request({})));
