@@ -66,8 +66,8 @@ function base64Image(a: ImageAttachment): { media_type: MessagesImageType; data:
 
 /**
  * provider_b (Messages): base64 `image` blocks and `text` blocks. Attachments go before the message
- * text (the Messages API works best with images first). Empty text blocks are left out because the
- * API rejects them.
+ * text (the Messages API works best with images first). Empty and whitespace-only text blocks are left
+ * out because the API rejects them (`text content blocks must contain non-whitespace text`).
  */
 export function messagesBlocks(text: string, attachments: Attachment[]): ContentBlockParam[] {
   const blocks: ContentBlockParam[] = [];
@@ -78,6 +78,6 @@ export function messagesBlocks(text: string, attachments: Attachment[]): Content
         : { type: 'text', text: textAttachmentBlock(a) },
     );
   }
-  if (text) blocks.push({ type: 'text', text });
+  if (text.trim()) blocks.push({ type: 'text', text });
   return blocks;
 }

@@ -142,3 +142,20 @@ test('an SSE body decodes a character split across socket reads, byte by byte', 
   assert.deepEqual(frames, [{ choices: [{ delta: { content: text } }] }]);
   assert.equal(sse.done, true);
 });
+
+// The Messages API answers 400 `text content blocks must contain non-whitespace text`: a model's answer of
+// only blank lines, once stored, made every later provider_b turn of that chat fail.
+test('provider_b leaves out whitespace-only text, and a message left with nothing', () => {
+  const { messages } = toMessagesParams([
+    { role: 'user', content: 'u1' },
+    { role: 'assistant', content: '\n\n' },
+    { role: 'user', content: ' \t', attachments: [image] },
+    { role: 'assistant', content: 'a1' },
+    { role: 'user', content: 'u2' },
+  ]);
+  assert.deepEqual(messages, [
+    { role: 'user', content: [{ type: 'text', text: 'u1' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0K' } }] },
+    { role: 'assistant', content: [{ type: 'text', text: 'a1' }] },
+    { role: 'user', content: [{ type: 'text', text: 'u2' }] },
+  ]);
+});
