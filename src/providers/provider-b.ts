@@ -78,7 +78,17 @@ export function toMessagesParams(messages: ProviderMessage[]): { system: string 
     if (last?.role === role) last.content.push(...blocks);
     else out.push({ role, content: blocks });
   }
+  trimPrefill(out[out.length - 1]);
   return { system: system.length ? system.join('\n\n') : undefined, messages: out };
+}
+
+/**
+ * A trailing assistant turn is continued by the model (a prefill), and the API refuses one whose content
+ * ends in whitespace (400). Its last block is text that is not only whitespace (messagesBlocks).
+ */
+function trimPrefill(last: { role: string; content: ContentBlockParam[] } | undefined): void {
+  const block = last?.role === 'assistant' ? last.content[last.content.length - 1] : undefined;
+  if (block?.type === 'text') block.text = block.text.trimEnd();
 }
 
 type UsageLike = {

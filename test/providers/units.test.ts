@@ -159,3 +159,15 @@ test('provider_b leaves out whitespace-only text, and a message left with nothin
     { role: 'user', content: [{ type: 'text', text: 'u2' }] },
   ]);
 });
+
+// A trailing assistant turn is one the model continues (a prefill); the Messages API answers 400 `final
+// assistant content cannot end with trailing whitespace` to one that does (wire-formats §8).
+test('provider_b trims the trailing whitespace of a final assistant turn, and only of that one', () => {
+  const { messages } = toMessagesParams([
+    { role: 'user', content: 'u1' },
+    { role: 'assistant', content: 'kept as is \n' },
+    { role: 'user', content: 'u2 ' },
+    { role: 'assistant', content: 'The answer is \n' },
+  ]);
+  assert.deepEqual(messages.map((m) => (m.content as { text: string }[]).map((b) => b.text)), [['u1'], ['kept as is \n'], ['u2 '], ['The answer is']]);
+});
