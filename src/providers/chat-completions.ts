@@ -106,16 +106,16 @@ export function toChatMessages(req: CompletionRequest): ChatCompletionMessagePar
 /**
  * Throws for a finish that leaves no answer: a choice the provider's content filter cut is no answer to
  * store, as provider_a's `incomplete: content_filter` is not. A `length` finish is the caller's own limit
- * and ends a text answer normally, but `calls` (ours to run) that it cut end mid-arguments (provider_a
- * fails those too).
+ * and ends a text answer normally, but `calls` (ours to run) that it cut end mid-arguments, and a limit
+ * a reasoning model spent before writing any text (`texted` false) left nothing (provider_a fails both).
  */
-function checkFinish(name: ProviderName, finishReason: string | null, calls: number): void {
+function checkFinish(name: ProviderName, finishReason: string | null, calls: number, texted: boolean): void {
   if (finishReason === 'content_filter') {
     throw new ProviderError(`${name} response stopped by the provider's content filter (finish_reason: content_filter)`);
   }
-  if (finishReason === 'length' && calls > 0) {
-    throw new ProviderError(`${name} response incomplete: the token limit (finish_reason: length) cut a tool call`);
-  }
+  if (finishReason !== 'length') return;
+  if (calls > 0) throw new ProviderError(`${name} response incomplete: the token limit (finish_reason: length) cut a tool call`);
+  if (!texted) throw new ProviderError(`${name} reached the token limit (finish_reason: length) before any answer text`);
 }
 
 interface CallDraft {
@@ -191,7 +191,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
       }
     }
     const finishReason = typeof choice?.finish_reason === 'string' ? choice.finish_reason : null;
-    checkFinish(this.name, finishReason, this.tools ? drafts.length : 0);
+    checkFinish(this.name, finishReason, this.tools ? drafts.length : 0, text !== '');
     if (text) onText(text);
     const toolCalls = this.finishCalls(drafts, text);
     return { toolCalls, usage: toUsage(response?.usage), finishReason, raw: response };
@@ -208,7 +208,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
     // Text is kept only when tools were offered: a tool round's assistant message must carry it.
     const keepText: string[] | null = tools ? [] : null;
     const drafts = new CallDrafts();
-    const s = { id: null as string | null, model: null as string | null, usage: null as unknown, finishReason: null as string | null };
+    const s = { id: null as string | null, model: null as string | null, usage: null as unknown, finishReason: null as string | null, texted: false };
     const sse = new SseFrames(response.headers, openaiFrames, this.idle);
     // A frame dropped as carrying nothing (`false`) is no progress for the stream's deadline.
     await eachFrame<unknown>(response, sse, signal, (chunk) => {
@@ -217,7 +217,10 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
       const choices = chunk.choices;
       if (!Array.isArray(choices)) {
         const text = customText ? customFrameText(chunk) : undefined;
-        if (text) onText(text);
+        if (text) {
+          s.texted = true;
+          onText(text);
+        }
         return Boolean(text) || isObject(chunk.usage);
       }
       if (s.id === null && typeof chunk.id === 'string') s.id = chunk.id;
@@ -228,6 +231,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
       if (isObject(delta)) {
         const text = delta.content;
         if (typeof text === 'string' && text) {
+          s.texted = true;
           keepText?.push(text);
           onText(text);
         }
@@ -244,7 +248,7 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
     });
     // [DONE] is not a chunk, so a finish_reason is the only proof the stream was not cut.
     if (s.finishReason === null) throw truncatedStream(this.name, sse);
-    checkFinish(this.name, s.finishReason, tools ? drafts.all.length : 0);
+    checkFinish(this.name, s.finishReason, tools ? drafts.all.length : 0, s.texted);
     const toolCalls = this.finishCalls(drafts.all, keepText ? keepText.join('') : null);
     const { id, model, usage, finishReason } = s;
     return { toolCalls, usage: toUsage(usage), finishReason, raw: { id, model, finishReason, usage } };

@@ -86,9 +86,10 @@ function outputText(response: Response): string {
 /**
  * Throws for responses that produced no usable answer. An `incomplete` response cut by
  * max_output_tokens without function calls is the caller's own limit, so it ends normally (as the
- * Chat Completions `length` finish does); any other incomplete reason, or a cut function call, fails.
+ * Chat Completions `length` finish does) when it has answer text (`texted`); any other incomplete
+ * reason, a cut function call, or a limit a reasoning model spent before writing any text, fails.
  */
-function finishReason(response: Response, calls: number): string | null {
+function finishReason(response: Response, calls: number, texted: boolean): string | null {
   const status = response.status;
   if (status === 'failed') {
     const e = response.error;
@@ -98,7 +99,10 @@ function finishReason(response: Response, calls: number): string | null {
   if (status === 'cancelled') throw new ProviderError(`${NAME} response was cancelled`);
   if (status === 'incomplete') {
     const reason = response.incomplete_details?.reason ?? 'unknown reason';
-    if (reason === 'max_output_tokens' && calls === 0) return reason;
+    if (reason === 'max_output_tokens' && calls === 0) {
+      if (!texted) throw new ProviderError(`${NAME} reached the token limit (max_output_tokens) before any answer text`);
+      return reason;
+    }
     throw new ProviderError(`${NAME} response incomplete: ${reason}`);
   }
   return status ?? null;
@@ -156,8 +160,8 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
     this.lastResponseId = response.id;
     const calls = new Map<string, ToolCallRequest>();
     functionCalls(response.output, calls);
-    const finish = finishReason(response, calls.size);
     const text = outputText(response);
+    const finish = finishReason(response, calls.size, text !== '');
     if (text) onText(text);
     return { toolCalls: [...calls.values()], usage: toUsage(response.usage), finishReason: finish, raw: response };
   }
@@ -167,12 +171,15 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.responses.create({ ...body, stream: true }, { signal }).asResponse();
     const calls = new Map<string, ToolCallRequest>();
-    const seen: { final: Response | null; called: boolean } = { final: null, called: false };
+    const seen: { final: Response | null; called: boolean; texted: boolean } = { final: null, called: false, texted: false };
     const sse = new SseFrames(response.headers, openaiFrames, this.idle);
     await eachFrame<ResponseStreamEvent>(response, sse, signal, (ev) => {
       switch (ev.type) {
         case 'response.output_text.delta':
-          if (ev.delta) onText(ev.delta);
+          if (ev.delta) {
+            seen.texted = true;
+            onText(ev.delta);
+          }
           break;
         case 'response.output_item.added':
           if (ev.item?.type === 'function_call' && !seen.called) {
@@ -200,7 +207,7 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
     if (!done) throw truncatedStream(NAME, sse);
     this.lastResponseId = done.id;
     functionCalls(done.output, calls);
-    const finish = finishReason(done, calls.size);
+    const finish = finishReason(done, calls.size, seen.texted);
     const { id, status, model, usage } = done;
     return { toolCalls: [...calls.values()], usage: toUsage(usage), finishReason: finish, raw: { id, status, model, usage } };
   }

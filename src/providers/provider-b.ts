@@ -37,10 +37,12 @@ function toolUseRefused(name: string): ProviderError {
 
 /**
  * Throws for a stop that leaves no answer: `refusal` is the API's safety classifiers stopping the
- * answer part-way, which is no answer to store (as the other providers' content-filter endings are not).
+ * answer part-way, which is no answer to store (as the other providers' content-filter endings are not),
+ * and `max_tokens` before any text (`texted` false) left nothing.
  */
-function checkStop(stopReason: string | null): void {
+function checkStop(stopReason: string | null, texted: boolean): void {
   if (stopReason === 'refusal') throw new ProviderError(`${NAME} declined to go on with the answer (stop_reason: refusal)`);
+  if (stopReason === 'max_tokens' && !texted) throw new ProviderError(`${NAME} reached the token limit (stop_reason: max_tokens) before any answer text`);
 }
 
 /** `idleMs` (PROVIDER_TIMEOUT_MS): the longest a stream may go without an event that carries data (eachFrame). */
@@ -134,12 +136,12 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
   async whole(body: MessageCreateParamsNonStreaming, onText: TextSink): Promise<RoundEnd> {
     const message: Message = await this.client.messages.create(body, { signal: this.req.signal });
     checkWholeBody(NAME, message, Array.isArray(message?.content), 'content');
-    checkStop(message.stop_reason);
     let text = '';
     for (const block of message.content) {
       if (block.type === 'text') text += block.text;
       else if (block.type === 'tool_use') throw toolUseRefused(block.name);
     }
+    checkStop(message.stop_reason, text !== '');
     if (text) onText(text);
     const u = message.usage;
     return {
@@ -154,12 +156,15 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     const { signal } = this.req;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.messages.create({ ...body, stream: true }, { signal }).asResponse();
-    const s = { id: null as string | null, model: null as string | null, input: 0, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null };
+    const s = { id: null as string | null, model: null as string | null, input: 0, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null, texted: false };
     const sse = new SseFrames(response.headers, anthropicFrames, this.idle);
     await eachFrame<RawMessageStreamEvent>(response, sse, signal, (ev) => {
       switch (ev.type) {
         case 'content_block_delta':
-          if (ev.delta.type === 'text_delta' && ev.delta.text) onText(ev.delta.text);
+          if (ev.delta.type === 'text_delta' && ev.delta.text) {
+            s.texted = true;
+            onText(ev.delta.text);
+          }
           break;
         case 'content_block_start':
           if (ev.content_block.type === 'tool_use') s.toolUse ??= ev.content_block.name;
@@ -182,7 +187,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     });
     if (!s.stopped) throw truncatedStream(NAME, sse);
     if (s.toolUse !== null) throw toolUseRefused(s.toolUse);
-    checkStop(s.stopReason);
+    checkStop(s.stopReason, s.texted);
     const u = usage(s.input, s.output);
     return { toolCalls: [], usage: u, finishReason: s.stopReason, raw: { id: s.id, model: s.model, stop_reason: s.stopReason, usage: u } };
   }

@@ -127,6 +127,45 @@ describe('providers/edge', () => {
     });
   }
 
+  // A reasoning model can spend the whole maxTokens on reasoning: the limit ends the answer before it had
+  // any text. That ended as an empty `done.text`, stored as an empty assistant message, with nothing to say why.
+  for (const stream of [true, false]) {
+    test(`the token limit reached before any answer text fails the round, every provider (${stream ? 'streamed' : 'whole'})`, async () => {
+      type = stream ? 'text/event-stream' : 'application/json';
+      const limit = resp('incomplete', { incomplete_details: { reason: 'max_output_tokens' }, output: [{ id: 'rs_1', type: 'reasoning', summary: [] }] });
+      body = stream
+        ? responses([
+            { type: 'response.output_item.added', sequence_number: 0, output_index: 0, item: { id: 'rs_1', type: 'reasoning', summary: [] } },
+            { type: 'response.incomplete', sequence_number: 1, response: limit },
+          ])
+        : JSON.stringify(limit);
+      const a = await failure(providers.get('provider_a')!.startSession(request({}, { stream })));
+      assert.equal(a.message, 'provider_a reached the token limit (max_output_tokens) before any answer text');
+
+      for (const name of ['provider_c', 'provider_d'] as const) {
+        body = stream
+          ? sse([chunk({ role: 'assistant', content: '' }), chunk({}, 'length'), '[DONE]'])
+          : JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'length' }] });
+        const c = await failure(providers.get(name)!.startSession(request({}, { stream })));
+        assert.equal(c.message, `${name} reached the token limit (finish_reason: length) before any answer text`);
+      }
+
+      const message = { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], stop_reason: null, usage: { input_tokens: 1, output_tokens: 1 } };
+      body = stream
+        ? sse(
+            [
+              { type: 'message_start', message },
+              { type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: 1 } },
+              { type: 'message_stop' },
+            ],
+            (f) => f.type,
+          )
+        : JSON.stringify({ ...message, stop_reason: 'max_tokens' });
+      const b = await failure(providers.get('provider_b')!.startSession(request({}, { stream })));
+      assert.equal(b.message, 'provider_b reached the token limit (stop_reason: max_tokens) before any answer text');
+    });
+  }
+
   test('streams that close without their terminal event fail instead of passing as complete', async () => {
     body = responses([{ type: 'response.output_text.delta', sequence_number: 0, item_id: 'm', output_index: 0, content_index: 0, delta: 'Hal' }]);
     const a = await failure(providers.get('provider_a')!.startSession(request({})));
