@@ -32,10 +32,12 @@ const NAME = 'provider_a';
 /**
  * Model ids the Responses call cannot serve: embeddings, audio (whisper, tts, audio/realtime/transcribe
  * variants), image generation (dall-e, gpt-image), moderation, legacy completions (babbage, davinci,
- * *-instruct) and the search-preview chat models (Chat Completions only). Everything else is kept, so
- * new text models show up without a code change.
+ * *-instruct), the search-preview chat models (Chat Completions only), and models that refuse a call
+ * without a built-in tool the service never sends (deep-research: web_search_preview, mcp or
+ * file_search; computer-use: the computer tool). Everything else is kept, so new text models show up
+ * without a code change.
  */
-const NOT_RESPONSES = /embed|whisper|tts|audio|realtime|transcri|dall-e|image|moderation|babbage|davinci|instruct|search-preview|sora/i;
+const NOT_RESPONSES = /embed|whisper|tts|audio|realtime|transcri|dall-e|image|moderation|babbage|davinci|instruct|search-preview|sora|deep-research|computer-use/i;
 
 export function isResponsesModel(id: string): boolean {
   return !NOT_RESPONSES.test(id);

@@ -171,3 +171,12 @@ test('provider_b trims the trailing whitespace of a final assistant turn, and on
   ]);
   assert.deepEqual(messages.map((m) => (m.content as { text: string }[]).map((b) => b.text)), [['u1'], ['kept as is \n'], ['u2 '], ['The answer is']]);
 });
+
+// Deep research models answer 400 without a web_search_preview, mcp or file_search tool, and
+// computer-use-preview without the computer tool: the service sends none of those, so every call failed.
+test('provider_a model filter leaves out models that need a built-in tool the service never sends', () => {
+  for (const id of ['o3-deep-research', 'o3-deep-research-2025-06-26', 'o4-mini-deep-research', 'computer-use-preview', 'computer-use-preview-2025-03-11']) {
+    assert.ok(!isResponsesModel(id), id);
+  }
+  for (const id of ['o3', 'o3-pro', 'gpt-5-mini']) assert.ok(isResponsesModel(id), id);
+});
