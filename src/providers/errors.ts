@@ -51,6 +51,22 @@ function providerMessage(err: Loose): string | undefined {
   );
 }
 
+/** The most of a provider's message kept: its own error text is far shorter; past this it is a dump. */
+const MESSAGE_LIMIT = 1000;
+const HTML_PAGE = /^\s*<(!doctype\s+html|html|head|body)\b/i;
+
+/**
+ * A provider's message fit to show and store: an HTML page (a proxy's or a CDN's answer in front of the
+ * provider) as its title, and anything else cut at MESSAGE_LIMIT.
+ */
+function readable(message: string): string {
+  if (HTML_PAGE.test(message)) {
+    const title = /<title[^>]*>([^<]*)<\/title>/i.exec(message)?.[1]?.replace(/\s+/g, ' ').trim();
+    return title ? `${title} (an HTML page)` : 'an HTML page';
+  }
+  return message.length > MESSAGE_LIMIT ? `${sliceUnits(message, MESSAGE_LIMIT)}…` : message;
+}
+
 function errorCode(err: Loose): string | undefined {
   const body = err?.error as Loose;
   const inner = body?.error as Loose;
@@ -73,7 +89,7 @@ export function toProviderError(provider: ProviderName, err: unknown, signal?: A
     return new ProviderError(`${provider} connection failed${detail}`, undefined, { cause: err });
   }
   const status = typeof e?.status === 'number' ? e.status : undefined;
-  const message = providerMessage(e) ?? 'unknown error';
+  const message = readable(providerMessage(e) ?? 'unknown error');
   if (status !== undefined) {
     return new ProviderError(`${provider} error ${status}: ${message}`, status, { cause: err });
   }
@@ -120,7 +136,7 @@ function bodyError(provider: ProviderName, body: unknown): ProviderError | null 
   // The body as the Messages SDK puts it on its errors (`err.error`), so both read as they do there.
   const asThrown = { error: body } as Loose;
   const code = errorCode(asThrown);
-  const message = providerMessage(asThrown) ?? excerpt(error);
+  const message = readable(providerMessage(asThrown) ?? excerpt(error));
   return new ProviderError(`${provider} response error${code ? ` (${code})` : ''}: ${message}`);
 }
 

@@ -16,6 +16,7 @@ describe('providers/edge', () => {
   /** The raw SSE body the next request gets, and its media type. */
   let body = '';
   let type = 'text/event-stream';
+  let status = 200;
 
   const sse = (frames: unknown[], event?: (f: any) => string | undefined) =>
     frames.map((f) => (event?.(f) ? `event: ${event(f)}\n` : '') + `data: ${typeof f === 'string' ? f : JSON.stringify(f)}\n\n`).join('');
@@ -26,7 +27,7 @@ describe('providers/edge', () => {
     server = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        res.writeHead(200, { 'content-type': type });
+        res.writeHead(status, { 'content-type': type });
         res.end(body);
       });
     });
@@ -41,7 +42,10 @@ describe('providers/edge', () => {
     });
   });
   after(() => new Promise<void>((r) => server.close(() => r())));
-  beforeEach(() => (type = 'text/event-stream'));
+  beforeEach(() => {
+    type = 'text/event-stream';
+    status = 200;
+  });
 
   const resp = (status: string, extra: Record<string, unknown> = {}) => ({
     id: 'resp_1', object: 'response', status, model: 'm', output: [], usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 }, ...extra,
@@ -165,6 +169,30 @@ describe('providers/edge', () => {
       assert.equal(b.message, 'provider_b reached the token limit (stop_reason: max_tokens) before any answer text');
     });
   }
+
+  // A proxy or CDN in front of a provider answers with its own HTML page (Cloudflare's block page is 403).
+  // Its whole markup, scripts and all, was the run's error: shown to the client and stored on the LlmCall.
+  test('an HTML error page reads as its title; an over-long provider message is cut', async () => {
+    status = 403;
+    type = 'text/html';
+    const page = `<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title><script>${'var x=1;'.repeat(2000)}</script></head><body>blocked</body></html>`;
+    for (const name of ['provider_a', 'provider_b', 'provider_c'] as const) {
+      body = page;
+      const e = await failure(providers.get(name)!.startSession(request({})));
+      assert.ok(e instanceof ProviderError);
+      assert.equal(e.status, 403);
+      assert.equal(e.message, `${name} error 403: Attention Required! | Cloudflare (an HTML page)`);
+    }
+    body = '<html><body>no title</body></html>';
+    const untitled = await failure(providers.get('provider_c')!.startSession(request({})));
+    assert.equal(untitled.message, 'provider_c error 403: an HTML page');
+
+    status = 400;
+    type = 'application/json';
+    body = JSON.stringify({ error: { message: 'y'.repeat(5000), type: 'invalid_request_error' } });
+    const long = await failure(providers.get('provider_c')!.startSession(request({})));
+    assert.equal(long.message, `provider_c error 400: ${'y'.repeat(1000)}…`);
+  });
 
   test('streams that close without their terminal event fail instead of passing as complete', async () => {
     body = responses([{ type: 'response.output_text.delta', sequence_number: 0, item_id: 'm', output_index: 0, content_index: 0, delta: 'Hal' }]);
