@@ -71,6 +71,11 @@ const SOURCES = `
     FROM (SELECT id, answer_tsv FROM searches WHERE owner_id = $5 AND answer_tsv @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) s`;
 
+// Each field is indexed in its first INDEXED_CHARS characters (sql/014), so its first hit is there: the
+// snippet is highlighted from that part alone. The whole field (a pasted log of megabytes) cost ~0.35 s
+// per megabyte and item, in the service's own thread on the embedded database, and was sent back whole.
+const INDEXED_CHARS = 65536;
+
 const SEARCH_SQL = `
   WITH hits AS (${SOURCES}),
   -- One row per item: its best field (ties: title, query, answer, then the earliest message).
@@ -91,8 +96,8 @@ const SEARCH_SQL = `
          c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model,
          c.additional_system_prompt, c.enabled_tools, s.query, star.created_at AS starred_at,
          ts_headline('simple',
-                     CASE t.field WHEN 'message' THEN m.content WHEN 'query' THEN s.query
-                                  WHEN 'answer' THEN s.answer_text ELSE coalesce(c.title, s.title) END,
+                     left(CASE t.field WHEN 'message' THEN m.content WHEN 'query' THEN s.query
+                                       WHEN 'answer' THEN s.answer_text ELSE coalesce(c.title, s.title) END, ${INDEXED_CHARS}),
                      ${TQ}, $3) AS highlighted
     FROM top t
     LEFT JOIN chats c ON t.type = 'chat' AND c.id = t.item_id

@@ -47,6 +47,30 @@ for (const target of await testDatabases()) {
       assert.deepEqual(ids(await searchHistory(db.pool, 'quolongquery', 50)), [search.id]);
     });
 
+    it('cuts each snippet from the first 65,536 characters of its field, where every hit is', async () => {
+      // A hit late in the indexed part, then about a megabyte more: highlighting the whole field cost
+      // Postgres ~0.35 s per megabyte and item (on the embedded database, in the service's own thread),
+      // and sent every character back to be cut to 200.
+      const filler = (n: number) => Array.from({ length: n }, (_, i) => `f${i % 997}`).join(' ');
+      const head = filler(12_000).slice(0, 60_000);
+      const tail = filler(200_000);
+      const big = (word: string) => `${head} ${word} ${tail}`;
+      await chatWith(big('quobigtitle'), 'x');
+      await chatWith(null, big('quobigmessage'));
+      await createSearch(db.pool, { title: big('quobigsearchtitle'), query: 'x' });
+      await createSearch(db.pool, { query: big('quobigquery') });
+      const answered = await createSearch(db.pool, { query: 'y' });
+      await saveSearchRun(db.pool, answered.id, searchRun('y', big('quobiganswer')));
+      for (const word of ['quobigtitle', 'quobigmessage', 'quobigsearchtitle', 'quobigquery', 'quobiganswer']) {
+        const { text, values } = historySearchStatement(word, 50);
+        const { rows } = await db.pool.query<{ highlighted: string }>(text, values);
+        assert.equal(rows.length, 1, word);
+        assert.ok(rows[0]!.highlighted.length <= 65_536 + 2, `${word}: ${rows[0]!.highlighted.length} characters read for a snippet`);
+        const [item] = await searchHistory(db.pool, word, 50);
+        assert.ok(item!.match.snippet.includes(` ${word} `), `${word}: the snippet holds the hit`);
+      }
+    });
+
     it('reuses a search by a query longer than an index entry (about 2.7 KB)', async () => {
       // 1,000 different CJK characters: 3,000 bytes of UTF-8 that do not compress.
       const query = `长查询 ${Array.from({ length: 1_000 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7919) % 20_000))).join('')}`;
