@@ -94,6 +94,20 @@ for (const target of await testDatabases()) {
       assert.deepEqual(ids(await searchHistory(db.pool, 'ÉCOLE', 50)), [accented.id], 'non-ASCII letters fold too');
     });
 
+    it('takes a last word of several parts (hyphenated, a URL) as a prefix too, while it is typed', async () => {
+      const hyphen = await chatWith(null, 'a state-of-the-art gyrfalcon aviary');
+      const covid = await chatWith(null, 'gyrkestrel covid-19 notes');
+      const url = await chatWith(null, 'read https://gyrdocs.example.com/guides/intro first');
+      for (const q of ['state-of-the', 'gyrfalcon state-of', 'state-o', 'state-of-the-art gyrfal', 'state-of-the-art gyrfal !']) {
+        assert.deepEqual(ids(await searchHistory(db.pool, q, 50)), [hyphen.id], q);
+      }
+      assert.deepEqual(ids(await searchHistory(db.pool, 'gyrkestrel covid-1', 50)), [covid.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'https://gyrdocs.example.com/gui', 50)), [url.id]);
+      // Only the word being typed: the earlier ones still match whole.
+      assert.deepEqual(ids(await searchHistory(db.pool, 'state-of-th gyrfalcon', 50)), []);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'gyrfalc state-of-the', 50)), []);
+    });
+
     it('finds each field and says which, with the field around the first hit as the snippet', async () => {
       const title = await chatWith('Quokka photography tips', 'nothing here');
       const userMsg = await chatWith(null, 'first words', 'an assistant line about the wombat burrow');
