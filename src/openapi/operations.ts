@@ -315,7 +315,12 @@ export const operations: Record<string, OperationDoc> = {
     summary: 'Run the search and its answer, whole (joins a running one)',
     body: requests.SearchRunRequest,
     ok: { json: z.object({ search: searchDetail }) },
-    errors: { 429: 'too many active runs for this user (limit N), with Retry-After', 502: 'both the search and the answer failed', 503: 'engine_a is not configured, or the process is at capacity' },
+    errors: {
+      409: 'search run stopped: the run was stopped (POST …/run/stop) before it had a result',
+      429: 'too many active runs for this user (limit N), with Retry-After',
+      502: 'both the search and the answer failed',
+      503: 'engine_a is not configured, or the process is at capacity',
+    },
   },
   'POST /v1/searches/:searchId/run/stream': {
     tag: 'searches',

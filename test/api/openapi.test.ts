@@ -7,7 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { openApiDocument, openApiPath, routeKey } from '../../src/openapi/document.ts';
 import { operations } from '../../src/openapi/operations.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 const TOKEN = 'openapi-test-token';
 
@@ -129,5 +130,19 @@ describe('the OpenAPI document', () => {
     ];
     for (const [method, path, status] of answered) assert.equal(documented(method, path), status, `${method} ${path}`);
     assert.deepEqual(answered.map((a) => a[2]), [201, 201, 200, 200]);
+  });
+
+  it('documents the 409 of a whole search run that is stopped while the request waits', async () => {
+    const asAdmin = (method: string, path: string, body?: unknown) => t.call(method, path, body, { authorization: `Bearer ${TOKEN}` });
+    // The answer is held at a gate nobody opens, so the run is still going when the stop lands.
+    const query = `kelp forests SIM ${JSON.stringify({ answerGate: gateName() })}`;
+    const search = (await asAdmin('POST', '/v1/searches', { query })).body.search;
+    const waiting = asAdmin('POST', `/v1/searches/${search.id}/run`, {});
+    await waitFor(async () => (await asAdmin('GET', '/v1/active-runs')).body.searches.includes(search.id), 10_000, 'the run to be active');
+    assert.equal((await asAdmin('POST', `/v1/searches/${search.id}/run/stop`)).status, 200);
+    const answered = await waiting;
+    assert.deepEqual([answered.status, answered.body], [409, { message: 'search run stopped' }]);
+    const responses = doc.paths['/v1/searches/{searchId}/run'].post.responses;
+    assert.ok(responses['409'], `409 is documented (documented: ${Object.keys(responses).join(', ')})`);
   });
 });
