@@ -48,10 +48,19 @@ export const CANDIDATES = 1000;
 // newest-first index for a common word and takes the GIN index for a rare one. A title or query matches
 // at full weight, a message or an answer (long text, where a word is more often a passing mention) at half.
 const TQ = 'history_tsquery($1::text)';
+
+// The text that is indexed, searched and highlighted: a field's first 65,536 characters (sql/014; its
+// first hit is always there) with '<' and '>' read as U+E002 and U+E003 (sql/017), separators to the
+// parser, which would otherwise take `<…>` as a tag and drop every word inside. Same length, so the
+// snippet can put the brackets back (snippetAround).
+const LT = '\uE002';
+const GT = '\uE003';
+const indexedText = (field: string) => `translate(left(${field}, 65536), '<>', E'${LT}${GT}')`;
+const tsv = (field: string) => `to_tsvector('simple', ${indexedText(field)})`;
 const SOURCES = `
   SELECT 'chat' AS type, c.id AS item_id, 'title' AS field, NULL::text AS message_id, 0::bigint AS place,
-         ts_rank(to_tsvector('simple', left(c.title, 65536)), ${TQ}, 1) AS rank
-    FROM (SELECT id, title FROM chats WHERE owner_id = $5 AND to_tsvector('simple', left(title, 65536)) @@ ${TQ}
+         ts_rank(${tsv('c.title')}, ${TQ}, 1) AS rank
+    FROM (SELECT id, title FROM chats WHERE owner_id = $5 AND ${tsv('title')} @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) c
   UNION ALL
   SELECT 'chat', m.chat_id, 'message', m.id, m.seq, ts_rank(m.search_tsv, ${TQ}, 1) * 0.5::real
@@ -59,22 +68,18 @@ const SOURCES = `
            WHERE search_tsv @@ ${TQ} AND chat_id IN (SELECT id FROM chats WHERE owner_id = $5)
            ORDER BY seq DESC LIMIT $4) m
   UNION ALL
-  SELECT 'search', s.id, 'title', NULL, 0, ts_rank(to_tsvector('simple', left(s.title, 65536)), ${TQ}, 1)
-    FROM (SELECT id, title FROM searches WHERE owner_id = $5 AND to_tsvector('simple', left(title, 65536)) @@ ${TQ}
+  SELECT 'search', s.id, 'title', NULL, 0, ts_rank(${tsv('s.title')}, ${TQ}, 1)
+    FROM (SELECT id, title FROM searches WHERE owner_id = $5 AND ${tsv('title')} @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) s
   UNION ALL
-  SELECT 'search', s.id, 'query', NULL, 1, ts_rank(to_tsvector('simple', left(s.query, 65536)), ${TQ}, 1)
-    FROM (SELECT id, query FROM searches WHERE owner_id = $5 AND to_tsvector('simple', left(query, 65536)) @@ ${TQ}
+  SELECT 'search', s.id, 'query', NULL, 1, ts_rank(${tsv('s.query')}, ${TQ}, 1)
+    FROM (SELECT id, query FROM searches WHERE owner_id = $5 AND ${tsv('query')} @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) s
   UNION ALL
   SELECT 'search', s.id, 'answer', NULL, 2, ts_rank(s.answer_tsv, ${TQ}, 1) * 0.5::real
     FROM (SELECT id, answer_tsv FROM searches WHERE owner_id = $5 AND answer_tsv @@ ${TQ}
            ORDER BY updated_at DESC, id DESC LIMIT $4) s`;
 
-// Each field is indexed in its first INDEXED_CHARS characters (sql/014), so its first hit is there: the
-// snippet is highlighted from that part alone. The whole field (a pasted log of megabytes) cost ~0.35 s
-// per megabyte and item, in the service's own thread on the embedded database, and was sent back whole.
-const INDEXED_CHARS = 65536;
 
 const SEARCH_SQL = `
   WITH hits AS (${SOURCES}),
@@ -95,9 +100,11 @@ const SEARCH_SQL = `
          coalesce(c.created_at, s.created_at) AS created_at, t.updated_at,
          c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model,
          c.additional_system_prompt, c.enabled_tools, s.query, star.created_at AS starred_at,
+         -- Highlighted in the indexed text only: the whole field (a pasted log of megabytes) cost ~0.35 s
+         -- per megabyte and item, in the service's own thread on the embedded database, all sent back.
          ts_headline('simple',
-                     left(CASE t.field WHEN 'message' THEN m.content WHEN 'query' THEN s.query
-                                       WHEN 'answer' THEN s.answer_text ELSE coalesce(c.title, s.title) END, ${INDEXED_CHARS}),
+                     ${indexedText(`CASE t.field WHEN 'message' THEN m.content WHEN 'query' THEN s.query
+                                                 WHEN 'answer' THEN s.answer_text ELSE coalesce(c.title, s.title) END`)},
                      ${TQ}, $3) AS highlighted
     FROM top t
     LEFT JOIN chats c ON t.type = 'chat' AND c.id = t.item_id
@@ -144,7 +151,7 @@ function toHistoryItem(row: HitRow): HistoryItem {
 export function snippetAround(highlighted: string): string {
   // No STOP comes before the first START, so its index is the hit's offset in the unmarked text.
   const hit = Math.max(highlighted.indexOf(START), 0);
-  const text = highlighted.replaceAll(START, '').replaceAll(STOP, '');
+  const text = highlighted.replaceAll(START, '').replaceAll(STOP, '').replaceAll(LT, '<').replaceAll(GT, '>');
   if (text.length <= SNIPPET_UNITS) return text;
   let from = Math.max(0, Math.min(hit - SNIPPET_LEAD, text.length - SNIPPET_UNITS));
   if (isLowSurrogate(text.charCodeAt(from))) from += 1;

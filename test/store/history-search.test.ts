@@ -108,6 +108,20 @@ for (const target of await testDatabases()) {
       assert.deepEqual(ids(await searchHistory(db.pool, 'gyrfalc state-of-the', 50)), []);
     });
 
+    it('finds words between angle brackets (code, markup), and shows the brackets in the snippet', async () => {
+      const code = await chatWith(null, '#include <kiwistdio.h> then List<KiwiString> names');
+      const markup = await chatWith('Render <KiwiButton> twice', 'x');
+      const search = await createSearch(db.pool, { query: 'kiwimap<int, kiwilist>' });
+      assert.deepEqual(ids(await searchHistory(db.pool, 'kiwistdio.h', 50)), [code.id]);
+      const [generic] = await searchHistory(db.pool, 'kiwistring names', 50);
+      assert.deepEqual([generic?.id, generic?.match], [code.id, { field: 'message', snippet: '#include <kiwistdio.h> then List<KiwiString> names' }]);
+      for (const q of ['kiwibutton', '<KiwiButton>']) {
+        const items = await searchHistory(db.pool, q, 50);
+        assert.deepEqual(items.map((i) => [i.id, i.match]), [[markup.id, { field: 'title', snippet: 'Render <KiwiButton> twice' }]], q);
+      }
+      assert.deepEqual(ids(await searchHistory(db.pool, 'kiwilist', 50)), [search.id]);
+    });
+
     it('finds each field and says which, with the field around the first hit as the snippet', async () => {
       const title = await chatWith('Quokka photography tips', 'nothing here');
       const userMsg = await chatWith(null, 'first words', 'an assistant line about the wombat burrow');
