@@ -14,12 +14,14 @@ export interface UsageRow {
 
 /** The last `days` UTC days (today included), newest day first, then provider and model. */
 export async function usageByDay(db: Queryable, owner: string, days: number): Promise<UsageRow[]> {
-  const { rows } = await db.query<UsageRow>(
+  // The sums are bigints (a busy day of one model passes 2^31 tokens, as the daily budget's sum does),
+  // which pg hands over as strings; they stay exact as numbers up to 2^53.
+  const { rows } = await db.query<Record<keyof UsageRow, string>>(
     `SELECT to_char((started_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS day, provider, model,
             count(*)::int AS calls,
-            COALESCE(sum(input_tokens), 0)::int AS "inputTokens",
-            COALESCE(sum(output_tokens), 0)::int AS "outputTokens",
-            COALESCE(sum(total_tokens), 0)::int AS "totalTokens"
+            COALESCE(sum(input_tokens), 0)::bigint AS "inputTokens",
+            COALESCE(sum(output_tokens), 0)::bigint AS "outputTokens",
+            COALESCE(sum(total_tokens), 0)::bigint AS "totalTokens"
        FROM llm_calls
       WHERE owner_id = $1
         AND started_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $2::int - 1)) AT TIME ZONE 'UTC'
@@ -27,5 +29,13 @@ export async function usageByDay(db: Queryable, owner: string, days: number): Pr
       ORDER BY 1 DESC, 2, 3`,
     [owner, days],
   );
-  return rows;
+  return rows.map((r) => ({
+    day: r.day,
+    provider: r.provider,
+    model: r.model,
+    calls: Number(r.calls),
+    inputTokens: Number(r.inputTokens),
+    outputTokens: Number(r.outputTokens),
+    totalTokens: Number(r.totalTokens),
+  }));
 }
