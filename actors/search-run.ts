@@ -21,7 +21,7 @@ export interface SearchRunRequest {
   owner?: string;
   /** engine_a, as the route found it configured (search runs always use engine_a). */
   endpoint: EngineAEndpoint;
-  /** The query to run: the run body's override, else the stored query (the route checks it is not blank). */
+  /** The query to run: the run body's override, else the stored query (blank only in a request that may only join). */
   query: string;
   /** The run body's title override; the stored title is kept when absent. */
   title?: string;

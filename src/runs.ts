@@ -122,6 +122,7 @@ export class Runs implements RunRegistry<RunTypes> {
   private startCounted<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> {
     const owner = opts.owner!;
     const joining = opts.key !== null && this.supervisor.findNow(opts.kind, opts.key) !== null;
+    if (!joining && opts.ifIdle) return opts.ifIdle;
     if (!joining && (this.perOwner.get(owner) ?? 0) >= opts.ownerLimit!) return this.userRefusal(opts.ownerLimit!);
     const started = this.spawn(opts);
     if (started.ok && !started.handle.joined) this.count(started.handle.runId, owner);
@@ -173,6 +174,7 @@ export class Runs implements RunRegistry<RunTypes> {
         continue;
       }
       if (this.starting.has(member)) continue;
+      if (opts.ifIdle) return opts.ifIdle;
       // A refusal here (draining, capacity, overload) costs no lease round trip.
       const refused = this.supervisor.admit();
       if (refused) return refused;

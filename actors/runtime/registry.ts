@@ -28,7 +28,7 @@ export interface RunHandle<K extends string, V> extends RunInfo<K> {
 /** Why a start did not happen. */
 export interface StartRefusal {
   ok: false;
-  outcome: Extract<RunOutcome, 'busy' | 'capacity' | 'shutting_down' | 'draining' | 'overloaded' | 'user_runs' | 'user_tokens' | 'unauthorized'>;
+  outcome: Extract<RunOutcome, 'busy' | 'invalid' | 'capacity' | 'shutting_down' | 'draining' | 'overloaded' | 'user_runs' | 'user_tokens' | 'unauthorized'>;
   message: string;
 }
 
@@ -41,6 +41,11 @@ export interface StartOptions<T extends RunTypeMap, K extends KindOf<T>> {
   request: T[K]['request'];
   /** A run already active for the key: `reject` refuses with `busy`; `join` hands back its handle. */
   ifRunning: 'reject' | 'join';
+  /**
+   * No run is active for the key: refuse with this instead of starting one. For a request that can
+   * join a run but could not start one (a search run body without the query the running run was given).
+   */
+  ifIdle?: StartRefusal;
   /**
    * Receives the run's frames: every frame from the start for a new run; the replay, then live,
    * when joining. It is ended after the terminal frame.

@@ -109,6 +109,7 @@ export class Supervisor<T extends RunTypeMap> {
       if (opts.subscriber) this.attachEntry(running, opts.subscriber);
       return { ok: true, handle: this.handle<K, T[K]['value']>(running, true) };
     }
+    if (opts.ifIdle) return opts.ifIdle;
     const refused = this.admit();
     if (refused) return refused;
     let slot = this.hosts[0]!;

@@ -17,19 +17,24 @@ import { defaultSearchChatTitle, searchSeedMessage } from '../search/seed.ts';
 import { createChat } from '../store/chats.ts';
 import { getSearch, getSearchDetail } from '../store/searches.ts';
 
+const NO_QUERY = 'this search has no query: send `query` in the run body';
+
 export function searchRunRoutes(app: AppContext): Route[] {
   const { runs, pool } = app;
 
-  /** The validated run request for a search that exists and has something to search for. */
+  /**
+   * The validated run request for a search that exists. `query` is empty when neither the body nor
+   * the search has one: such a request may still join the search's running run (whose body had one),
+   * so "no query" is decided by the registry, when it finds no run to join (`ifIdle`).
+   */
   async function runRequest(req: Req, searchId: string): Promise<SearchRunRequest> {
     const body = await readJson(req, searchRunSchema);
     const search = await getSearch(pool, searchId, req.caller.userId);
     if (!search) throw notFound(SEARCH_NOT_FOUND);
-    const query = body.query ?? search.query?.trim();
-    if (!query) throw badRequest('this search has no query: send `query` in the run body');
+    const query = body.query ?? search.query?.trim() ?? '';
     // Search runs always use engine_a, whatever CHAT_WEB_SEARCH_ENGINE says.
     const endpoint = engineAEndpointFromConfig(app.config);
-    if ('missing' in endpoint) throw SEARCH_ENGINE_MISSING(endpoint.missing.join(' and '));
+    if ('missing' in endpoint) throw query ? SEARCH_ENGINE_MISSING(endpoint.missing.join(' and ')) : badRequest(NO_QUERY);
     return {
       searchId,
       owner: req.caller.userId,
@@ -47,7 +52,8 @@ export function searchRunRoutes(app: AppContext): Route[] {
   async function startOrJoin(req: Req, sink?: SseSink) {
     const searchId = req.params.searchId!;
     const request = await runRequest(req, searchId);
-    const started = await runs.start({ kind: 'search', key: searchId, request, ifRunning: 'join', subscriber: sink, label: 'engine_a', ...app.limits.runOptions(req.caller) });
+    const ifIdle = request.query ? undefined : { ok: false as const, outcome: 'invalid' as const, message: NO_QUERY };
+    const started = await runs.start({ kind: 'search', key: searchId, request, ifRunning: 'join', ifIdle, subscriber: sink, label: 'engine_a', ...app.limits.runOptions(req.caller) });
     if (!started.ok) throw outcomeError(started);
     return started.handle;
   }

@@ -139,11 +139,12 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
   it('a search started on two instances joins one run: one engine call, the same outcome everywhere', async () => {
     const gate = gateName();
     const q = `cluster join ${Date.now()} SIM ${JSON.stringify({ searchGate: gate })}`;
-    const s = (await a.call('POST', '/v1/searches', { query: q })).body.search;
+    // A search with no stored query: only the first run's body has one, and the joiners send none.
+    const s = (await a.call('POST', '/v1/searches', { title: 'cluster join' })).body.search;
     const path = `/v1/searches/${s.id}/run/stream`;
     // The whole run on cc starts it, its search call held at the gate; the streams on a and b and an
     // attach on cc join while it is held, each seen joined by its replayed answer; then it may answer.
-    const wholeRun = cc.call('POST', `/v1/searches/${s.id}/run`, {});
+    const wholeRun = cc.call('POST', `/v1/searches/${s.id}/run`, { query: q });
     await waitFor(async () => (await clusterRuns(b)).searches.includes(s.id) && suite.sim.heldAt(gate) === 1, 5000, 'the search run to be listed and held');
     let joined = 0;
     const join = { stopAfter: onFrame('answer', () => joined++) };
@@ -159,6 +160,10 @@ describe('cluster mode: three instances on one Postgres and one Redis', async ()
     const engine = (what: string) => suite.sim.requests.filter((x) => x.upstream === 'engine_a' && x.path.endsWith(what) && x.body?.query === q).length;
     assert.equal(engine('/search'), 1, 'the engine is asked once');
     assert.equal(engine('/answer'), 1);
+    // With no run going anywhere, a body without a query has nothing to search for.
+    const idle = (await a.call('POST', '/v1/searches', { title: 'nothing to join' })).body.search;
+    const refused = await b.call('POST', `/v1/searches/${idle.id}/run`, {});
+    assert.deepEqual([refused.status, refused.body.message], [400, 'this search has no query: send `query` in the run body']);
   });
 
   it('a title suggested on two instances at once is one model call; both get the stored title', async () => {

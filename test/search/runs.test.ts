@@ -130,6 +130,35 @@ for (const db of apiDatabases()) {
       assert.equal(engineCalls('/answer', q).length, 1);
     });
 
+    it('a second run joins whatever its body: a search with no stored query, run with one in the first body', async () => {
+      const g = gateName();
+      const q = query('query only in the run body', { searchGate: g });
+      const s = await newSearch({ title: 'only a title' });
+      const path = `/v1/searches/${s.id}/run/stream`;
+      const first = t.stream(path, { query: q }, { stopAfter: () => false });
+      await waitFor(() => t.sim.heldAt(g) === 1, 10_000, 'the search call to be held');
+      // Neither the whole run nor the stream sends a query: they join, they are not asked for one. The
+      // stream is seen joined by its replayed answer; the whole run, sent first, has no such sign, so it
+      // is only held to a correct answer (had it come after the run's end, the stored query reruns).
+      const whole = t.call('POST', `/v1/searches/${s.id}/run`, {});
+      let joined = false;
+      const stream = t.stream(path, {}, { stopAfter: onFrame('answer', () => (joined = true)) });
+      await waitFor(() => joined, 10_000, 'the empty-bodied stream to join');
+      t.sim.openGate(g);
+      const [a, b, w] = await Promise.all([first, stream, whole]);
+      assert.deepEqual(names(b.events), ['answer', 'search_results', 'done'], JSON.stringify(b.events));
+      assert.deepEqual(b.events.at(-1)!.data, a.events.at(-1)!.data);
+      assert.equal(w.status, 200, JSON.stringify(w.body));
+      assert.equal(w.body.search.query, q);
+      // With no run to join, the same empty body is still refused: there is nothing to search for.
+      const bare = await newSearch({ title: 'still only a title' });
+      for (const p of ['/run', '/run/stream']) {
+        const r = await t.call('POST', `/v1/searches/${bare.id}${p}`, {});
+        assert.equal(r.status, 400, p);
+        assert.match(r.body.message, /no query: send `query` in the run body/);
+      }
+    });
+
     it('attach during a slow run replays what happened, then follows live to done', async () => {
       const g = gateName();
       const q = query('attach', { searchGate: g });
