@@ -5,7 +5,7 @@
 //   idle ─start─▶ running ─search_done, answer_done (both)─▶ storing ─saved─▶ ended
 //                       (a disconnect ends it here, storing nothing)
 import { engineAAnswer, engineASearch, type EngineAEndpoint } from '../src/engines/engine-a.ts';
-import { markSearchRunning, saveSearchRun } from '../src/store/searches.ts';
+import { markSearchRunning, saveSearchRun, SearchRunFencedError, type SearchRunMark } from '../src/store/searches.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
 import type { RunDeps as Deps } from '../src/run-deps.ts';
 import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
@@ -57,7 +57,8 @@ type Found = { requestId: string | null; results: SearchResultItem[] };
 type Answered = { answerText: string | null; answerRequestId: string | null; answerCitations: AnswerCitation[] };
 
 export type SearchMsg =
-  | { t: 'search_done'; outcome: Outcome<Found> }
+  /** `mark`: the run's mark on its search, null (or absent) when it could not be taken. */
+  | { t: 'search_done'; outcome: Outcome<Found>; mark?: SearchRunMark | null }
   | { t: 'answer_done'; outcome: Outcome<Answered> }
   | { t: 'saved'; detail: SearchDetail | null }
   | { t: 'save_failed'; error: unknown };
@@ -65,7 +66,7 @@ export type SearchMsg =
 export type SearchCommand =
   | { c: 'search'; req: SearchRunRequest }
   | { c: 'answer'; req: SearchRunRequest }
-  | { c: 'save'; searchId: string; owner: string | undefined; row: Parameters<typeof saveSearchRun>[2] };
+  | { c: 'save'; searchId: string; owner: string | undefined; row: Parameters<typeof saveSearchRun>[2]; mark: SearchRunMark | null };
 
 export type SearchState =
   | { readonly s: 'idle'; readonly req: SearchRunRequest }
@@ -76,6 +77,8 @@ export type SearchState =
       readonly started: number;
       readonly search: Outcome<Found> | null;
       readonly answer: Outcome<Answered> | null;
+      /** The run's mark on its search (with the search's outcome), which fences its save. */
+      readonly mark: SearchRunMark | null;
     }
   /** `stopped`: a user's stop; `interrupted`: a shutdown or fencing cut, which ends with its message. */
   | { readonly s: 'storing'; readonly search: Outcome<Found>; readonly answer: Outcome<Answered>; readonly stopped: boolean; readonly interrupted: RunFailure | null }
@@ -92,14 +95,14 @@ async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run
       const contents = { highlights: { maxCharacters: SNIPPET_CHARS }, summary: { query: req.query } };
       const search = { ...req.endpoint, query: req.query, type: req.type, numResults: req.numResults, includeDomains: req.includeDomains, excludeDomains: req.excludeDomains, contents };
       // The row names this instance while the engines work, so a crash leaves the run failed, not unknown.
-      // The outcome waits for that write (the save that clears it must follow it); a failed mark only
-      // means a crash would not be seen.
-      const marked = markSearchRunning(deps.pool, req.searchId, deps.config.instanceId).catch(() => undefined);
+      // The outcome waits for that write (the save that clears it must follow it, fenced by it); a failed
+      // mark means a crash would not be seen, and the save goes through only while no run holds a mark.
+      const marked = markSearchRunning(deps.pool, req.searchId, deps.config.instanceId).catch(() => null);
       const found = engineASearch(search, { signal: run.signal, timeoutMs: SEARCH_TIMEOUT_MS }).then(
-        (r): SearchMsg => ({ t: 'search_done', outcome: { ok: true, value: { requestId: r.requestId, results: r.results } } }),
-        (err: unknown): SearchMsg => ({ t: 'search_done', outcome: { ok: false, error: messageOf(err) } }),
+        (r): Outcome<Found> => ({ ok: true, value: { requestId: r.requestId, results: r.results } }),
+        (err: unknown): Outcome<Found> => ({ ok: false, error: messageOf(err) }),
       );
-      return Promise.all([found, marked]).then(([msg]) => msg);
+      return Promise.all([found, marked]).then(([outcome, mark]): SearchMsg => ({ t: 'search_done', outcome, mark }));
     }
     case 'answer':
       return engineAAnswer({ ...cmd.req.endpoint, query: cmd.req.query }, { signal: run.signal, timeoutMs: ANSWER_TIMEOUT_MS }).then(
@@ -110,7 +113,7 @@ async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run
         (err: unknown): SearchMsg => ({ t: 'answer_done', outcome: { ok: false, error: messageOf(err) } }),
       );
     case 'save':
-      return saveSearchRun(deps.pool, cmd.searchId, cmd.row, cmd.owner).then(
+      return saveSearchRun(deps.pool, cmd.searchId, cmd.row, cmd.owner, cmd.mark).then(
         (detail): SearchMsg => ({ t: 'saved', detail }),
         (error: unknown): SearchMsg => ({ t: 'save_failed', error }),
       );
@@ -136,7 +139,7 @@ function settleIfBoth(state: Running, io: SearchIo): SearchState {
 }
 
 /** Both outcomes are in: store them, or (a disconnect) end storing nothing. */
-function settle({ req, started }: Running, s: Outcome<Found>, a: Outcome<Answered>, io: SearchIo): SearchState {
+function settle({ req, started, mark }: Running, s: Outcome<Found>, a: Outcome<Answered>, io: SearchIo): SearchState {
   const { signal } = io;
   // A user's stop keeps what had arrived, the part cut short as stopped (cutShort). So does a
   // shutdown or fencing cut, which then ends with its own message.
@@ -157,7 +160,7 @@ function settle({ req, started }: Running, s: Outcome<Found>, a: Outcome<Answere
     answerCitations: a.ok ? a.value.answerCitations : [],
     answerError: a.ok ? null : a.error,
   };
-  io.perform({ c: 'save', searchId: req.searchId, owner: req.owner, row });
+  io.perform({ c: 'save', searchId: req.searchId, owner: req.owner, row, mark });
   return { s: 'storing', search: s, answer: a, stopped, interrupted };
 }
 
@@ -191,6 +194,15 @@ function emitOutcome<T>(io: SearchIo, received: Outcome<T>, okEvent: string, err
   return outcome;
 }
 
+function saveFailed(err: unknown, io: SearchIo): SearchState {
+  // A run back from a pause, whose outcome recovery (or a newer run) has decided meanwhile: its own ends.
+  if (err instanceof SearchRunFencedError) {
+    io.log('warn', `run ${io.runId}: ${err.message}`);
+    return fail(io, err.message, 'cancelled');
+  }
+  return fail(io, `search run could not be stored: ${messageOf(err)}`, 'internal');
+}
+
 function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): SearchState {
   switch (msg.t) {
     case 'start': {
@@ -199,7 +211,7 @@ function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): Se
       const started = io.now();
       io.perform({ c: 'search', req });
       io.perform({ c: 'answer', req });
-      return { s: 'running', req, started, search: null, answer: null };
+      return { s: 'running', req, started, search: null, answer: null, mark: null };
     }
     case 'stop':
     case 'cancel':
@@ -207,14 +219,14 @@ function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): Se
       return state;
     case 'search_done':
       if (state.s !== 'running' || state.search) return io.unhandled(state, msg);
-      return settleIfBoth({ ...state, search: emitOutcome(io, msg.outcome, 'search_results', 'search_error') }, io);
+      return settleIfBoth({ ...state, search: emitOutcome(io, msg.outcome, 'search_results', 'search_error'), mark: msg.mark ?? null }, io);
     case 'answer_done':
       if (state.s !== 'running' || state.answer) return io.unhandled(state, msg);
       return settleIfBoth({ ...state, answer: emitOutcome(io, msg.outcome, 'answer', 'answer_error') }, io);
     case 'saved':
       return state.s === 'storing' ? saved(state, msg.detail, io) : io.unhandled(state, msg);
     case 'save_failed':
-      return state.s === 'storing' ? fail(io, `search run could not be stored: ${messageOf(msg.error)}`, 'internal') : io.unhandled(state, msg);
+      return state.s === 'storing' ? saveFailed(msg.error, io) : io.unhandled(state, msg);
   }
 }
 

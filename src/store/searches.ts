@@ -8,6 +8,7 @@ import { searchDetailColumns, searchSummaryColumns, toSearchDetail, toSearchSumm
 import { starJoin } from './stars-sql.ts';
 import { cleanText, isIssuedId, toJson, trimToNull } from './values.ts';
 import { ADMIN_USER_ID } from '../auth/caller.ts';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 
 /** One run's outcome, stored over the previous one. `requestId` is null when the search call failed. */
 export type SearchRun = Pick<
@@ -143,16 +144,45 @@ export async function reuseOrCreateSearch(
 }
 
 /**
- * Records that `instanceId` runs the search now (sql/011_checkpoints.sql): if the instance dies before
- * saveSearchRun clears it, recovery (recovery.ts) fails the run with the "instance lost" error.
+ * The mark a search run leaves on its search while it runs: which instance, since when. Recovery finds a
+ * lost run by it, and a run's save is fenced by it. `startedAt` is the database's timestamp as text, so
+ * it compares equal to the stored one to the microsecond.
  */
-export async function markSearchRunning(db: Queryable, id: string, instanceId: string): Promise<void> {
-  if (!isIssuedId(id)) return;
-  await db.query(prepared(db, 'UPDATE searches SET run_instance_id = $2, run_started_at = now() WHERE id = $1'), [id, instanceId]);
+export interface SearchRunMark {
+  instanceId: string;
+  startedAt: string;
 }
 
-/** Stores a run, replacing the previous results and answer, and bumps updatedAt. Null when unknown. */
-export async function saveSearchRun(db: Queryable, id: string, run: SearchRun, owner = ADMIN_USER_ID): Promise<SearchDetail | null> {
+/** The save of a run that no longer holds its search's mark: recovered as lost, or a newer run has marked it since. */
+export class SearchRunFencedError extends ServiceError {
+  constructor(readonly searchId: string) {
+    super(ErrorCodes.FENCED_WRITE, `write refused: search ${searchId} is no longer marked as this run's (recovered as lost, or a newer run took it)`);
+    this.name = 'SearchRunFencedError';
+  }
+}
+
+/**
+ * Records that `instanceId` runs the search now (sql/011_checkpoints.sql): if the instance dies before
+ * saveSearchRun clears it, recovery (recovery.ts) fails the run with the "instance lost" error. The mark
+ * is handed back for the run's save (null when the search is unknown).
+ */
+export async function markSearchRunning(db: Queryable, id: string, instanceId: string): Promise<SearchRunMark | null> {
+  if (!isIssuedId(id)) return null;
+  const { rows } = await db.query<{ started_at: string }>(
+    prepared(db, 'UPDATE searches SET run_instance_id = $2, run_started_at = now() WHERE id = $1 RETURNING run_started_at::text AS started_at'),
+    [id, instanceId],
+  );
+  return rows[0] ? { instanceId, startedAt: rows[0].started_at } : null;
+}
+
+/**
+ * Stores a run, replacing the previous results and answer, and bumps updatedAt. Null when unknown.
+ * `mark` fences the save: a run's own mark saves only while the search still holds it, so a run that was
+ * paused, recovered as lost, and wakes after a newer run marked the search, overwrites nothing (nor
+ * clears the newer run's mark); null (the run could not mark) saves only while no run holds a mark.
+ * Refused: SearchRunFencedError. Omitted: unfenced (a store outside a run).
+ */
+export async function saveSearchRun(db: Queryable, id: string, run: SearchRun, owner = ADMIN_USER_ID, mark?: SearchRunMark | null): Promise<SearchDetail | null> {
   if (!isIssuedId(id)) return null;
   const query = cleanText(run.query.trim());
   const { rows } = await db.query<SearchDetailRow>(
@@ -163,6 +193,7 @@ export async function saveSearchRun(db: Queryable, id: string, run: SearchRun, o
               answer_citations = $10::jsonb, answer_error = $11, results = $12::jsonb,
               last_run_at = now(), updated_at = now(), run_instance_id = NULL, run_started_at = NULL
         WHERE id = $1 AND owner_id = $13
+          AND ($14::boolean OR (run_instance_id IS NOT DISTINCT FROM $15::text AND run_started_at IS NOT DISTINCT FROM $16::timestamptz))
         RETURNING *
      )
      ${DETAIL} FROM s ${starJoin('search', 's')}`,
@@ -180,7 +211,14 @@ export async function saveSearchRun(db: Queryable, id: string, run: SearchRun, o
       cleanText(run.answerError),
       toJson(run.results ?? []),
       owner,
+      mark === undefined,
+      mark?.instanceId ?? null,
+      mark?.startedAt ?? null,
     ],
   );
-  return rows[0] ? toSearchDetail(rows[0]) : null;
+  if (rows[0]) return toSearchDetail(rows[0]);
+  if (mark !== undefined && (await db.query('SELECT 1 FROM searches WHERE id = $1 AND owner_id = $2', [id, owner])).rows.length > 0) {
+    throw new SearchRunFencedError(id);
+  }
+  return null;
 }

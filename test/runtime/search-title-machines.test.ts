@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { searchBehavior, type SearchRunRequest } from '../../actors/search-run.ts';
 import { titleBehavior } from '../../actors/title-run.ts';
 import { ChatGoneError } from '../../src/store/llm-calls.ts';
+import { SearchRunFencedError } from '../../src/store/searches.ts';
 import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
 import { SEARCH_RUN_STOPPED } from '../../src/messages.ts';
 import type { ChatSummary, SearchDetail } from '../../src/types.ts';
@@ -101,6 +102,26 @@ test('search: a disconnect stores nothing; a failed store and a deleted search e
   deleted.tell({ t: 'saved', detail: null });
   assert.deepEqual(deleted.sink.result, { ok: false, outcome: 'not_found', message: 'search not found' });
   assert.equal(deleted.sink.ends, 1);
+});
+
+test('search: the save carries the run\'s mark; a save refused by it ends the run as cancelled', () => {
+  const m = search();
+  const mark = { instanceId: 'i1', startedAt: '2026-11-28 14:00:00.123456+00' };
+  m.tell({ t: 'start' });
+  m.tell({ t: 'search_done', outcome: { ok: true, value: found }, mark });
+  m.tell({ t: 'answer_done', outcome: { ok: true, value: answer } });
+  const [save] = m.sent('save');
+  assert.deepEqual(save?.mark, mark);
+  m.tell({ t: 'save_failed', error: new SearchRunFencedError('search-1') });
+  const result = m.sink.result as { ok: boolean; outcome: string; message: string };
+  assert.deepEqual([result.ok, result.outcome], [false, 'cancelled']);
+  assert.match(result.message, /no longer marked as this run's/);
+
+  const unmarked = search();
+  unmarked.tell({ t: 'start' });
+  unmarked.tell({ t: 'search_done', outcome: { ok: true, value: found } });
+  unmarked.tell({ t: 'answer_done', outcome: { ok: true, value: answer } });
+  assert.equal(unmarked.sent('save')[0]?.mark, null, 'a run whose mark was not taken saves as unmarked');
 });
 
 test('search: an engine outcome twice, or a store outcome while running, is unexpected', () => {

@@ -9,7 +9,7 @@ import { Checkpoints, type StreamedText } from '../../src/checkpoints.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, startChatRun } from '../../src/store/chats.ts';
 import { writeCheckpoints } from '../../src/store/checkpoints.ts';
-import { createSearch, getSearchDetail, markSearchRunning, saveSearchRun } from '../../src/store/searches.ts';
+import { createSearch, getSearchDetail, markSearchRunning, saveSearchRun, SearchRunFencedError } from '../../src/store/searches.ts';
 import { registerInstance, sweepDeadInstances } from '../../src/store/instances.ts';
 import { FencedWriteError } from '../../src/store/fencing.ts';
 import { finishLlmCall, finishLlmCallWithMessage, markInterruptedLlmCalls, startLlmCall } from '../../src/store/llm-calls.ts';
@@ -193,6 +193,32 @@ for (const target of await testDatabases()) {
       assert.equal((await getSearchDetail(db.pool, lost))?.error, INTERRUPTED_ERROR);
       assert.deepEqual([(await getSearchDetail(db.pool, saved))?.error, (await getSearchDetail(db.pool, saved))?.answerText], [null, 'kept']);
       assert.equal((await getSearchDetail(db.pool, live))?.error, null, 'a live instance’s run goes on');
+    });
+
+    it('a search run back from a pause after it was recovered saves nothing over the newer run', async () => {
+      const searchRun = (answerText: string) => ({ query: 'paused', title: null, requestId: 'r', latencyMs: 1, error: null, results: [], answerText, answerRequestId: null, answerCitations: [], answerError: null });
+      await registerInstance(db.pool, 'newer');
+      const id = (await createSearch(db.pool, { query: 'paused' })).id;
+      const paused = await markSearchRunning(db.pool, id, 'dead');
+      assert.ok(paused, 'the mark is handed back to its run');
+      await db.pool.query(`UPDATE searches SET run_started_at = now() - interval '1 minute' WHERE id = $1`, [id]);
+      const pausedMark = { ...paused, startedAt: (await db.pool.query<{ t: string }>('SELECT run_started_at::text AS t FROM searches WHERE id = $1', [id])).rows[0]!.t };
+      await sweepDeadInstances(db.pool, { selfId: 'peer', deadAfterMs: DEAD_AFTER });
+      assert.equal((await getSearchDetail(db.pool, id))?.error, INTERRUPTED_ERROR);
+
+      // A newer run on a live instance holds the mark; the paused one wakes and tries to save.
+      const newer = await markSearchRunning(db.pool, id, 'newer');
+      await assert.rejects(saveSearchRun(db.pool, id, searchRun('late'), undefined, pausedMark), SearchRunFencedError);
+      const row = (await db.pool.query<{ run_instance_id: string | null }>('SELECT run_instance_id FROM searches WHERE id = $1', [id])).rows[0]!;
+      assert.equal(row.run_instance_id, 'newer', 'the newer run keeps its mark, so its crash would be seen');
+      assert.equal((await getSearchDetail(db.pool, id))?.answerText, null);
+      // The newer run saves, under its own mark; a run whose mark could not be taken saves only unmarked.
+      assert.equal((await saveSearchRun(db.pool, id, searchRun('newer'), undefined, newer))?.answerText, 'newer');
+      await markSearchRunning(db.pool, id, 'newer');
+      await assert.rejects(saveSearchRun(db.pool, id, searchRun('unmarked'), undefined, null), SearchRunFencedError);
+      await db.pool.query('UPDATE searches SET run_instance_id = NULL, run_started_at = NULL WHERE id = $1', [id]);
+      assert.equal((await saveSearchRun(db.pool, id, searchRun('unmarked'), undefined, null))?.answerText, 'unmarked');
+      assert.equal(await saveSearchRun(db.pool, randomUUID(), searchRun('gone'), undefined, newer), null, 'an unknown search is still null');
     });
 
     it('a restart racing a peer’s sweeper recovers each run once', async () => {
