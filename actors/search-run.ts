@@ -5,7 +5,7 @@
 //   idle ─start─▶ running ─search_done, answer_done (both)─▶ storing ─saved─▶ ended
 //                       (a disconnect ends it here, storing nothing)
 import { engineAAnswer, engineASearch, type EngineAEndpoint } from '../src/engines/engine-a.ts';
-import { markSearchRunning, saveSearchRun, SearchRunFencedError, type SearchRunMark } from '../src/store/searches.ts';
+import { markSearchRunning, recordSearchRunFailure, saveSearchRun, SearchRunFencedError, type SearchRunMark } from '../src/store/searches.ts';
 import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
 import type { RunDeps as Deps } from '../src/run-deps.ts';
 import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
@@ -115,9 +115,27 @@ async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run
     case 'save':
       return saveSearchRun(deps.pool, cmd.searchId, cmd.row, cmd.owner, cmd.mark).then(
         (detail): SearchMsg => ({ t: 'saved', detail }),
-        (error: unknown): SearchMsg => ({ t: 'save_failed', error }),
+        (error: unknown): SearchMsg => {
+          releaseMark(cmd, error, deps);
+          return { t: 'save_failed', error };
+        },
       );
   }
+}
+
+/** The failure message of a run whose save failed (its `error` event, and the search's stored error). */
+const notStored = (err: unknown) => `search run could not be stored: ${messageOf(err)}`;
+
+/**
+ * A save that failed leaves the run's mark, and the run ends: the mark is cleared (the failure recorded)
+ * now, or once the database takes writes again (the retry queue), else a later loss of this instance
+ * would stamp `instance lost` on a run that ended long before. The run's `error` does not wait for it.
+ * A refused (fenced) save has no mark to clear.
+ */
+function releaseMark(cmd: SearchCommand & { c: 'save' }, err: unknown, deps: Deps): void {
+  const { mark } = cmd;
+  if (!mark || err instanceof SearchRunFencedError) return;
+  void deps.writes.write(`the failure of the run of search ${cmd.searchId}`, () => recordSearchRunFailure(deps.pool, cmd.searchId, mark, notStored(err))).catch(() => undefined);
 }
 
 const initial = (req: SearchRunRequest): SearchState => ({ s: 'idle', req });
@@ -200,7 +218,7 @@ function saveFailed(err: unknown, io: SearchIo): SearchState {
     io.log('warn', `run ${io.runId}: ${err.message}`);
     return fail(io, err.message, 'cancelled');
   }
-  return fail(io, `search run could not be stored: ${messageOf(err)}`, 'internal');
+  return fail(io, notStored(err), 'internal');
 }
 
 function receive(state: SearchState, msg: SearchMsg | Control, io: SearchIo): SearchState {

@@ -176,6 +176,20 @@ export async function markSearchRunning(db: Queryable, id: string, instanceId: s
 }
 
 /**
+ * A run that ended without its save (the database failed it): its mark goes, so that recovery never
+ * takes the ended run for a lost one, and `error` says why the run stored nothing; the previous run's
+ * results and answer stay. Only while the search holds the run's mark, so writing it twice (a retry
+ * after a lost reply) or after a newer run has marked the search changes nothing.
+ */
+export async function recordSearchRunFailure(db: Queryable, id: string, mark: SearchRunMark, error: string): Promise<void> {
+  await db.query(
+    `UPDATE searches SET error = $4, last_run_at = now(), run_instance_id = NULL, run_started_at = NULL
+      WHERE id = $1 AND run_instance_id = $2 AND run_started_at = $3::timestamptz`,
+    [id, mark.instanceId, mark.startedAt, cleanText(error)],
+  );
+}
+
+/**
  * Stores a run, replacing the previous results and answer, and bumps updatedAt. Null when unknown.
  * `mark` fences the save: a run's own mark saves only while the search still holds it, so a run that was
  * paused, recovered as lost, and wakes after a newer run marked the search, overwrites nothing (nor

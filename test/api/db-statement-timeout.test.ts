@@ -89,6 +89,38 @@ describe('a statement past DATABASE_STATEMENT_TIMEOUT_MS', { skip: NEEDS_POSTGRE
     await streamed;
   });
 
+  it('a search run whose save fails leaves no mark behind for recovery to find later', async () => {
+    const t = scratch.server();
+    const gate = gateName('search');
+    const s = (await t.call('POST', '/v1/searches', { query: `held save SIM ${JSON.stringify({ searchGate: gate })}` })).body.search;
+    const row = async () =>
+      (await t.server.ctx.pool.query<{ run_instance_id: string | null; error: string | null }>('SELECT run_instance_id, error FROM searches WHERE id = $1', [s.id])).rows[0]!;
+    const events: SseEvent[] = [];
+    const streamed = t.stream(`/v1/searches/${s.id}/run/stream`, {}, { stopAfter: (ev) => (events.push(ev), false) });
+    await waitFor(() => t.sim.heldAt(gate) === 1, 10_000, 'the search call to be held');
+    await waitFor(async () => (await row()).run_instance_id !== null, 10_000, 'the run to mark the search');
+    const db = new pg.Client({ connectionString: scratch.url() });
+    await db.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query('SELECT 1 FROM searches WHERE id = $1 FOR UPDATE', [s.id]);
+      t.sim.openGate(gate);
+      await waitFor(() => events.some((e) => e.event === 'error' || e.event === 'done'), 15_000, 'the run to end');
+      assert.equal(events.at(-1)!.event, 'error');
+      assert.match(events.at(-1)!.data.message, /^search run could not be stored: /);
+    } finally {
+      await db.query('ROLLBACK').catch(() => undefined);
+      await db.end();
+    }
+    await streamed;
+    // The run has ended: its mark goes once the database takes writes again, and the search says why
+    // the run stored nothing. Were the mark left, this instance's later loss would stamp the search
+    // `instance lost` long after the run ended.
+    await waitFor(async () => (await row()).run_instance_id === null, 15_000, 'the ended run’s mark to be cleared');
+    assert.match((await row()).error ?? '', /^search run could not be stored: /);
+    assert.equal((await t.call('GET', '/v1/active-runs')).body.searches.length, 0);
+  });
+
   it('answers a whole completion that cannot start in time with 503 and Retry-After', async () => {
     const t = scratch.server();
     const created = await t.call('POST', '/v1/chats', { title: 'held', messages: [] });
