@@ -8,6 +8,7 @@
 // The dead instance's lease may outlive the sweep by up to a lease TTL: until it expires the start is
 // refused as busy and is tried again. A start that never happens ends the run as any lost run ends.
 import type { Logger } from 'pino';
+import { ADMIN_USER_ID } from './auth/caller.ts';
 import type { ChatRunRequest, ChatRunValue } from '../actors/chat-run.ts';
 import type { RunResult } from '../actors/runtime/protocol.ts';
 import type { Attachment, Message, ProviderName } from './types.ts';
@@ -23,6 +24,13 @@ import type { ContinuedRun } from './store/takeover.ts';
  * Completions providers start a new turn instead: their lost runs end as interrupted text.
  */
 const CONTINUABLE: ReadonlySet<ProviderName> = new Set(['provider_b']);
+
+/**
+ * A continuation is an answer its user already started (and paid for): it is never refused for their
+ * limit of active runs, but it takes one of their slots, so that their new starts are refused while it
+ * runs, as they would be had the run never moved. A limit no count reaches counts without refusing.
+ */
+const counted = (owner: string): { ownerLimit?: number } => (owner === ADMIN_USER_ID ? {} : { ownerLimit: Number.MAX_SAFE_INTEGER });
 
 /** Between two tries of a start refused because the dead instance's lease is still there. */
 const RETRY_MS = 200;
@@ -96,7 +104,7 @@ export class Takeovers {
     };
     const until = performance.now() + this.o.leaseTtlMs + RETRY_MS;
     for (;;) {
-      const started = await runs.start({ kind: 'chat', key: run.chatId, request, ifRunning: 'reject', label: run.provider, owner: run.owner });
+      const started = await runs.start({ kind: 'chat', key: run.chatId, request, ifRunning: 'reject', label: run.provider, owner: run.owner, ...counted(run.owner) });
       if (started.ok) {
         void started.handle.result.then((r) =>
           this.o.recordKey(run, r).catch((err: unknown) => this.o.log.error({ err, chatId: run.chatId }, 'the outcome of a continued keyed run could not be recorded')),

@@ -12,6 +12,7 @@
 // interrupted text as well.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import { clusterSuite, rebuilt, slow, type ClusterSuite, type Instance } from '../helpers/cluster.ts';
 import { sqlRows } from '../helpers/pg-cluster.ts';
 import { readSse, sim, type SseEvent } from '../helpers/server.ts';
@@ -148,5 +149,39 @@ describe('takeover off (RUN_TAKEOVER=false): a lost provider_b run is recovered 
     assert.ok(answer.content !== '' && ANSWER.startsWith(answer.content), `a prefix of the answer: ${answer.content}`);
     assert.deepEqual([chat.lastRun.callId, chat.lastRun.status], [b.callId, 'failed']);
     assert.equal(await recoveredMetric(peer, 'continued'), 0);
+  });
+});
+
+describe("takeover: a continued run counts against its user's limit", async () => {
+  const ADMIN_TOKEN = 'takeover-users-admin';
+  const suite = await clusterSuite({ n: 2, env: { ...ENV, ADMIN_TOKEN } });
+  if (!suite) return;
+
+  it('the continuation is not refused, but the user’s next start is, until it ends', async () => {
+    const [victim, peer] = suite.cluster.instances as [Instance, Instance];
+    const created = await peer.call('POST', '/v1/users', { name: 'Cont', maxActiveRuns: 1 }, { authorization: `Bearer ${ADMIN_TOKEN}` });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const auth = { authorization: `Bearer ${created.body.apiKey}` };
+    const userId = created.body.user.id as string;
+    const redis = new Redis(suite.redis.url);
+    try {
+      const gate = gateName();
+      const b = await startStream(victim, answerRequest(gate), auth);
+      await killWithCheckpoints(suite, victim, [b.callId]);
+      // The continuation, once started on the peer, holds one of the user's slots there.
+      const slots = () => redis.hget(`${suite.prefix}userruns:${peer.id}`, userId);
+      await waitFor(async () => (await slots()) === '1', RECOVERY_WAIT_MS, 'the continuation to take one of the user’s slots on the peer');
+      // The dead instance's own count goes with its liveness: from then on the continuation's alone counts.
+      await waitFor(async () => (await redis.exists(`${suite.prefix}alive:${victim.id}`)) === 0, RECOVERY_WAIT_MS, 'the victim’s liveness to expire');
+      const hi = { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'hi' }] };
+      const refused = await peer.call('POST', '/v1/chat-completions', hi, auth);
+      assert.deepEqual([refused.status, refused.body], [429, { message: 'too many active runs for this user (limit 1)' }]);
+      suite.sim.openGate(gate);
+      const lastRun = async () => (await peer.call('GET', `/v1/chats/${b.chatId}`, undefined, auth)).body.chat?.lastRun;
+      await waitFor(async () => (await lastRun())?.status === 'succeeded', RECOVERY_WAIT_MS, 'the continuation to end');
+      await waitFor(async () => (await peer.call('POST', '/v1/chat-completions', hi, auth)).status === 200, 10_000, 'the slot back');
+    } finally {
+      redis.disconnect();
+    }
   });
 });
