@@ -187,6 +187,11 @@ const schema = z.object({
     .min(1)
     .default('codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check'),
   CHAT_CODING_EXEC_TIMEOUT_MS: int(1).default(600_000),
+  /**
+   * SSH handshakes to the remote host at once from this process (shared out among the actor threads);
+   * the rest wait their turn. Under a stock sshd's MaxStartups (10), which drops handshakes past it.
+   */
+  CHAT_CODING_SSH_MAX_HANDSHAKES: int(1, 1000).default(8),
   CHAT_SHELL_EXEC_TIMEOUT_MS: int(1).default(120_000),
   FETCH_URL_ALLOW_PRIVATE: bool.default(false),
 });

@@ -9,6 +9,7 @@ import type { ClientChannel, ConnectConfig } from 'ssh2';
 import type { Config } from '../config.ts';
 import { messageOf } from './args.ts';
 import { CappedOutput } from './capped-output.ts';
+import { handshakesPerThread, handshakeTurn } from './handshake-gate.ts';
 import { ToolError } from './types.ts';
 
 // Loaded on first use (require caches it): a service whose remote tools are never called, and every
@@ -24,6 +25,8 @@ export type SshConfig = Pick<
   | 'CHAT_CODING_SSH_KEY_PATH'
   | 'CHAT_CODING_SSH_PRIVATE_KEY_B64'
   | 'CHAT_CODING_SSH_HOST_KEY_SHA256'
+  | 'CHAT_CODING_SSH_MAX_HANDSHAKES'
+  | 'actorThreads'
 >;
 
 export interface SshTarget {
@@ -33,6 +36,8 @@ export interface SshTarget {
   privateKey: Buffer;
   /** Expected host key fingerprint (base64 of SHA-256, no padding); null accepts any host key. */
   hostKeySha256: string | null;
+  /** Handshakes with the host at once from this thread (handshake-gate.ts). */
+  maxHandshakes: number;
 }
 
 /** The OpenSSH fingerprint of a host key in SSH wire format: base64 of its SHA-256, unpadded. */
@@ -101,7 +106,8 @@ export function sshTarget(config: SshConfig): SshTarget {
     );
   }
   const pinned = config.CHAT_CODING_SSH_HOST_KEY_SHA256?.replace(/^SHA256:/, '').replace(/=+$/, '') ?? null;
-  return { host, port: config.CHAT_CODING_REMOTE_PORT, username, privateKey: loadKey(config), hostKeySha256: pinned };
+  const maxHandshakes = handshakesPerThread(config.CHAT_CODING_SSH_MAX_HANDSHAKES, config.actorThreads);
+  return { host, port: config.CHAT_CODING_REMOTE_PORT, username, privateKey: loadKey(config), hostKeySha256: pinned, maxHandshakes };
 }
 
 function loadKey(config: SshConfig): Buffer {
@@ -143,10 +149,17 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
     let exitSignal: string | null = null;
     let settled = false;
     let hostKeyMismatch: string | null = null;
+    // This call's turn to handshake (handshake-gate.ts), given back once authenticated or ended.
+    let handshaking: (() => void) | null = null;
+    const handshakeOver = () => {
+      handshaking?.();
+      handshaking = null;
+    };
 
     const finish = (err: Error | null) => {
       if (settled) return;
       settled = true;
+      handshakeOver();
       clearTimeout(timer);
       opts.signal.removeEventListener('abort', onAbort);
       if (err) reject(err);
@@ -202,9 +215,11 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
       conn.end();
     });
     conn.on('close', () => {
+      handshakeOver();
       if (!settled) finish(new ToolError(`SSH connection to ${where} closed before the command finished`));
     });
     conn.on('ready', () => {
+      handshakeOver();
       execRequested = true;
       conn.exec(command, (err, stream) => {
         if (err) {
@@ -243,11 +258,19 @@ export function runSsh(target: SshTarget, command: string, opts: SshRunOptions):
       },
       keepaliveInterval: 15_000,
     };
-    try {
-      conn.connect(connectConfig);
-    } catch (err) {
-      finish(new ToolError(`SSH connection to ${where} failed: ${messageOf(err)}`, { cause: err }));
-    }
+    // A call that ends (cancelled, past its deadline) while it waits for its turn never connects.
+    handshakeTurn(target.host, target.port, target.maxHandshakes, opts.signal).then(
+      (release) => {
+        if (settled) return release();
+        handshaking = release;
+        try {
+          conn.connect(connectConfig);
+        } catch (err) {
+          finish(new ToolError(`SSH connection to ${where} failed: ${messageOf(err)}`, { cause: err }));
+        }
+      },
+      () => undefined, // aborted while waiting: onAbort has settled the call
+    );
   });
 }
 

@@ -36,6 +36,8 @@ export interface TestSshServer {
   execs: SshExecRecord[];
   /** Usernames of every authentication attempt, accepted or not. */
   authAttempts: string[];
+  /** Connections not yet authenticated (sshd's MaxStartups counts these): now, the most at once, and connections in all. */
+  handshakes: { now: number; max: number; total: number };
   close(): Promise<void>;
 }
 
@@ -53,6 +55,8 @@ export interface SshServerOptions {
   username?: string;
   /** Extra environment for the commands, e.g. a PATH without bash. */
   env?: Record<string, string>;
+  /** Holds each accepted authentication this long (a slow server: handshakes overlap). */
+  authDelayMs?: number;
 }
 
 function hostKeySha256(publicKey: string): string {
@@ -83,9 +87,17 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
   const execs: SshExecRecord[] = [];
   const authAttempts: string[] = [];
   const children = new Set<ChildProcess>();
+  const handshakes = { now: 0, max: 0, total: 0 };
 
   const server = new Server({ hostKeys: [hostKey.private] }, (client) => {
     let user = '';
+    let handshaking = true;
+    handshakes.total++;
+    handshakes.max = Math.max(handshakes.max, ++handshakes.now);
+    const handshakeOver = () => {
+      if (handshaking) handshakes.now--;
+      handshaking = false;
+    };
     const mine = new Set<ChildProcess>(); // this connection's commands only
     client.on('authentication', (ctx) => {
       authAttempts.push(ctx.username);
@@ -97,9 +109,11 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
         return ctx.reject(['publickey']);
       }
       user = ctx.username;
-      ctx.accept();
+      if (opts.authDelayMs) setTimeout(() => ctx.accept(), opts.authDelayMs);
+      else ctx.accept();
     });
     client.on('ready', () => {
+      handshakeOver();
       client.on('session', (acceptSession) => {
         const session = acceptSession();
         let child: ChildProcess | null = null;
@@ -156,6 +170,7 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
     });
     client.on('error', () => {});
     client.on('close', () => {
+      handshakeOver();
       for (const c of mine) killGroup(c, 'SIGKILL');
     });
   });
@@ -172,6 +187,7 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
     home,
     execs,
     authAttempts,
+    handshakes,
     async close() {
       for (const c of children) killGroup(c, 'SIGKILL');
       await new Promise<void>((resolve) => server.close(() => resolve()));

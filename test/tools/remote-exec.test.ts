@@ -39,6 +39,9 @@ describe('tools/remote-exec', () => {
     });
   }
 
+  /** The key of another test server, in place of the main one's file. */
+  const keyOf = (s: TestSshServer) => ({ CHAT_CODING_SSH_KEY_PATH: '', CHAT_CODING_SSH_PRIVATE_KEY_B64: Buffer.from(s.clientPrivateKey).toString('base64') });
+
   // The remote tools never use it: its threads never start.
   const cpu = new CpuPool();
 
@@ -325,6 +328,40 @@ describe('tools/remote-exec', () => {
         shellExecTool.run({ command: 'true' }, ctx({ CHAT_CODING_REMOTE_PORT: '1' })),
         (err: unknown) => err instanceof ToolError && /SSH connection to tester@127\.0\.0\.1:1 failed: .*ECONNREFUSED/.test(err.message),
       );
+    });
+
+    test('handshakes to one host are bounded (CHAT_CODING_SSH_MAX_HANDSHAKES); the rest wait their turn', async () => {
+      // A slow server, so that unbounded handshakes would all be open at once, as a stock sshd's
+      // MaxStartups (10:30:100) then drops some of them at random.
+      const slow = await startSshServer({ authDelayMs: 150 });
+      try {
+        const env = { ...keyOf(slow), CHAT_CODING_SSH_MAX_HANDSHAKES: '3', ACTOR_THREADS: '1' };
+        const c: ToolContext = { config: config(env, slow), signal: new AbortController().signal, cpu };
+        const runs = await Promise.all(Array.from({ length: 12 }, (_, i) => shellExecTool.run({ command: `echo call-${i}` }, c)));
+        runs.forEach((r, i) => assert.match(r.output, new RegExp(`^exit code: 0\n--- stdout ---\ncall-${i}\n`)));
+        assert.ok(slow.handshakes.max <= 3, `at most 3 handshakes at once, saw ${slow.handshakes.max}`);
+        assert.equal(slow.handshakes.now, 0);
+      } finally {
+        await slow.close();
+      }
+    });
+
+    test('a call cancelled while it waits for a handshake slot never connects', async () => {
+      const slow = await startSshServer({ authDelayMs: 300 });
+      try {
+        const env = { ...keyOf(slow), CHAT_CODING_SSH_MAX_HANDSHAKES: '1', ACTOR_THREADS: '1' };
+        const first: ToolContext = { config: config(env, slow), signal: new AbortController().signal, cpu };
+        const cancel = new AbortController();
+        const running = shellExecTool.run({ command: 'echo first' }, first);
+        await waitFor(() => slow.handshakes.now === 1, 10_000, 'the first handshake');
+        const waiting = shellExecTool.run({ command: 'echo never' }, { ...first, signal: cancel.signal });
+        cancel.abort();
+        await assert.rejects(waiting, (err: unknown) => err instanceof ToolError && /cancelled/.test(err.message));
+        assert.match((await running).output, /first/);
+        assert.equal(slow.handshakes.total, 1, 'the cancelled call made no connection');
+      } finally {
+        await slow.close();
+      }
     });
 
     test('a missing command argument is a ToolError', async () => {
