@@ -11,7 +11,10 @@ const SANITIZE = {
   USE_PROFILES: { html: true }, // no SVG, no MathML
   // Media would load from wherever the text says; forms and styles have no place in an answer.
   FORBID_TAGS: ['style', 'form', 'audio', 'video', 'source', 'track', 'picture'],
-  FORBID_ATTR: ['style', 'srcset', 'ping', 'action', 'formaction'],
+  FORBID_ATTR: ['style', 'srcset', 'ping', 'action', 'formaction', 'id', 'name'],
+  // The page finds its templates by id and its tool cards by data-tool-call-id: an answer naming them
+  // would stand in for them (the next view or card would not open).
+  ALLOW_DATA_ATTR: false,
   RETURN_DOM_FRAGMENT: true,
 };
 const SAFE_HREF = /^(?:https?:|mailto:|#)/i;

@@ -148,4 +148,29 @@ describe('web client: Markdown', { skip: skip ?? false }, () => {
     // document parses it, before the sanitizer drops it: those reports are expected; anything else is not.
     assert.deepEqual(web.watch.errors.filter((e) => !/^console: (Executing inline event handler|Applying inline style) violates/.test(e)), []);
   });
+
+  it("keeps an answer's markup from posing as the page's own elements (ids, data attributes)", async () => {
+    // The page finds its templates by id and its tool cards by data-tool-call-id: an answer that
+    // names them must not take their place (the next view or tool card would break).
+    const reply = [
+      '<div id="chat-tpl">fake chat</div> <p id="search-tpl">fake search</p>',
+      '<ul><li data-tool-call-id="call_1">fake card</li></ul>',
+      'CLOBBER-END',
+    ].join('\n\n');
+    web.watch.errors.length = 0; // the hostile answer above was reported to the CSP on purpose
+    await sendInNewChat(web.page, web.server.url, sim({ reply }, 'names of the page'));
+    await idle(web.page);
+    await web.page.waitForFunction(() => document.querySelector('.msg.assistant .body')?.textContent?.includes('CLOBBER-END'));
+    // The other views still open from this one.
+    await web.page.click('a[href="#new-search"]');
+    await web.page.waitForSelector('.view.search');
+    await web.page.goBack();
+    await web.page.waitForSelector('.view.chat .msg.assistant');
+    await web.page.click('a[href="#new-chat"]');
+    await web.page.waitForFunction(() => document.querySelector('.view.chat .title')?.textContent === 'New chat');
+    await web.page.goBack();
+    await web.page.waitForSelector('.view.chat .msg.assistant');
+    assert.equal(await web.page.locator('.msg .body [id], .msg .body [data-tool-call-id]').count(), 0, 'no page ids or hooks in a message');
+    assert.deepEqual(web.watch.errors, []);
+  });
 });
