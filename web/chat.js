@@ -74,6 +74,8 @@ export function chatView(main, chatId, { onChanged }) {
     list.replaceChildren();
     chat.messages.forEach(renderMessage);
     if (chat.lastUsedProvider) selectModel(chat.lastUsedProvider, chat.lastUsedModel);
+    // A run that failed while no page followed it left no answer: say why, so it can be sent again.
+    if (chat.lastRun?.status === 'failed') say(chat.lastRun.error || 'The last answer failed.', true);
     toBottom();
   }
 

@@ -158,4 +158,20 @@ describe('web client: chat', { skip: skip ?? false }, () => {
     assert.equal(last.status, 'stopped');
     assert.deepEqual(web.watch.errors, []);
   });
+
+  it('shows why the last answer failed, live and when the chat is opened again', async () => {
+    await send(sim({ reply: 'one two three four five six', deltas: 6, failAfter: 2 }, 'break halfway'));
+    await web.page.waitForSelector('.view.chat .status.error');
+    await web.page.waitForFunction(() => !document.querySelector('[aria-busy]') && /#chat\//.test(location.hash));
+    const live = (await web.page.textContent('.view.chat .status'))!;
+    assert.ok(live.length > 0);
+    const { body } = await web.server.call('GET', `/v1/chats/${chatIdOf()}`);
+    assert.equal(body.chat.lastRun.status, 'failed');
+    await web.page.reload();
+    await web.page.waitForSelector('.view.chat .msg.user');
+    await web.page.waitForSelector('.view.chat .status.error');
+    assert.equal(await web.page.textContent('.view.chat .status'), body.chat.lastRun.error);
+    web.watch.errors.length = 0; // the provider's failure is this test's point
+  });
+
 });
