@@ -113,7 +113,11 @@ export function chatView(main, chatId, { onChanged }) {
       if (!ended) say('The stream was cut before its end: reload to re-attach.', true);
     } catch (err) {
       if (leaving.signal.aborted) return false;
-      if (err.status === 404 && path.endsWith('/attach')) return false; // nothing running
+      if (err.status === 404 && path.endsWith('/attach')) {
+        // Nothing running: a run still going when the chat was read has ended since; show its outcome.
+        if (chat?.lastRun?.status === 'running') await load(chat.id);
+        return false;
+      }
       say(err.message, true);
     } finally {
       if (!ended) streamed?.finish();

@@ -174,4 +174,23 @@ describe('web client: chat', { skip: skip ?? false }, () => {
     web.watch.errors.length = 0; // the provider's failure is this test's point
   });
 
+  it('opened just as its run ends, shows the stored answer (the attach finds nothing running)', async () => {
+    const gate = gateName();
+    await send(sim({ reply: 'the end of a race between a reload and a run', deltas: 10, gate, gateAfter: 4 }, 'race me'));
+    await web.page.waitForFunction((sel) => (document.querySelector(sel)?.textContent ?? '').length > 0, ANSWER);
+    const chatId = chatIdOf();
+    // The page reads the chat while the run is held, then asks to attach only once the run is over.
+    await web.page.route('**/stream/attach', async (route) => {
+      web.server.sim.openGate(gate);
+      await waitFor(async () => (await web.server.call('GET', '/v1/active-runs')).body.chats.includes(chatId) === false, 10_000, 'the run to end');
+      await route.continue();
+    });
+    try {
+      await web.page.reload();
+      await web.page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'the end of a race between a reload and a run', ANSWER);
+    } finally {
+      await web.page.unroute('**/stream/attach');
+    }
+    assert.deepEqual(web.watch.errors, []);
+  });
 });
