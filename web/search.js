@@ -62,8 +62,12 @@ export function searchView(main, searchId, { onChanged }) {
       }, signal);
     } catch (err) {
       if (signal.aborted) return;
-      if (err.status === 404 && path.endsWith('/attach')) say('');
-      else say(err.message, true);
+      if (err.status === 404 && path.endsWith('/attach')) {
+        // Nothing running: a run still going when the search was read may have ended since (a search
+        // has no running mark to tell), so what is stored now is what to show.
+        say('');
+        showSearch((await api.get(`/v1/searches/${encodeURIComponent(search.id)}`)).search);
+      } else say(err.message, true);
     } finally {
       if (run === mine) root.removeAttribute('aria-busy');
     }

@@ -4,6 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { browserSkipReason, browserSuite } from '../helpers/browser.ts';
+import { waitFor } from '../helpers/server.ts';
+import { gateName } from '../helpers/wait.ts';
 
 const skip = browserSkipReason();
 const TOKEN = 'browser-test-token';
@@ -54,6 +56,30 @@ describe('web client: token prompt and search', { skip: skip ?? false }, () => {
     await web.page.waitForURL(/#chat\//);
     await web.page.waitForSelector('.msg.system details');
     assert.equal(await web.page.textContent('.view.chat .title'), 'Search: tide pool ecology');
+    assert.deepEqual(web.watch.errors, []);
+  });
+
+  it('opened just as its run ends, shows the stored results and answer (the attach finds nothing running)', async () => {
+    const gate = gateName();
+    await web.page.goto(`${web.server.url}/#new-search`);
+    await web.page.fill('input[name=query]', `rock pools SIM ${JSON.stringify({ searchGate: gate })}`);
+    await web.page.press('input[name=query]', 'Enter');
+    await waitFor(() => web.server.sim.heldAt(gate) === 1, 10_000, 'the engine call to be held');
+    const searchId = decodeURIComponent(new URL(web.page.url()).hash.replace('#search/', ''));
+    // The page reads the search while its run is held, then asks to attach only once the run is over.
+    await web.page.route('**/run/stream/attach', async (route) => {
+      web.server.sim.openGate(gate);
+      await waitFor(async () => (await web.server.call('GET', '/v1/active-runs', undefined, auth)).body.searches.includes(searchId) === false, 10_000, 'the run to end');
+      await route.continue();
+    });
+    try {
+      await web.page.reload();
+      await web.page.waitForSelector('.result-list li');
+    } finally {
+      await web.page.unroute('**/run/stream/attach');
+    }
+    const { body } = await web.server.call('GET', `/v1/searches/${searchId}`, undefined, auth);
+    assert.equal(await web.page.textContent('.answer-text'), body.search.answerText);
     assert.deepEqual(web.watch.errors, []);
   });
 });
