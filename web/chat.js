@@ -79,10 +79,15 @@ export function chatView(main, chatId, { onChanged }) {
     toBottom();
   }
 
-  /** Follows one stream (a new completion or an attach) to its terminal event. */
+  /**
+   * Follows one stream (a new completion or an attach) to its terminal event. Resolves to `ended`
+   * (its `done` or `error` came), `refused` (the server answered the start with an error status, so
+   * nothing started) or `cut`.
+   */
   async function follow(path, body) {
     running = form.elements.send.disabled = true;
     let ended = false;
+    let refused = false;
     const onEvent = (event, d) => {
       const stick = follows();
       handle(event, d);
@@ -112,12 +117,13 @@ export function chatView(main, chatId, { onChanged }) {
       await api.stream(path, body, onEvent, leaving.signal);
       if (!ended) say('The stream was cut before its end: reload to re-attach.', true);
     } catch (err) {
-      if (leaving.signal.aborted) return false;
+      if (leaving.signal.aborted) return 'cut';
       if (err.status === 404 && path.endsWith('/attach')) {
         // Nothing running: a run still going when the chat was read has ended since; show its outcome.
         if (chat?.lastRun?.status === 'running') await load(chat.id);
-        return false;
+        return 'cut';
       }
+      refused = err.status != null && !ended;
       say(err.message, true);
     } finally {
       if (!ended) streamed?.finish();
@@ -127,7 +133,7 @@ export function chatView(main, chatId, { onChanged }) {
     }
     // The stored chat is canonical after a run.
     if (chat && !leaving.signal.aborted) await load(chat.id);
-    return ended;
+    return ended ? 'ended' : refused ? 'refused' : 'cut';
   }
 
   function adopt(id) {
@@ -153,15 +159,25 @@ export function chatView(main, chatId, { onChanged }) {
     // after the call that asked for them. The server stores only what is new.
     const history = (chat?.messages ?? []).filter((m) => m.role !== 'tool').map(toInput);
     const isNew = !chat?.messages?.length;
+    const picked = new DataTransfer();
+    for (const f of files.files) picked.items.add(f);
     form.reset();
     showFiles();
     say('');
     answer = streamed = null;
-    renderMessage(user);
+    const shown = renderMessage(user);
     toBottom();
     const body = { ...pick, messages: [...history, user], ...(chat && { chatId: chat.id }) };
-    const ok = await follow('/v1/chat-completions/stream', body);
-    if (ok && isNew && chat) {
+    const outcome = await follow('/v1/chat-completions/stream', body);
+    if (outcome === 'refused') {
+      // Nothing was stored (another tab's run, a limit, a refused attachment): the message goes back
+      // to the composer, to be sent again, unless something new was typed or picked meanwhile.
+      shown.remove();
+      if (!form.elements.text.value) form.elements.text.value = text;
+      if (files.files.length === 0) files.files = picked.files;
+      showFiles();
+    }
+    if (outcome === 'ended' && isNew && chat) {
       // A short title for the list; a chat keeps working without one.
       api.post('/v1/chats/title/suggest', { chatId: chat.id, content: text }).then(({ chat: named }) => {
         if (named.id === chat?.id) {

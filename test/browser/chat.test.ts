@@ -193,4 +193,33 @@ describe('web client: chat', { skip: skip ?? false }, () => {
     }
     assert.deepEqual(web.watch.errors, []);
   });
+
+  it('a message the server refuses to start (another tab is answering in the chat) goes back to the composer', async () => {
+    await send(sim({ reply: 'first answer' }, 'first question'));
+    await idle();
+    const chatId = chatIdOf();
+    // A second tab, open on the chat while it is idle.
+    const other = await web.browser.newPage();
+    try {
+      await other.goto(`${web.server.url}/#chat/${encodeURIComponent(chatId)}`);
+      await other.waitForSelector('.msg.assistant');
+      await other.waitForFunction(() => !document.querySelector('[aria-busy]'));
+      // This tab starts a run that is held, so the chat is busy when the other tab sends.
+      const gate = gateName();
+      await web.page.fill('textarea[name=text]', sim({ reply: 'second answer', gate }, 'second question'));
+      await web.page.keyboard.press('Enter');
+      await waitFor(() => web.server.sim.heldAt(gate) === 1, 10_000, 'the run to be held');
+      await other.fill('textarea[name=text]', 'a long question typed with care');
+      await other.keyboard.press('Enter');
+      await other.waitForSelector('.view.chat .status.error');
+      await other.waitForFunction(() => !document.querySelector('[aria-busy]') && !(document.querySelector('button[name=send]') as HTMLButtonElement).disabled);
+      assert.equal(await other.inputValue('textarea[name=text]'), 'a long question typed with care', 'the text is kept to send again');
+      const shown = await other.locator('.msg.user .body').allTextContents();
+      assert.equal(shown.filter((t) => t.includes('typed with care')).length, 0, `not shown as sent: ${JSON.stringify(shown)}`);
+      web.server.sim.openGate(gate);
+      await idle();
+    } finally {
+      await other.close();
+    }
+  });
 });
