@@ -1,7 +1,8 @@
 // The web client's chat view in real Chromium against a real server and the simulator: a streamed
 // answer appears piece by piece, a reload mid-stream re-attaches and ends with the stored text, and
-// a tool call's card goes from running to done, attachments reach the provider, and Stop keeps the
-// partial answer.
+// a tool call's card goes from running to done, attachments reach the provider, Stop keeps the
+// partial answer, a failed run says why, a run that ends before the attach shows its stored answer,
+// and a message the server refuses goes back to the composer.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { browserSkipReason, browserSuite, recordedTexts, recordTexts } from '../helpers/browser.ts';

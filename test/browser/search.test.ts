@@ -1,6 +1,6 @@
 // The web client in token mode and its search view, in real Chromium: the page asks for the token
 // once and keeps it, a search shows its results, answer and citations (as stored), and "continue as
-// chat" opens the seeded chat.
+// chat" opens the seeded chat; a search opened as its run ends shows what was stored.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { browserSkipReason, browserSuite } from '../helpers/browser.ts';
