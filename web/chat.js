@@ -149,10 +149,16 @@ export function chatView(main, chatId, { onChanged }) {
     if (running || !text) return;
     if (!pick) return say('No model is available: check the server configuration.', true);
     let attachments;
+    running = true;
     try {
       attachments = await Promise.all([...files.files].map(readAttachment));
+      // Another tab may have gone on with this chat since it was read: the model is sent the
+      // conversation as stored, not as this page last saw it.
+      if (chat?.messages?.length) await load(chat.id);
     } catch (err) {
       return say(err.message, true);
+    } finally {
+      running = false;
     }
     const user = { role: 'user', content: text, ...(attachments.length > 0 && { attachments }) };
     // Tool-call log messages stay out of the history: providers expect tool results only right

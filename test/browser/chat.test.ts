@@ -2,7 +2,8 @@
 // answer appears piece by piece, a reload mid-stream re-attaches and ends with the stored text, and
 // a tool call's card goes from running to done, attachments reach the provider, Stop keeps the
 // partial answer, a failed run says why, a run that ends before the attach shows its stored answer,
-// and a message the server refuses goes back to the composer.
+// a message the server refuses goes back to the composer, and a chat another tab went on with is sent
+// as stored.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { browserSkipReason, browserSuite, recordedTexts, recordTexts } from '../helpers/browser.ts';
@@ -219,6 +220,32 @@ describe('web client: chat', { skip: skip ?? false }, () => {
       assert.equal(shown.filter((t) => t.includes('typed with care')).length, 0, `not shown as sent: ${JSON.stringify(shown)}`);
       web.server.sim.openGate(gate);
       await idle();
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('a chat another tab moved on sends the whole stored conversation with the next message', async () => {
+    await send(sim({ reply: 'first answer' }, 'first question'));
+    await idle();
+    const chatId = chatIdOf();
+    const other = await web.browser.newPage();
+    try {
+      await other.goto(`${web.server.url}/#chat/${encodeURIComponent(chatId)}`);
+      await other.waitForSelector('.msg.assistant');
+      await other.waitForFunction(() => !document.querySelector('[aria-busy]'));
+      // This tab goes on with the chat while the other one sits there.
+      await web.page.fill('textarea[name=text]', sim({ reply: 'TURN-OF-THE-FIRST-TAB answered' }, 'TURN-OF-THE-FIRST-TAB'));
+      await web.page.keyboard.press('Enter');
+      await web.page.waitForFunction(() => document.querySelectorAll('.msg.assistant').length === 2 && !document.querySelector('[aria-busy]'));
+      web.server.sim.clearRequests();
+      await other.fill('textarea[name=text]', sim({ reply: 'third answer' }, 'third question'));
+      await other.keyboard.press('Enter');
+      await other.waitForFunction(() => document.querySelectorAll('.msg.assistant').length === 3 && !document.querySelector('[aria-busy]'));
+      const calls = web.server.sim.requests.filter((r) => r.upstream === 'provider_c' && r.path.endsWith('/chat/completions'));
+      assert.equal(calls.length, 1);
+      const contents = JSON.stringify(calls[0]!.body.messages);
+      assert.ok(contents.includes('TURN-OF-THE-FIRST-TAB answered'), `the model saw the other tab's turn: ${contents}`);
     } finally {
       await other.close();
     }
