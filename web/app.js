@@ -38,9 +38,21 @@ function showSession(session) {
 }
 
 
+/**
+ * A part of the address's hash as text. A badly encoded one (`%E0%A4%A`, typed or pasted) is taken as
+ * written: no chat or search has such an id, so its view says it was not found, and the page goes on.
+ */
+function hashPart(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 function route() {
   view?.close();
-  const [kind, id] = location.hash.slice(1).split('/').map(decodeURIComponent);
+  const [kind, id] = location.hash.slice(1).split('/').map(hashPart);
   const ctx = { onChanged: changed };
   view = kind === 'search' || kind === 'new-search' ? searchView(main, id || null, ctx) : chatView(main, kind === 'chat' ? id : null, ctx);
   markCurrent();

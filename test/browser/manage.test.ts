@@ -29,6 +29,18 @@ describe('web client: rename, delete, settings', { skip: skip ?? false }, () => 
     assert.deepEqual(web.watch.errors, []);
   });
 
+  it('an address whose id is badly encoded says the chat was not found, and the page goes on', async () => {
+    await sendInNewChat(web.page, web.server.url, sim({ reply: 'ok' }, 'kept'));
+    await idle(web.page);
+    const id = chatIdOf(web.page);
+    await web.page.goto(`${web.server.url}/#chat/%E0%A4%A`);
+    await web.page.waitForFunction(() => /chat not found/.test(document.querySelector('main')?.textContent ?? ''));
+    await web.page.evaluate((to) => (location.hash = `#chat/${to}`), id);
+    await web.page.waitForFunction(() => /kept/.test(document.querySelector('.msg.user .body')?.textContent ?? ''));
+    assert.deepEqual(web.watch.errors.filter((e) => !/^404 \/v1\/chats\//.test(e)), []);
+    web.watch.errors.length = 0;
+  });
+
   it('deletes a chat only once confirmed', async () => {
     await sendInNewChat(web.page, web.server.url, sim({ reply: 'ok' }, 'to delete'));
     await idle(web.page);
