@@ -37,6 +37,8 @@ const SERVER_MAX_CONNECTIONS = 2;
 const INITDB_TIMEOUT_MS = 180_000;
 /** Appended to PGlite's own start parameters (later `-c` settings win). */
 const START_SETTINGS = ['shared_buffers=16MB'];
+/** In DATA_DIR while initdb runs: the cluster under it is unfinished (embedded-initdb.mjs). */
+const INITDB_MARKER = 'pg.initdb';
 /** The port part of the unix socket name `.s.PGSQL.<port>`, which is how libpq and `pg` find it. */
 const SOCKET_PORT = 5432;
 /** sockaddr_un.sun_path is 108 bytes on Linux, 104 on macOS. */
@@ -74,7 +76,9 @@ export async function startEmbedded(dataDirOption: string): Promise<EmbeddedServ
     await acquireLock(lockPath, dataDir);
     locked = true;
     try {
-      if (!existsSync(path.join(pgDir, 'PG_VERSION'))) await initdbInChild(pgDir);
+      const marker = path.join(dataDir, INITDB_MARKER);
+      if (existsSync(marker)) await discardUnfinishedInitdb(pgDir, marker, dataDir);
+      if (!existsSync(path.join(pgDir, 'PG_VERSION'))) await initdbInChild(pgDir, marker);
       db = await PGlite.create({ dataDir: pgDir, startParams: [...PGlite.defaultStartParams, ...START_SETTINGS.flatMap((setting) => ['-c', setting])] });
     } catch (err) {
       throw new Error(`cannot open the embedded database in ${pgDir}: ${(err as Error).message}`, { cause: err });
@@ -108,13 +112,28 @@ export async function startEmbedded(dataDirOption: string): Promise<EmbeddedServ
   }
 }
 
-function initdbInChild(pgDir: string): Promise<void> {
+/**
+ * A cluster whose initdb never finished (its process was killed, or timed out) holds no data and does
+ * not open: removed, to be initialised again. An initdb still going (its parent was killed alone) is
+ * left to finish, and this start refused like a second process on the directory.
+ */
+async function discardUnfinishedInitdb(pgDir: string, marker: string, dataDir: string): Promise<void> {
+  const pid = Number.parseInt(await readFile(marker, 'utf8').catch(() => ''), 10);
+  if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && (await isAlive(pid))) {
+    throw new Error(`the embedded database in DATA_DIR=${dataDir} is being initialised by process ${pid}; start again when it has ended`);
+  }
+  await rm(pgDir, { recursive: true, force: true });
+  await mkdir(pgDir, { recursive: true, mode: 0o700 });
+  await rm(marker, { force: true });
+}
+
+function initdbInChild(pgDir: string, marker: string): Promise<void> {
   const script = new URL('./embedded-initdb.mjs', import.meta.url).pathname;
   return new Promise((resolve, reject) => {
     // No --import tsx (process.execArgv): the script is plain JS, and a child without loaders starts faster.
     // --liftoff-only: initdb runs once, so V8's optimising WASM tier would compile for nothing (it costs
     // more CPU than it saves here: 2.6 s of CPU instead of 4.4 s per initdb, measured with /usr/bin/time).
-    execFile(process.execPath, ['--liftoff-only', script, pgDir], { timeout: INITDB_TIMEOUT_MS }, (err, _stdout, stderr) => {
+    execFile(process.execPath, ['--liftoff-only', script, pgDir, marker], { timeout: INITDB_TIMEOUT_MS }, (err, _stdout, stderr) => {
       // The last lines of its stderr carry the error (the rest is a stack trace into the WASM module).
       const said = stderr.trim().split('\n').slice(-4).join(' ').trim();
       if (err) reject(new Error(`initdb failed: ${said || err.message}`, { cause: err }));

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,6 +17,7 @@ import pg from 'pg';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { entryArgs } from '../helpers/entry.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 async function tempDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'migrations-'));
@@ -158,6 +160,40 @@ describe('embedded database initdb', () => {
         return true;
       });
       assert.ok(!(await readdir(dataDir)).includes('pg.lock'));
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('embedded database after a crash during initdb', () => {
+  it('initialises again at the next start instead of refusing to open a half-made cluster', { timeout: 300_000 }, async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'initdb-crash-'));
+    try {
+      // Its own process group, as a terminal's: Ctrl-C (or a kill of the group) ends initdb's child too.
+      const child = spawn(process.execPath, [...entryArgs('test/store/embedded-writer.ts'), dataDir], { stdio: 'ignore', detached: true });
+      const exited = once(child, 'exit');
+      // initdb writes PG_VERSION first and the rest of its 39 MB after it: kill it in between.
+      const pgVersion = path.join(dataDir, 'pg', 'PG_VERSION');
+      const deadline = Date.now() + 240_000;
+      while (!existsSync(pgVersion)) {
+        assert.ok(Date.now() < deadline, 'initdb never wrote PG_VERSION');
+        await new Promise((r) => setImmediate(r));
+      }
+      process.kill(-child.pid!, 'SIGKILL');
+      await exited;
+      // initdb's own process, killed with it, may take a moment longer to be gone (or a zombie).
+      const initdbPid = Number.parseInt(await readFile(path.join(dataDir, 'pg.initdb'), 'utf8').catch(() => ''), 10);
+      const gone = async () => !/^\d+ \(.*\) [^Z]/s.test(await readFile(`/proc/${initdbPid}/stat`, 'utf8').catch(() => ''));
+      if (initdbPid > 0) await waitFor(gone, 30_000, `initdb process ${initdbPid} to end`);
+
+      const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
+      try {
+        const chat = await createChat(db.pool, { title: 'after the crash', enabledTools: [] });
+        assert.equal((await getChatDetail(db.pool, chat.id))?.title, 'after the crash');
+      } finally {
+        await db.close();
+      }
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
