@@ -19,6 +19,12 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
   });
 };
 
+/**
+ * A duration that feeds setTimeout or setInterval: Node runs any delay past 2^31 - 1 ms (24.8 days)
+ * after 1 ms instead, so a value meant as "never" would time out or beat at once.
+ */
+const ms = (min: number) => int(min, 2 ** 31 - 1);
+
 const url = z.string().url('must be a URL');
 
 /** Chosen from the load test's overload row (README, "Overload shedding"). */
@@ -96,7 +102,7 @@ const schema = z.object({
   /** Names this process's LlmCalls and heartbeat row; unique per live process. */
   INSTANCE_ID: z.string().min(1).optional(),
   /** Interval of this instance's heartbeat in the database; silent for 3 intervals = stopped. */
-  INSTANCE_HEARTBEAT_MS: int(50).default(3000),
+  INSTANCE_HEARTBEAT_MS: ms(50).default(3000),
   /** Cluster mode: instances sharing this Redis (and one Postgres) act as one service. Unset: one process. */
   REDIS_URL: z
     .string()
@@ -107,7 +113,7 @@ const schema = z.object({
   /** Expiry of run leases and instance liveness in Redis, renewed every sixth of it (src/cluster/timing.ts): a killed instance's runs are free after at most this long. */
   CLUSTER_LEASE_TTL_MS: int(300, 60_000).default(10_000),
   /** Interval of the `: ping` comment on open SSE streams. */
-  SSE_HEARTBEAT_MS: int(100).default(15_000),
+  SSE_HEARTBEAT_MS: ms(100).default(15_000),
   /** On SIGTERM/SIGINT, how long running runs may go on to their natural end (drain); 0 cuts them at once. */
   SHUTDOWN_GRACE_MS: int(0, 3_600_000).default(30_000),
   /** New runs are refused (503) while the main or an actor thread's event-loop delay p99 over the last second exceeds this; 0 turns it off (see README). */
@@ -149,7 +155,7 @@ const schema = z.object({
    * Per-attempt timeout handed to the provider SDKs and their transport (headers, each body read), and a
    * stream's no-progress deadline: keep-alive comments and pings do not reset it (src/providers/session.ts).
    */
-  PROVIDER_TIMEOUT_MS: int(1000).default(600_000),
+  PROVIDER_TIMEOUT_MS: ms(1000).default(600_000),
   /** HTTP/2 toward https provider origins that offer it (src/providers/h2-fetch.ts); false: HTTP/1.1 only. */
   PROVIDER_HTTP2: bool.default(true),
   /** `http` provider origins that speak HTTP/2 without TLS (prior knowledge): their calls share connections too. */
@@ -186,13 +192,13 @@ const schema = z.object({
     .string()
     .min(1)
     .default('codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check'),
-  CHAT_CODING_EXEC_TIMEOUT_MS: int(1).default(600_000),
+  CHAT_CODING_EXEC_TIMEOUT_MS: ms(1).default(600_000),
   /**
    * SSH handshakes to the remote host at once from this process (shared out among the actor threads);
    * the rest wait their turn. Under a stock sshd's MaxStartups (10), which drops handshakes past it.
    */
   CHAT_CODING_SSH_MAX_HANDSHAKES: int(1, 1000).default(8),
-  CHAT_SHELL_EXEC_TIMEOUT_MS: int(1).default(120_000),
+  CHAT_SHELL_EXEC_TIMEOUT_MS: ms(1).default(120_000),
   FETCH_URL_ALLOW_PRIVATE: bool.default(false),
 });
 

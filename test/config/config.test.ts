@@ -26,7 +26,15 @@ describe('numeric variables', () => {
     assert.equal(configError({ PORT: '-1' }), 'invalid configuration: PORT: must be a whole number from 0 to 65535 (got -1)');
     assert.equal(configError({ PORT: '70000' }), 'invalid configuration: PORT: must be a whole number from 0 to 65535 (got 70000)');
     assert.equal(configError({ MAX_ACTIVE_RUNS: '0' }), 'invalid configuration: MAX_ACTIVE_RUNS: must be a whole number of at least 1 (got 0)');
-    assert.equal(configError({ SSE_HEARTBEAT_MS: '-5' }), 'invalid configuration: SSE_HEARTBEAT_MS: must be a whole number of at least 100 (got -5)');
+    assert.equal(configError({ SSE_HEARTBEAT_MS: '-5' }), 'invalid configuration: SSE_HEARTBEAT_MS: must be a whole number from 100 to 2147483647 (got -5)');
+  });
+
+  it('refuse a duration longer than a timer can wait, which Node would run after 1 ms instead', () => {
+    // e.g. PROVIDER_TIMEOUT_MS of 1000 hours, meant as "no timeout", failed every provider call at once.
+    for (const name of ['PROVIDER_TIMEOUT_MS', 'INSTANCE_HEARTBEAT_MS', 'SSE_HEARTBEAT_MS', 'CHAT_CODING_EXEC_TIMEOUT_MS', 'CHAT_SHELL_EXEC_TIMEOUT_MS']) {
+      assert.match(configError({ [name]: '3600000000' }), new RegExp(`^invalid configuration: ${name}: must be a whole number from \\d+ to 2147483647 \\(got 3600000000\\)$`));
+      assert.equal(loadConfig({ [name]: '2147483647' })[name as 'PROVIDER_TIMEOUT_MS'], 2147483647);
+    }
   });
 
   it('name every bad variable at once, and accept good values and defaults', () => {
