@@ -236,7 +236,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'invalid configuration: PROVIDER_C_BASE_URL is required when PROVIDER_C_API_KEY is set (provider_c has no default address)',
     );
   }
-  if (c.CHAT_WEB_SEARCH_ENGINE === 'engine_b' && !c.CHAT_ENGINE_B_BASE_URL && c.SIMULATE === 'off') {
+  // NODE_ENV=production never starts the simulator, whatever SIMULATE says (upstreams.ts).
+  const simulatorOff = c.SIMULATE === 'off' || c.NODE_ENV === 'production';
+  if (c.CHAT_WEB_SEARCH_ENGINE === 'engine_b' && !c.CHAT_ENGINE_B_BASE_URL && simulatorOff) {
     throw new ConfigError('invalid configuration: CHAT_ENGINE_B_BASE_URL is required when CHAT_WEB_SEARCH_ENGINE=engine_b');
   }
   if (c.REDIS_URL && !c.DATABASE_URL) {

@@ -86,3 +86,14 @@ describe('PROVIDER_H2C_ORIGINS', () => {
     }
   });
 });
+
+describe('CHAT_ENGINE_B_BASE_URL', () => {
+  it('is required with CHAT_WEB_SEARCH_ENGINE=engine_b wherever the simulator cannot stand in, production included', () => {
+    const message = 'invalid configuration: CHAT_ENGINE_B_BASE_URL is required when CHAT_WEB_SEARCH_ENGINE=engine_b';
+    assert.equal(configError({ CHAT_WEB_SEARCH_ENGINE: 'engine_b', SIMULATE: 'off' }), message);
+    // NODE_ENV=production never starts the simulator, whatever SIMULATE says: every web_search failed.
+    assert.equal(configError({ CHAT_WEB_SEARCH_ENGINE: 'engine_b', NODE_ENV: 'production' }), message);
+    assert.equal(loadConfig({ CHAT_WEB_SEARCH_ENGINE: 'engine_b' }).CHAT_ENGINE_B_BASE_URL, undefined); // simulated
+    assert.equal(loadConfig({ CHAT_WEB_SEARCH_ENGINE: 'engine_b', NODE_ENV: 'production', CHAT_ENGINE_B_BASE_URL: 'http://search.internal:8888' }).CHAT_WEB_SEARCH_ENGINE, 'engine_b');
+  });
+});
