@@ -17,7 +17,7 @@
 // other process or worker thread may connect with its own pool (workers go through remote-pool.ts).
 // All connections also share ONE Postgres session: SET, named prepared statements, temp tables and
 // session advisory locks outlive the `pg` connection that made them, so store code uses none of them
-// (the migration lock is unlocked explicitly, and within one process nothing else contends for it).
+// (the migration lock is transaction-level, and within one process nothing else contends for it).
 // A fresh DATA_DIR costs one initdb in WASM (~6 s here); later starts take well under a second.
 //
 // Memory (idle RSS of `make run`, fresh DATA_DIR: 1,028 MB before, see docs/performance.md): initdb

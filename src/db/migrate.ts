@@ -1,12 +1,12 @@
 // Forward-only migrations: sql/NNN_name.sql applied in name order, each in its own transaction,
-// recorded in schema_migrations. A session-level advisory lock serialises processes that start at
-// the same time against one database: the second waits, then finds everything applied.
+// recorded in schema_migrations. A transaction-level advisory lock serialises processes that start at
+// the same time against one database: the second waits, then finds each file applied.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 
-/** Fixed key for pg_advisory_lock (advisory keys are per database, so test databases don't contend). */
+/** Fixed key for pg_advisory_xact_lock (advisory keys are per database, so test databases don't contend). */
 export const MIGRATION_LOCK_KEY = 720_431_901;
 
 export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
@@ -31,60 +31,64 @@ export async function readMigrations(dir = DEFAULT_MIGRATIONS_DIR): Promise<Migr
   return Promise.all(names.map(async (name) => ({ name, sql: await readFile(path.join(dir, name), 'utf8') })));
 }
 
+/** A client-side deadline no migration reaches (0 would mean the pool's own). */
+const UNBOUNDED_MS = 24 * 3600_000;
+
+const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
+  name       text PRIMARY KEY,
+  applied_at timestamptz NOT NULL DEFAULT now()
+)`;
+
 /**
  * Applies every migration not yet recorded. Returns the names applied by this call (empty when the
  * schema was already current, e.g. another process got the lock first).
  */
-/** A client-side deadline no migration reaches (0 would mean the pool's own). */
-const UNBOUNDED_MS = 24 * 3600_000;
-
 export async function migrate(pool: pg.Pool, dir = DEFAULT_MIGRATIONS_DIR): Promise<string[]> {
   const files = await readMigrations(dir);
   const client = await pool.connect();
-  // A migration may rewrite a large table, and waits for another instance's: no statement deadline
-  // (postgres-pool.ts) applies to this session until it goes back to the pool.
   // (`query_timeout` per query is read by pg but missing from its types.)
   const query = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> =>
     client.query<R>({ text, values, query_timeout: UNBOUNDED_MS } as pg.QueryConfig);
+  // Everything happens in transactions holding a transaction-level lock: behind a transaction-mode
+  // pooler (PgBouncer) each transaction may run on another server connection, so a session lock and
+  // a session SET would stay on one of them, the lock held for good (every later start waiting for it).
+  const locked = async <T>(work: () => Promise<T>): Promise<T> => {
+    await query('BEGIN');
+    try {
+      // A migration may rewrite a large table, and waits for another instance's: no statement deadline
+      // (postgres-pool.ts) applies to it.
+      await query('SET LOCAL statement_timeout = 0');
+      await query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      const result = await work();
+      await query('COMMIT');
+      return result;
+    } catch (err) {
+      await query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  };
   let broken: Error | undefined;
   try {
-    await query('SET statement_timeout = 0');
-    await query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    try {
-      await query(
-        `CREATE TABLE IF NOT EXISTS schema_migrations (
-           name       text PRIMARY KEY,
-           applied_at timestamptz NOT NULL DEFAULT now()
-         )`,
-      );
-      const done = new Set(
-        (await query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name),
-      );
-      const applied: string[] = [];
-      for (const file of files) {
-        if (done.has(file.name)) continue;
-        await query('BEGIN');
-        try {
-          // No parameters: sent with the simple protocol, so a file may hold many statements.
-          await query(file.sql);
-          await query('INSERT INTO schema_migrations (name) VALUES ($1)', [file.name]);
-          await query('COMMIT');
-        } catch (err) {
-          await query('ROLLBACK').catch(() => undefined);
-          throw new Error(`migration ${file.name} failed: ${(err as Error).message}`, { cause: err });
-        }
-        applied.push(file.name);
-      }
-      return applied;
-    } finally {
-      await query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch((err: Error) => {
-        // Destroying the connection below ends the session, which frees the lock anyway.
-        broken = err;
+    await locked(() => query(CREATE_TABLE));
+    const done = new Set((await query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
+    const applied: string[] = [];
+    for (const file of files) {
+      if (done.has(file.name)) continue;
+      const ran = await locked(async () => {
+        // Another instance may have applied it while this one waited for the lock.
+        if ((await query('SELECT 1 FROM schema_migrations WHERE name = $1', [file.name])).rowCount) return false;
+        // No parameters: sent with the simple protocol, so a file may hold many statements.
+        await query(file.sql);
+        await query('INSERT INTO schema_migrations (name) VALUES ($1)', [file.name]);
+        return true;
+      }).catch((err: Error) => {
+        throw new Error(`migration ${file.name} failed: ${err.message}`, { cause: err });
       });
-      await query('RESET statement_timeout').catch((err: Error) => (broken = err));
+      if (ran) applied.push(file.name);
     }
+    return applied;
   } catch (err) {
-    broken ??= err as Error;
+    broken = err as Error;
     throw err;
   } finally {
     client.release(broken);

@@ -15,6 +15,7 @@ import { createScratchPostgres, freshEmbeddedDataDir, testDatabases } from '../h
 import { listMessages } from '../helpers/store.ts';
 import pg from 'pg';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+import { PGBOUNCER, startPgBouncer } from '../helpers/pgbouncer.ts';
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { entryArgs } from '../helpers/entry.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -261,6 +262,26 @@ describe('concurrent start on one Postgres', { skip: !process.env.TEST_DATABASE_
       assert.equal((await getChatDetail(opened[1]!.pool, chat.id))?.id, chat.id);
       await Promise.all(opened.map((d) => d.close()));
     } finally {
+      await scratch.drop();
+    }
+  });
+
+  it('lets several processes migrate at once behind a transaction-mode pooler, and start again later', { skip: PGBOUNCER ? false : 'pgbouncer is not installed', timeout: 120_000 }, async () => {
+    const scratch = await createScratchPostgres();
+    const bouncer = await startPgBouncer(scratch.url);
+    // As README.md says to run behind such a pooler: no named statements.
+    const open = () => openDatabase({ DATABASE_URL: bouncer.through(scratch.url), DATA_DIR: os.tmpdir(), DATABASE_PREPARED_STATEMENTS: false, DATABASE_STATEMENT_TIMEOUT_MS: 0 }, { poolMax: 2 });
+    try {
+      // A session lock taken on one server connection and "released" on another stayed held for good:
+      // the starts beside it migrated at the same time, and every later start waited for ever.
+      const first = await Promise.all(Array.from({ length: 4 }, open));
+      await Promise.all(first.map((d) => d.close()));
+      const again = await Promise.all(Array.from({ length: 2 }, open));
+      const { rows } = await again[0]!.pool.query('SELECT name, count(*)::int AS n FROM schema_migrations GROUP BY name ORDER BY name');
+      assert.deepEqual(rows, (await readMigrations()).map((m) => ({ name: m.name, n: 1 })));
+      await Promise.all(again.map((d) => d.close()));
+    } finally {
+      await bouncer.close();
       await scratch.drop();
     }
   });
