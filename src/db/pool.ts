@@ -29,7 +29,7 @@ export async function openDatabase(
   let pool: pg.Pool;
   let stopEmbedded: (() => Promise<void>) | undefined;
   if (url) {
-    await probe(url, options.connectTimeoutMs ?? 10_000);
+    await probe(url, options.connectTimeoutMs ?? 10_000, config.DATABASE_STATEMENT_TIMEOUT_MS ?? 0);
     // No connectionTimeoutMillis on the pool: under load it would also time out callers queued for a
     // free client, which is back-pressure, not a fault.
     pool = postgresPool(url, {
@@ -67,13 +67,26 @@ export async function openDatabase(
   return { pool, close, kind: url ? 'postgres' : 'embedded' };
 }
 
-/** One connection with a deadline, so an unreachable DATABASE_URL fails the start with a clear message. */
-async function probe(url: string, timeoutMs: number): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+/**
+ * One connection with a deadline and the pool's startup parameters, so an unreachable DATABASE_URL, or
+ * one that refuses those parameters, fails the start with a clear message.
+ */
+async function probe(url: string, timeoutMs: number, statementTimeoutMs: number): Promise<void> {
+  const deadline = statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {};
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, ...deadline });
   client.on('error', () => undefined); // a late socket error after a failed connect must not crash us
   try {
     await client.connect();
   } catch (err) {
+    // PgBouncer refuses startup parameters it does not know (ignore_startup_parameters): every
+    // connection of the pool would fail with this one line, which names no variable.
+    if (statementTimeoutMs > 0 && /unsupported startup parameter: statement_timeout/.test(describeError(err))) {
+      throw new Error(
+        `the database of DATABASE_URL (${redact(url)}) refuses statement_timeout when a connection opens, as a pooler such as PgBouncer does: ` +
+          'add statement_timeout to its ignore_startup_parameters (DATABASE_STATEMENT_TIMEOUT_MS then holds on the client alone; set the server\'s with ALTER ROLE … SET statement_timeout), or set DATABASE_STATEMENT_TIMEOUT_MS=0',
+        { cause: err },
+      );
+    }
     throw new Error(`cannot connect to the database of DATABASE_URL (${redact(url)}): ${describeError(err)}`, {
       cause: err,
     });

@@ -18,7 +18,8 @@ export interface PgBouncer {
   close(): Promise<void>;
 }
 
-export async function startPgBouncer(target: string): Promise<PgBouncer> {
+/** `ignore`: the startup parameters it lets through unheeded (PgBouncer refuses any other it does not know). */
+export async function startPgBouncer(target: string, ignore: readonly string[] = ['extra_float_digits', 'statement_timeout']): Promise<PgBouncer> {
   if (!PGBOUNCER) throw new Error('pgbouncer is not installed');
   const t = new URL(target);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'pgbouncer-'));
@@ -37,7 +38,7 @@ export async function startPgBouncer(target: string): Promise<PgBouncer> {
       `auth_file = ${path.join(dir, 'users.txt')}`,
       'pool_mode = transaction',
       'default_pool_size = 8',
-      'ignore_startup_parameters = extra_float_digits,statement_timeout',
+      `ignore_startup_parameters = ${ignore.join(',')}`,
     ].join('\n'),
   );
   // PgBouncer refuses to run as root; -u drops to an unprivileged user, who must read its files.

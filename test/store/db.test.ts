@@ -286,6 +286,22 @@ describe('concurrent start on one Postgres', { skip: !process.env.TEST_DATABASE_
     }
   });
 
+  it('refuses to start behind a pooler that refuses statement_timeout, naming DATABASE_STATEMENT_TIMEOUT_MS', { skip: PGBOUNCER ? false : 'pgbouncer is not installed', timeout: 60_000 }, async () => {
+    const scratch = await createScratchPostgres();
+    // A stock PgBouncer: it knows no statement_timeout, so every connection of the pool would fail.
+    const bouncer = await startPgBouncer(scratch.url, ['extra_float_digits']);
+    try {
+      const open = openDatabase({ DATABASE_URL: bouncer.through(scratch.url), DATA_DIR: os.tmpdir(), DATABASE_PREPARED_STATEMENTS: false, DATABASE_STATEMENT_TIMEOUT_MS: 30_000 }, { poolMax: 2 });
+      await assert.rejects(open, /refuses statement_timeout when a connection opens.*ignore_startup_parameters.*DATABASE_STATEMENT_TIMEOUT_MS=0/);
+      // Without the parameter it starts.
+      const db = await openDatabase({ DATABASE_URL: bouncer.through(scratch.url), DATA_DIR: os.tmpdir(), DATABASE_PREPARED_STATEMENTS: false, DATABASE_STATEMENT_TIMEOUT_MS: 0 }, { poolMax: 2 });
+      await db.close();
+    } finally {
+      await bouncer.close();
+      await scratch.drop();
+    }
+  });
+
   it('holds every statement to DATABASE_STATEMENT_TIMEOUT_MS but the migrations, and a silent connection to 5 s more', { timeout: 60_000 }, async () => {
     const scratch = await createScratchPostgres();
     const target = new URL(scratch.url);
