@@ -35,6 +35,21 @@ describe('web client: chat', { skip: skip ?? false }, () => {
     return answers[0];
   }
   const storedAnswer = async (chatId: string) => (await storedMessage(chatId)).content;
+  /** A first answer in this tab, then a second tab open on the same chat, idle: the other tab of a test. */
+  async function secondTab() {
+    await send(sim({ reply: 'first answer' }, 'first question'));
+    await idle();
+    const other = await web.browser.newPage();
+    try {
+      await other.goto(`${web.server.url}/#chat/${encodeURIComponent(chatIdOf())}`);
+      await other.waitForSelector('.msg.assistant');
+      await other.waitForFunction(() => !document.querySelector('[aria-busy]'));
+      return other;
+    } catch (err) {
+      await other.close();
+      throw err;
+    }
+  }
 
   it('shows a streamed answer token by token, then the stored text', async () => {
     const reply = 'Tide pools hold anemones, crabs, sea stars, snails and small fish between the tides, ' +
@@ -197,15 +212,8 @@ describe('web client: chat', { skip: skip ?? false }, () => {
   });
 
   it('a message the server refuses to start (another tab is answering in the chat) goes back to the composer', async () => {
-    await send(sim({ reply: 'first answer' }, 'first question'));
-    await idle();
-    const chatId = chatIdOf();
-    // A second tab, open on the chat while it is idle.
-    const other = await web.browser.newPage();
+    const other = await secondTab();
     try {
-      await other.goto(`${web.server.url}/#chat/${encodeURIComponent(chatId)}`);
-      await other.waitForSelector('.msg.assistant');
-      await other.waitForFunction(() => !document.querySelector('[aria-busy]'));
       // This tab starts a run that is held, so the chat is busy when the other tab sends.
       const gate = gateName();
       await web.page.fill('textarea[name=text]', sim({ reply: 'second answer', gate }, 'second question'));
@@ -226,14 +234,8 @@ describe('web client: chat', { skip: skip ?? false }, () => {
   });
 
   it('a chat another tab moved on sends the whole stored conversation with the next message', async () => {
-    await send(sim({ reply: 'first answer' }, 'first question'));
-    await idle();
-    const chatId = chatIdOf();
-    const other = await web.browser.newPage();
+    const other = await secondTab();
     try {
-      await other.goto(`${web.server.url}/#chat/${encodeURIComponent(chatId)}`);
-      await other.waitForSelector('.msg.assistant');
-      await other.waitForFunction(() => !document.querySelector('[aria-busy]'));
       // This tab goes on with the chat while the other one sits there.
       await web.page.fill('textarea[name=text]', sim({ reply: 'TURN-OF-THE-FIRST-TAB answered' }, 'TURN-OF-THE-FIRST-TAB'));
       await web.page.keyboard.press('Enter');
