@@ -5,48 +5,18 @@
 // the process ends by itself with the start's error, and the port it was given is free.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase } from '../../src/db/pool.ts';
 import { migratedEmbeddedDataDir } from '../helpers/db.ts';
 import { freePort } from '../helpers/ports.ts';
 import { entryArgs } from '../helpers/entry.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const pgUrl = process.env.TEST_DATABASE_URL;
 const redisUrl = process.env.TEST_REDIS_URL;
 
-/**
- * A Redis the start reaches once: its first connection (the instance-id check, made before anything
- * else of the id is touched) goes through to the real one, and every later connection (the cluster's
- * join, once the actor threads are up) is closed at once.
- */
-async function redisOnlyOnce(target: URL): Promise<{ port: number; close(): Promise<void> }> {
-  let served = false;
-  const sockets = new Set<net.Socket>();
-  const track = (s: net.Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-    s.on('error', () => s.destroy());
-  };
-  const server = net.createServer((client) => {
-    track(client);
-    if (served) return void client.destroy();
-    served = true;
-    const upstream = net.connect(Number(target.port || 6379), target.hostname);
-    track(upstream);
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 /** Runs test/helpers/start-once.ts with `env` until it exits; a process still alive at the deadline is killed and fails. */
 function startOnce(env: Record<string, string>, deadlineMs: number): Promise<{ code: number | null; out: string }> {
@@ -109,7 +79,10 @@ describe('a start that fails half-way', () => {
   });
 
   it('in cluster mode on Postgres whose Redis cannot be reached once the actor threads are up: closes them too, and the process ends', { skip: pgUrl && redisUrl ? false : 'TEST_DATABASE_URL and TEST_REDIS_URL are needed', timeout: 200_000 }, async () => {
-    const redis = await redisOnlyOnce(new URL(redisUrl!));
+    // Reached once: the start's instance-id check goes through to the real Redis, the cluster's join
+    // (once the actor threads are up) finds its connections closed.
+    const target = new URL(redisUrl!);
+    const redis = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) }, { connections: 1 });
     try {
       const port = await freePort();
       const env = { DATABASE_URL: pgUrl!, HOST: '127.0.0.1', PORT: String(port), ACTOR_THREADS: '1', REDIS_URL: `redis://127.0.0.1:${redis.port}`, REDIS_KEY_PREFIX: `failed-start-${port}:`, LOG_LEVEL: 'debug' };

@@ -14,7 +14,9 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+/** `connections`: how many connections it forwards; every later one is closed at once (a server reached once, then gone). */
+export async function startTcpProxy(target: { host: string; port: number }, opts: { connections?: number } = {}): Promise<TcpProxy> {
+  let forwarded = 0;
   let cut = false;
   let dropping = false;
   const sockets = new Set<net.Socket>();
@@ -33,7 +35,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     });
   };
   const server = net.createServer((client) => {
-    if (dropping) return void client.destroy();
+    if (dropping || forwarded++ >= (opts.connections ?? Infinity)) return void client.destroy();
     track(client);
     if (cut) return;
     const upstream = net.connect(target.port, target.host);
