@@ -244,7 +244,10 @@ export class SseSink implements Subscriber {
     this.outgoing = '';
     if (!this.writeOk) {
       this.queue = [];
-      this.queued = 0;
+      // uWS keeps what the socket did not take of this write, at most all of it: that is the first of
+      // what this client is behind by. Counted from 0, a turn that wrote megabytes at once (a busy loop
+      // batches many deltas) let a client that never reads hold them beyond SSE_MAX_QUEUED_BYTES.
+      this.queued = Buffer.byteLength(chunk);
       res.onWritable(() => this.drain());
     }
   }
@@ -283,6 +286,7 @@ export class SseSink implements Subscriber {
     });
     if (!ok) {
       this.queue = [];
+      this.queued = Buffer.byteLength(chunk); // as in flushPending: what uWS kept of it, at most all
       return false;
     }
     return true;

@@ -118,9 +118,9 @@ describe('http/sse-sink', () => {
       const sink = capped.create(new Reply(res));
       sink.open();
       sink.write(frame);
-      await turn(); // that write meets a full socket: what follows waits in the queue
-      let queued = 0;
-      let units = 0;
+      await turn(); // that write meets a full socket, which keeps it: it counts, and what follows waits in the queue
+      let queued = bytes;
+      let units = frame.length;
       while (queued + bytes <= 30_000) {
         sink.write(frame);
         queued += bytes;
@@ -129,6 +129,25 @@ describe('http/sse-sink', () => {
       assert.ok(!sink.dropped, `not dropped at ${queued} bytes queued, under the cap`);
       sink.write(frame);
       assert.ok(sink.dropped, `dropped at ${queued + bytes} bytes queued (${units + frame.length} UTF-16 units), past the 30000-byte cap`);
+      assert.ok(closed(), 'its connection is closed');
+    } finally {
+      capped.close();
+    }
+  });
+
+  test('what a full socket kept of a turn\'s write counts toward the cap: a client that never reads is dropped after a big turn too', async () => {
+    const capped = new SseStreams({ heartbeatMs: 3_600_000, queueCap: 30_000 });
+    try {
+      const frame = `event: delta\ndata: {"type":"delta","text":"${'x'.repeat(1000)}"}\n\n`;
+      const { res, closed } = fakeRes({ full: true });
+      const sink = capped.create(new Reply(res));
+      sink.open();
+      // A busy loop's turn: thirty frames written at once, 30 KB in one write the socket does not take.
+      for (let i = 0; i < 30; i++) sink.write(frame);
+      await turn();
+      assert.ok(!sink.dropped, 'a write is never refused for its own size');
+      sink.write(frame);
+      assert.ok(sink.dropped, 'the next frame finds the client behind by more than the cap');
       assert.ok(closed(), 'its connection is closed');
     } finally {
       capped.close();
