@@ -38,6 +38,10 @@ export interface TestSshServer {
   authAttempts: string[];
   /** Connections not yet authenticated (sshd's MaxStartups counts these): now, the most at once, and connections in all. */
   handshakes: { now: number; max: number; total: number };
+  /** With `holdAuth`: the accepted authentications waiting for `releaseAuths`. */
+  heldAuths(): number;
+  /** Lets every held authentication finish; returns how many there were. */
+  releaseAuths(): number;
   close(): Promise<void>;
 }
 
@@ -55,8 +59,8 @@ export interface SshServerOptions {
   username?: string;
   /** Extra environment for the commands, e.g. a PATH without bash. */
   env?: Record<string, string>;
-  /** Holds each accepted authentication this long (a slow server: handshakes overlap). */
-  authDelayMs?: number;
+  /** Holds each accepted authentication until the test calls `releaseAuths` (a slow server, whose handshakes overlap). */
+  holdAuth?: boolean;
 }
 
 function hostKeySha256(publicKey: string): string {
@@ -88,6 +92,7 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
   const authAttempts: string[] = [];
   const children = new Set<ChildProcess>();
   const handshakes = { now: 0, max: 0, total: 0 };
+  const held: Array<() => void> = [];
 
   const server = new Server({ hostKeys: [hostKey.private] }, (client) => {
     let user = '';
@@ -109,7 +114,8 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
         return ctx.reject(['publickey']);
       }
       user = ctx.username;
-      if (opts.authDelayMs) setTimeout(() => ctx.accept(), opts.authDelayMs);
+      // Only the signed attempt is held: the first, unsigned one only asks whether the key would do.
+      if (opts.holdAuth && ctx.signature) held.push(() => ctx.accept());
       else ctx.accept();
     });
     client.on('ready', () => {
@@ -188,6 +194,12 @@ export async function startSshServer(opts: SshServerOptions = {}): Promise<TestS
     execs,
     authAttempts,
     handshakes,
+    heldAuths: () => held.length,
+    releaseAuths() {
+      const now = held.splice(0);
+      for (const accept of now) accept();
+      return now.length;
+    },
     async close() {
       for (const c of children) killGroup(c, 'SIGKILL');
       await new Promise<void>((resolve) => server.close(() => resolve()));

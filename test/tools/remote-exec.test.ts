@@ -331,13 +331,20 @@ describe('tools/remote-exec', () => {
     });
 
     test('handshakes to one host are bounded (CHAT_CODING_SSH_MAX_HANDSHAKES); the rest wait their turn', async () => {
-      // A slow server, so that unbounded handshakes would all be open at once, as a stock sshd's
-      // MaxStartups (10:30:100) then drops some of them at random.
-      const slow = await startSshServer({ authDelayMs: 150 });
+      // A server that holds every authentication until the test lets it go, so that unbounded
+      // handshakes would all be open at once, as a stock sshd's MaxStartups (10:30:100) then drops
+      // some of them at random. Each round is let go once the bound's worth of calls is held there.
+      const slow = await startSshServer({ holdAuth: true });
       try {
         const env = { ...keyOf(slow), CHAT_CODING_SSH_MAX_HANDSHAKES: '3', ACTOR_THREADS: '1' };
         const c: ToolContext = { config: config(env, slow), signal: new AbortController().signal, cpu };
-        const runs = await Promise.all(Array.from({ length: 12 }, (_, i) => shellExecTool.run({ command: `echo call-${i}` }, c)));
+        const all = Promise.all(Array.from({ length: 12 }, (_, i) => shellExecTool.run({ command: `echo call-${i}` }, c)));
+        for (let released = 0; released < 12; ) {
+          const round = Math.min(3, 12 - released);
+          await waitFor(() => slow.heldAuths() === round, 10_000, `${round} handshakes held`);
+          released += slow.releaseAuths();
+        }
+        const runs = await all;
         runs.forEach((r, i) => assert.match(r.output, new RegExp(`^exit code: 0\n--- stdout ---\ncall-${i}\n`)));
         assert.ok(slow.handshakes.max <= 3, `at most 3 handshakes at once, saw ${slow.handshakes.max}`);
         assert.equal(slow.handshakes.now, 0);
@@ -347,16 +354,18 @@ describe('tools/remote-exec', () => {
     });
 
     test('a call cancelled while it waits for a handshake slot never connects', async () => {
-      const slow = await startSshServer({ authDelayMs: 300 });
+      const slow = await startSshServer({ holdAuth: true });
       try {
         const env = { ...keyOf(slow), CHAT_CODING_SSH_MAX_HANDSHAKES: '1', ACTOR_THREADS: '1' };
         const first: ToolContext = { config: config(env, slow), signal: new AbortController().signal, cpu };
         const cancel = new AbortController();
         const running = shellExecTool.run({ command: 'echo first' }, first);
-        await waitFor(() => slow.handshakes.now === 1, 10_000, 'the first handshake');
+        // The first call's handshake is held at the server, so the slot stays taken until it is let go.
+        await waitFor(() => slow.heldAuths() === 1, 10_000, 'the first handshake');
         const waiting = shellExecTool.run({ command: 'echo never' }, { ...first, signal: cancel.signal });
         cancel.abort();
         await assert.rejects(waiting, (err: unknown) => err instanceof ToolError && /cancelled/.test(err.message));
+        slow.releaseAuths();
         assert.match((await running).output, /first/);
         assert.equal(slow.handshakes.total, 1, 'the cancelled call made no connection');
       } finally {
