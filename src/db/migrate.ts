@@ -69,6 +69,11 @@ export async function migrate(pool: pg.Pool, dir = DEFAULT_MIGRATIONS_DIR): Prom
   };
   let broken: Error | undefined;
   try {
+    // On a direct connection every statement here (each BEGIN, the reads between transactions) is free of
+    // the pool's deadline too, as before the per-file lock: one statement exposed to it, not two per file.
+    // Behind a pooler this may land on any server connection, whose statement_timeout the pooler does not
+    // set (it refuses or ignores that startup parameter: pool.ts); SET LOCAL above covers each transaction.
+    await query('SET statement_timeout = 0');
     await locked(() => query(CREATE_TABLE));
     const done = new Set((await query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
     const applied: string[] = [];
@@ -86,6 +91,7 @@ export async function migrate(pool: pg.Pool, dir = DEFAULT_MIGRATIONS_DIR): Prom
       });
       if (ran) applied.push(file.name);
     }
+    await query('RESET statement_timeout');
     return applied;
   } catch (err) {
     broken = err as Error;
