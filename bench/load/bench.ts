@@ -18,6 +18,8 @@
 //   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
 //   BENCH_DEFAULT_PATH=0 BENCH_NOISY=0 BENCH_CHECKPOINTS=0 BENCH_KILL=0 (issues 36–38's checks, each in its own file;
 //   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery,flood,overloadShedding,capacity runs only those named, nothing else)
+//   Issue 48's rows: BENCH_BURSTS=0 BENCH_LONG=0 (burst.ts, long-answer.ts), BENCH_ONLY names burst, longAnswer, startRate
+//   (the start-rate rows alone, with the `nginx + SQL` baseline: start-rate.ts); BENCH_PIN=0 (capacity unpinned: pin.ts)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -36,6 +38,7 @@ import { runHistorySearchBench } from './history-search.ts';
 import { pgCpuMeter } from './pg-cpu.ts';
 import { runStartRates, START_RATES } from './start-rate.ts';
 import { runFloodCheck } from './flood.ts';
+import { runBurstRow } from './burst.ts';
 import { runOverloadCheck, runRollingCheck } from './overload.ts';
 import { runCheckpoints } from './checkpoints.ts';
 import { runDefaultPath } from './default-path.ts';
@@ -50,7 +53,10 @@ const env = process.env;
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',')) : null;
 const ALL = ONLY === null;
 const CAPACITY_RUN = ALL ? CAPACITY : ONLY.has('capacity');
-const NEW_CHECKS = { defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL', flood: 'BENCH_FLOOD' } as const;
+const NEW_CHECKS = {
+  defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL', flood: 'BENCH_FLOOD',
+  burst: 'BENCH_BURSTS', longAnswer: 'BENCH_LONG',
+} as const;
 const wanted = (check: keyof typeof NEW_CHECKS) => (ONLY ? ONLY.has(check) : env[NEW_CHECKS[check]] !== '0');
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
 // floor itself (simulator + generator, nothing in between) saturates this 2-core machine near 40k
@@ -255,6 +261,8 @@ async function main(): Promise<void> {
       ? await runOverloadCheck({ sim: sim.urls, dbUrl: db.url, log, withService, serviceBody })
       : { skipped: 'BENCH_OVERLOAD=0, service not in BENCH_TARGETS, or over budget' };
     await newCheck('flood', () => runFloodCheck({ sim: sim.urls, dbUrl: db.url, log, withService }));
+    // Issue 48's rows, with the service's own defaults (burst.ts, long-answer.ts).
+    await newCheck('burst', () => runBurstRow({ sim: sim.urls, dbUrl: db.url, log }));
     (checks as Record<string, unknown>).rollingRestart = ALL && service && env.BENCH_ROLLING !== '0'
       ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };
