@@ -39,6 +39,7 @@ import { pgCpuMeter } from './pg-cpu.ts';
 import { runStartRates, START_RATES } from './start-rate.ts';
 import { runFloodCheck } from './flood.ts';
 import { runBurstRow } from './burst.ts';
+import { runLongAnswerRow } from './long-answer.ts';
 import { runOverloadCheck, runRollingCheck } from './overload.ts';
 import { runCheckpoints } from './checkpoints.ts';
 import { runDefaultPath } from './default-path.ts';
@@ -263,6 +264,7 @@ async function main(): Promise<void> {
     await newCheck('flood', () => runFloodCheck({ sim: sim.urls, dbUrl: db.url, log, withService }));
     // Issue 48's rows, with the service's own defaults (burst.ts, long-answer.ts).
     await newCheck('burst', () => runBurstRow({ sim: sim.urls, dbUrl: db.url, log }));
+    await newCheck('longAnswer', () => runLongAnswerRow({ sim, dbUrl: db.url, log }));
     (checks as Record<string, unknown>).rollingRestart = ALL && service && env.BENCH_ROLLING !== '0'
       ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };
