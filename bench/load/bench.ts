@@ -32,7 +32,7 @@ import { costChart, latencyChart } from './charts.ts';
 import { knobs, mergeResults } from './merge.ts';
 import { markdown } from './report.ts';
 import { childByName, openFilesLimit, sleep, stopAll, type Child } from '../../test/helpers/procs.ts';
-import { CAPACITY, CAPACITY_MAX, capacityBound, capacityRatio, runCapacity } from './capacity.ts';
+import { CAPACITY, CAPACITY_MAX, capacityBound, capacityPinning, capacityRatio, runCapacity } from './capacity.ts';
 import { runClusterChecks } from './cluster.ts';
 import { runHistorySearchBench } from './history-search.ts';
 import { pgCpuMeter } from './pg-cpu.ts';
@@ -245,7 +245,8 @@ async function main(): Promise<void> {
     (checks as Record<string, unknown>).historySearch = ALL && env.BENCH_HISTORY !== '0' ? await runHistorySearchBench(log) : { skipped: 'BENCH_HISTORY=0' };
     const ratio = capacityRatio(capacityRows);
     (checks as Record<string, unknown>).capacity = ratio ?? { skipped: 'no capacity search of both the service and nginx in this run' };
-    if (ratio) log(`capacity: service ÷ nginx ${ratio.ratio} (${ratio.pass ? 'pass' : 'miss'}: ${ratio.bound}); service ${ratio.service.median} [${ratio.service.spread.join('–')}], nginx ${ratio.nginx.median} [${ratio.nginx.spread.join('–')}]`);
+    if (ratio) log(`capacity: service ÷ nginx ${ratio.ratio} (${ratio.pass ? 'pass' : 'miss'}: ${ratio.bound}); service ${ratio.service.median} [${ratio.service.spread.join('–')}, ± ${ratio.service.spreadPct} %], `
+      + `nginx ${ratio.nginx.median} [${ratio.nginx.spread.join('–')}, ± ${ratio.nginx.spreadPct} %]${ratio.nginx.atFloorCap ? ` (nginx at the floor's cap in ${ratio.nginx.atFloorCap} searches)` : ''}`);
     const service = TARGETS.has('service') && !overBudget();
     // Issues 36–38's checks, each alone through BENCH_ONLY; they run even past the budget when named there.
     const newCheck = async (name: keyof typeof NEW_CHECKS, go: () => Promise<Record<string, unknown>>) => {
@@ -270,7 +271,8 @@ async function main(): Promise<void> {
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };
     const meta = {
       date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
-      sweep: SWEEP, startsPerSec: STARTS, burstK: BURST_K, startRates: START_RATES, capacity: CAPACITY ? capacityBound() : 'off (BENCH_CAPACITY=0)', database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
+      sweep: SWEEP, startsPerSec: STARTS, burstK: BURST_K, startRates: START_RATES, capacity: CAPACITY ? capacityBound() : 'off (BENCH_CAPACITY=0)',
+      pinned: CAPACITY_RUN ? `capacity search: ${capacityPinning()}` : 'nothing (no capacity search in this run)', database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
       peer: peerProbe ? `failing: ${peerProbe}` : 'ok', profile: PROFILE, commit: gitDescribe(), seconds: Math.round((performance.now() - began) / 1000),
       knobs: knobs(env),
     };
