@@ -37,6 +37,7 @@ import { runClusterChecks } from './cluster.ts';
 import { runHistorySearchBench } from './history-search.ts';
 import { pgCpuMeter } from './pg-cpu.ts';
 import { runStartRates, START_RATES } from './start-rate.ts';
+import { startBaselineSummary } from './start-baseline.ts';
 import { runFloodCheck } from './flood.ts';
 import { runBurstRow } from './burst.ts';
 import { runLongAnswerRow } from './long-answer.ts';
@@ -72,7 +73,8 @@ const KS = SWEEP.map((s) => s.k);
 // 1,000 starts/s: faster ramps measure the simulator's own start-up queue (its ttfd passes 150 ms
 // at 2,000/s), and K=5,000 still has every stream open at once for seconds.
 const STARTS = Number(env.BENCH_STARTS_PER_SEC ?? 1000);
-const TARGETS = new Set((ALL ? env.BENCH_TARGETS ?? 'floor,nginx,peer,service' : CAPACITY_RUN ? 'floor,nginx,service' : 'service').split(','));
+const START_RATE_RUN = ALL ? START_RATES.length > 0 : ONLY.has('startRate');
+const TARGETS = new Set((ALL ? env.BENCH_TARGETS ?? 'floor,nginx,peer,service' : CAPACITY_RUN || START_RATE_RUN ? 'floor,nginx,service' : 'service').split(','));
 const PROFILE = env.BENCH_PROFILE === '1';
 const SERVICE_FLAGS = (env.BENCH_SERVICE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const CASES = new Set((env.BENCH_CASES ?? 'provider_c:true,provider_c:false,provider_a:true,provider_a:false').split(','));
@@ -193,7 +195,7 @@ async function main(): Promise<void> {
       await tlsRuns(persisted, serviceBody('provider_c', true, 1, 1), step, floor);
       await h2cRun(persisted, serviceBody('provider_c', true, 1, 1), step, floor);
     }
-    if (ALL && START_RATES.length) await runStartRates(drive, run);
+    if (START_RATE_RUN) await runStartRates(drive, run);
     const capacityRows = CAPACITY_RUN ? await runCapacity({ ...drive, log, overBudget }) : [];
     for (const row of capacityRows) {
       rows.push(row);
@@ -243,6 +245,8 @@ async function main(): Promise<void> {
       : { skipped: 'BENCH_CLUSTER=0, service not in BENCH_TARGETS, or over budget' };
     // History search at 100,000 messages (bench/load/history-search.ts; alone: node --import tsx bench/load/history-search.ts).
     (checks as Record<string, unknown>).historySearch = ALL && env.BENCH_HISTORY !== '0' ? await runHistorySearchBench(log) : { skipped: 'BENCH_HISTORY=0' };
+    // Issue 48: the service's persisted start against nginx + SQL, per rate (start-baseline.ts).
+    (checks as Record<string, unknown>).startBaseline = START_RATE_RUN ? startBaselineSummary(rows) : { skipped: 'no start-rate rows in this run' };
     const ratio = capacityRatio(capacityRows);
     (checks as Record<string, unknown>).capacity = ratio ?? { skipped: 'no capacity search of both the service and nginx in this run' };
     if (ratio) log(`capacity: service ÷ nginx ${ratio.ratio} (${ratio.pass ? 'pass' : 'miss'}: ${ratio.bound}); service ${ratio.service.median} [${ratio.service.spread.join('–')}, ± ${ratio.service.spreadPct} %], `

@@ -50,6 +50,9 @@ export interface Row {
   idleCpuUsPerStart?: number | null;
   /** The same for the bench database's Postgres backends (pg-cpu.ts); persisted service rows. */
   pgCpuUsPerStart?: number | null;
+  /** The `nginx + SQL` start baseline (start-baseline.ts): its cpuUsPerStart is these two parts' sum. */
+  relayCpuUsPerStart?: number | null;
+  sqlClientCpuUsPerStart?: number | null;
   /**
    * Start-burst and start-rate rows: the process's thread wake-ups (voluntary context switches of all its
    * threads) over the job ÷ K. Each costs a sleep and a wake (epoll_wait, the scheduler, the loop's

@@ -88,7 +88,7 @@ function startRateTable(rows: Row[]): string[] {
   out.push('| target | persist | starts/s | K | CPU µs/start | of which idle | ÷ nginx | Postgres µs/start | ttfd p50 | ttfd p99 | failed | lost | dup | load |');
   out.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
   for (const r of sr) {
-    const nginx = sr.find((x) => x.target === 'nginx' && x.rate === r.rate)?.cpuUsPerStart;
+    const nginx = sr.find((x) => x.target === 'nginx' && x.variant === undefined && x.rate === r.rate)?.cpuUsPerStart;
     const cpu = r.target === 'floor' ? `(simulator ${fmt(r.simCpuUsPerDelta)})` : fmt(r.cpuUsPerStart);
     out.push(`| ${r.target}${r.variant ? ` (${r.variant})` : ''} | ${r.persist ?? '—'} | ${r.rate} | ${r.k} | ${cpu} | ${fmt(r.idleCpuUsPerStart)} | ${r.target === 'floor' ? '—' : ratio(r.cpuUsPerStart, nginx)} | ${fmt(r.pgCpuUsPerStart)} | `
       + `${fmt(r.ttfdP50Ms)} | ${fmt(r.ttfdP99Ms)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} |`);
