@@ -1,6 +1,7 @@
 // Turns the rows into what a reader looks at: Markdown tables (every run; the start burst; the ratios;
 // the cost curve). The charts are in charts.ts.
 import { steadyP99, type Row } from './measure.ts';
+import { issue48Tables } from './report-checks.ts';
 
 const fmt = (v: number | null | undefined, d = 1): string => (v === null || v === undefined ? '—' : v.toFixed(d));
 const ratio = (a: number | null | undefined, b: number | null | undefined): string =>
@@ -41,7 +42,7 @@ export function markdown(all: Row[], meta: Record<string, unknown>, checks: Reco
         + `${fmt(r.rssKbPerStream)} | ${r.failed ?? '—'} | ${r.lost ?? '—'} | ${r.duplicated ?? '—'} | ${fmt(r.loadAvg1)} |`);
     }
   }
-  out.push(...startRateTable(rows), ...capacityTable(rows));
+  out.push(...startRateTable(rows), ...capacityTable(rows), ...issue48Tables(checks));
   const streams = rows.filter((r) => r.scenario === 'stream' && !r.variant);
   out.push('', '## Ratios (CPU per delivered delta)', '');
   out.push('The steady columns count only the time every stream is open and none starts or ends (the relay alone); the others divide the whole job, its starts included, by its deltas.', '');
