@@ -35,8 +35,8 @@ export interface LongResult {
   slow: ClassResult;
   measured: ClassResult & { latencyMs: Summary; lost: number; duplicated: number };
   probes: ClassResult;
-  /** Every start of the job (all four classes): time to `meta`, and how many took over 5 s or never had one. */
-  allStarts: { metaMs: Summary; metaOver5s: number; noMeta: number };
+  /** Every start of the job (all four classes): time to `meta`, how many took over 5 s, were accepted without one, or were refused. */
+  allStarts: { metaMs: Summary; metaOver5s: number; noMeta: number; refused: number };
   seconds: number;
 }
 
@@ -76,6 +76,8 @@ export async function runLong(job: LongJob): Promise<LongResult> {
   let lost = 0;
   let duplicated = 0;
   for (const o of m) {
+    // A refused stream has no deltas to lose: it counts among the refusals.
+    if (o.status !== 200) continue;
     if (o.stamps < job.measured.deltas) lost += job.measured.deltas - o.stamps;
     if (o.stamps > job.measured.deltas) duplicated += o.stamps - job.measured.deltas;
   }
@@ -88,6 +90,7 @@ export async function runLong(job: LongJob): Promise<LongResult> {
       metaMs: summaryOf(every.map((o) => o.metaMs)),
       metaOver5s: every.filter((o) => o.metaMs !== null && o.metaMs > 5000).length,
       noMeta: every.filter((o) => o.status === 200 && o.metaMs === null).length,
+      refused: every.filter((o) => o.status !== 200).length,
     },
     seconds: Math.round(performance.now() - t0) / 1000,
   };

@@ -33,19 +33,19 @@ interface LongPhase {
   slow: { done: number; n: number };
   probes: { done: number; n: number };
   measured: { lost: number };
-  allStarts: { metaMs: Summary; metaOver5s: number; noMeta: number };
+  allStarts: { metaMs: Summary; metaOver5s: number; noMeta: number; refused?: number };
 }
 
 function longAnswerTable(c: unknown): string[] {
   if (!measured(c)) return [];
   const job = c.job as Record<string, number>;
   const out = ['', `## Long answers: ${job.runs} × ${(job.chars / 1e6).toFixed(1)} MB beside ${job.slow} slow readers and ${job.measured} measured streams${origin(c)}`, ''];
-  out.push('| CHECKPOINT_MS | measured added p50 | added p99 | meta of every start p50 | p99 | max | over 5 s | long done | slow done | probes done | measured lost |');
-  out.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+  out.push('| CHECKPOINT_MS | measured added p50 | added p99 | meta of every start p50 | p99 | max | over 5 s | refused | long done | slow done | probes done | measured lost |');
+  out.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
   for (const [name, key] of [['default', 'checkpointsOn'], ['0 (off)', 'checkpointsOff']] as const) {
     const p = c[key] as LongPhase | undefined;
     if (!p) continue;
-    out.push(`| ${name} | ${fmt(p.addedMs.p50)} | ${fmt(p.addedMs.p99)} | ${fmt(p.allStarts.metaMs.p50)} | ${fmt(p.allStarts.metaMs.p99)} | ${fmt(p.allStarts.metaMs.max)} | ${p.allStarts.metaOver5s} | `
+    out.push(`| ${name} | ${fmt(p.addedMs.p50)} | ${fmt(p.addedMs.p99)} | ${fmt(p.allStarts.metaMs.p50)} | ${fmt(p.allStarts.metaMs.p99)} | ${fmt(p.allStarts.metaMs.max)} | ${p.allStarts.metaOver5s} | ${p.allStarts.refused ?? '—'} | `
       + `${p.long.done}/${p.long.n} | ${p.slow.done}/${p.slow.n} | ${p.probes.done}/${p.probes.n} | ${p.measured.lost} |`);
   }
   const ratio = c.onOverOff as Record<string, number | null>;
