@@ -16,7 +16,7 @@
 // A target's step at a K where the floor itself misses counts as missed: above the floor's capacity
 // the machine, not the target, is what is measured.
 //
-// Knobs (env): BENCH_CAPACITY=0 (off)  BENCH_CAPACITY_TARGETS=floor,nginx,service,peer
+// Knobs (env): BENCH_CAPACITY=0 (off)  BENCH_CAPACITY_TARGETS=floor,service,nginx,peer
 //   BENCH_CAPACITY_MIN=100 BENCH_CAPACITY_MAX=10000 BENCH_CAPACITY_TOL=0.1 BENCH_CAPACITY_RATE=20
 //   BENCH_CAPACITY_STARTS=500 BENCH_CAPACITY_HOLD_S=5 BENCH_CAPACITY_ADDED_P99_MS=50 BENCH_CAPACITY_TTFD_P99_MS=250
 //   BENCH_CAPACITY_REPEATS=3 (1: every step one run)  BENCH_CAPACITY_SEARCHES=3 (searches per target)
@@ -33,7 +33,7 @@ import { failedRow, steadyP99, type Base, type CapacityProbe, type Row } from '.
 
 const env = process.env;
 export const CAPACITY = env.BENCH_CAPACITY !== '0';
-const TARGETS = (env.BENCH_CAPACITY_TARGETS ?? 'floor,nginx,service,peer').split(',').filter(Boolean);
+const TARGETS = (env.BENCH_CAPACITY_TARGETS ?? 'floor,service,nginx,peer').split(',').filter(Boolean);
 const MIN = Number(env.BENCH_CAPACITY_MIN ?? 100);
 export const CAPACITY_MAX = Number(env.BENCH_CAPACITY_MAX ?? 10_000);
 const MAX = CAPACITY_MAX;
