@@ -19,7 +19,7 @@ const TARGETS = new Set((env.BENCH_START_RATE_TARGETS ?? 'floor,nginx,nginx-sql,
 
 /** Measures every target at each start rate; `run` records (and logs) each row, as the sweep's runs do. */
 export async function runStartRates(c: DriveContext, run: (base: Base, go: () => Promise<Row>) => Promise<Row | undefined>): Promise<void> {
-  const sql = TARGETS.has('nginx-sql') ? await sqlClientFor(c) : null;
+  const sql = TARGETS.has('nginx-sql') && c.nginx !== null ? await sqlClientFor(c) : null;
   try {
     await eachRate(c, run, sql);
   } finally {
@@ -43,7 +43,7 @@ async function eachRate(c: DriveContext, run: (base: Base, go: () => Promise<Row
       const base: Base = { ...baseOf(who.target, who.target === 'service' ? who.persist : null), ...('h2c' in who && who.h2c ? { variant: 'h2c' } : {}) };
       await run(base, () => driveOnce(c, who, base, step, floor));
     }
-    if (TARGETS.has('nginx-sql')) {
+    if (TARGETS.has('nginx-sql') && c.nginx !== null) {
       const base: Base = { ...baseOf('nginx', true), variant: 'sql' };
       await run(base, () => baselineRun(c, sql, base, step, floor));
     }
