@@ -12,6 +12,8 @@ export interface ToolScript {
 
 export interface Directive {
   reply?: string;
+  /** The answer (`reply` or the default) repeated, space-joined, and cut to exactly this many characters: a long answer from a short prompt. */
+  replyChars?: number;
   deltas?: number;
   rate?: number;
   stamp?: boolean;
@@ -58,6 +60,7 @@ const SIM_ALL = /(?:^|[ \t])SIM \{[^\n]*\}[ \t]*\r?$/gm;
 
 const NUMBER_FIELDS = [
   'deltas',
+  'replyChars',
   'rate',
   'toolRounds',
   'status',
@@ -124,6 +127,9 @@ function validate(raw: unknown): Directive | string {
   if (raw.gateEvery !== undefined && raw.gateAfter !== undefined) return `'gateEvery' and 'gateAfter' exclude each other`;
   if (raw.gateEvery !== undefined && (!Number.isInteger(raw.gateEvery) || (raw.gateEvery as number) < 1)) return `'gateEvery' must be a positive integer`;
   if (raw.reply !== undefined && typeof raw.reply !== 'string') return `'reply' must be a string`;
+  if (raw.replyChars !== undefined && (!Number.isInteger(raw.replyChars) || (raw.replyChars as number) < 1)) {
+    return `'replyChars' must be a positive integer`;
+  }
   if (raw.deltas !== undefined && (!Number.isInteger(raw.deltas) || (raw.deltas as number) < 1)) {
     return `'deltas' must be a positive integer`;
   }
