@@ -149,7 +149,12 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const providers = createProviders(config);
   const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS, overloadStartBacklog: config.OVERLOAD_START_BACKLOG, overloadBusyPercent: config.OVERLOAD_BUSY_PERCENT });
   const lag = config.OVERLOAD_LAG_MS > 0 || config.OVERLOAD_BUSY_PERCENT > 0 ? new LagBoard() : null;
-  const sse = new SseStreams({ heartbeatMs: config.SSE_HEARTBEAT_MS, queueCap: config.SSE_MAX_QUEUED_BYTES });
+  const sse = new SseStreams({
+    heartbeatMs: config.SSE_HEARTBEAT_MS,
+    queueCap: config.SSE_MAX_QUEUED_BYTES,
+    // A response some other path had already answered or let go: a bug to see, not a client gone.
+    onLost: (err) => log.error({ err }, 'an SSE stream found its response already let go; the stream is closed'),
+  });
   // Closed after the supervisor: the streams of runs cut by its shutdown get their last frames first.
   lc.defer('sse streams', () => sse.close());
   const { supervisor, runs, metrics } = await lc.open(
