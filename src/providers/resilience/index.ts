@@ -1,0 +1,53 @@
+// A thread's resilience: its retry budget and breakers, local, or shared by the cluster through Redis
+// when REDIS_URL is set. The Redis connection is this module's own (the providers layer sits below the
+// cluster's); until it is up, and whenever a command fails, the local budget and breakers decide.
+import type { Redis } from 'ioredis';
+import { LocalBreakers, RedisBreakers } from './breaker.ts';
+import { LocalRetryBudget, RedisRetryBudget } from './budget.ts';
+import type { ResilienceSettings } from './policy.ts';
+import type { Resilience } from './resilient.ts';
+import { emptyStats, sumStats, type ResilienceStats } from './stats.ts';
+
+export { resilientProviders, retryLoop, type Resilience } from './resilient.ts';
+export { settingsFrom, type ResilienceConfig, type ResilienceSettings } from './policy.ts';
+export { emptyStats, sumStats, type ResilienceStats } from './stats.ts';
+
+/** Every resilience this thread made: /metrics sums them (a worker posts the sum to the main thread). */
+const made: ResilienceStats[] = [];
+
+export function threadStats(): ResilienceStats {
+  return sumStats(made);
+}
+
+/**
+ * `redis`: a connection to share state through (tests: one per simulated instance); else one is opened
+ * when `settings.redisUrl` is set. `now`: the clock of budgets and breakers (tests).
+ */
+export function createResilience(settings: ResilienceSettings, { redis, now }: { redis?: Redis; now?: () => number } = {}): Resilience {
+  const budgetRule = { percent: settings.budgetPercent, now };
+  const breakerRule = { failures: settings.breakerFailures, openMs: settings.breakerOpenMs, now };
+  const local = { budget: new LocalRetryBudget(budgetRule), breakers: new LocalBreakers(breakerRule) };
+  const r: Resilience = { settings, ...local, stats: emptyStats() };
+  made.push(r.stats);
+  const share = (client: Redis): void => {
+    r.budget = new RedisRetryBudget(client, settings.keyPrefix, budgetRule);
+    r.breakers = new RedisBreakers(client, settings.keyPrefix, breakerRule);
+  };
+  if (redis) share(redis);
+  else if (settings.redisUrl) void connect(settings.redisUrl).then((client) => client && share(client));
+  return r;
+}
+
+/** A connection that never queues a command while down (it fails at once: the local state decides). */
+async function connect(url: string): Promise<Redis | null> {
+  try {
+    const { Redis } = await import('ioredis');
+    const client = new Redis(url, { connectionName: 'provider-resilience', enableOfflineQueue: false, commandTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: (n) => Math.min(100 * n, 1000) });
+    client.on('error', () => {});
+    // Shared state is a help, not a reason to keep a process (or a test) alive.
+    client.on('connect', () => (client as unknown as { stream?: { unref?(): void } }).stream?.unref?.());
+    return client;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,31 @@
+// What the resilience layer did, counted per thread as plain data: the main thread sums its own and
+// its actor threads' (which post theirs) into /metrics (css_provider_calls_total, …).
+
+export interface ResilienceStats {
+  /** `provider|outcome` → calls (outcome: ok, rate_limited, unavailable, timeout, error, breaker_open). */
+  calls: Record<string, number>;
+  /** provider → retries. */
+  retries: Record<string, number>;
+  /** `from|to` → runs that went on on a fallback. */
+  fallbacks: Record<string, number>;
+  /** provider → 1 while a breaker of one of its models is open (as last seen), else 0. */
+  breakerOpen: Record<string, number>;
+}
+
+export const emptyStats = (): ResilienceStats => ({ calls: {}, retries: {}, fallbacks: {}, breakerOpen: {} });
+
+export function bump(counts: Record<string, number>, key: string): void {
+  counts[key] = (counts[key] ?? 0) + 1;
+}
+
+/** Sums several threads' stats; an open breaker anywhere is open. */
+export function sumStats(list: Iterable<ResilienceStats>): ResilienceStats {
+  const out = emptyStats();
+  for (const s of list) {
+    for (const field of ['calls', 'retries', 'fallbacks'] as const) {
+      for (const [k, n] of Object.entries(s[field])) out[field][k] = (out[field][k] ?? 0) + n;
+    }
+    for (const [k, n] of Object.entries(s.breakerOpen)) out.breakerOpen[k] = Math.max(out.breakerOpen[k] ?? 0, n);
+  }
+  return out;
+}
