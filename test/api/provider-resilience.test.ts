@@ -1,0 +1,144 @@
+// Providers fail, answers don't (through the HTTP API, against the simulator): a 429 that outlives the
+// retries reaches the client as 429 with the provider's Retry-After; an open breaker answers 503 with
+// the message and Retry-After at once, without calling the provider; a run whose provider fails before
+// any output goes on on the next model of PROVIDER_FALLBACKS, and one that fails after text went out
+// goes on on provider_b by prefill, with one stream, one stored answer equal to it, metadata.fallback
+// and lastRun saying so. Decided by events, stored rows and the simulator's request log.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
+
+const CHAINS = 'provider_a=provider_c/sim-c-large;provider_c=provider_b/sim-b-large';
+
+describe('provider resilience', () => {
+  let t: TestServer;
+  /** Same simulator; no retries and breakers that open after 2 failures. */
+  let strict: TestServer;
+  before(async () => {
+    t = await startTestServer({ env: { PROVIDER_FALLBACKS: CHAINS } });
+    strict = await startTestServer({ sim: t.sim, env: { PROVIDER_RETRIES: '0', PROVIDER_BREAKER_FAILURES: '2', PROVIDER_BREAKER_OPEN_MS: '60000' } });
+  });
+  after(async () => {
+    await strict.close();
+    await t.close();
+  });
+  beforeEach(() => {
+    t.sim.setFaults([]);
+    t.sim.clearRequests();
+  });
+
+  const body = (provider: string, model: string, content: string, extra: Record<string, unknown> = {}) => ({
+    provider,
+    model,
+    enabledTools: [],
+    messages: [{ role: 'user', content }],
+    ...extra,
+  });
+  const chatOf = async (chatId: string) => (await t.call('GET', `/v1/chats/${chatId}`)).body.chat;
+
+  describe('a provider 429 past the retries', () => {
+    it('reaches the client as 429 with the provider\'s Retry-After (within the max wait: after 2 retries)', async () => {
+      const r = await t.call('POST', '/v1/chat-completions', body('provider_d', 'sim-d-agent', sim({ status: 429, retryAfterMs: 2 })));
+      assert.equal(r.status, 429);
+      assert.match(r.body.message, /^provider_d error 429: /);
+      assert.equal(r.headers.get('retry-after'), '1');
+      assert.equal(t.sim.calls('provider_d'), 3);
+    });
+
+    it('a wait longer than PROVIDER_RETRY_MAX_WAIT_MS is not waited: 429 at once, Retry-After the provider\'s', async () => {
+      const r = await t.call('POST', '/v1/chat-completions', body('provider_d', 'sim-d-agent', sim({ status: 429, retryAfter: 30 })));
+      assert.equal(r.status, 429);
+      assert.equal(r.headers.get('retry-after'), '30');
+      assert.equal(t.sim.calls('provider_d'), 1);
+    });
+
+    it('a stream that already sent meta ends with the error event', async () => {
+      const s = await t.stream('/v1/chat-completions/stream', body('provider_d', 'sim-d-agent', sim({ status: 429, retryAfter: 30 })));
+      assert.deepEqual(s.events.map((e) => e.event), ['meta', 'error']);
+      assert.match(s.events[1]!.data.message, /^provider_d error 429: /);
+    });
+
+    it('a 503 past the retries stays the spec\'s 502', async () => {
+      const r = await t.call('POST', '/v1/chat-completions', body('provider_d', 'sim-d-agent', sim({ status: 503 })));
+      assert.equal(r.status, 502);
+      assert.equal(r.headers.get('retry-after'), null);
+      assert.equal(t.sim.calls('provider_d'), 3);
+    });
+  });
+
+  describe('breakers', () => {
+    it('open after PROVIDER_BREAKER_FAILURES failures: 503 with the message and Retry-After, no call; a stream\'s error says the same', async () => {
+      for (let i = 0; i < 2; i++) {
+        const r = await strict.call('POST', '/v1/chat-completions', body('provider_d', 'sim-d-small', sim({ status: 503 })));
+        assert.equal(r.status, 502);
+      }
+      assert.equal(t.sim.calls('provider_d'), 2);
+      const refused = await strict.call('POST', '/v1/chat-completions', body('provider_d', 'sim-d-small', sim({ reply: 'not asked' })));
+      assert.equal(refused.status, 503);
+      assert.deepEqual(refused.body, { message: 'provider_d is unavailable, retry later' });
+      const wait = Number(refused.headers.get('retry-after'));
+      assert.ok(wait > 0 && wait <= 60, `Retry-After ${wait}`);
+      const s = await strict.stream('/v1/chat-completions/stream', body('provider_d', 'sim-d-small', sim({ reply: 'not asked' })));
+      assert.deepEqual(s.events.map((e) => e.event), ['meta', 'error']);
+      assert.equal(s.events[1]!.data.message, 'provider_d is unavailable, retry later');
+      assert.equal(t.sim.calls('provider_d'), 2);
+    });
+  });
+
+  describe('fallbacks', () => {
+    it('before any output: the next model of the chain answers; one stream, meta names the first, the answer is marked', async () => {
+      const s = await t.stream('/v1/chat-completions/stream', body('provider_a', 'sim-a-large', sim({ status: 503, failOn: ['provider_a'], reply: 'answered by c' })));
+      assert.deepEqual(s.events.map((e) => e.event), ['meta', 'delta', 'delta', 'done']);
+      const meta = s.events[0]!.data;
+      assert.deepEqual([meta.provider, meta.model], ['provider_a', 'sim-a-large']);
+      const done = s.events.at(-1)!.data;
+      assert.equal(done.text, 'answered by c');
+      // provider_a: the call and its 2 retries; then provider_c once.
+      assert.equal(t.sim.calls('provider_a'), 3);
+      assert.equal(t.sim.calls('provider_c'), 1);
+      const chat = await chatOf(meta.chatId);
+      const answer = chat.messages.at(-1);
+      assert.equal(answer.content, 'answered by c');
+      const fallback = { from: 'provider_a/sim-a-large', to: 'provider_c/sim-c-large', reason: answer.metadata.fallback.reason };
+      assert.match(fallback.reason, /^provider_a error 503: /);
+      assert.deepEqual(answer.metadata.fallback, fallback);
+      assert.deepEqual(chat.lastRun.fallback, fallback);
+      assert.equal(chat.lastRun.status, 'succeeded');
+      assert.deepEqual(chat.lastRun.usage, done.usage);
+    });
+
+    it('after text went out: provider_b continues the answer by prefill; the stored answer is the streamed one', async () => {
+      const reply = 'abcdefghijklmnopqrst';
+      const s = await t.stream(
+        '/v1/chat-completions/stream',
+        body('provider_c', 'sim-c-large', sim({ reply, deltas: 5, failAfter: 2, failMode: 'disconnect', failOn: ['provider_c'] })),
+      );
+      const kinds = s.events.map((e) => e.event);
+      assert.equal(kinds[0], 'meta');
+      assert.equal(kinds.at(-1), 'done');
+      const streamed = s.events.filter((e) => e.event === 'delta').map((e) => e.data.text ?? e.data.delta ?? '').join('');
+      const done = s.events.at(-1)!.data;
+      assert.equal(done.text, reply);
+      assert.equal(streamed, reply);
+      assert.equal(t.sim.calls('provider_c'), 1);
+      assert.equal(t.sim.calls('provider_b'), 1);
+      // provider_b got the text so far as a trailing assistant turn.
+      const sent = t.sim.requests.find((r) => r.upstream === 'provider_b')!.body;
+      assert.equal(sent.messages.at(-1).role, 'assistant');
+      assert.match(JSON.stringify(sent.messages.at(-1).content), /abcdefgh/);
+      const chat = await chatOf(s.events[0]!.data.chatId);
+      const answers = chat.messages.filter((m: { role: string }) => m.role === 'assistant');
+      assert.equal(answers.length, 1);
+      assert.equal(answers[0].content, reply);
+      assert.equal(answers[0].metadata.interrupted, undefined);
+      assert.deepEqual([answers[0].metadata.fallback.from, answers[0].metadata.fallback.to], ['provider_c/sim-c-large', 'provider_b/sim-b-large']);
+      assert.equal(chat.lastRun.fallback.to, 'provider_b/sim-b-large');
+    });
+
+    it('a provider without a chain fails as before (the spec\'s 502)', async () => {
+      const r = await t.call('POST', '/v1/chat-completions', body('provider_b', 'sim-b-large', sim({ status: 529 })));
+      assert.equal(r.status, 502);
+      assert.equal(t.sim.calls('provider_b'), 3);
+    });
+  });
+});
