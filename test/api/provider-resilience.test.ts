@@ -6,7 +6,7 @@
 // and lastRun saying so. Decided by events, stored rows and the simulator's request log.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
+import { sim, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
 
 const CHAINS = 'provider_a=provider_c/sim-c-large;provider_c=provider_b/sim-b-large';
 
@@ -139,6 +139,49 @@ describe('provider resilience', () => {
       const r = await t.call('POST', '/v1/chat-completions', body('provider_b', 'sim-b-large', sim({ status: 529 })));
       assert.equal(r.status, 502);
       assert.equal(t.sim.calls('provider_b'), 3);
+    });
+  });
+
+  describe('metrics', () => {
+    /** One sample of /metrics, 0 when absent. */
+    const sample = async (name: string, labels: string): Promise<number> => {
+      const text = (await t.call('GET', '/metrics')).body as string;
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+      return line ? Number(line.split(' ').at(-1)) : 0;
+    };
+
+    it('count calls by outcome, retries, fallbacks, and show an open breaker', async () => {
+      const before = {
+        ok: await sample('css_provider_calls_total', 'provider="provider_c",outcome="ok"'),
+        unavailable: await sample('css_provider_calls_total', 'provider="provider_a",outcome="unavailable"'),
+        retries: await sample('css_provider_retries_total', 'provider="provider_a"'),
+        fallbacks: await sample('css_runs_fallback_total', 'from="provider_a",to="provider_c"'),
+      };
+      const s = await t.stream('/v1/chat-completions/stream', body('provider_a', 'sim-a-large', sim({ status: 503, failOn: ['provider_a'], reply: 'counted' })));
+      assert.equal(s.events.at(-1)!.event, 'done');
+      assert.equal(await sample('css_provider_calls_total', 'provider="provider_c",outcome="ok"'), before.ok + 1);
+      assert.equal(await sample('css_provider_calls_total', 'provider="provider_a",outcome="unavailable"'), before.unavailable + 3);
+      assert.equal(await sample('css_provider_retries_total', 'provider="provider_a"'), before.retries + 2);
+      assert.equal(await sample('css_runs_fallback_total', 'from="provider_a",to="provider_c"'), before.fallbacks + 1);
+      // The strict server's provider_d breaker opened above (both servers share this process's count).
+      assert.equal(await sample('css_provider_breaker_open', 'provider="provider_d"'), 1);
+    });
+
+    it('an actor thread\'s counts reach the main thread\'s /metrics', async () => {
+      const threaded = await startTestServer({ sim: t.sim, actorThreads: 1, env: { PROVIDER_FALLBACKS: 'provider_d=provider_b/sim-b-large' } });
+      try {
+        const s = await threaded.stream('/v1/chat-completions/stream', body('provider_d', 'sim-d-agent', sim({ status: 503, failOn: ['provider_d'], reply: 'from b' })));
+        assert.equal(s.events.at(-1)!.data.text, 'from b');
+        const fallbacks = async () => {
+          const text = (await threaded.call('GET', '/metrics')).body as string;
+          return text.split('\n').find((l) => l.startsWith('css_runs_fallback_total{from="provider_d",to="provider_b"}')) ?? '';
+        };
+        // The thread posts its counts when they changed, once a second: wait for that post.
+        await waitFor(async () => (await fallbacks()) !== '', 10_000, 'the worker\'s fallback count on /metrics');
+        assert.equal((await fallbacks()).split(' ').at(-1), '1');
+      } finally {
+        await threaded.close();
+      }
     });
   });
 });

@@ -10,7 +10,7 @@ import { emptyStats, sumStats, type ResilienceStats } from './stats.ts';
 
 export { resilientProviders, retryLoop, type Resilience } from './resilient.ts';
 export { settingsFrom, type ResilienceConfig, type ResilienceSettings } from './policy.ts';
-export { emptyStats, sumStats, type ResilienceStats } from './stats.ts';
+export { emptyStats, reportStats, sumStats, type ProviderStatsReport, type ResilienceStats } from './stats.ts';
 
 /** Every resilience this thread made: /metrics sums them (a worker posts the sum to the main thread). */
 const made: ResilienceStats[] = [];

@@ -29,3 +29,24 @@ export function sumStats(list: Iterable<ResilienceStats>): ResilienceStats {
   }
   return out;
 }
+
+/** What an actor thread posts to the main thread when its stats changed. */
+export interface ProviderStatsReport {
+  t: 'provider_stats';
+  stats: ResilienceStats;
+}
+
+/**
+ * Posts `read()` every `everyMs` when it changed since the last post (an idle thread posts nothing).
+ * The timer does not keep the thread alive.
+ */
+export function reportStats(read: () => ResilienceStats, post: (report: ProviderStatsReport) => void, everyMs = 1000): void {
+  let last = '';
+  setInterval(() => {
+    const stats = read();
+    const json = JSON.stringify(stats);
+    if (json === last) return;
+    last = json;
+    post({ t: 'provider_stats', stats });
+  }, everyMs).unref();
+}
