@@ -165,6 +165,7 @@ describe('providers/resilience', () => {
     });
 
     let redis: TestRedis | string;
+    const redisUrl = () => (redis as TestRedis).url;
     const conns: Redis[] = [];
     before(async () => {
       redis = await testRedis();
@@ -192,6 +193,26 @@ describe('providers/resilience', () => {
         },
         shared: true,
       };
+    });
+
+    test('two instances on one Redis (REDIS_URL): a breaker opened by the calls of one refuses on the other, which never calls', async (t) => {
+      if (typeof redis === 'string') return t.skip(redis);
+      const prefix = redis.prefix();
+      const instance = async () => {
+        const r = createResilience(settingsFrom({ REDIS_URL: redisUrl(), REDIS_KEY_PREFIX: prefix, PROVIDER_RETRIES: 0, PROVIDER_BREAKER_FAILURES: 2, PROVIDER_BREAKER_OPEN_MS: 60_000 }));
+        assert.equal(await r.shared, true);
+        return { r, c: createProviders(config(), r).get('provider_c')! };
+      };
+      const one = await instance();
+      const two = await instance();
+      for (let i = 0; i < 2; i++) assert.equal((await fail(one.c, { status: 503 })).status, 503);
+      assert.equal(sim.calls('provider_c'), 2);
+      const refused = await fail(two.c, { reply: 'never asked' });
+      assert.ok(refused instanceof ProviderUnavailableError, String(refused));
+      assert.ok(refused.retryAfterMs! > 0 && refused.retryAfterMs! <= 60_000);
+      assert.equal(sim.calls('provider_c'), 2);
+      assert.equal(two.r.stats.breakerOpen.provider_c, 1);
+      await redis.clean(prefix);
     });
 
     test('the retry budget through Redis is the cluster\'s: two instances share one share and one floor', async (t) => {

@@ -27,18 +27,23 @@ export function createResilience(settings: ResilienceSettings, { redis, now }: {
   const budgetRule = { percent: settings.budgetPercent, now };
   const breakerRule = { failures: settings.breakerFailures, openMs: settings.breakerOpenMs, now };
   const local = { budget: new LocalRetryBudget(budgetRule), breakers: new LocalBreakers(breakerRule) };
-  const r: Resilience = { settings, ...local, stats: emptyStats() };
+  const r: Resilience = { settings, ...local, stats: emptyStats(), shared: Promise.resolve(false) };
   made.push(r.stats);
-  const share = (client: Redis): void => {
+  const share = (client: Redis | null): boolean => {
+    if (!client) return false;
     r.budget = new RedisRetryBudget(client, settings.keyPrefix, budgetRule);
     r.breakers = new RedisBreakers(client, settings.keyPrefix, breakerRule);
+    return true;
   };
-  if (redis) share(redis);
-  else if (settings.redisUrl) void connect(settings.redisUrl).then((client) => client && share(client));
+  if (redis) r.shared = Promise.resolve(share(redis));
+  else if (settings.redisUrl) r.shared = connect(settings.redisUrl).then(share);
   return r;
 }
 
-/** A connection that never queues a command while down (it fails at once: the local state decides). */
+/**
+ * A connection that never queues a command while down (it fails at once: the local state decides),
+ * in use once it first answered. Null when the client cannot be loaded.
+ */
 async function connect(url: string): Promise<Redis | null> {
   try {
     const { Redis } = await import('ioredis');
@@ -46,6 +51,7 @@ async function connect(url: string): Promise<Redis | null> {
     client.on('error', () => {});
     // Shared state is a help, not a reason to keep a process (or a test) alive.
     client.on('connect', () => (client as unknown as { stream?: { unref?(): void } }).stream?.unref?.());
+    await new Promise<void>((resolve) => client.once('ready', resolve));
     return client;
   } catch {
     return null;

@@ -33,6 +33,8 @@ export interface Resilience {
   budget: RetryBudget;
   breakers: Breakers;
   stats: ResilienceStats;
+  /** Settles true once budgets and breakers are shared through Redis, false when they stay local. */
+  shared: Promise<boolean>;
 }
 
 /** Providers whose API continues a trailing assistant turn (a prefill). */
