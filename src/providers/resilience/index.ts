@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { LocalBreakers, RedisBreakers } from './breaker.ts';
 import { LocalRetryBudget, RedisRetryBudget } from './budget.ts';
 import type { ResilienceSettings } from './policy.ts';
-import type { Resilience } from './resilient.ts';
+import { SHARE_WAIT_MS, type Resilience } from './resilient.ts';
 import { emptyStats, sumStats, type ResilienceStats } from './stats.ts';
 
 export { resilientProviders, retryLoop, type Resilience } from './resilient.ts';
@@ -27,7 +27,7 @@ export function createResilience(settings: ResilienceSettings, { redis, now }: {
   const budgetRule = { percent: settings.budgetPercent, now };
   const breakerRule = { failures: settings.breakerFailures, openMs: settings.breakerOpenMs, now };
   const local = { budget: new LocalRetryBudget(budgetRule), breakers: new LocalBreakers(breakerRule) };
-  const r: Resilience = { settings, ...local, stats: emptyStats(), shared: Promise.resolve(false) };
+  const r: Resilience = { settings, ...local, stats: emptyStats(), shared: Promise.resolve(false), sharing: null };
   made.push(r.stats);
   const share = (client: Redis | null): boolean => {
     if (!client) return false;
@@ -36,7 +36,11 @@ export function createResilience(settings: ResilienceSettings, { redis, now }: {
     return true;
   };
   if (redis) r.shared = Promise.resolve(share(redis));
-  else if (settings.redisUrl) r.shared = connect(settings.redisUrl).then(share);
+  else if (settings.redisUrl) {
+    r.shared = connect(settings.redisUrl).then(share);
+    const waited = new Promise<void>((resolve) => setTimeout(resolve, SHARE_WAIT_MS).unref());
+    r.sharing = Promise.race([r.shared, waited]).then(() => (r.sharing = null));
+  }
   return r;
 }
 

@@ -35,7 +35,15 @@ export interface Resilience {
   stats: ResilienceStats;
   /** Settles true once budgets and breakers are shared through Redis, false when they stay local. */
   shared: Promise<boolean>;
+  /**
+   * Until Redis first answered (at most SHARE_WAIT_MS after the start), calls wait for it, so that an
+   * instance's first calls do not go by its own breakers alone; null from then on.
+   */
+  sharing: Promise<unknown> | null;
 }
+
+/** How long an instance's first provider calls wait for the cluster's budgets and breakers. */
+export const SHARE_WAIT_MS = 2000;
 
 /** Providers whose API continues a trailing assistant turn (a prefill). */
 const CONTINUES_PREFILL: ReadonlySet<ProviderName> = new Set(['provider_b']);
@@ -75,35 +83,36 @@ function withPrefill(messages: ProviderMessage[], text: string): ProviderMessage
  */
 export function retryLoop(r: Resilience): RoundRetry {
   return async (provider, req, once, onText) => {
-    const { settings, budget, breakers, stats } = r;
+    const { settings, stats } = r;
     const key = `${provider}/${req.model}`;
     let output = false;
     const sink: TextSink = (text) => {
       output = true;
       onText(text);
     };
+    if (r.sharing) await r.sharing;
     for (let retry = 0; ; retry++) {
-      const admit = settings.breakerFailures > 0 ? await breakers.admit(key) : null;
+      const admit = settings.breakerFailures > 0 ? await r.breakers.admit(key) : null;
       noteBreaker(r, provider, key);
       if (admit && !admit.allow) {
         bump(stats.calls, `${provider}|breaker_open`);
         throw new ProviderUnavailableError(provider, admit.retryAfterMs);
       }
-      if (retry === 0) budget.deposit(provider);
+      if (retry === 0) r.budget.deposit(provider);
       try {
         const end = await once(sink);
         bump(stats.calls, `${provider}|ok`);
-        if (admit) void breakers.record(key, false).then(() => noteBreaker(r, provider, key));
+        if (admit) void r.breakers.record(key, false).then(() => noteBreaker(r, provider, key));
         return end;
       } catch (err) {
         if (isAbortError(err)) throw err;
         bump(stats.calls, `${provider}|${outcomeOf(err)}`);
         const transient = isTransientFailure(err);
-        if (admit) await breakers.record(key, transient);
+        if (admit) await r.breakers.record(key, transient);
         noteBreaker(r, provider, key);
         if (!transient || output || retry >= settings.retries) throw err;
         const wait = retryWaitMs(retry + 1, err, settings);
-        if (wait === null || !(await budget.withdraw(provider))) throw err;
+        if (wait === null || !(await r.budget.withdraw(provider))) throw err;
         bump(stats.retries, provider);
         try {
           await sleep(wait, undefined, { signal: req.signal });
