@@ -135,6 +135,20 @@ describe('provider resilience', () => {
       assert.equal(chat.lastRun.fallback.to, 'provider_b/sim-b-large');
     });
 
+    it('after text went out, a model that would start the answer again is passed over for one that continues it', async () => {
+      const reply = 'ABCDEFGHIJKLMNOPQRST';
+      const s = await t.stream(
+        '/v1/chat-completions/stream',
+        body('provider_a', 'sim-a-large', sim({ reply, deltas: 5, failAfter: 2, failMode: 'event', failOn: ['provider_a'] })),
+      );
+      assert.equal(s.events.at(-1)!.data.text, reply);
+      // provider_c (Chat Completions) cannot continue a turn: the chain goes on to provider_b.
+      assert.deepEqual([t.sim.calls('provider_a'), t.sim.calls('provider_c'), t.sim.calls('provider_b')], [1, 0, 1]);
+      const chat = await chatOf(s.events[0]!.data.chatId);
+      assert.equal(chat.lastRun.fallback.to, 'provider_b/sim-b-large');
+      assert.equal(chat.messages.at(-1).content, reply);
+    });
+
     it('a provider without a chain fails as before (the spec\'s 502)', async () => {
       const r = await t.call('POST', '/v1/chat-completions', body('provider_b', 'sim-b-large', sim({ status: 529 })));
       assert.equal(r.status, 502);

@@ -153,23 +153,27 @@ class ResilientSession implements ProviderSession {
 
   async round(results: ToolResultInput[] | null, onText: TextSink, onHint?: HintSink): Promise<RoundEnd> {
     // Only a first round moves to another model: later ones build on this session's earlier rounds.
-    const movable = ++this.rounds === 1;
+    const movable = ++this.rounds === 1 && this.nextTarget(false) !== null;
+    if (!movable) return this.session.round(results, onText, onHint);
+    // The text is kept only where a model of the chain could continue it (by prefill).
+    const keep = this.nextTarget(true) !== null;
     let streamed = '';
-    const sink: TextSink = movable
-      ? (text) => {
-          streamed += text;
-          onText(text);
-        }
-      : onText;
+    let out = false;
+    const sink: TextSink = (text) => {
+      out = true;
+      if (keep) streamed += text;
+      onText(text);
+    };
     for (;;) {
       try {
-        const end = await this.session.round(results, sink, onHint);
         // A failed call reports no usage: the round's is the call that answered.
+        const end = await this.session.round(results, sink, onHint);
         return this.fallback ? { ...end, fallback: this.fallback } : end;
       } catch (err) {
-        const next = movable && !isAbortError(err) && !this.req.signal.aborted ? this.nextTarget(streamed !== '') : null;
+        // After output only a model that continues the text may go on (never one that starts it again).
+        const next = !isAbortError(err) && !this.req.signal.aborted ? this.nextTarget(out) : null;
         if (!next) throw err;
-        this.moveTo(next, streamed, err);
+        this.moveTo(next, out ? streamed : '', err);
       }
     }
   }
