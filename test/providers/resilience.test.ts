@@ -159,6 +159,28 @@ describe('providers/resilience', () => {
       assert.equal((await collect(c.startSession(request({ reply: 'other model' }, { model: 'sim-c-small' })))).text, 'other model');
     });
 
+    test('a call counts as a success once its text begins, not when its stream ends', async () => {
+      const r = createResilience(settingsFrom({ PROVIDER_RETRIES: 0, PROVIDER_BREAKER_FAILURES: 2 }));
+      const c = createProviders(config(), r).get('provider_c')!;
+      await fail(c, { status: 503 });
+      // A long answer, held after its first delta until the test opens the gate.
+      const gate = `first-${process.pid}`;
+      let started!: () => void;
+      const first = new Promise<void>((resolve) => (started = resolve));
+      let text = '';
+      const long = c.startSession(request({ reply: 'one two three', deltas: 3, gate, gateAfter: 1 })).round(null, (t) => {
+        text += t;
+        started();
+      });
+      await first;
+      // Failure, success (begun), failure: never two in a row, so the breaker stays closed.
+      await fail(c, { status: 503 });
+      assert.equal((await collect(c.startSession(request({ reply: 'still admitted' })))).text, 'still admitted');
+      sim.openGate(gate);
+      await long;
+      assert.equal(text, 'one two three');
+    });
+
     breakerSuite('local', async () => {
       let now = 0;
       return { clock: (t: number) => (now = t), make: () => new LocalBreakers({ failures: 2, openMs: 1000, now: () => now }), shared: false };

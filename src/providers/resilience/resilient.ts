@@ -21,7 +21,7 @@ import {
   type TextSink,
   type ToolResultInput,
 } from '../types.ts';
-import type { Breakers } from './breaker.ts';
+import type { Admit, Breakers } from './breaker.ts';
 import type { RetryBudget } from './budget.ts';
 import type { RoundRetry } from '../session.ts';
 import { isTransientFailure, outcomeOf, retryWaitMs, type ResilienceSettings } from './policy.ts';
@@ -86,13 +86,19 @@ export function retryLoop(r: Resilience): RoundRetry {
     const { settings, stats } = r;
     const key = `${provider}/${req.model}`;
     let output = false;
+    let admit: Admit | null = null;
+    // The provider answering is the breaker's success, told at the first text: a stream lasts long after
+    // its provider proved up, and failures (which come at once) must not meet only stale successes.
+    const answered = (): void => {
+      if (admit) void r.breakers.record(key, false).then(() => noteBreaker(r, provider, key));
+    };
     const sink: TextSink = (text) => {
-      output = true;
+      if (!output) (output = true, answered());
       onText(text);
     };
     if (r.sharing) await r.sharing;
     for (let retry = 0; ; retry++) {
-      const admit = settings.breakerFailures > 0 ? await r.breakers.admit(key) : null;
+      admit = settings.breakerFailures > 0 ? await r.breakers.admit(key) : null;
       noteBreaker(r, provider, key);
       if (admit && !admit.allow) {
         bump(stats.calls, `${provider}|breaker_open`);
@@ -102,7 +108,7 @@ export function retryLoop(r: Resilience): RoundRetry {
       try {
         const end = await once(sink);
         bump(stats.calls, `${provider}|ok`);
-        if (admit) void r.breakers.record(key, false).then(() => noteBreaker(r, provider, key));
+        if (!output) answered();
         return end;
       } catch (err) {
         if (isAbortError(err)) throw err;
