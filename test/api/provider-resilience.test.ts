@@ -66,6 +66,39 @@ describe('provider resilience', () => {
     });
   });
 
+  describe('waiting to retry', () => {
+    it('keeps the stream open with heartbeats; a stop meanwhile ends the run and the retry never goes out', async () => {
+      const beating = await startTestServer({ sim: t.sim, env: { SSE_HEARTBEAT_MS: '100' } });
+      try {
+        // The provider asks for 10 s (PROVIDER_RETRY_MAX_WAIT_MS): the run waits that long before its retry.
+        const res = await fetch(`${beating.url}/v1/chat-completions/stream`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body('provider_d', 'sim-d-agent', sim({ status: 503, retryAfter: 10 }))),
+        });
+        const reader = res.body!.getReader();
+        const decoder = new TextDecoder();
+        let text = '';
+        // Two heartbeats after meta: the stream is alive while its run waits.
+        while ((text.match(/^: ping$/gm) ?? []).length < 2) {
+          const r = await reader.read();
+          assert.equal(r.done, false, `the stream ended while waiting: ${text}`);
+          text += decoder.decode(r.value, { stream: true });
+        }
+        assert.match(text, /^event: meta$/m);
+        assert.doesNotMatch(text, /^event: (delta|error|done)$/m);
+        assert.equal(t.sim.calls('provider_d'), 1);
+        const chatId = JSON.parse(/^event: meta\ndata: (.*)$/m.exec(text)![1]!).chatId as string;
+        assert.equal((await beating.call('POST', `/v1/chats/${chatId}/stream/stop`)).status, 200);
+        for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
+        assert.match(text, /^event: (done|error)$/m);
+        assert.equal(t.sim.calls('provider_d'), 1);
+      } finally {
+        await beating.close();
+      }
+    });
+  });
+
   describe('breakers', () => {
     it('open after PROVIDER_BREAKER_FAILURES failures: 503 with the message and Retry-After, no call; a stream\'s error says the same', async () => {
       for (let i = 0; i < 2; i++) {
