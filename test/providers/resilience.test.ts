@@ -10,6 +10,7 @@ import { BUDGET_FLOOR_PER_S, BUDGET_WINDOW_S, LocalRetryBudget, RedisRetryBudget
 import { LocalBreakers, RedisBreakers, type Breakers } from '../../src/providers/resilience/breaker.ts';
 import { createResilience, settingsFrom, type ResilienceConfig } from '../../src/providers/resilience/index.ts';
 import { retryWaitMs } from '../../src/providers/resilience/policy.ts';
+import { statsOf } from '../../src/providers/resilience/resilient.ts';
 import { ProviderError, ProviderUnavailableError, type ProviderAdapter, type ProviderName } from '../../src/providers/types.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { testRedis, type TestRedis } from '../helpers/redis.ts';
@@ -154,9 +155,16 @@ describe('providers/resilience', () => {
       assert.equal(refused.message, 'provider_c is unavailable, retry later');
       assert.equal(refused.retryAfterMs, 14_000);
       assert.equal(sim.calls('provider_c'), 3);
-      assert.equal(r.stats.breakerOpen.provider_c, 1);
-      // Per provider and model: another model of the same provider still answers.
+      assert.equal(statsOf(r).breakerOpen.provider_c, 1);
+      // Per provider and model: another model of the same provider still answers (the gauge stays 1).
       assert.equal((await collect(c.startSession(request({ reply: 'other model' }, { model: 'sim-c-small' })))).text, 'other model');
+      assert.equal(statsOf(r).breakerOpen.provider_c, 1);
+      // Once its time is up the gauge reads 0, before any call; the half-open trial then answers and closes it.
+      now += 14_000;
+      assert.equal(statsOf(r).breakerOpen.provider_c, 0);
+      assert.equal((await collect(c.startSession(request({ reply: 'trial' })))).text, 'trial');
+      assert.equal((await collect(c.startSession(request({ reply: 'closed again' })))).text, 'closed again');
+      assert.equal(sim.calls('provider_c'), 6);
     });
 
     test('a call counts as a success once its text begins, not when its stream ends', async () => {
@@ -233,7 +241,7 @@ describe('providers/resilience', () => {
       assert.ok(refused instanceof ProviderUnavailableError, String(refused));
       assert.ok(refused.retryAfterMs! > 0 && refused.retryAfterMs! <= 60_000);
       assert.equal(sim.calls('provider_c'), 2);
-      assert.equal(two.r.stats.breakerOpen.provider_c, 1);
+      assert.equal(statsOf(two.r).breakerOpen.provider_c, 1);
       await redis.clean(prefix);
     });
 

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { LocalBreakers, RedisBreakers } from './breaker.ts';
 import { LocalRetryBudget, RedisRetryBudget } from './budget.ts';
 import type { ResilienceSettings } from './policy.ts';
-import { SHARE_WAIT_MS, type Resilience } from './resilient.ts';
+import { SHARE_WAIT_MS, statsOf, type Resilience } from './resilient.ts';
 import { emptyStats, sumStats, type ResilienceStats } from './stats.ts';
 
 export { resilientProviders, retryLoop, type Resilience } from './resilient.ts';
@@ -13,10 +13,10 @@ export { settingsFrom, type ResilienceConfig, type ResilienceSettings } from './
 export { emptyStats, reportStats, sumStats, type ProviderStatsReport, type ResilienceStats } from './stats.ts';
 
 /** Every resilience this thread made: /metrics sums them (a worker posts the sum to the main thread). */
-const made: ResilienceStats[] = [];
+const made: Resilience[] = [];
 
 export function threadStats(): ResilienceStats {
-  return sumStats(made);
+  return sumStats(made.map(statsOf));
 }
 
 /**
@@ -27,8 +27,8 @@ export function createResilience(settings: ResilienceSettings, { redis, now }: {
   const budgetRule = { percent: settings.budgetPercent, now };
   const breakerRule = { failures: settings.breakerFailures, openMs: settings.breakerOpenMs, now };
   const local = { budget: new LocalRetryBudget(budgetRule), breakers: new LocalBreakers(breakerRule) };
-  const r: Resilience = { settings, ...local, stats: emptyStats(), shared: Promise.resolve(false), sharing: null };
-  made.push(r.stats);
+  const r: Resilience = { settings, ...local, stats: emptyStats(), keys: new Set(), shared: Promise.resolve(false), sharing: null };
+  made.push(r);
   const share = (client: Redis | null): boolean => {
     if (!client) return false;
     r.budget = new RedisRetryBudget(client, settings.keyPrefix, budgetRule);

@@ -33,6 +33,8 @@ export interface Resilience {
   budget: RetryBudget;
   breakers: Breakers;
   stats: ResilienceStats;
+  /** Every `provider/model` breaker this thread asked, for the breaker gauge. */
+  keys: Set<string>;
   /** Settles true once budgets and breakers are shared through Redis, false when they stay local. */
   shared: Promise<boolean>;
   /**
@@ -90,7 +92,7 @@ export function retryLoop(r: Resilience): RoundRetry {
     // The provider answering is the breaker's success, told at the first text: a stream lasts long after
     // its provider proved up, and failures (which come at once) must not meet only stale successes.
     const answered = (): void => {
-      if (admit) void r.breakers.record(key, false).then(() => noteBreaker(r, provider, key));
+      if (admit) void r.breakers.record(key, false);
     };
     const sink: TextSink = (text) => {
       if (!output) (output = true, answered());
@@ -99,7 +101,7 @@ export function retryLoop(r: Resilience): RoundRetry {
     if (r.sharing) await r.sharing;
     for (let retry = 0; ; retry++) {
       admit = settings.breakerFailures > 0 ? await r.breakers.admit(key) : null;
-      noteBreaker(r, provider, key);
+      r.keys.add(key);
       if (admit && !admit.allow) {
         bump(stats.calls, `${provider}|breaker_open`);
         throw new ProviderUnavailableError(provider, admit.retryAfterMs);
@@ -115,7 +117,6 @@ export function retryLoop(r: Resilience): RoundRetry {
         bump(stats.calls, `${provider}|${outcomeOf(err)}`);
         const transient = isTransientFailure(err);
         if (admit) await r.breakers.record(key, transient);
-        noteBreaker(r, provider, key);
         if (!transient || output || retry >= settings.retries) throw err;
         const wait = retryWaitMs(retry + 1, err, settings);
         if (wait === null || !(await r.budget.withdraw(provider))) throw err;
@@ -130,8 +131,14 @@ export function retryLoop(r: Resilience): RoundRetry {
   };
 }
 
-function noteBreaker(r: Resilience, provider: ProviderName, key: string): void {
-  r.stats.breakerOpen[provider] = r.breakers.openNow(key) ? 1 : 0;
+/** The counts, with each provider's breakers as they stand now (1: one of its models' is open). */
+export function statsOf(r: Resilience): ResilienceStats {
+  const breakerOpen: Record<string, number> = {};
+  for (const key of r.keys) {
+    const provider = key.slice(0, key.indexOf('/'));
+    breakerOpen[provider] = Math.max(breakerOpen[provider] ?? 0, r.breakers.openNow(key) ? 1 : 0);
+  }
+  return { ...r.stats, breakerOpen };
 }
 
 /**

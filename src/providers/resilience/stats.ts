@@ -8,7 +8,7 @@ export interface ResilienceStats {
   retries: Record<string, number>;
   /** `from|to` → runs that went on on a fallback. */
   fallbacks: Record<string, number>;
-  /** provider → 1 while a breaker of one of its models is open (as last seen), else 0. */
+  /** provider → 1 while a breaker of one of its models is open (as this instance last saw it), else 0; read when asked (statsOf). */
   breakerOpen: Record<string, number>;
 }
 
