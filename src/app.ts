@@ -35,6 +35,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { createModelRegistry } from './models/registry.ts';
 import { openFilesLimit, openFilesWarning } from './open-files.ts';
 import { createProviders } from './providers/index.ts';
+import { sumStats, threadStats, type ResilienceStats } from './providers/resilience/index.ts';
 import { Readiness } from './readiness.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
@@ -268,6 +269,8 @@ function startSupervisor(
   let metrics: Metrics | undefined;
   let runs: Runs | undefined;
   const checkpointed = () => metrics?.checkpoints.inc();
+  // The actor threads' provider stats as each last posted them; this thread's are read when scraped.
+  const workerStats = new Map<number, ResilienceStats>();
   const supervisor = new Supervisor<RunTypes>({
     hosts: Math.max(1, config.actorThreads),
     errorFrames,
@@ -275,7 +278,13 @@ function startSupervisor(
     factory:
       config.actorThreads === 0
         ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed))
-        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined, checkpointed),
+        : workerHosts(
+            workerSetup,
+            (msg, err) => log.error({ err }, msg),
+            lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined,
+            checkpointed,
+            (index, stats) => workerStats.set(index, stats),
+          ),
     log: (level, message, err) => log[level]({ err }, message),
     // Its runs' calls would stay `running` until the next restart, their checkpointed text unused.
     onHostLost: (lost) => {
@@ -289,7 +298,7 @@ function startSupervisor(
     },
     admission,
   });
-  metrics = createMetrics(supervisor, sse, recovered, admission);
+  metrics = createMetrics(supervisor, sse, recovered, admission, () => sumStats([threadStats(), ...workerStats.values()]));
   runs = new Runs(supervisor, admission);
   return { supervisor, runs, metrics };
 }

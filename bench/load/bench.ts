@@ -17,9 +17,10 @@
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=3600 (runs left after this are skipped, with a note)
 //   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
 //   BENCH_DEFAULT_PATH=0 BENCH_NOISY=0 BENCH_CHECKPOINTS=0 BENCH_KILL=0 (issues 36–38's checks, each in its own file;
-//   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery,flood,overloadShedding,capacity runs only those named, nothing else)
+//   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery,flood,brownout,overloadShedding,capacity runs only those named, nothing else)
 //   Issue 48's rows: BENCH_BURSTS=0 BENCH_LONG=0 (burst.ts, long-answer.ts), BENCH_ONLY names burst, longAnswer, startRate
 //   (the start-rate rows alone, with the `nginx + SQL` baseline: start-rate.ts); BENCH_PIN=0 (capacity unpinned: pin.ts)
+//   BENCH_BROWNOUT=0 (issue 51's brownout row: bench/load/brownout.ts)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -45,6 +46,7 @@ import { runOverloadCheck, runRollingCheck } from './overload.ts';
 import { runCheckpoints } from './checkpoints.ts';
 import { runDefaultPath } from './default-path.ts';
 import { runKillCheck } from './kill-recovery.ts';
+import { runBrownoutCheck } from './brownout.ts';
 import { runNoisyNeighbour } from './noisy.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
@@ -57,7 +59,7 @@ const ALL = ONLY === null;
 const CAPACITY_RUN = ALL ? CAPACITY : ONLY.has('capacity');
 const NEW_CHECKS = {
   defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL', flood: 'BENCH_FLOOD',
-  burst: 'BENCH_BURSTS', longAnswer: 'BENCH_LONG',
+  burst: 'BENCH_BURSTS', longAnswer: 'BENCH_LONG', brownout: 'BENCH_BROWNOUT',
 } as const;
 const wanted = (check: keyof typeof NEW_CHECKS) => (ONLY ? ONLY.has(check) : env[NEW_CHECKS[check]] !== '0');
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
@@ -270,6 +272,8 @@ async function main(): Promise<void> {
     // Issue 48's rows, with the service's own defaults (burst.ts, long-answer.ts).
     await newCheck('burst', () => runBurstRow({ sim: sim.urls, dbUrl: db.url, log }));
     await newCheck('longAnswer', () => runLongAnswerRow({ sim, dbUrl: db.url, log }));
+    // Issue 51: provider_c browned out, then down, with a fallback chain (bench/load/brownout.ts).
+    await newCheck('brownout', () => runBrownoutCheck({ sim: sim.urls, dbUrl: db.url, log }));
     (checks as Record<string, unknown>).rollingRestart = ALL && service && env.BENCH_ROLLING !== '0'
       ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };

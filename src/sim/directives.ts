@@ -23,6 +23,10 @@ export interface Directive {
   retryAfter?: number;
   retryAfterMs?: number;
   failAttempts?: number;
+  /** Close the connection before any response instead of answering (with `failAttempts`: that many times). */
+  reset?: boolean;
+  /** The scripted failures (`status`, `reset`, `failAfter`) hit only these upstreams; the others answer. */
+  failOn?: string[];
   failAfter?: number;
   failMode?: FailMode;
   firstByteDelayMs?: number;
@@ -76,7 +80,7 @@ const NUMBER_FIELDS = [
   'searchDelayMs',
   'answerDelayMs',
 ] as const;
-const BOOL_FIELDS = ['stamp', 'custom', 'echoSystem', 'echoInput', 'noUsage'] as const;
+const BOOL_FIELDS = ['stamp', 'custom', 'echoSystem', 'echoInput', 'noUsage', 'reset'] as const;
 const GATE_FIELDS = ['gate', 'searchGate', 'answerGate'] as const;
 const KNOWN = new Set<string>([
   ...NUMBER_FIELDS,
@@ -85,6 +89,7 @@ const KNOWN = new Set<string>([
   'reply',
   'tools',
   'failMode',
+  'failOn',
   'usage',
 ]);
 
@@ -139,6 +144,9 @@ function validate(raw: unknown): Directive | string {
   if (raw.status !== undefined && ((raw.status as number) < 400 || (raw.status as number) > 599)) {
     return `'status' must be an HTTP error status (400-599)`;
   }
+  if (raw.failOn !== undefined && (!Array.isArray(raw.failOn) || !raw.failOn.every((u) => typeof u === 'string'))) {
+    return `'failOn' must be an array of upstream names`;
+  }
   if (raw.usage !== undefined) {
     const u = raw.usage;
     if (!isObject(u)) return `'usage' must be an object`;
@@ -158,23 +166,4 @@ function validate(raw: unknown): Directive | string {
   const d = raw as Directive;
   if (d.tools) d.tools = d.tools.map((t) => ({ name: t.name, args: t.args ?? {} }));
   return d;
-}
-
-/**
- * `failAttempts: n` limits a scripted `status` to the first n attempts, keyed by the SDKs'
- * X-Stainless-Retry-Count header, so a retry test can see a failure followed by a success while
- * keeping "same request, same answer".
- */
-export function scriptedStatus(d: Directive, retryCountHeader: string | undefined): number | null {
-  if (d.status === undefined) return null;
-  if (d.failAttempts === undefined) return d.status;
-  const attempt = Number.parseInt(retryCountHeader ?? '0', 10) || 0;
-  return attempt < d.failAttempts ? d.status : null;
-}
-
-export function retryHeaders(d: Directive): Record<string, string> {
-  const h: Record<string, string> = {};
-  if (d.retryAfter !== undefined) h['retry-after'] = String(d.retryAfter);
-  if (d.retryAfterMs !== undefined) h['retry-after-ms'] = String(d.retryAfterMs);
-  return h;
 }
