@@ -53,7 +53,7 @@ export type ChatCommand =
   | { c: 'prepare'; req: ChatRunRequest }
   | { c: 'round'; session: ProviderSession; round: number; results: ToolResultInput[] | null }
   | ToolCommand
-  | { c: 'store_tool'; round: number; index: number; chatId: string; message: NewMessage; runToken: number | null }
+  | { c: 'store_tool'; round: number; index: number; chatId: string; owner: string; message: NewMessage; runToken: number | null }
   | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null }
   /** The text streamed before a shutdown or fencing cut, kept as the assistant message, the LlmCall failed. */
   | { c: 'store_interrupted'; callId: string; chatId: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null; reason?: string }

@@ -8,7 +8,7 @@
 // The dead instance's lease may outlive the sweep by up to a lease TTL: until it expires the start is
 // refused as busy and is tried again. A start that never happens ends the run as any lost run ends.
 import type { Logger } from 'pino';
-import { ADMIN_USER_ID } from './auth/caller.ts';
+import { ADMIN_USER_ID } from './types.ts';
 import type { ChatRunRequest, ChatRunValue } from '../actors/chat-run.ts';
 import type { RunResult } from '../actors/runtime/protocol.ts';
 import type { Attachment, Message, ProviderName } from './types.ts';
