@@ -17,6 +17,7 @@ import { noteRunWrites } from './first-analyze.ts';
 import { recoverLostCalls, type RecoveredRuns, type TransactionDb } from './recovery.ts';
 import { spentSql } from './day-tokens.ts';
 import { CHAT_NOT_FOUND } from '../messages.ts';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 
 
 export { INTERRUPTED_ERROR } from './recovery.ts';
@@ -56,9 +57,9 @@ export function insertCallSql(chat: string, provider: string, model: string, id:
 }
 
 /** A call's chat was deleted before the call was recorded: to its caller, the spec's `chat not found`. */
-export class ChatGoneError extends Error {
+export class ChatGoneError extends ServiceError {
   constructor(readonly chatId: string) {
-    super(CHAT_NOT_FOUND);
+    super(ErrorCodes.CHAT_GONE, CHAT_NOT_FOUND);
     this.name = 'ChatGoneError';
   }
 }
