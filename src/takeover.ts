@@ -1,4 +1,4 @@
-// Takeover (ARCHITECTURE.md, "Answers outlive their instance"): a run the sweeper handed to this
+// Takeover (docs/operations.md, "Answers that outlive their instance"): a run the sweeper handed to this
 // instance (store/takeover.ts: its new LlmCall already running here, its fencing token taken) is
 // started through the normal registry under its chat's key, so it holds the chat's cluster lease (a
 // second start gets 409, attach works from any instance). Its request resumes from the lost run's
