@@ -6,7 +6,7 @@
 // relative when the tree is written), so it reads as the real tree does and moves with it.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -19,6 +19,9 @@ describe('layers/layers', () => {
   /** A tree with one module per layer, each importing the layers below it as the real code does. */
   const CLEAN: Record<string, string> = {
     'actors/runtime/mailbox.ts': `export const mailbox = [];`,
+    'actors/runtime/internal.ts': `export const internal = 1;`,
+    // The runtime as a package: what the service may import of it (when the rules check its exports).
+    'actors/runtime/package.json': JSON.stringify({ type: 'module', exports: { './mailbox': './mailbox.ts' } }),
     'src/config.ts': `export const config = {};`,
     'src/errors.ts': `export class ServiceError extends Error {}`,
     'src/sim/server.ts': `export const sim = 1;`,
@@ -62,6 +65,10 @@ describe('layers/layers', () => {
     { what: 'product code importing the harness', add: [['src/runs.ts', `import { ports } from '@{test/helpers/ports.ts}';`]], expect: ['service-imports-no-tests: src/runs.ts → test/helpers/ports.ts'] },
     { what: 'bench importing a suite’s own file', add: [['bench/load/bench.ts', `import { fake } from '@{test/runtime/fake.ts}';`]], expect: ['bench-imports-only-the-harness: bench/load/bench.ts → test/runtime/fake.ts'] },
     { what: 'the harness importing a suite’s own file', add: [['test/helpers/ports.ts', `import { fake } from '@{test/runtime/fake.ts}';`]], expect: ['harness-imports-no-tests: test/helpers/ports.ts → test/runtime/fake.ts'] },
+    // Once the rules hold the runtime to its package's exports (layers by folder), a module it does not export.
+    ...(readFileSync(path.join(ROOT, '.dependency-cruiser.cjs'), 'utf8').includes('runtime-through-its-exports')
+      ? [{ what: 'http importing a module the runtime does not export', add: [['src/http/sse.ts', `import { internal } from '@{actors/runtime/internal.ts}';`]] as Array<[string, string]>, expect: ['runtime-through-its-exports: src/http/sse.ts → actors/runtime/internal.ts'] }]
+      : []),
   ];
 
   const dirs: string[] = [];
