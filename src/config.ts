@@ -28,11 +28,11 @@ const ms = (min: number) => int(min, 2 ** 31 - 1);
 
 const url = z.string().url('must be a URL');
 
-/** Chosen from the load test's overload row (README, "Overload shedding"). */
+/** Chosen from the load test's overload row (docs/operations.md, "Overload: refuse new runs, keep the running ones on time"). */
 export const OVERLOAD_LAG_MS_DEFAULT = 100;
-/** Chosen from the load test's flood row (docs/operations.md, "Overload shedding"). */
+/** Chosen from the load test's flood row (docs/operations.md, "Overload: refuse new runs, keep the running ones on time"). */
 export const OVERLOAD_START_BACKLOG_DEFAULT = 12;
-/** Chosen from the load test's flood and overload rows (docs/operations.md, "Overload shedding"). */
+/** Chosen from the load test's flood and overload rows (docs/operations.md, "Overload: refuse new runs, keep the running ones on time"). */
 export const OVERLOAD_BUSY_PERCENT_DEFAULT = 0;
 
 /** `item` when it is an origin (`scheme://host[:port]`, no path; a trailing slash is dropped); else null. */
