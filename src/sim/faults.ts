@@ -12,7 +12,7 @@ type Upstream = string;
 /** A long `make run` session must not grow the attempt counts for ever; tests never get near this. */
 const ATTEMPTS_MAX = 10_000;
 
-/** One fault as `POST /sim/faults` takes it (see README, "Failing on purpose"). */
+/** One fault as `POST /sim/faults` takes it (src/sim/README.md documents it). */
 export interface FaultSpec {
   upstream: ProviderUpstream;
   /** Answer with this status (and the provider's error body) before any byte of stream. */
