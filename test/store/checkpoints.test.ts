@@ -2,13 +2,19 @@
 // databases: each run's new text is a chunk of its own, all runs in one statement, refused for an
 // ended call or a chat a later run took; a statement's parameters hold only the new text, at most
 // the host's budget of it, shared between the runs; surrogate pairs never split between chunks; a
-// call's chunks go when it ends, however it ends; recovery and takeover join them in order.
+// call's chunks go when it ends, however it ends; recovery and takeover join them in order; the
+// migration makes a running call's text of the previous version its first chunk.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { EventBuffer } from '../../actors/runtime/event-buffer.ts';
 import { Checkpoints, MAX_YIELDS, shares, type StreamedText } from '../../src/checkpoints.ts';
+import { migrate, readMigrations } from '../../src/db/migrate.ts';
+import { openDatabase } from '../../src/db/pool.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, startChatRun } from '../../src/store/chats.ts';
 import { checkpointedTextSql, writeCheckpoints } from '../../src/store/checkpoints.ts';
@@ -16,7 +22,7 @@ import { failLlmCall, finishLlmCall, finishLlmCallWithMessage, markInterruptedLl
 import { recoverLostCalls } from '../../src/store/recovery.ts';
 import type { ContinuedRun } from '../../src/store/takeover.ts';
 import { countQueries } from '../helpers/count-queries.ts';
-import { testDatabases } from '../helpers/db.ts';
+import { createScratchPostgres, freshEmbeddedDataDir, testDatabases } from '../helpers/db.ts';
 import { listMessages } from '../helpers/store.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -274,6 +280,49 @@ for (const target of await testDatabases()) {
         assert.deepEqual(answers, ['Half an answer 😀 and the rest.'], 'the continuation, lost too, recovered whole');
       } finally {
         checkpoints.stop();
+      }
+    });
+  });
+}
+
+/** A database migrated up to the file before `last` (sql/018 not yet applied), and its cleanup. */
+async function migratedBefore(kind: 'embedded' | 'postgres', last: string): Promise<{ db: Database; cleanup(): Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'migrations-'));
+  for (const file of await readMigrations()) if (file.name < last) await writeFile(path.join(dir, file.name), file.sql);
+  const where = kind === 'embedded' ? await freshEmbeddedDataDir() : await createScratchPostgres();
+  const config = 'dataDir' in where ? { DATABASE_URL: undefined, DATA_DIR: where.dataDir } : { DATABASE_URL: where.url, DATA_DIR: '' };
+  const db = await openDatabase(config, { migrationsDir: dir });
+  return {
+    db,
+    cleanup: async () => {
+      await db.close();
+      await ('dataDir' in where ? where.cleanup() : where.drop());
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+for (const target of await testDatabases()) {
+  describe(`migration 018 ${target.tag}`, () => {
+    it('makes a running call’s checkpointed text its first chunk and drops ended calls’ text', async () => {
+      const { db, cleanup } = await migratedBefore(target.name, '018_');
+      try {
+        const running = { id: randomUUID(), instanceId: 'old' };
+        const ended = { id: randomUUID(), instanceId: 'old' };
+        const chat = await createChat(db.pool, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call: running });
+        await db.pool.query(`INSERT INTO llm_calls (id, chat_id, provider, model, status) VALUES ($1, $2, 'provider_c', 'm', 'succeeded')`, [ended.id, chat.id]);
+        await db.pool.query(`UPDATE llm_calls SET checkpoint_text = 'Written by the old version 😀', checkpoint_at = now() WHERE id = ANY ($1::text[])`, [[running.id, ended.id]]);
+
+        assert.ok((await migrate(db.pool)).includes('018_checkpoint_chunks.sql'));
+        const rows = (await db.pool.query('SELECT call_id, pos, text FROM llm_call_checkpoint_chunks')).rows;
+        assert.deepEqual(rows, [{ call_id: running.id, pos: 0, text: 'Written by the old version 😀' }]);
+        assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM llm_calls WHERE checkpoint_text IS NOT NULL')).rows[0].n, 0);
+        // Its recovery stores that text.
+        await markInterruptedLlmCalls(db.pool, { instanceId: 'old' });
+        const answers = (await listMessages(db.pool, chat.id)).filter((m) => m.role === 'assistant').map((m) => m.content);
+        assert.deepEqual(answers, ['Written by the old version 😀']);
+      } finally {
+        await cleanup();
       }
     });
   });
