@@ -14,6 +14,9 @@ CREATE TABLE llm_call_checkpoint_chunks (
   text    text NOT NULL,
   PRIMARY KEY (call_id, pos)
 );
+-- Stored as sent, never compressed: a chunk lives only while its run runs, and pglz took ~10 times
+-- the rest of a checkpoint's cost in Postgres (a checkpoint is written far more often than read).
+ALTER TABLE llm_call_checkpoint_chunks ALTER COLUMN text SET STORAGE EXTERNAL;
 
 -- A call's chunks go when it stops running, however it ends (its answer stored, failed, recovered as
 -- interrupted text or handed to a peer), so the table holds the text of running calls only. A trigger

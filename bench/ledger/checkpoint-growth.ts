@@ -1,11 +1,12 @@
 // How a checkpoint's cost grows with the answer (issue 48): 4 runs each streaming a 6 MB answer, one
-// checkpoint statement per 100 KB of new text per run, timed at 1, 3 and 6 MB and summed over the
-// answers' life, with the statement before sql/018 (each run's whole text rewritten:
-// `left(checkpoint_text, from) || text`, `length()` over it) against the chunk statement of now. And
+// checkpoint statement per 100 KB of new text per run, timed at 1, 3 and 6 MB (the median of the 10
+// statements up to each) and summed over the answers' life, with the statement before sql/018 (each
+// run's whole text rewritten: `left(checkpoint_text, from) || text`, `length()` over it) against the
+// chunk statement of now. And
 // the timer's own work per tick on the event loop: reading the new text of a 6 MB answer held as the
 // replay buffer holds it (30-character deltas), by slicing the whole text as before or by newText().
 //
-//   node --import tsx bench/ledger/checkpoint-growth.ts            # the embedded PGlite
+//   node --import tsx bench/ledger/checkpoint-growth.ts            # the embedded PGlite (CKPT_STEP: new text per run and statement)
 //   node --import tsx bench/ledger/checkpoint-growth.ts postgres://postgres@127.0.0.1:5432/postgres
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -20,7 +21,7 @@ import { writeCheckpoints } from '../../src/store/checkpoints.ts';
 
 const RUNS = 4;
 const ANSWER = 6_000_000;
-const STEP = 100_000;
+const STEP = Number(process.env.CKPT_STEP ?? 100_000);
 const MARKS = [1_000_000, 3_000_000, 6_000_000];
 
 // The statement of src/store/checkpoints.ts before sql/018, as it was.
@@ -75,18 +76,22 @@ async function runs(db: Database) {
   return out;
 }
 
-/** ms per statement at each mark, and in all, for one way of writing. */
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** ms per statement at each mark (the median of the 10 statements up to it), and in all, for one way of writing. */
 async function timeStatements(db: Database, write: (ids: Awaited<ReturnType<typeof runs>>, at: number, texts: string[]) => Promise<unknown>) {
   const ids = await runs(db);
   const at: Record<number, number> = {};
+  const times: number[] = [];
   let total = 0;
   for (let done = 0; done < ANSWER; done += STEP) {
     const texts = ids.map(() => prose(STEP));
     const t0 = performance.now();
     await write(ids, done, texts);
     const ms = performance.now() - t0;
+    times.push(ms);
     total += ms;
-    if (MARKS.includes(done + STEP)) at[done + STEP] = ms;
+    for (const m of MARKS) if (done < m && done + STEP >= m) at[m] = median(times.slice(-10));
   }
   await db.pool.query(`UPDATE llm_calls SET status = 'failed' WHERE id = ANY ($1::text[])`, [ids.map((r) => r.callId)]);
   return { at, total };
@@ -128,11 +133,11 @@ try {
   const row = (name: string, r: typeof old) =>
     `| ${name} | ${MARKS.map((m) => r.at[m]!.toFixed(1)).join(' | ')} | ${(r.total / 1000).toFixed(1)} s |`;
   console.log(`${url ? 'Postgres' : 'PGlite'}: ${RUNS} runs × ${ANSWER / 1e6} MB, a statement per ${STEP / 1000} KB of new text per run`);
-  console.log('| statement | ms at 1 MB | at 3 MB | at 6 MB | all 60 statements |');
+  console.log(`| statement | ms at 1 MB | at 3 MB | at 6 MB | all ${Math.ceil(ANSWER / STEP)} statements |`);
   console.log('|---|--:|--:|--:|--:|');
   console.log(row('before (whole text rewritten)', old));
   console.log(row('chunks (new text only)', chunks));
-  console.log(`reading a 6 MB answer's new 100 KB on the event loop: before ${read.before.toFixed(2)} ms, now ${read.now.toFixed(2)} ms`);
+  console.log(`reading a 6 MB answer's new ${STEP / 1000} KB on the event loop: before ${read.before.toFixed(2)} ms, now ${read.now.toFixed(2)} ms`);
 } finally {
   await done();
 }
