@@ -57,6 +57,9 @@ for (const target of await testDatabases()) {
     /** The call's checkpointed text, its chunks joined, as recovery reads it. */
     const stored = async (callId: string) =>
       (await db.pool.query<{ text: string }>(`SELECT ${checkpointedTextSql('l')} AS text FROM llm_calls l WHERE l.id = $1`, [callId])).rows[0]!.text;
+    /** Resolves once the call's checkpointed text reads `text`. */
+    const landed = (callId: string, text: string, what: string, timeoutMs = 10_000) =>
+      waitFor(async () => (await stored(callId)) === text, timeoutMs, what);
     const chunks = async (callId: string) =>
       (await db.pool.query<{ pos: number; text: string }>('SELECT pos, text FROM llm_call_checkpoint_chunks WHERE call_id = $1 ORDER BY pos', [callId])).rows;
     /** The text parameters of the checkpoint statements `fn` sent. */
@@ -101,9 +104,9 @@ for (const target of await testDatabases()) {
       const checkpoints = new Checkpoints(db.pool, 20);
       try {
         checkpoints.track(text, a);
-        await waitFor(async () => (await stored(a.callId)) === 'first', 10_000, 'the first checkpoint');
+        await landed(a.callId, 'first', 'the first checkpoint');
         text.append(' and second');
-        await waitFor(async () => (await stored(a.callId)) === 'first and second', 10_000, 'the second checkpoint');
+        await landed(a.callId, 'first and second', 'the second checkpoint');
         text.finished = true;
         await waitFor(() => checkpoints.size === 0, 10_000, 'the ended run to leave the timer');
       } finally {
@@ -118,9 +121,9 @@ for (const target of await testDatabases()) {
       const checkpoints = new Checkpoints(db.pool, 20);
       try {
         checkpoints.track(text, a);
-        await waitFor(async () => (await stored(a.callId)) === long, 10_000, 'the long text’s checkpoint');
+        await landed(a.callId, long, 'the long text’s checkpoint');
         text.append(' and a tail');
-        const sent = await checkpointTexts(() => waitFor(async () => (await stored(a.callId)) === `${long} and a tail`, 10_000, 'the tail’s checkpoint'));
+        const sent = await checkpointTexts(() => landed(a.callId, `${long} and a tail`, 'the tail’s checkpoint'));
         assert.deepEqual(sent, [[' and a tail']], 'the tail alone, not the 200,000 characters before it');
         assert.deepEqual((await chunks(a.callId)).map((c) => c.pos), [0, long.length]);
       } finally {
@@ -137,7 +140,7 @@ for (const target of await testDatabases()) {
         const sent = await checkpointTexts(async () => {
           checkpoints.track(streamed(bigText), big);
           checkpoints.track(streamed('tiny'), small);
-          await waitFor(async () => (await stored(big.callId)) === bigText, 20_000, 'the big text over successive ticks');
+          await landed(big.callId, bigText, 'the big text over successive ticks', 20_000);
         });
         assert.ok(sent.length >= 100 / 16, `split over successive statements (${sent.length})`);
         for (const texts of sent) assert.ok(texts.join('').length <= 16, `at most the budget per statement: ${JSON.stringify(texts)}`);
@@ -156,9 +159,9 @@ for (const target of await testDatabases()) {
       const text = streamed('ab\uD83D');
       try {
         checkpoints.track(text, a);
-        await waitFor(async () => (await stored(a.callId)) === 'ab', 10_000, 'the text before the lone high surrogate');
+        await landed(a.callId, 'ab', 'the text before the lone high surrogate');
         text.append(`\uDE00c${emoji}`);
-        await waitFor(async () => (await stored(a.callId)) === `ab😀c${emoji}`, 20_000, 'the pair and the emoji, whole');
+        await landed(a.callId, `ab😀c${emoji}`, 'the pair and the emoji, whole', 20_000);
         for (const c of await chunks(a.callId)) assert.ok(!c.text.includes('\uFFFD') && c.text.isWellFormed(), `chunk at ${c.pos} is whole`);
       } finally {
         checkpoints.stop();
@@ -227,7 +230,7 @@ for (const target of await testDatabases()) {
       }
       // The held statement goes on once the lock is gone: its end, before the next test's sweep (which
       // skips a row locked at that moment).
-      await waitFor(async () => (await stored(a.callId)) === 'held', 10_000, 'the held checkpoint to land');
+      await landed(a.callId, 'held', 'the held checkpoint to land');
     });
 
     it('gives its turn to callers waiting for the pool, a few ticks at most', async () => {
@@ -245,7 +248,7 @@ for (const target of await testDatabases()) {
         assert.equal(checkpoints.yielded, MAX_YIELDS);
         holder.release();
         await queued;
-        await waitFor(async () => (await stored(a.callId)) === 'patient', 10_000, 'the checkpoint to land');
+        await landed(a.callId, 'patient', 'the checkpoint to land');
       } finally {
         checkpoints.stop();
         await own?.end();
@@ -254,13 +257,10 @@ for (const target of await testDatabases()) {
 
     it('recovery joins the chunks in order; a takeover’s continuation checkpoints after the resumed text', async () => {
       const a = await run('dead', 'provider_b');
-      const text = streamed('Half ');
+      await writeCheckpoints(db.pool, [{ ...a, at: 0, text: 'Half ' }]);
+      await writeCheckpoints(db.pool, [{ ...a, at: 5, text: 'an answer 😀 ' }]);
       const checkpoints = new Checkpoints(db.pool, 20);
       try {
-        checkpoints.track(text, a);
-        await waitFor(async () => (await stored(a.callId)) === 'Half ', 10_000, 'the first checkpoint');
-        text.append('an answer 😀 ');
-        await waitFor(async () => (await stored(a.callId)) === 'Half an answer 😀 ', 10_000, 'the second checkpoint');
         // The instance is lost here; a peer continues the run.
         const started: ContinuedRun[] = [];
         await recoverLostCalls(db.pool, { where: 'c.id = $2', params: [a.callId] }, { takeover: { instanceId: 'peer', providers: new Set(['provider_b']), start: (r) => started.push(r) } });
@@ -272,7 +272,7 @@ for (const target of await testDatabases()) {
         const sent = await checkpointTexts(async () => {
           checkpoints.track(resumed, { callId: cont!.newCallId, chatId: cont!.chatId, runToken: cont!.runToken, stored: cont!.text.length });
           resumed.append(' and the rest.');
-          await waitFor(async () => (await stored(cont!.newCallId)) === 'Half an answer 😀 and the rest.', 10_000, 'the continuation’s checkpoint');
+          await landed(cont!.newCallId, 'Half an answer 😀 and the rest.', 'the continuation’s checkpoint');
         });
         assert.deepEqual(sent, [[' and the rest.']]);
         await markInterruptedLlmCalls(db.pool, { instanceId: 'peer' });
