@@ -18,7 +18,8 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
         (p): ChatMsg => {
           // Stored with its fencing token: from now on its streamed text is checkpointed (CHECKPOINT_MS).
           const { callId, chatId } = cmd.req;
-          if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken });
+          // A takeover's call already holds the resumed text it streams first (store/takeover.ts).
+          if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken, stored: cmd.req.resume?.text.length });
           return { t: 'prepared', runToken: p.runToken };
         },
         (error: unknown): ChatMsg => ({ t: 'prepare_failed', error }),

@@ -139,6 +139,8 @@ export interface Cancellation {
  */
 export interface RunHandle extends Cancellation {
   readonly deltaText: string;
+  /** The delta text streamed since the previous call (the first: all of it); for one reader only. */
+  newText(): string;
   readonly finished: boolean;
   /**
    * The run's start's work is done (a chat run: its first statement answered): it leaves the host's
@@ -232,6 +234,10 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
 
   get deltaText(): string {
     return this.buffer.deltaText;
+  }
+
+  newText(): string {
+    return this.buffer.newText();
   }
 
   /**

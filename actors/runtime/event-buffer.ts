@@ -9,6 +9,11 @@ export class EventBuffer {
   private readonly keyed = new Map<string, string>();
   private text = '';
   private tail = '';
+  /**
+   * The delta text appended since the last newText(), as appended: null until a reader first asks, so
+   * a run nobody checkpoints keeps nothing twice. The pieces are the same strings `text` holds.
+   */
+  private unread: string[] | null = null;
 
   /** A frame kept as is, in order (e.g. `meta`). */
   push(frame: string): void {
@@ -22,6 +27,7 @@ export class EventBuffer {
 
   appendText(text: string): void {
     this.text += text;
+    if (this.unread !== null) this.unread.push(text);
   }
 
   /** The terminal frame (`done` or `error`). */
@@ -37,6 +43,24 @@ export class EventBuffer {
   /** All delta text so far: for a chat, the answer as streamed. */
   get deltaText(): string {
     return this.text;
+  }
+
+  /**
+   * The delta text appended since the previous call (the first call: all of it so far), for the one
+   * reader that follows a run's text as it grows (the host's checkpoint timer). Only the new pieces are
+   * joined: reading or slicing `deltaText` instead would flatten the whole answer, an O(answer) copy on
+   * every read.
+   */
+  newText(): string {
+    const unread = this.unread;
+    if (unread === null) {
+      this.unread = [];
+      return this.text;
+    }
+    if (unread.length === 0) return '';
+    const text = unread.length === 1 ? unread[0]! : unread.join('');
+    unread.length = 0;
+    return text;
   }
 
   replay(): string {

@@ -15,6 +15,7 @@ import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { clusterSuite, rebuilt, slow, type ClusterSuite, type Instance } from '../helpers/cluster.ts';
 import { sqlRows } from '../helpers/pg-cluster.ts';
+import { CHECKPOINTED_TEXT } from '../helpers/store.ts';
 import { readSse, sim, type SseEvent } from '../helpers/server.ts';
 import { gateName, waitFor } from '../helpers/wait.ts';
 
@@ -39,7 +40,7 @@ async function startStream(inst: Instance, body: unknown, headers: Record<string
 }
 
 const checkpoint = async (suite: ClusterSuite, callId: string) =>
-  (await sqlRows(suite.cluster.databaseUrl, 'SELECT checkpoint_text FROM llm_calls WHERE id = $1', [callId]))[0]?.checkpoint_text ?? '';
+  (await sqlRows(suite.cluster.databaseUrl, CHECKPOINTED_TEXT, [callId]))[0]?.checkpoint_text ?? '';
 
 const chatOf = async (inst: Instance, chatId: string) => (await inst.call('GET', `/v1/chats/${chatId}`)).body.chat;
 

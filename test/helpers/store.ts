@@ -2,6 +2,7 @@
 // chat, reads one LlmCall, or stars without returning the item. Kept here so src/ holds no dead code.
 import type { Queryable } from '../../src/db/types.ts';
 import type { ProviderName } from '../../src/providers/types.ts';
+import { checkpointedTextSql } from '../../src/store/checkpoints.ts';
 import { type LlmCallRow } from '../../src/store/llm-call-rows.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from '../../src/store/message-rows.ts';
 import { type ItemType } from '../../src/store/stars-sql.ts';
@@ -73,3 +74,9 @@ export async function storedRows(db: Queryable): Promise<Record<string, number>>
   );
   return rows[0]!;
 }
+
+/**
+ * A call's checkpointed text, its chunks joined as recovery reads them (`checkpoint_text`, $1 the call):
+ * '' when nothing was checkpointed, and once the call has ended (its chunks go with it).
+ */
+export const CHECKPOINTED_TEXT = `SELECT ${checkpointedTextSql('l')} AS checkpoint_text FROM llm_calls l WHERE l.id = $1`;

@@ -1,11 +1,10 @@
-// Checkpoints and recovery (sql/011_checkpoints.sql) against both databases: all runs' new text in
-// one statement, appended after what is stored, refused for an ended call or a chat a later run took;
-// a lost call's checkpointed text stored once as the interrupted answer with `reason: "instance lost"`,
-// its call failed, whether the restart or a peer's sweeper gets there first, or both at once.
+// Recovery (sql/011_checkpoints.sql) against both databases (the checkpoints themselves are
+// checkpoints.test.ts's): a lost call's checkpointed text stored once as the interrupted answer with
+// `reason: "instance lost"`, its call failed, whether the restart or a peer's sweeper gets there
+// first, or both at once.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { Checkpoints, type StreamedText } from '../../src/checkpoints.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, startChatRun } from '../../src/store/chats.ts';
 import { writeCheckpoints } from '../../src/store/checkpoints.ts';
@@ -18,10 +17,9 @@ import { INTERRUPTED_ERROR, newRecoveredRuns } from '../../src/store/recovery.ts
 import { testDatabases } from '../helpers/db.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
-import { waitFor } from '../helpers/wait.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
 
 const DEAD_AFTER = 15_000;
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 for (const target of await testDatabases()) {
   describe(`checkpoints and recovery ${target.tag}`, () => {
@@ -35,87 +33,13 @@ for (const target of await testDatabases()) {
       await db.pool.query(`UPDATE llm_calls SET started_at = now() - interval '1 minute' WHERE id = $1`, [call.id]);
       return { callId: call.id, chatId: chat.id, runToken: 1 };
     };
-    const stored = async (callId: string) =>
-      (await db.pool.query<{ checkpoint_text: string | null }>('SELECT checkpoint_text FROM llm_calls WHERE id = $1', [callId])).rows[0]!.checkpoint_text;
     const answers = async (chatId: string) => (await listMessages(db.pool, chatId)).filter((m) => m.role === 'assistant');
-
-    it('writes every run’s new text in one statement, appended after what is stored, idempotently', async () => {
-      const a = await run();
-      const b = await run();
-      const first = await writeCheckpoints(db.pool, [
-        { ...a, from: 0, text: 'Hello, ' },
-        { ...b, from: 0, text: 'Bonjour 😀' },
-      ]);
-      assert.deepEqual([...first].sort(), [a.callId, b.callId].sort());
-      // `from` counts code points (the emoji is one), as Postgres does.
-      const again = { ...b, from: 9, text: ' !' };
-      await writeCheckpoints(db.pool, [{ ...a, from: 7, text: 'world' }, again]);
-      await writeCheckpoints(db.pool, [again]);
-      assert.deepEqual([await stored(a.callId), await stored(b.callId)], ['Hello, world', 'Bonjour 😀 !']);
-    });
-
-    it('writes nothing for an ended call or a chat a later run has taken, and says so', async () => {
-      const ended = await run();
-      const fenced = await run();
-      await finishLlmCall(db.pool, { callId: ended.callId, usage: null, latencyMs: 1 });
-      await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: fenced.chatId, provider: 'provider_c', model: 'm', messages: [], call: null });
-      const written = await writeCheckpoints(db.pool, [
-        { ...ended, from: 0, text: 'late' },
-        { ...fenced, from: 0, text: 'stale' },
-      ]);
-      assert.equal(written.size, 0);
-      assert.deepEqual([await stored(ended.callId), await stored(fenced.callId)], [null, null]);
-    });
-
-    it('the host’s timer writes what runs streamed until they end, then stops', async () => {
-      const a = await run();
-      const streamed: { deltaText: string; finished: boolean } = { deltaText: 'first', finished: false };
-      const checkpoints = new Checkpoints(db.pool, 20);
-      try {
-        checkpoints.track(streamed satisfies StreamedText, a);
-        await waitFor(async () => (await stored(a.callId)) === 'first', 10_000, 'the first checkpoint');
-        streamed.deltaText += ' and second';
-        await waitFor(async () => (await stored(a.callId)) === 'first and second', 10_000, 'the second checkpoint');
-        streamed.finished = true;
-        await waitFor(() => checkpoints.size === 0, 10_000, 'the ended run to leave the timer');
-      } finally {
-        checkpoints.stop();
-      }
-    });
-
-    it('lets ended runs leave the timer while a checkpoint statement hangs', { skip: target.name === 'embedded' && 'one connection: nothing can hold the statement' }, async () => {
-      const a = await run();
-      const streamed: StreamedText & { finished: boolean } = { deltaText: 'held', finished: false };
-      const checkpoints = new Checkpoints(db.pool, 20);
-      const holder = await db.pool.connect();
-      try {
-        await holder.query('BEGIN');
-        await holder.query('SELECT 1 FROM llm_calls WHERE id = $1 FOR UPDATE', [a.callId]);
-        checkpoints.track(streamed, a);
-        await waitFor(
-          // Not on the holder: inside its transaction pg_stat_activity is one snapshot.
-          async () => (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%checkpoint_text%'`)).rowCount! > 0,
-          10_000,
-          'the checkpoint statement to wait at the row lock',
-        );
-        streamed.finished = true;
-        // Else every run a host ever carried stays tracked for as long as the statement hangs.
-        await waitFor(() => checkpoints.size === 0, 10_000, 'the ended run to leave the timer');
-      } finally {
-        checkpoints.stop();
-        await holder.query('ROLLBACK');
-        holder.release();
-      }
-      // The held statement goes on once the lock is gone: its end, before the next test's sweep (which
-      // skips a row locked at that moment).
-      await waitFor(async () => (await stored(a.callId)) === 'held', 10_000, 'the held checkpoint to land');
-    });
 
     it('a restart stores the checkpointed text as the interrupted answer and fails the call, once', async () => {
       const withText = await run();
       const silent = await run();
       const title = await startLlmCall(db.pool, { owner: ADMIN_USER_ID, chatId: silent.chatId, provider: 'provider_a', model: 'm', instanceId: 'dead', purpose: 'title' });
-      await writeCheckpoints(db.pool, [{ ...withText, from: 0, text: 'Half an answ' }]);
+      await writeCheckpoints(db.pool, [{ ...withText, at: 0, text: 'Half an answ' }]);
       const tally = newRecoveredRuns();
 
       assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead', tally }), 3);
@@ -141,7 +65,7 @@ for (const target of await testDatabases()) {
       const fresh = await run();
       const silent = await run();
       await db.pool.query(`UPDATE llm_calls SET started_at = now() - interval '1 minute'`);
-      await writeCheckpoints(db.pool, [{ ...later, from: 0, text: 'Half' }, { ...fresh, from: 0, text: 'Half' }]);
+      await writeCheckpoints(db.pool, [{ ...later, at: 0, text: 'Half' }, { ...fresh, at: 0, text: 'Half' }]);
       await sweepDeadInstances(db.pool, { selfId: 'peer', deadAfterMs: DEAD_AFTER });
 
       // The paused owner resumes: its tool message, its whole answer, its cut text all come too late.
@@ -172,7 +96,7 @@ for (const target of await testDatabases()) {
 
     it('keeps a chat that a later run took: the lost call fails, its text is not stored', async () => {
       const lost = await run();
-      await writeCheckpoints(db.pool, [{ ...lost, from: 0, text: 'old' }]);
+      await writeCheckpoints(db.pool, [{ ...lost, at: 0, text: 'old' }]);
       await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: lost.chatId, provider: 'provider_c', model: 'm', messages: [{ role: 'user', content: 'new question' }], call: null });
       assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }), 1);
       assert.deepEqual(await answers(lost.chatId), []);
@@ -226,7 +150,7 @@ for (const target of await testDatabases()) {
       await registerInstance(db.pool, 'peer');
       const runs = [];
       for (let i = 0; i < 20; i++) runs.push(await run());
-      await writeCheckpoints(db.pool, runs.map((r, i) => ({ ...r, from: 0, text: `partial ${i}` })));
+      await writeCheckpoints(db.pool, runs.map((r, i) => ({ ...r, at: 0, text: `partial ${i}` })));
       const [restart, swept] = await Promise.all([
         markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }),
         sweepDeadInstances(db.pool, { selfId: 'peer', deadAfterMs: DEAD_AFTER }),

@@ -25,7 +25,7 @@ for (const target of await testDatabases()) {
     const lostRun = async (provider: 'provider_b' | 'provider_c', text: string, instanceId = 'dead') => {
       const call = { id: randomUUID(), instanceId };
       const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, provider, model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call });
-      await writeCheckpoints(db.pool, [{ callId: call.id, chatId: chat.id, runToken: 1, from: 0, text }]);
+      await writeCheckpoints(db.pool, [{ callId: call.id, chatId: chat.id, runToken: 1, at: 0, text }]);
       return { callId: call.id, chatId: chat.id };
     };
     const lostOf = (instanceId: string) => ({ where: 'c.instance_id = $2', params: [instanceId] });
