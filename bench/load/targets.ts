@@ -187,9 +187,7 @@ export async function startService(o: ServiceOptions): Promise<{ child: Child; p
     PROVIDER_C_BASE_URL: o.sim.provider_c,
     PROVIDER_TIMEOUT_MS: '120000',
     // The sweep measures what streams cost up to saturation; the overload row (overload.ts) turns shedding on.
-    OVERLOAD_LAG_MS: '0',
-    OVERLOAD_START_BACKLOG: '0',
-    OVERLOAD_BUSY_PERCENT: '0',
+    ADMISSION: 'off',
     // The web_search row's one tool round searches the simulator's engine_a.
     ENGINE_A_API_KEY: 'k',
     ENGINE_A_BASE_URL: o.sim.engine_a,
