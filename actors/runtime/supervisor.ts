@@ -24,8 +24,6 @@ interface HostSlot {
   runs: Set<Entry>;
   /** Starts sent to this host that it has not yet said it took up (Batch.started). */
   unheard: number;
-  /** When each of those went (performance.now), oldest first: a settled start's latency for the pacer. */
-  sentAt: number[];
 }
 
 interface Entry extends RunInfo {
@@ -77,7 +75,7 @@ export interface StartPacer {
   take(start: unknown, owner?: string): boolean;
   /** The waiting start whose turn has come, or undefined. */
   next(): unknown;
-  /** A start sent to a host was settled `ms` after it went (negative: lost with its host, no latency). */
+  /** A start sent to a host was settled, `ms` after its host made its run (negative: lost with its host, no latency). */
   settled(ms: number): void;
 }
 
@@ -274,7 +272,6 @@ export class Supervisor<T extends RunTypeMap> {
 
   private sendStart(slot: HostSlot, start: ToHost): void {
     slot.unheard++;
-    slot.sentAt.push(performance.now());
     slot.port.send(start);
   }
 
@@ -295,23 +292,19 @@ export class Supervisor<T extends RunTypeMap> {
   }
 
   private spawn(index: number): HostSlot {
-    const slot: HostSlot = { index, port: null as unknown as HostPort, runs: new Set(), unheard: 0, sentAt: [] };
+    const slot: HostSlot = { index, port: null as unknown as HostPort, runs: new Set(), unheard: 0 };
     slot.port = this.opts.factory(
       index,
       (batch) => {
         const settled = batch.started === undefined ? 0 : Math.min(batch.started, slot.unheard);
         slot.unheard -= settled;
         this.onBatch(batch);
-        if (settled === 0) return;
         const pacer = this.opts.admission;
-        // Settled in the order they went, near enough (a chat's start settles on its first statement).
-        if (pacer !== undefined) {
-          const now = performance.now();
-          for (let i = 0; i < settled; i++) pacer.settled(now - slot.sentAt[i]!);
-        }
-        slot.sentAt.copyWithin(0, settled);
-        slot.sentAt.length -= settled;
-        if (pacer !== undefined) this.sendWaiting();
+        if (settled === 0 || pacer === undefined) return;
+        // Each at the batch's mean: the host's own measure, without the time this thread took to read it.
+        const ms = (batch.startedMs ?? 0) / batch.started!;
+        for (let i = 0; i < settled; i++) pacer.settled(ms);
+        this.sendWaiting();
       },
       (error) => this.onHostExit(slot, error),
     );
@@ -417,10 +410,9 @@ export class Supervisor<T extends RunTypeMap> {
     this.endRuns(lost, `run host failed: ${error.message}`, 'internal');
     // Its unsettled starts will never settle: their places free (the waiting ones ended above go when their turn comes).
     if (this.opts.admission) {
-      for (let i = 0; i < slot.sentAt.length; i++) this.opts.admission.settled(-1);
+      for (let i = 0; i < slot.unheard; i++) this.opts.admission.settled(-1);
       this.sendWaiting();
     }
-    slot.sentAt.length = 0;
     slot.unheard = 0;
     // Attaches to runs that had ended there, sent before the end came back: their replay died with the
     // host. Their streams end as a dropped connection would; a re-attach finds the run over.

@@ -23,6 +23,8 @@ export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' |
 export interface LagSignal {
   /** The worst lag, a stall still going on included. */
   lagNow(): number;
+  /** The same among the threads that run the runs (the limit reads it). */
+  hostsLagNow(): number;
   /** The busiest thread's share of its last moments, 0–1 (shown, not judged). */
   busyNow(): number;
 }
@@ -66,7 +68,7 @@ export class Admission implements StartPacer {
     this.maxActiveRuns = opts.maxActiveRuns;
     this.adaptive = opts.adaptive;
     this.now = opts.now ?? (() => performance.now());
-    this.limit = new StartLimit(this.now, () => (this.signal === null ? this.lagMs : this.signal.lagNow()), opts.limit);
+    this.limit = new StartLimit(this.now, () => (this.signal === null ? this.lagMs : this.signal.hostsLagNow()), opts.limit);
     this.queue = new StartQueue(opts.queue);
     this.refusals = {
       draining: { ok: false, outcome: 'draining', message: DRAINING_MESSAGE },

@@ -1,11 +1,11 @@
 // The concurrency limit on starts in flight (handed to the actor threads, not yet settled), moved by
 // the starts' own latency as a gradient limit does (Netflix's concurrency-limits, Gradient2; Envoy's
-// adaptive concurrency): each window of settled starts compares their mean latency with a baseline
-// (the lowest seen, which creeps up slowly so that it follows a machine whose floor moved). While the
-// starts settle within TOLERANCE × the baseline, the limit grows by a fifth of its square root per
-// window; beyond it, the limit shrinks by half the ratio (at most by a quarter a window). A late event loop on the main
-// or an actor thread is congestion too, whatever the starts' latency says: the running streams are
-// already late, so the limit is halved that window. Pure: time and the lag are handed in.
+// adaptive concurrency): each window of settled starts compares their mean latency, as their host
+// measured it, with a baseline (the lowest seen, which creeps up over about a minute so that it
+// follows a machine whose floor moved). While the starts settle within TOLERANCE × the baseline, the
+// limit grows by a fifth of its square root per window; beyond it, it shrinks by half the ratio (a
+// quarter at most per window). A late actor thread is congestion too: the limit does not grow, and
+// loses a twentieth per window, whatever the latency says. Pure: time and the lag are handed in.
 
 /** Milliseconds, monotonic (performance.now in the service; a test's counter). */
 export type Now = () => number;
@@ -28,7 +28,7 @@ export interface LimitTuning {
 
 export const LIMIT_DEFAULTS: Readonly<LimitTuning> = Object.freeze({
   initial: 16,
-  min: 4,
+  min: 8,
   max: 1000,
   windowMs: 100,
   tolerance: 2,
@@ -73,10 +73,12 @@ export class StartLimit {
 
   /** A start settled `ms` after it went, `inFlight` starts being in flight when it went. */
   sample(ms: number, inFlight: number): void {
+    const now = this.now();
+    // A window begins with its first start: time without any is not measured.
+    if (this.count === 0) this.windowStart = now;
     this.sum += ms;
     this.count++;
     if (inFlight > this.peak) this.peak = inFlight;
-    const now = this.now();
     if (now - this.windowStart >= this.t.windowMs) this.update(now);
   }
 
@@ -86,9 +88,10 @@ export class StartLimit {
     this.latencyMs = latency;
     if (this.baselineMs === 0 || latency < this.baselineMs) this.baselineMs = latency;
     else this.baselineMs += (latency - this.baselineMs) / t.baselineWindows;
-    let gradient = Math.min(1, Math.max(0.5, (t.tolerance * this.baselineMs) / latency));
-    if (this.lag() > t.lagTargetMs) gradient = 0.5;
-    let next = this.limit * gradient + Math.sqrt(this.limit);
+    const gradient = Math.min(1, Math.max(0.5, (t.tolerance * this.baselineMs) / latency));
+    // A late thread holds the limit from growing and takes a tenth off: the lag may be the running
+    // streams' own (a burst's), which fewer starts in flight would not take away, only slow the burst.
+    let next = this.lag() > t.lagTargetMs ? this.limit * Math.min(gradient, 0.9) : this.limit * gradient + Math.sqrt(this.limit);
     // Nothing shows that more would be carried while fewer than half the limit are used.
     if (next > this.limit && this.peak < this.limit / 2) next = this.limit;
     // Down faster than up: a limit past what the threads keep up with costs the running streams now.
