@@ -213,8 +213,8 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   private controller: AbortController | null = null;
   private readonly timers = new Set<unknown>();
   private startSaid = false;
-  /** When the host made it (performance.now): its start's latency is counted from here. */
-  private readonly bornAt = performance.now();
+  /** When the host made it (its world's clock): its start's latency is counted from here. */
+  private readonly bornAt: number;
 
   constructor(
     runId: string,
@@ -227,6 +227,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     this.runId = runId;
     this.deps = deps;
     this.state = behavior.initial(request);
+    this.bornAt = world.timers.now();
   }
 
   get signal(): AbortSignal {
@@ -370,7 +371,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   startSettled(): void {
     if (this.startSaid) return;
     this.startSaid = true;
-    this.sink.started(performance.now() - this.bornAt);
+    this.sink.started(this.world.timers.now() - this.bornAt);
   }
 
   private end(frame: string, result: RunResult<V>): void {
