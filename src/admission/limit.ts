@@ -27,8 +27,8 @@ export interface LimitTuning {
 }
 
 export const LIMIT_DEFAULTS: Readonly<LimitTuning> = Object.freeze({
-  initial: 16,
-  min: 8,
+  initial: 32,
+  min: 16,
   max: 1000,
   windowMs: 100,
   tolerance: 2,
