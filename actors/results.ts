@@ -50,6 +50,7 @@ const OUTCOMES: Record<RunOutcome, true> = {
   provider_timeout: true,
   provider_rate_limited: true,
   provider_error: true,
+  provider_unavailable: true,
   database_unavailable: true,
   cancelled: true,
   stopped: true,
@@ -60,6 +61,7 @@ export const runFailure = z.object({
   ok: z.literal(false),
   outcome: z.enum(Object.keys(OUTCOMES) as [RunOutcome, ...RunOutcome[]]),
   message: z.string(),
+  retryAfterMs: z.number().nonnegative().optional(),
 }) satisfies z.ZodType<RunFailure>;
 
 /** The codec of a RunResult whose value is `value`'s. */

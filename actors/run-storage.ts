@@ -8,7 +8,7 @@
 // refused: that row is the run's alone.
 import { toStoredMessage } from '../src/chat/transcript.ts';
 import { CHAT_NOT_FOUND } from '../src/messages.ts';
-import type { ProviderName, Usage } from '../src/providers/types.ts';
+import type { FallbackNote, ProviderName, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import type { InputMessage } from '../src/schemas.ts';
 import { createChat, startChatRun } from '../src/store/chats.ts';
@@ -95,8 +95,8 @@ interface StreamedAnswer {
  * The answer stored in the chat with its LlmCall ended, atomically (`stopped`: the partial answer).
  * Rejects with FencedWriteError, writing nothing, when `runToken` is no longer the chat's.
  */
-export async function storeAnswer(deps: RunDeps, o: StreamedAnswer & { stopped: boolean }): Promise<void> {
-  await finishWithAnswer(deps, o, { stopped: o.stopped });
+export async function storeAnswer(deps: RunDeps, o: StreamedAnswer & { stopped: boolean; fallback?: FallbackNote }): Promise<void> {
+  await finishWithAnswer(deps, o, { stopped: o.stopped }, o.fallback && { fallback: o.fallback });
 }
 
 /**

@@ -68,6 +68,8 @@ export interface LastRun {
   finishedAt: string | null;
   latencyMs: number | null;
   usage: { inputTokens: number; outputTokens: number; totalTokens: number } | null;
+  /** The run went on on another model than `provider`/`model` (PROVIDER_FALLBACKS): `provider/model` names. */
+  fallback: { from: string; to: string; reason: string } | null;
 }
 
 export interface SearchSummary {

@@ -107,6 +107,10 @@ export const lastRun = named(
     finishedAt: timestamp.nullable(),
     latencyMs: z.number().int().nullable(),
     usage: z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), totalTokens: z.number().int() }).nullable(),
+    fallback: z
+      .object({ from: z.string(), to: z.string(), reason: z.string() })
+      .nullable()
+      .meta({ description: 'the run went on on another model (PROVIDER_FALLBACKS): from and to are provider/model, reason why the first failed' }),
   }),
   "The chat's newest completion run (title suggestions are not counted).",
 ) satisfies z.ZodType<LastRun>;

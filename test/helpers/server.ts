@@ -95,6 +95,10 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     LOG_LEVEL: 'silent',
     ACTOR_THREADS: String(opts.actorThreads ?? 0),
     PROVIDER_TIMEOUT_MS: '30000',
+    // Retries of a scripted failure cost a millisecond, and breakers stay out of tests that do not test
+    // them: a file's scripted failures would otherwise open its provider's breaker for the next tests.
+    PROVIDER_RETRY_BASE_MS: '1',
+    PROVIDER_BREAKER_FAILURES: '0',
     ...simEnv(sim),
     ...opts.env,
   };
