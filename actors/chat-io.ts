@@ -39,7 +39,7 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
       return runTool(cmd, { config: deps.config, signal: cmd.signal, cpu: deps.cpu });
     case 'store_tool': {
       const { round, index } = cmd;
-      return appendMessages(deps.pool, cmd.chatId, [cmd.message], cmd.runToken).then(
+      return appendMessages(deps.pool, cmd.chatId, [cmd.message], cmd.owner, cmd.runToken).then(
         (): ChatMsg => ({ t: 'tool_stored', round, index }),
         (error: unknown): ChatMsg => ({ t: 'tool_store_failed', round, index, error }),
       );

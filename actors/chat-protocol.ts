@@ -53,7 +53,7 @@ export type ChatCommand =
   | { c: 'prepare'; req: ChatRunRequest }
   | { c: 'round'; session: ProviderSession; round: number; results: ToolResultInput[] | null }
   | ToolCommand
-  | { c: 'store_tool'; round: number; index: number; chatId: string; message: NewMessage; runToken: number | null }
+  | { c: 'store_tool'; round: number; index: number; chatId: string; owner: string; message: NewMessage; runToken: number | null }
   /** `fallback`: the answer came (partly) from a fallback model, kept as the message's metadata.fallback. */
   | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null; fallback?: FallbackNote }
   /** The text streamed before a shutdown or fencing cut, kept as the assistant message, the LlmCall failed. */

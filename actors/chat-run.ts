@@ -208,7 +208,7 @@ function toolDone(state: ChatState & { s: 'tools' }, msg: Extract<ChatMsg, { t: 
   const next = { ...state, slots: state.slots.map((s, i) => (i === msg.index ? slot : s)) };
   const { chatId } = state.run;
   if (!chatId) return toolEnded(next, slot, io);
-  io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId, message, runToken: tokenOf(state.input) });
+  io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId, owner: state.run.req.owner, message, runToken: tokenOf(state.input) });
   return next;
 }
 

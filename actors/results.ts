@@ -3,7 +3,7 @@
 // the way in instead of cast. Each schema `satisfies` its TypeScript type, so a field added to a value
 // and not here fails the typecheck.
 import { z } from 'zod';
-import { chatSummary, searchDetail, usage } from '../src/openapi/resources.ts';
+import { chatSummary, searchDetail, usage } from '../src/domain/resources.ts';
 import { providerSchema } from '../src/schemas.ts';
 import type { ChatRunValue } from './chat-run.ts';
 import type { RunKind, RunTypes } from './runs.ts';

@@ -29,8 +29,8 @@ export interface ChatStorageRequest {
   provider: ProviderName;
   model: string;
   messages: InputMessage[];
-  /** The user the run works for: the chat and the LlmCall are theirs (the built-in admin when not given). */
-  owner?: string;
+  /** The user the run works for: the chat and the LlmCall are theirs. */
+  owner: string;
   /**
    * A takeover (src/takeover.ts): the run continues a lost run's checkpointed `text`. Its call is
    * already running under `runToken` (store/takeover.ts), so its start stores nothing.
@@ -125,7 +125,7 @@ async function finishWithAnswer(deps: RunDeps, o: StreamedAnswer, end: { stopped
 }
 
 /** A running LlmCall for a model call that stores no message (title generation). */
-export function startCall(deps: RunDeps, o: { chatId: string; owner: string | undefined; provider: ProviderName; model: string; purpose: 'title' }): Promise<string> {
+export function startCall(deps: RunDeps, o: { chatId: string; owner: string; provider: ProviderName; model: string; purpose: 'title' }): Promise<string> {
   return startLlmCall(deps.pool, { ...o, instanceId: deps.config.instanceId });
 }
 

@@ -1,5 +1,11 @@
 // The spec's resource shapes, named as the spec names them.
 
+/**
+ * The built-in user of the ADMIN_TOKEN (and of open mode): owner of everything stored before users existed.
+ * Here, below both auth/ (who is calling) and store/ (whose rows), so neither imports the other for it.
+ */
+export const ADMIN_USER_ID = 'admin';
+
 export const PROVIDERS = ['provider_a', 'provider_b', 'provider_c', 'provider_d'] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
 

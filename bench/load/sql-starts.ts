@@ -12,6 +12,7 @@ import pg from 'pg';
 import { usePreparedStatements } from '../../src/db/prepared.ts';
 import { createChat } from '../../src/store/chats.ts';
 import { finishLlmCallWithMessage } from '../../src/store/llm-calls.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 import { cpuMicros, start, type Child } from '../../test/helpers/procs.ts';
 import type { Beside } from './measure.ts';
 
@@ -29,7 +30,7 @@ async function oneStart(db: pg.Pool, i: number): Promise<void> {
   const chatId = randomUUID();
   const callId = randomUUID();
   const content = `load ${i}\nSIM {"deltas":1,"rate":1,"stamp":true}`;
-  await createChat(db, { id: chatId, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content }], call: { id: callId, instanceId: null } });
+  await createChat(db, { owner: ADMIN_USER_ID, id: chatId, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content }], call: { id: callId, instanceId: null } });
   await finishLlmCallWithMessage(db, { callId, chatId, assistant: { content: `${(performance.timeOrigin + performance.now()).toFixed(3)}|` }, usage: { inputTokens: 12, outputTokens: 1, totalTokens: 13 }, latencyMs: 2 });
 }
 

@@ -1,4 +1,4 @@
-// Takeover (ARCHITECTURE.md, "Answers outlive their instance"): inside the recovery's transaction
+// Takeover (docs/operations.md, "Answers that outlive their instance"): inside the recovery's transaction
 // (recovery.ts), a lost provider_b chat run with checkpointed text is handed to this instance instead
 // of ending as interrupted text. One statement per run: the chat's next fencing token is taken (only
 // while the chat still holds the lost run's, i.e. no later run started on it), the continuing LlmCall

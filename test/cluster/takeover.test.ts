@@ -1,4 +1,4 @@
-// Takeover (ARCHITECTURE.md, "Answers outlive their instance"), with real processes and a real
+// Takeover (docs/operations.md, "Answers that outlive their instance"), with real processes and a real
 // SIGKILL: two instances on one Postgres and one Redis; a provider_b stream (started with an
 // Idempotency-Key) and a provider_c stream run on i0, each held by a simulator gate after a few deltas,
 // with a client following the provider_b run through i1. Once both runs have checkpointed text, i0 is

@@ -8,6 +8,7 @@ import { type ItemType } from '../../src/store/stars-sql.ts';
 import { isIssuedId, iso, isoOrNull } from '../../src/store/values.ts';
 import { starChat, starSearch } from '../../src/store/stars.ts';
 import type { Message, RunStatus } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 /** One LlmCall as stored (the spec leaves its fields open). */
 export interface LlmCall {
@@ -58,7 +59,7 @@ export async function listMessages(db: Queryable, chatId: string): Promise<Messa
 
 /** Idempotent. False when the item does not exist. */
 export async function setStarred(db: Queryable, type: ItemType, id: string, starred: boolean): Promise<boolean> {
-  const item = type === 'chat' ? await starChat(db, id, starred) : await starSearch(db, id, starred);
+  const item = type === 'chat' ? await starChat(db, id, starred, ADMIN_USER_ID) : await starSearch(db, id, starred, ADMIN_USER_ID);
   return item !== null;
 }
 

@@ -19,6 +19,7 @@ import { testDatabases } from '../helpers/db.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 const DEAD_AFTER = 15_000;
 
@@ -30,7 +31,7 @@ for (const target of await testDatabases()) {
     /** A chat with a running call of `instanceId`, started a minute ago (older than any dead-after span). */
     const run = async (instanceId = 'dead') => {
       const call = { id: randomUUID(), instanceId };
-      const chat = await createChat(db.pool, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call });
+      const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call });
       await db.pool.query(`UPDATE llm_calls SET started_at = now() - interval '1 minute' WHERE id = $1`, [call.id]);
       return { callId: call.id, chatId: chat.id, runToken: 1 };
     };
@@ -57,7 +58,7 @@ for (const target of await testDatabases()) {
       const ended = await run();
       const fenced = await run();
       await finishLlmCall(db.pool, { callId: ended.callId, usage: null, latencyMs: 1 });
-      await startChatRun(db.pool, { chatId: fenced.chatId, provider: 'provider_c', model: 'm', messages: [], call: null });
+      await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: fenced.chatId, provider: 'provider_c', model: 'm', messages: [], call: null });
       const written = await writeCheckpoints(db.pool, [
         { ...ended, from: 0, text: 'late' },
         { ...fenced, from: 0, text: 'stale' },
@@ -113,7 +114,7 @@ for (const target of await testDatabases()) {
     it('a restart stores the checkpointed text as the interrupted answer and fails the call, once', async () => {
       const withText = await run();
       const silent = await run();
-      const title = await startLlmCall(db.pool, { chatId: silent.chatId, provider: 'provider_a', model: 'm', instanceId: 'dead', purpose: 'title' });
+      const title = await startLlmCall(db.pool, { owner: ADMIN_USER_ID, chatId: silent.chatId, provider: 'provider_a', model: 'm', instanceId: 'dead', purpose: 'title' });
       await writeCheckpoints(db.pool, [{ ...withText, from: 0, text: 'Half an answ' }]);
       const tally = newRecoveredRuns();
 
@@ -134,9 +135,9 @@ for (const target of await testDatabases()) {
 
     it('an owner back from a pause after its run was recovered stores nothing more in the chat', async () => {
       // Through a run start on an existing chat too, whose token is not the first one.
-      const chat = await createChat(db.pool, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
+      const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
       const calls = [{ id: randomUUID(), instanceId: 'dead' }, { id: randomUUID(), instanceId: 'dead' }];
-      const later = { callId: calls[0]!.id, chatId: chat.id, runToken: (await startChatRun(db.pool, { chatId: chat.id, provider: 'provider_c', model: 'm', messages: [], call: calls[0]! }))! };
+      const later = { callId: calls[0]!.id, chatId: chat.id, runToken: (await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: chat.id, provider: 'provider_c', model: 'm', messages: [], call: calls[0]! }))! };
       const fresh = await run();
       const silent = await run();
       await db.pool.query(`UPDATE llm_calls SET started_at = now() - interval '1 minute'`);
@@ -147,7 +148,7 @@ for (const target of await testDatabases()) {
       for (const lost of [later, fresh, silent]) {
         const finish = (extra: object) =>
           finishLlmCallWithMessage(db.pool, { callId: lost.callId, chatId: lost.chatId, assistant: { content: 'Half an answer' }, usage: null, latencyMs: 1, runToken: lost.runToken, ...extra });
-        await assert.rejects(appendMessages(db.pool, lost.chatId, [{ role: 'tool', content: 'late tool' }], lost.runToken), FencedWriteError);
+        await assert.rejects(appendMessages(db.pool, lost.chatId, [{ role: 'tool', content: 'late tool' }], ADMIN_USER_ID, lost.runToken), FencedWriteError);
         await assert.rejects(finish({}), FencedWriteError);
         await assert.rejects(finish({ interrupted: 'run cancelled: this instance lost contact with the cluster' }), FencedWriteError);
         const call = await getLlmCall(db.pool, lost.callId);
@@ -157,12 +158,12 @@ for (const target of await testDatabases()) {
       assert.deepEqual((await answers(fresh.chatId)).map((m) => m.content), ['Half']);
       assert.deepEqual(await answers(silent.chatId), []);
       // The chat is free: a new run starts on it and stores as usual.
-      assert.equal(typeof (await startChatRun(db.pool, { chatId: silent.chatId, provider: 'provider_c', model: 'm', messages: [], call: null })), 'number');
+      assert.equal(typeof (await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: silent.chatId, provider: 'provider_c', model: 'm', messages: [], call: null })), 'number');
     });
 
     it('a recovered title call keeps its outcome when its owner finishes late', async () => {
       const { chatId } = await run();
-      const title = await startLlmCall(db.pool, { chatId, provider: 'provider_a', model: 'm', instanceId: 'dead', purpose: 'title' });
+      const title = await startLlmCall(db.pool, { owner: ADMIN_USER_ID, chatId, provider: 'provider_a', model: 'm', instanceId: 'dead', purpose: 'title' });
       await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' });
       assert.equal(await finishLlmCall(db.pool, { callId: title, usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 }, latencyMs: 1 }), false);
       const call = await getLlmCall(db.pool, title);
@@ -172,7 +173,7 @@ for (const target of await testDatabases()) {
     it('keeps a chat that a later run took: the lost call fails, its text is not stored', async () => {
       const lost = await run();
       await writeCheckpoints(db.pool, [{ ...lost, from: 0, text: 'old' }]);
-      await startChatRun(db.pool, { chatId: lost.chatId, provider: 'provider_c', model: 'm', messages: [{ role: 'user', content: 'new question' }], call: null });
+      await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: lost.chatId, provider: 'provider_c', model: 'm', messages: [{ role: 'user', content: 'new question' }], call: null });
       assert.equal(await markInterruptedLlmCalls(db.pool, { instanceId: 'dead' }), 1);
       assert.deepEqual(await answers(lost.chatId), []);
       assert.equal((await getLlmCall(db.pool, lost.callId))?.status, 'failed');
@@ -180,45 +181,45 @@ for (const target of await testDatabases()) {
 
     it('a lost instance’s search run reads as failed with the error; a stored or live one is left alone', async () => {
       await registerInstance(db.pool, 'live');
-      const lost = (await createSearch(db.pool, { query: 'lost' })).id;
-      const saved = (await createSearch(db.pool, { query: 'saved' })).id;
-      const live = (await createSearch(db.pool, { query: 'live' })).id;
+      const lost = (await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'lost' })).id;
+      const saved = (await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'saved' })).id;
+      const live = (await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'live' })).id;
       await markSearchRunning(db.pool, lost, 'dead');
       await markSearchRunning(db.pool, saved, 'dead');
-      await saveSearchRun(db.pool, saved, { query: 'saved', title: null, requestId: 'r', latencyMs: 1, error: null, results: [], answerText: 'kept', answerRequestId: null, answerCitations: [], answerError: null });
+      await saveSearchRun(db.pool, saved, { query: 'saved', title: null, requestId: 'r', latencyMs: 1, error: null, results: [], answerText: 'kept', answerRequestId: null, answerCitations: [], answerError: null }, ADMIN_USER_ID);
       await markSearchRunning(db.pool, live, 'live');
       await db.pool.query(`UPDATE searches SET run_started_at = now() - interval '1 minute'`);
 
       await sweepDeadInstances(db.pool, { selfId: 'peer', deadAfterMs: DEAD_AFTER });
-      assert.equal((await getSearchDetail(db.pool, lost))?.error, INTERRUPTED_ERROR);
-      assert.deepEqual([(await getSearchDetail(db.pool, saved))?.error, (await getSearchDetail(db.pool, saved))?.answerText], [null, 'kept']);
-      assert.equal((await getSearchDetail(db.pool, live))?.error, null, 'a live instance’s run goes on');
+      assert.equal((await getSearchDetail(db.pool, lost, ADMIN_USER_ID))?.error, INTERRUPTED_ERROR);
+      assert.deepEqual([(await getSearchDetail(db.pool, saved, ADMIN_USER_ID))?.error, (await getSearchDetail(db.pool, saved, ADMIN_USER_ID))?.answerText], [null, 'kept']);
+      assert.equal((await getSearchDetail(db.pool, live, ADMIN_USER_ID))?.error, null, 'a live instance’s run goes on');
     });
 
     it('a search run back from a pause after it was recovered saves nothing over the newer run', async () => {
       const searchRun = (answerText: string) => ({ query: 'paused', title: null, requestId: 'r', latencyMs: 1, error: null, results: [], answerText, answerRequestId: null, answerCitations: [], answerError: null });
       await registerInstance(db.pool, 'newer');
-      const id = (await createSearch(db.pool, { query: 'paused' })).id;
+      const id = (await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'paused' })).id;
       const paused = await markSearchRunning(db.pool, id, 'dead');
       assert.ok(paused, 'the mark is handed back to its run');
       await db.pool.query(`UPDATE searches SET run_started_at = now() - interval '1 minute' WHERE id = $1`, [id]);
       const pausedMark = { ...paused, startedAt: (await db.pool.query<{ t: string }>('SELECT run_started_at::text AS t FROM searches WHERE id = $1', [id])).rows[0]!.t };
       await sweepDeadInstances(db.pool, { selfId: 'peer', deadAfterMs: DEAD_AFTER });
-      assert.equal((await getSearchDetail(db.pool, id))?.error, INTERRUPTED_ERROR);
+      assert.equal((await getSearchDetail(db.pool, id, ADMIN_USER_ID))?.error, INTERRUPTED_ERROR);
 
       // A newer run on a live instance holds the mark; the paused one wakes and tries to save.
       const newer = await markSearchRunning(db.pool, id, 'newer');
-      await assert.rejects(saveSearchRun(db.pool, id, searchRun('late'), undefined, pausedMark), SearchRunFencedError);
+      await assert.rejects(saveSearchRun(db.pool, id, searchRun('late'), ADMIN_USER_ID, pausedMark), SearchRunFencedError);
       const row = (await db.pool.query<{ run_instance_id: string | null }>('SELECT run_instance_id FROM searches WHERE id = $1', [id])).rows[0]!;
       assert.equal(row.run_instance_id, 'newer', 'the newer run keeps its mark, so its crash would be seen');
-      assert.equal((await getSearchDetail(db.pool, id))?.answerText, null);
+      assert.equal((await getSearchDetail(db.pool, id, ADMIN_USER_ID))?.answerText, null);
       // The newer run saves, under its own mark; a run whose mark could not be taken saves only unmarked.
-      assert.equal((await saveSearchRun(db.pool, id, searchRun('newer'), undefined, newer))?.answerText, 'newer');
+      assert.equal((await saveSearchRun(db.pool, id, searchRun('newer'), ADMIN_USER_ID, newer))?.answerText, 'newer');
       await markSearchRunning(db.pool, id, 'newer');
-      await assert.rejects(saveSearchRun(db.pool, id, searchRun('unmarked'), undefined, null), SearchRunFencedError);
+      await assert.rejects(saveSearchRun(db.pool, id, searchRun('unmarked'), ADMIN_USER_ID, null), SearchRunFencedError);
       await db.pool.query('UPDATE searches SET run_instance_id = NULL, run_started_at = NULL WHERE id = $1', [id]);
-      assert.equal((await saveSearchRun(db.pool, id, searchRun('unmarked'), undefined, null))?.answerText, 'unmarked');
-      assert.equal(await saveSearchRun(db.pool, randomUUID(), searchRun('gone'), undefined, newer), null, 'an unknown search is still null');
+      assert.equal((await saveSearchRun(db.pool, id, searchRun('unmarked'), ADMIN_USER_ID, null))?.answerText, 'unmarked');
+      assert.equal(await saveSearchRun(db.pool, randomUUID(), searchRun('gone'), ADMIN_USER_ID, newer), null, 'an unknown search is still null');
     });
 
     it('a restart racing a peer’s sweeper recovers each run once', async () => {
