@@ -20,7 +20,7 @@ export interface QueueTuning {
   maxWaitMs: number;
 }
 
-export const QUEUE_DEFAULTS: Readonly<QueueTuning> = Object.freeze({ targetMs: 100, intervalMs: 2000, maxWaitMs: 5000 });
+export const QUEUE_DEFAULTS: Readonly<QueueTuning> = Object.freeze({ targetMs: 100, intervalMs: 2000, maxWaitMs: 10_000 });
 
 /** One user's waiting starts, oldest first (arrays with a moving head: a start in and out allocates nothing once warm). */
 interface Line<T> {
