@@ -14,7 +14,7 @@
 //   kinds    actors/ (but runtime)   the run kinds (chat, search, title) and the hosts that run them
 //   http     src/http/               HTTP on uWebSockets.js: router, bodies, SSE, the error catalogue.
 //                                   Beside kinds, not above it: it imports no run kind and no service module
-//   service  src/cluster, runs, idempotent-start, claimed-keys, admission, drain, readiness, heartbeat, metrics, context,
+//   service  src/cluster, admission/, runs, idempotent-start, claimed-keys, drain, readiness, heartbeat, metrics, context,
 //            users, run-owners
 //   routes   src/routes, openapi (the API's document: names the domain's resources, describes the routes)
 //   app      src/app, main, upstreams (the composition root; the only one that starts the simulator)
@@ -33,7 +33,7 @@ const layers = [
   { name: 'http', paths: ['^src/http/'], may: ['runtime', 'base', 'clients', 'domain'] },
   {
     name: 'service',
-    paths: ['^src/cluster/', '^src/(runs|idempotent-start|claimed-keys|admission|drain|readiness|heartbeat|metrics|context|users|run-owners|takeover)\\.ts$'],
+    paths: ['^src/cluster/', '^src/admission/', '^src/(runs|idempotent-start|claimed-keys|drain|readiness|heartbeat|metrics|context|users|run-owners|takeover)\\.ts$'],
     may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http'],
   },
   { name: 'routes', paths: ['^src/(routes|openapi)/'], may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http', 'service'] },

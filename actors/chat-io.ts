@@ -11,9 +11,9 @@ import { failCall, prepareChat, storeAnswer, storeInterrupted } from './run-stor
 export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, run: RunHandle): Promise<ChatMsg> {
   switch (cmd.c) {
     case 'prepare':
-      // The start's first statement answered, either way: the start leaves the host's backlog
-      // (OVERLOAD_START_BACKLOG counts a chat start until then, so a database falling behind the starts
-      // refuses the next ones).
+      // The start's first statement answered, either way: the start is no longer in flight (the
+      // admission's limit counts a chat start until then, and its latency to here moves the limit, so
+      // a database falling behind the starts slows the next ones).
       return prepareChat(cmd.req, deps).finally(() => run.startSettled()).then(
         (p): ChatMsg => {
           // Stored with its fencing token: from now on its streamed text is checkpointed (CHECKPOINT_MS).

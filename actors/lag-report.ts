@@ -183,6 +183,22 @@ export class LagBoard {
     return worst;
   }
 
+  /**
+   * The worst lag among the threads that run the runs: the actor threads, as `lagNow` reads them; the
+   * main thread only while none reports (runs on the main thread, ACTOR_THREADS=0). The starts' work
+   * lands there, so the admission's limit reads it: the main thread's own lag comes from what it is
+   * asked (a burst's requests), which no limit on starts in flight takes away.
+   */
+  hostsLagNow(): number {
+    const now = this.now();
+    let worst = -1;
+    for (let i = 0; i < this.reports.length; i++) {
+      const r = this.reports[i];
+      if (r !== undefined) worst = Math.max(worst, r.p99Ms, now - r.at - REPORT_MS);
+    }
+    return worst < 0 ? Math.max(this.mainP99Ms, now - this.mainAt - REPORT_MS) : worst;
+  }
+
   /** The worst lag right now: each thread's last p99, or how overdue its next report is, whichever is worse. Allocates nothing. */
   lagNow(): number {
     const now = this.now();

@@ -7,13 +7,13 @@ import { LagBoard } from '../actors/lag-report.ts';
 import { errorFrames } from '../actors/runners.ts';
 import type { RunTypes } from '../actors/runs.ts';
 import { Supervisor } from '../actors/runtime/supervisor.ts';
-import { Admission } from './admission.ts';
+import { Admission } from './admission/admission.ts';
 import { Callers } from './auth/callers.ts';
 import { createJwtVerifier } from './auth/jwt.ts';
 import { ADMIN_REQUIRED } from './http/errors.ts';
 import { BodyPool } from './http/body-pool.ts';
 import { Cluster } from './cluster/cluster.ts';
-import type { Config } from './config.ts';
+import { retiredVariablesWarning, type Config } from './config.ts';
 import { CpuPool } from './cpu-pool.ts';
 import { systemClock, type AppContext, type Clock } from './context.ts';
 import { openControlDb } from './db/control-pool.ts';
@@ -148,8 +148,8 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
 
   // One client (and one connection pool) per provider on this thread: routes, model lists and inline hosts share them.
   const providers = createProviders(config);
-  const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS, overloadStartBacklog: config.OVERLOAD_START_BACKLOG, overloadBusyPercent: config.OVERLOAD_BUSY_PERCENT });
-  const lag = config.OVERLOAD_LAG_MS > 0 || config.OVERLOAD_BUSY_PERCENT > 0 ? new LagBoard() : null;
+  const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, adaptive: config.ADMISSION === 'adaptive' });
+  const lag = admission.adaptive ? new LagBoard() : null;
   const sse = new SseStreams({
     heartbeatMs: config.SSE_HEARTBEAT_MS,
     queueCap: config.SSE_MAX_QUEUED_BYTES,
@@ -248,6 +248,8 @@ function warnAboutConfig(config: Config, simulated: string[], log: Logger): void
   if (simulated.length > 0) log.warn({ simulated }, 'served by the offline simulator (no key set)');
   const filesWarning = openFilesWarning(openFilesLimit(), config.MAX_ACTIVE_RUNS);
   if (filesWarning) log.warn(filesWarning);
+  const retired = retiredVariablesWarning(config);
+  if (retired) log.warn(retired);
 }
 
 /** The supervisor and its actor hosts (worker threads, or inline), with what observes its runs. */

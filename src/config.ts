@@ -28,12 +28,15 @@ const ms = (min: number) => int(min, 2 ** 31 - 1);
 
 const url = z.string().url('must be a URL');
 
-/** Chosen from the load test's overload row (docs/operations.md, "Overload: refuse new runs, keep the running ones on time"). */
-export const OVERLOAD_LAG_MS_DEFAULT = 100;
-/** Chosen from the load test's flood row (docs/operations.md, "Overload: refuse new runs, keep the running ones on time"). */
-export const OVERLOAD_START_BACKLOG_DEFAULT = 12;
-/** Chosen from the load test's flood and overload rows (docs/operations.md, "Overload: refuse new runs, keep the running ones on time"). */
-export const OVERLOAD_BUSY_PERCENT_DEFAULT = 0;
+/** The fixed thresholds the adaptive admission replaced (src/admission/): still accepted, with a warning at start. */
+const RETIRED_OVERLOAD_VARIABLES = ['OVERLOAD_LAG_MS', 'OVERLOAD_START_BACKLOG', 'OVERLOAD_BUSY_PERCENT'] as const;
+
+/** The warning for retired variables still set, or null when none is. */
+export function retiredVariablesWarning(c: Partial<Record<(typeof RETIRED_OVERLOAD_VARIABLES)[number], string>>): string | null {
+  const set = RETIRED_OVERLOAD_VARIABLES.filter((name) => c[name] !== undefined);
+  if (set.length === 0) return null;
+  return `${set.join(', ')} ${set.length === 1 ? 'is' : 'are'} no longer used and ignored: admission adapts on its own (ADMISSION=off turns shedding off)`;
+}
 
 /** `item` when it is an origin (`scheme://host[:port]`, no path; a trailing slash is dropped); else null. */
 function asOrigin(item: string): string | null {
@@ -139,12 +142,15 @@ const schema = z.object({
   SSE_HEARTBEAT_MS: ms(100).default(15_000),
   /** On SIGTERM/SIGINT, how long running runs may go on to their natural end (drain); 0 cuts them at once. */
   SHUTDOWN_GRACE_MS: int(0, 3_600_000).default(30_000),
-  /** New runs are refused (503) while the main or an actor thread's event-loop delay p99 over the last second exceeds this; 0 turns it off (see README). */
-  OVERLOAD_LAG_MS: int(0, 60_000).default(OVERLOAD_LAG_MS_DEFAULT),
-  /** New runs are refused (503) while this many starts wait for the actor threads to take them up; 0 turns it off (see README). */
-  OVERLOAD_START_BACKLOG: int(0, 1_000_000).default(OVERLOAD_START_BACKLOG_DEFAULT),
-  /** New runs are refused (503) while the main or an actor thread's event loop was busy more than this percentage of the last 200 ms; 0 turns it off (see README). */
-  OVERLOAD_BUSY_PERCENT: int(0, 100).default(OVERLOAD_BUSY_PERCENT_DEFAULT),
+  /**
+   * `adaptive`: starts beyond what the instance keeps up with wait their turn, and a flood that lasts is
+   * refused (503 overloaded); `off`: no start waits and none is refused for overload (see README).
+   */
+  ADMISSION: z.enum(['adaptive', 'off']).default('adaptive'),
+  /** Retired (RETIRED_OVERLOAD_VARIABLES): any value is accepted and ignored, with a warning. */
+  OVERLOAD_LAG_MS: z.string().optional(),
+  OVERLOAD_START_BACKLOG: z.string().optional(),
+  OVERLOAD_BUSY_PERCENT: z.string().optional(),
   /** Bytes queued for one slow SSE client before it is dropped. */
   SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
   /** How often the text each persisted chat run has streamed reaches the database (recovery after a crash); 0 turns it off. */

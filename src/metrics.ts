@@ -2,7 +2,7 @@
 // terminal event arrives, so worker threads need no metrics plumbing of their own.
 import client from 'prom-client';
 import type { RunSupervisor } from '../actors/runs.ts';
-import type { Admission, RefusalReason } from './admission.ts';
+import type { Admission, RefusalReason } from './admission/admission.ts';
 import type { SseStreams } from './http/sse.ts';
 import type { ResilienceStats } from './providers/resilience/index.ts';
 import type { RecoveredRuns } from './store/recovery.ts';
@@ -156,12 +156,12 @@ function resilienceMetrics(registry: client.Registry, stats: () => ResilienceSta
 
 const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining', 'user_runs', 'user_tokens'];
 
-/** What the admission decided: draining or not, the lag and backlog it judges overload by, and its refusals. */
+/** What the admission decided: draining or not, the limit on starts in flight and what moves it, the starts waiting, and its refusals. */
 function admissionMetrics(registry: client.Registry, admission: Admission, supervisor: RunSupervisor): void {
   new client.Gauge({ name: 'css_draining', help: '1 while this instance drains (after SIGTERM/SIGINT), else 0', registers: [registry], collect() { this.set(admission.draining ? 1 : 0); } });
   new client.Gauge({
     name: 'css_event_loop_lag_p99_ms',
-    help: 'Worst event-loop delay p99 over the last second among the main and actor threads (0 when OVERLOAD_LAG_MS=0)',
+    help: 'Worst event-loop delay p99 over the last second among the main and actor threads (it shrinks the start limit above 50 ms; 0 with ADMISSION=off)',
     registers: [registry],
     collect() {
       this.set(admission.lagMs);
@@ -169,7 +169,7 @@ function admissionMetrics(registry: client.Registry, admission: Admission, super
   });
   new client.Gauge({
     name: 'css_event_loop_busy_percent',
-    help: 'The busiest of the main and actor threads: the percentage of its last 200 ms its event loop was busy (refused above OVERLOAD_BUSY_PERCENT)',
+    help: 'The busiest of the main and actor threads: the percentage of its last 200 ms its event loop was busy',
     registers: [registry],
     collect() {
       this.set(Math.round(admission.busyNow() * 100));
@@ -177,15 +177,31 @@ function admissionMetrics(registry: client.Registry, admission: Admission, super
   });
   new client.Gauge({
     name: 'css_start_backlog',
-    help: 'Starts unfinished: handed to the actor threads and not yet taken up, or for a chat its first statement not yet answered (refused at OVERLOAD_START_BACKLOG)',
+    help: 'Starts in flight: handed to the actor threads and not yet taken up, or for a chat its first statement not yet answered (at most css_start_limit)',
     registers: [registry],
     collect() {
       this.set(supervisor.startBacklog);
     },
   });
+  new client.Gauge({
+    name: 'css_start_limit',
+    help: 'The adaptive limit on starts in flight, moved by their latency and the threads\' event-loop lag (ADMISSION=adaptive)',
+    registers: [registry],
+    collect() {
+      this.set(admission.limit.value);
+    },
+  });
+  new client.Gauge({
+    name: 'css_starts_waiting',
+    help: 'Starts accepted and waiting for their turn under css_start_limit',
+    registers: [registry],
+    collect() {
+      this.set(admission.waiting);
+    },
+  });
   new client.Counter({
     name: 'css_runs_refused_total',
-    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS, OVERLOAD_START_BACKLOG or OVERLOAD_BUSY_PERCENT; draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget)',
+    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: a flood that lasts, judged by the start queue (ADMISSION); draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {

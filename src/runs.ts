@@ -176,7 +176,7 @@ export class Runs implements RunRegistry<RunTypes> {
       if (this.starting.has(member)) continue;
       if (opts.ifIdle) return opts.ifIdle;
       // A refusal here (draining, capacity, overload) costs no lease round trip.
-      const refused = this.supervisor.admit();
+      const refused = this.supervisor.admit(opts.owner);
       if (refused) return refused;
       let settle!: () => void;
       this.starting.set(member, new Promise<void>((r) => (settle = r)));

@@ -51,8 +51,11 @@ export interface FrameSink {
   replayFailed(runId: string, subId: number, message: string): void;
   end(runId: string, result: RunResult): void;
   log(level: 'warn' | 'error', message: string, err?: unknown): void;
-  /** The run's start is settled: it no longer counts among the starts the host is behind on (outbox.ts). */
-  started(): void;
+  /**
+   * The run's start is settled, `ms` after the actor was made: it is no longer in flight (outbox.ts),
+   * and its latency here, free of the main thread's own delays, is what the admission's limit reads.
+   */
+  started(ms: number): void;
 }
 
 /** The run's time, given by the runtime: a test gives its own and fires the timers itself. */
@@ -214,6 +217,8 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   private controller: AbortController | null = null;
   private readonly timers = new Set<unknown>();
   private startSaid = false;
+  /** When the host made it (its world's clock): its start's latency is counted from here. */
+  private readonly bornAt: number;
 
   constructor(
     runId: string,
@@ -226,6 +231,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     this.runId = runId;
     this.deps = deps;
     this.state = behavior.initial(request);
+    this.bornAt = world.timers.now();
   }
 
   get signal(): AbortSignal {
@@ -373,7 +379,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   startSettled(): void {
     if (this.startSaid) return;
     this.startSaid = true;
-    this.sink.started();
+    this.sink.started(this.world.timers.now() - this.bornAt);
   }
 
   private end(frame: string, result: RunResult<V>): void {

@@ -101,6 +101,8 @@ export interface Batch {
    * start, its first work done): the supervisor's count of unfinished starts (`startBacklog`) goes down by it.
    */
   started?: number;
+  /** The sum of those starts' latencies on the host (ms from the actor's making to its settling): the admission's limit reads their mean. */
+  startedMs?: number;
 }
 
 /** A batch's entries for a list of items (the ledger and tests build batches this way). */

@@ -170,14 +170,14 @@ export interface ServiceOptions {
   /** More environment (cluster mode: REDIS_URL, INSTANCE_ID, …). */
   env?: Record<string, string>;
   /**
-   * The service's own admission defaults: no MAX_ACTIVE_RUNS and none of the bench's shedding-off
-   * OVERLOAD_* settings (the burst and long-answer rows measure what a new user gets).
+   * The service's own admission defaults: no MAX_ACTIVE_RUNS and not the bench's shedding-off
+   * ADMISSION=off (the burst and long-answer rows measure what a new user gets).
    */
   defaults?: boolean;
 }
 
 /** What the bench's own services run with unless `defaults`: nothing refused for overload. */
-const BENCH_ADMISSION: Record<string, string> = { OVERLOAD_LAG_MS: '0', OVERLOAD_START_BACKLOG: '0', OVERLOAD_BUSY_PERCENT: '0' };
+const BENCH_ADMISSION: Record<string, string> = { ADMISSION: 'off' };
 
 export async function startService(o: ServiceOptions): Promise<{ child: Child; port: number }> {
   const port = await freePort();

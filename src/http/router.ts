@@ -143,7 +143,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     // body is read; while a token is looked up the body must be read (below), so the ordinary path decides.
     const startsRun = route.startsRun;
     if (startsRun !== undefined && opts.shed !== undefined && !(who instanceof Promise)) {
-      const answer = opts.shed.answer();
+      const answer = opts.shed.answer(who.userId);
       if (answer !== null && startsRun(req)) {
         opts.shed.sent(answer);
         return reply.text(answer.status, answer.body, answer.contentType, answer.headers);
