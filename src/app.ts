@@ -35,7 +35,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { createModelRegistry } from './models/registry.ts';
 import { openFilesLimit, openFilesWarning } from './open-files.ts';
 import { createProviders } from './providers/index.ts';
-import { sumStats, threadStats, type ResilienceStats } from './providers/resilience/index.ts';
+import { closeResilience, sumStats, threadStats, type ResilienceStats } from './providers/resilience/index.ts';
 import { Readiness } from './readiness.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
@@ -148,6 +148,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
 
   // One client (and one connection pool) per provider on this thread: routes, model lists and inline hosts share them.
   const providers = createProviders(config);
+  lc.defer('provider resilience', closeResilience);
   const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, adaptive: config.ADMISSION === 'adaptive' });
   const lag = admission.adaptive ? new LagBoard() : null;
   const sse = new SseStreams({

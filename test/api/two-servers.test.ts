@@ -72,6 +72,7 @@ describe('two servers in one process', () => {
       'callers',
       'supervisor',
       'sse streams',
+      'provider resilience',
       'cluster',
       'write retries',
       'heartbeat',

@@ -30,7 +30,7 @@ for (const target of await testDatabases()) {
       const running = await lastRun(chat.id);
       assert.deepEqual({ ...running, startedAt: '' }, {
         callId: first, provider: 'provider_c', model: 'sim-c-large', status: 'running', error: null,
-        startedAt: '', finishedAt: null, latencyMs: null, usage: null,
+        startedAt: '', finishedAt: null, latencyMs: null, usage: null, fallback: null,
       });
       assert.match(running!.startedAt, ISO_MS);
 

@@ -14,6 +14,8 @@ export { emptyStats, reportStats, sumStats, type ProviderStatsReport, type Resil
 
 /** Every resilience this thread made: /metrics sums them (a worker posts the sum to the main thread). */
 const made: Resilience[] = [];
+/** The Redis connections this thread opened for them, reached or not (closeResilience ends them). */
+const clients: Redis[] = [];
 
 export function threadStats(): ResilienceStats {
   return sumStats(made.map(statsOf));
@@ -52,6 +54,7 @@ async function connect(url: string): Promise<Redis | null> {
   try {
     const { Redis } = await import('ioredis');
     const client = new Redis(url, { connectionName: 'provider-resilience', enableOfflineQueue: false, commandTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: (n) => Math.min(100 * n, 1000) });
+    clients.push(client);
     client.on('error', () => {});
     // Shared state is a help, not a reason to keep a process (or a test) alive.
     client.on('connect', () => (client as unknown as { stream?: { unref?(): void } }).stream?.unref?.());
@@ -60,4 +63,12 @@ async function connect(url: string): Promise<Redis | null> {
   } catch {
     return null;
   }
+}
+
+/**
+ * Ends this thread's Redis connections (the service's stop). An unreachable Redis is retried on a timer
+ * that an unref'd socket does not cover: left alone, it kept a process that failed to start alive.
+ */
+export function closeResilience(): void {
+  for (const c of clients.splice(0)) c.disconnect();
 }
