@@ -15,7 +15,7 @@
 //                                   Beside kinds, not above it: it imports no run kind and no service module
 //   service  src/cluster, runs, idempotent-start, claimed-keys, admission, drain, readiness, heartbeat, metrics, context,
 //            users, run-owners
-//   routes   src/routes, openapi/document, openapi/operations
+//   routes   src/routes, openai/ (the OpenAI-compatible API), openapi/document, openapi/operations
 //   app      src/app, main, upstreams (the composition root; the only one that starts the simulator)
 //
 // Outside the service: test/helpers is the harness that test/ and bench/ share (servers, databases,
@@ -35,7 +35,7 @@ const layers = [
     paths: ['^src/cluster/', '^src/(runs|idempotent-start|claimed-keys|admission|drain|readiness|heartbeat|metrics|context|users|run-owners|takeover)\\.ts$'],
     may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http'],
   },
-  { name: 'routes', paths: ['^src/routes/', '^src/openapi/(document|operations)\\.ts$'], may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http', 'service'] },
+  { name: 'routes', paths: ['^src/routes/', '^src/openai/', '^src/openapi/(document|operations)\\.ts$'], may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http', 'service'] },
   { name: 'app', paths: ['^src/(app|main|upstreams)\\.ts$'], may: ['runtime', 'base', 'sim', 'clients', 'domain', 'kinds', 'http', 'service', 'routes'] },
 ];
 

@@ -39,6 +39,8 @@ import { Readiness } from './readiness.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
 import { modelRoutes } from './routes/models.ts';
+import { openaiErrorShape } from './openai/errors.ts';
+import { openaiRoutes } from './openai/routes.ts';
 import { withOpenApiRoute } from './routes/openapi.ts';
 import { recordContinuedOutcome } from './routes/idempotent-replay.ts';
 import { searchRunRoutes } from './routes/search-runs.ts';
@@ -221,6 +223,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     authenticate: callers.authenticate,
     cors: corsPolicy(config.CORS_ORIGINS),
     shed: startShedding(admission),
+    errorShapes: [{ prefix: '/openai/', shape: openaiErrorShape }],
     onError: (err, req) => toHttpError(err, (_, ref) => log.error({ err, ref, method: req.method, path: req.path }, 'request failed')),
   });
   const listenSocket = await lc.open('listener', () => listenExclusive(app, config.HOST, config.PORT), (s) => uws.us_listen_socket_close(s));
@@ -301,6 +304,7 @@ function appRoutes(ctx: AppContext, revocations: UserRevocations, opts: ServerOp
     ...modelRoutes(ctx),
     ...titleRoutes(ctx),
     ...userRoutes(ctx, revocations),
+    ...openaiRoutes(ctx),
     ...webRoutes(),
     ...(opts.routes?.(ctx) ?? []),
     {

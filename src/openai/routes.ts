@@ -1,0 +1,9 @@
+// The OpenAI-compatible API (`/openai/v1`, also under `/api`): a second door to the same runs.
+import type { AppContext } from '../context.ts';
+import type { Route } from '../http/router.ts';
+import { chatCompletionRoutes } from './chat-completions.ts';
+import { modelRoutes } from './models.ts';
+
+export function openaiRoutes(app: AppContext): Route[] {
+  return [...modelRoutes(app), ...chatCompletionRoutes(app)];
+}
