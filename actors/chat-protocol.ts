@@ -20,6 +20,8 @@ export interface ChatRunRequest extends ChatStorageRequest {
    * and a round that calls one ends the run with the calls for the client to run (ChatRunValue.toolCalls).
    */
   clientTools?: ToolSpec[];
+  /** Its replay sends each delta as it was (the OpenAI-compatible API numbers them for resume). */
+  keepDeltas?: boolean;
 }
 
 export interface ChatRunValue {
@@ -34,6 +36,8 @@ export interface ChatRunValue {
   stopped: boolean;
   /** The client's functions the model called last (ChatRunRequest.clientTools): the run ended to hand them over. */
   toolCalls?: ToolCallRequest[];
+  /** Each streamed delta's length (ChatRunRequest.keepDeltas): how the stored text replays as it was streamed. */
+  deltas?: number[];
 }
 
 /** Every input of a chat run besides the runtime's own (start, stop, cancel, attach). */

@@ -251,6 +251,7 @@ function done({ run, rounds }: Base, stopped: boolean, io: ChatIo): ChatState {
   const value: ChatRunValue = { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, raw, stopped };
   // Only a run with client functions (the OpenAI-compatible API) ever has them: the spec's `done` is unchanged.
   if (rounds.clientCalls && !stopped) data.toolCalls = value.toolCalls = rounds.clientCalls;
+  if (req.keepDeltas && io.deltaLengths) value.deltas = [...io.deltaLengths];
   io.done(data, value);
   return { s: 'ended' };
 }
@@ -407,5 +408,5 @@ function crashed(state: ChatState, err: unknown, io: ChatIo): ChatState {
 const errorFrame = (message: string): string => sseFrame('error', { type: 'error', message });
 
 /** The kind's behavior, for tests that drive it without I/O. */
-export const chatBehavior = { initial, receive, crashed, execute: executeChat, errorFrame };
+export const chatBehavior = { initial, receive, crashed, execute: executeChat, errorFrame, keepsDeltas: (req: ChatRunRequest) => req.keepDeltas === true };
 export const chatRun = defineRun(chatBehavior, { settlesOwnStart: true });

@@ -9,6 +9,15 @@ export class EventBuffer {
   private readonly keyed = new Map<string, string>();
   private text = '';
   private tail = '';
+  /**
+   * Each delta's length, when the run's readers number its deltas (the OpenAI-compatible API's resume by
+   * sequence number): its replay then sends the deltas as they were, not merged. Null: merged.
+   */
+  private readonly lengths: number[] | null;
+
+  constructor(keepDeltas = false) {
+    this.lengths = keepDeltas ? [] : null;
+  }
 
   /** A frame kept as is, in order (e.g. `meta`). */
   push(frame: string): void {
@@ -22,6 +31,7 @@ export class EventBuffer {
 
   appendText(text: string): void {
     this.text += text;
+    this.lengths?.push(text.length);
   }
 
   /** The terminal frame (`done` or `error`). */
@@ -39,10 +49,18 @@ export class EventBuffer {
     return this.text;
   }
 
+  /** Each delta's length, when kept (the constructor's keepDeltas); else null. */
+  get deltaLengths(): readonly number[] | null {
+    return this.lengths;
+  }
+
   replay(): string {
     let out = this.head;
     for (const frame of this.keyed.values()) out += frame;
-    if (this.text) out += deltaFrame(this.text);
+    if (this.lengths) {
+      let at = 0;
+      for (const n of this.lengths) out += deltaFrame(this.text.slice(at, (at += n)));
+    } else if (this.text) out += deltaFrame(this.text);
     return out + this.tail;
   }
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { OperationDoc } from '../openapi/operations.ts';
 import { named } from '../openapi/resources.ts';
 import { chatCompletionSchema } from './chat-request.ts';
+import { createResponseSchema } from './responses-request.ts';
 
 export const openaiErrorBody = named(
   'OpenAIError',
@@ -14,6 +15,11 @@ export const openaiErrorBody = named(
 const model = named('OpenAIModel', z.object({ id: z.string().meta({ description: 'provider/model' }), object: z.literal('model'), created: z.int(), owned_by: z.string() }));
 
 const chatRequest = named('OpenAIChatCompletionRequest', chatCompletionSchema.loose());
+const responseRequest = named('OpenAIResponseRequest', createResponseSchema.loose());
+const response = named(
+  'OpenAIResponse',
+  z.object({ id: z.string(), object: z.literal('response'), status: z.enum(['queued', 'in_progress', 'completed', 'failed', 'cancelled', 'incomplete']), chat_id: z.string().optional() }).loose(),
+);
 
 const RUN_ERRORS = {
   404: 'the model is not served here',
@@ -48,5 +54,28 @@ export const openaiOperations: Record<string, OperationDoc> = {
     ok: { json: z.object({ id: z.string(), object: z.literal('chat.completion'), chat_id: z.string().optional() }).loose() },
     errors: RUN_ERRORS,
   },
+  'POST /openai/v1/responses': {
+    tag: 'openai',
+    summary: 'OpenAI-compatible Responses: whole, streamed (stream: true) or in the background (background: true)',
+    description:
+      'A stored response (`store`, default true) is a turn of a chat of the caller (`chat_id`): `previous_response_id` naming the chat\'s latest ' +
+      'response continues it, an earlier one starts a new chat with the history up to it. Streamed events carry `type` and `sequence_number` from 0.',
+    body: responseRequest,
+    ok: { json: response },
+    errors: { ...RUN_ERRORS, 404: 'the model is not served here, or previous_response_id names no response of the caller' },
+  },
+  'GET /openai/v1/responses/:id': {
+    tag: 'openai',
+    summary: 'A stored response as it stands; with stream=true its events after starting_after (replayed, then live; after the end, from what was stored)',
+    query: {
+      stream: { description: 'true: the events as SSE', schema: z.enum(['true', 'false']) },
+      starting_after: { description: 'with stream=true: only the events numbered after this', schema: z.int().min(0) },
+    },
+    ok: { json: response },
+  },
+  'POST /openai/v1/responses/:id/cancel': {
+    tag: 'openai',
+    summary: 'Stops a running response (idempotent); answers it with status cancelled (or its status, had it ended before)',
+    ok: { json: response },
+  },
 };
-

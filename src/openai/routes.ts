@@ -3,7 +3,8 @@ import type { AppContext } from '../context.ts';
 import type { Route } from '../http/router.ts';
 import { chatCompletionRoutes } from './chat-completions.ts';
 import { modelRoutes } from './models.ts';
+import { responseRoutes } from './responses.ts';
 
 export function openaiRoutes(app: AppContext): Route[] {
-  return [...modelRoutes(app), ...chatCompletionRoutes(app)];
+  return [...modelRoutes(app), ...chatCompletionRoutes(app), ...responseRoutes(app)];
 }

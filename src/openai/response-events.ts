@@ -1,0 +1,202 @@
+// A run's frames as the Responses API's objects and events (wire-formats.md §1). The events are a function
+// of the run's frames alone (its `meta`, each delta as it was, its end), numbered from 0: a reader that
+// attaches late (the run's replay keeps each delta: ChatRunRequest.keepDeltas) or reads after the end (the
+// stored text cut at the stored delta lengths) gets the very events, under the same numbers, that a reader
+// from the start got. `starting_after` only decides which of them are written.
+import type { Subscriber } from '../../actors/runtime/subscriber.ts';
+import type { SseSink } from '../http/sse.ts';
+import type { ToolCallRequest, Usage } from '../providers/types.ts';
+import { eachNativeFrame, type NativeFrame } from './native-frames.ts';
+import type { ResponseRequest, ResponseStatus, StoredResponse } from './store.ts';
+
+/** What every object of one response repeats. */
+export interface ResponseBase {
+  id: string;
+  createdAt: number;
+  request: ResponseRequest;
+  previousResponseId: string | null;
+  store: boolean;
+  chatId: string | null;
+}
+
+export interface ResponseEnd {
+  status: Exclude<ResponseStatus, 'in_progress'>;
+  text: string;
+  toolCalls: ToolCallRequest[] | null;
+  usage: Usage | null;
+  error: string | null;
+}
+
+const suffix = (id: string) => id.slice('resp_'.length);
+export const messageItemId = (id: string) => `msg_${suffix(id)}`;
+const callItemId = (id: string, i: number) => `fc_${i}_${suffix(id)}`;
+
+const textPart = (text: string) => ({ type: 'output_text', text, annotations: [], logprobs: [] });
+
+export function messageItem(id: string, text: string, status: 'in_progress' | 'completed'): Record<string, unknown> {
+  return { id: messageItemId(id), type: 'message', status, role: 'assistant', content: status === 'completed' ? [textPart(text)] : [] };
+}
+
+export function callItem(id: string, i: number, c: ToolCallRequest, status: 'in_progress' | 'completed'): Record<string, unknown> {
+  return { id: callItemId(id, i), type: 'function_call', status, call_id: c.callId, name: c.name, arguments: status === 'completed' ? c.arguments : '' };
+}
+
+/** The output of an ended response: its text as a message (unless it only called functions), then its calls. */
+export function outputOf(id: string, end: Pick<ResponseEnd, 'text' | 'toolCalls'>): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  if (end.text !== '' || !end.toolCalls) out.push(messageItem(id, end.text, 'completed'));
+  end.toolCalls?.forEach((c, i) => out.push(callItem(id, i, c, 'completed')));
+  return out;
+}
+
+export const responseUsage = (u: Usage | null) =>
+  u && { input_tokens: u.inputTokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: u.outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: u.totalTokens };
+
+/** The response object; `end` absent: in progress, no output yet. */
+export function responseObject(base: ResponseBase, end: ResponseEnd | null): Record<string, unknown> {
+  const r = base.request;
+  const status: ResponseStatus = end ? end.status : 'in_progress';
+  const out: Record<string, unknown> = {
+    id: base.id,
+    object: 'response',
+    created_at: base.createdAt,
+    status,
+    background: r.background,
+    error: end?.error ? { code: 'server_error', message: end.error } : null,
+    incomplete_details: status === 'cancelled' ? { reason: 'cancelled' } : null,
+    instructions: r.instructions,
+    max_output_tokens: r.max_output_tokens,
+    metadata: r.metadata ?? {},
+    model: r.model,
+    output: end ? outputOf(base.id, end) : [],
+    parallel_tool_calls: true,
+    previous_response_id: base.previousResponseId,
+    store: base.store,
+    temperature: r.temperature,
+    text: { format: { type: 'text' } },
+    tool_choice: r.tool_choice,
+    tools: r.tools,
+    top_p: r.top_p,
+    truncation: 'disabled',
+    usage: end ? responseUsage(end.usage) : null,
+  };
+  if (end && end.status === 'completed') out.output_text = end.text;
+  if (base.chatId) out.chat_id = base.chatId;
+  return out;
+}
+
+export const baseOfStored = (s: StoredResponse): ResponseBase => ({ id: s.id, createdAt: s.createdAt, request: s.request, previousResponseId: s.previousResponseId, store: true, chatId: s.chatId });
+
+export function endOfStored(s: StoredResponse): ResponseEnd | null {
+  if (s.status === 'in_progress') return null;
+  return { status: s.status, text: s.outputText ?? '', toolCalls: s.toolCalls, usage: s.usage, error: s.error };
+}
+
+/** A run's `done` or `error` frame as the response's end. */
+export function endOfFrame(f: { event: string; data: Record<string, unknown> }): ResponseEnd {
+  if (f.event === 'error') return { status: 'failed', text: '', toolCalls: null, usage: null, error: String(f.data.message) };
+  return {
+    status: f.data.stopped === true ? 'cancelled' : 'completed',
+    text: String(f.data.text ?? ''),
+    toolCalls: (f.data.toolCalls as ToolCallRequest[] | undefined) ?? null,
+    usage: (f.data.usage as Usage | undefined) ?? null,
+    error: null,
+  };
+}
+
+/** The response's events on an SSE response: those numbered after `startingAfter` are written. */
+export class ResponseEventStream implements Subscriber {
+  private seq = 0;
+  private textOpen = false;
+  private readonly onFrame = (f: NativeFrame) => this.frame(f);
+  private readonly itemId: string;
+  private readonly deltaHead: string;
+
+  constructor(
+    private readonly sink: SseSink,
+    private readonly base: ResponseBase,
+    private readonly startingAfter = -1,
+  ) {
+    this.itemId = messageItemId(base.id);
+    this.deltaHead = `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":"${this.itemId}","output_index":0,"content_index":0,"logprobs":[],"delta":`;
+  }
+
+  get dropped(): boolean {
+    return this.sink.dropped;
+  }
+
+  write(frames: string): void {
+    eachNativeFrame(frames, this.onFrame);
+  }
+
+  end(): void {
+    this.sink.end();
+  }
+
+  onClose(fn: () => void): void {
+    this.sink.onClose(fn);
+  }
+
+  /** The events of a response that ended, from what was stored: its text cut as it was streamed. */
+  replayStored(s: StoredResponse): void {
+    const end = endOfStored(s)!;
+    this.frame({ event: 'meta', data: {} });
+    let at = 0;
+    for (const n of s.deltas ?? (end.text ? [end.text.length] : [])) this.frame({ delta: JSON.stringify(end.text.slice(at, (at += n))) });
+    this.finish(end);
+    this.sink.end();
+  }
+
+  private emit(type: string, fields: Record<string, unknown>): void {
+    const n = this.seq++;
+    if (n > this.startingAfter) this.sink.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n, ...fields })}\n\n`);
+  }
+
+  private frame(f: NativeFrame): void {
+    if ('delta' in f) {
+      if (!this.textOpen) this.openText();
+      const n = this.seq++;
+      // The hot path: the delta's JSON literal spliced in, nothing parsed or built.
+      if (n > this.startingAfter) this.sink.write(`${this.deltaHead}${f.delta},"sequence_number":${n}}\n\n`);
+      return;
+    }
+    if (f.event === 'meta') {
+      const started = responseObject(this.base, null);
+      this.emit('response.created', { response: started });
+      this.emit('response.in_progress', { response: started });
+    } else if (f.event === 'done' || f.event === 'error') {
+      this.finish(endOfFrame(f));
+    }
+  }
+
+  private openText(): void {
+    this.textOpen = true;
+    this.emit('response.output_item.added', { output_index: 0, item: messageItem(this.base.id, '', 'in_progress') });
+    this.emit('response.content_part.added', { item_id: this.itemId, output_index: 0, content_index: 0, part: textPart('') });
+  }
+
+  private finish(end: ResponseEnd): void {
+    if (end.status !== 'failed') {
+      let index = 0;
+      if (this.textOpen || !end.toolCalls) {
+        if (!this.textOpen) this.openText();
+        this.emit('response.output_text.done', { item_id: this.itemId, output_index: 0, content_index: 0, text: end.text, logprobs: [] });
+        this.emit('response.content_part.done', { item_id: this.itemId, output_index: 0, content_index: 0, part: textPart(end.text) });
+        this.emit('response.output_item.done', { output_index: 0, item: messageItem(this.base.id, end.text, 'completed') });
+        index = 1;
+      }
+      end.toolCalls?.forEach((c, i) => {
+        const output_index = index + i;
+        const item_id = callItemId(this.base.id, i);
+        this.emit('response.output_item.added', { output_index, item: callItem(this.base.id, i, c, 'in_progress') });
+        this.emit('response.function_call_arguments.delta', { item_id, output_index, delta: c.arguments });
+        this.emit('response.function_call_arguments.done', { item_id, output_index, name: c.name, arguments: c.arguments });
+        this.emit('response.output_item.done', { output_index, item: callItem(this.base.id, i, c, 'completed') });
+      });
+    }
+    const response = responseObject(this.base, end);
+    if (end.status === 'completed') this.emit('response.completed', { response });
+    else if (end.status === 'failed') this.emit('response.failed', { response });
+    else this.emit('response.incomplete', { response });
+  }
+}

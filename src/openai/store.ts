@@ -1,0 +1,122 @@
+// The stored responses of the OpenAI-compatible API (sql/020_openai_responses.sql): one statement each.
+import type { Queryable } from '../db/types.ts';
+import type { ToolCallRequest, Usage } from '../providers/types.ts';
+import type { RunMessage } from '../schemas.ts';
+
+export type ResponseStatus = 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
+
+/** What the response object repeats of its request. */
+export interface ResponseRequest {
+  model: string;
+  instructions: string | null;
+  metadata: Record<string, unknown> | null;
+  tools: unknown[];
+  tool_choice: unknown;
+  temperature: number | null;
+  top_p: number | null;
+  max_output_tokens: number | null;
+  background: boolean;
+}
+
+export interface StoredResponse {
+  id: string;
+  owner: string;
+  chatId: string;
+  callId: string;
+  previousResponseId: string | null;
+  status: ResponseStatus;
+  input: RunMessage[];
+  request: ResponseRequest;
+  outputText: string | null;
+  toolCalls: ToolCallRequest[] | null;
+  deltas: number[] | null;
+  usage: Usage | null;
+  error: string | null;
+  createdAt: number;
+}
+
+interface Row {
+  id: string;
+  owner_id: string;
+  chat_id: string;
+  call_id: string;
+  previous_response_id: string | null;
+  status: ResponseStatus;
+  input: RunMessage[];
+  request: ResponseRequest;
+  output_text: string | null;
+  tool_calls: ToolCallRequest[] | null;
+  deltas: number[] | null;
+  usage: Usage | null;
+  error: string | null;
+  created_at: Date | string;
+}
+
+const toResponse = (r: Row): StoredResponse => ({
+  id: r.id,
+  owner: r.owner_id,
+  chatId: r.chat_id,
+  callId: r.call_id,
+  previousResponseId: r.previous_response_id,
+  status: r.status,
+  input: r.input,
+  request: r.request,
+  outputText: r.output_text,
+  toolCalls: r.tool_calls,
+  deltas: r.deltas,
+  usage: r.usage,
+  error: r.error,
+  createdAt: Math.floor(new Date(r.created_at).getTime() / 1000),
+});
+
+export async function insertResponse(db: Queryable, r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'request'>): Promise<void> {
+  await db.query(
+    `INSERT INTO openai_responses (id, owner_id, chat_id, call_id, previous_response_id, status, input, request)
+     VALUES ($1, $2, $3, $4, $5, 'in_progress', $6::jsonb, $7::jsonb)`,
+    [r.id, r.owner, r.chatId, r.callId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request)],
+  );
+}
+
+export interface ResponseEnd {
+  status: Exclude<ResponseStatus, 'in_progress'>;
+  outputText: string;
+  toolCalls: ToolCallRequest[] | null;
+  deltas: number[];
+  usage: Usage | null;
+  error: string | null;
+}
+
+/** The run's end, once: a response that already ended (recovered as lost meanwhile) keeps its end. */
+export async function finishResponse(db: Queryable, id: string, end: ResponseEnd): Promise<void> {
+  await db.query(
+    `UPDATE openai_responses SET status = $2, output_text = $3, tool_calls = $4::jsonb, deltas = $5::jsonb, usage = $6::jsonb, error = $7, completed_at = now()
+      WHERE id = $1 AND status = 'in_progress'`,
+    [id, end.status, end.outputText, end.toolCalls && JSON.stringify(end.toolCalls), JSON.stringify(end.deltas), end.usage && JSON.stringify(end.usage), end.error],
+  );
+}
+
+/** The caller's response; another user's reads as absent. */
+export async function getResponse(db: Queryable, id: string, owner: string): Promise<StoredResponse | null> {
+  const { rows } = await db.query<Row>('SELECT * FROM openai_responses WHERE id = $1 AND owner_id = $2', [id, owner]);
+  return rows[0] ? toResponse(rows[0]) : null;
+}
+
+/** The newest response of a chat (the one a continuation must name). */
+export async function latestOfChat(db: Queryable, chatId: string): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM openai_responses WHERE chat_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1', [chatId]);
+  return rows[0]?.id ?? null;
+}
+
+/** The turns up to and including `id`, oldest first (its chain of previous_response_id). */
+export async function responseChain(db: Queryable, id: string, owner: string): Promise<StoredResponse[]> {
+  const { rows } = await db.query<Row & { depth: number }>(
+    `WITH RECURSIVE chain AS (
+       SELECT r.*, 0 AS depth FROM openai_responses r WHERE r.id = $1 AND r.owner_id = $2
+       UNION ALL
+       SELECT p.*, chain.depth + 1 FROM openai_responses p JOIN chain ON p.id = chain.previous_response_id AND p.owner_id = $2
+     )
+     SELECT * FROM chain ORDER BY depth DESC`,
+    [id, owner],
+  );
+  return rows.map(toResponse);
+}
