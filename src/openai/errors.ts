@@ -46,6 +46,8 @@ export function streamErrorBody(message: string, code = 'run_failed', type = 'se
 
 export const MODEL_NOT_FOUND = createError('CSS_MODEL_NOT_FOUND', 404, (model: string) => `The model '${model}' does not exist or is not served here: use an id of GET /openai/v1/models ("provider/model")`);
 export const AMBIGUOUS_MODEL = createError('CSS_AMBIGUOUS_MODEL', 400, (model: string, providers: string) => `model '${model}' is served by ${providers}: name one as "provider/${model}"`);
+/** A response whose run was lost and is not yet recovered (a takeover or the recovery sweep is due). */
+export const RESPONSE_UNAVAILABLE = createError('CSS_RESPONSE_UNAVAILABLE', 503, (id: string) => `response '${id}' lost its run and is being recovered: read it again shortly`, { 'retry-after': '2' });
 export const RESPONSE_NOT_FOUND = createError('CSS_RESPONSE_NOT_FOUND', 404, (id: string) => `No response found with id '${id}'.`);
 
 /** A 400 naming the body field it concerns. */

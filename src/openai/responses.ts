@@ -13,13 +13,13 @@ import type { Route } from '../http/router.ts';
 import { MESSAGE_BODY_LIMIT } from '../routes/chats.ts';
 import type { RunMessage } from '../schemas.ts';
 import { createChat } from '../store/chats.ts';
-import { invalidParam, RESPONSE_NOT_FOUND } from './errors.ts';
+import { invalidParam, RESPONSE_NOT_FOUND, RESPONSE_UNAVAILABLE } from './errors.ts';
 import { resolveModel, type ResolvedModel } from './models.ts';
 import { counted } from './requests.ts';
 import { baseOfStored, endOfStored, ResponseEventStream, responseObject, type ResponseBase, type ResponseEnd } from './response-events.ts';
 import { createResponseSchema, inputMessages, requestEcho, toolsOf, type CreateResponseBody } from './responses-request.ts';
 import { startChatRun, whileConnected } from './start.ts';
-import { finishResponse, getResponse, insertResponse, latestOfChat, responseChain, type StoredResponse } from './store.ts';
+import { finishResponse, getResponse, insertResponse, latestOfChat, responseChain, settleLost, type StoredResponse } from './store.ts';
 
 /** The history a continuation sends: each earlier turn's input, then its answer (with the calls it handed over). */
 function historyOf(chain: StoredResponse[]): RunMessage[] {
@@ -137,9 +137,19 @@ export function responseRoutes(app: AppContext): Route[] {
     return { inserted, finished };
   }
 
+  /** The caller's response, its end read from its LlmCall when its run was lost with its instance. */
+  async function current(id: string, owner: string): Promise<StoredResponse> {
+    const stored = await getResponse(pool, id, owner);
+    if (!stored) throw RESPONSE_NOT_FOUND(id);
+    if (stored.status !== 'in_progress' || (await app.runs.find('chat', stored.chatId)) !== null) return stored;
+    // No run (anywhere): it ended a moment ago, or its instance died without writing its end.
+    const again = await getResponse(pool, id, owner);
+    if (!again || again.status !== 'in_progress') return again ?? stored;
+    return (await settleLost(pool, again)) ?? again;
+  }
+
   async function retrieve(req: Req, reply: Reply) {
-    const stored = await getResponse(pool, req.params.id!, req.caller.userId);
-    if (!stored) throw RESPONSE_NOT_FOUND(req.params.id!);
+    const stored = await current(req.params.id!, req.caller.userId);
     if (req.query.get('stream') !== 'true') return reply.json(200, responseObject(baseOfStored(stored), endOfStored(stored)));
     const after = req.query.get('starting_after');
     const startingAfter = after === null ? -1 : Number(after);
@@ -148,15 +158,14 @@ export function responseRoutes(app: AppContext): Route[] {
     const events = new ResponseEventStream(sink, baseOfStored(stored), startingAfter);
     if (stored.status === 'in_progress' && (await app.runs.attach('chat', stored.chatId, events)) !== 'not_found') return sink.open();
     // Ended (maybe a moment ago): from what was stored.
-    const now = stored.status === 'in_progress' ? await getResponse(pool, stored.id, req.caller.userId) : stored;
-    if (!now || now.status === 'in_progress') throw RESPONSE_NOT_FOUND(stored.id);
+    const now = stored.status === 'in_progress' ? await current(stored.id, req.caller.userId) : stored;
+    if (now.status === 'in_progress') throw RESPONSE_UNAVAILABLE(stored.id);
     events.replayStored(now);
   }
 
   async function cancel(req: Req, reply: Reply) {
     const owner = req.caller.userId;
-    const stored = await getResponse(pool, req.params.id!, owner);
-    if (!stored) throw RESPONSE_NOT_FOUND(req.params.id!);
+    const stored = await current(req.params.id!, owner);
     if (stored.status === 'in_progress') await app.runs.stop('chat', stored.chatId);
     // The instance that runs it writes its end: wait for it (a stop ends a run at once).
     let now = stored;

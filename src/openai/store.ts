@@ -120,3 +120,27 @@ export async function responseChain(db: Queryable, id: string, owner: string): P
   );
   return rows.map(toResponse);
 }
+
+/**
+ * A response still `in_progress` whose run is nowhere (its instance died before writing its end): its end is
+ * read from its LlmCall, or the call that continued it after a takeover, and the chat's answer. Null while
+ * that call still runs (recovery or a takeover not done yet).
+ */
+export async function settleLost(db: Queryable, s: StoredResponse): Promise<StoredResponse | null> {
+  const { rows } = await db.query<{ status: string; error: string | null; input_tokens: number | null; output_tokens: number | null; total_tokens: number | null; text: string | null }>(
+    `SELECT c.status, c.error, c.input_tokens, c.output_tokens, c.total_tokens,
+            (SELECT m.content FROM messages m WHERE m.chat_id = $2 AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS text
+       FROM llm_calls c WHERE c.id = $1 OR c.continues_call_id = $1 ORDER BY c.started_at DESC LIMIT 1`,
+    [s.callId, s.chatId],
+  );
+  const call = rows[0];
+  if (!call || call.status === 'running') return null;
+  const usage = call.total_tokens === null ? null : { inputTokens: call.input_tokens ?? 0, outputTokens: call.output_tokens ?? 0, totalTokens: call.total_tokens };
+  const text = call.text ?? '';
+  const end: ResponseEnd =
+    call.status === 'succeeded'
+      ? { status: 'completed', outputText: text, toolCalls: null, deltas: text ? [text.length] : [], usage, error: null }
+      : { status: 'failed', outputText: '', toolCalls: null, deltas: [], usage, error: call.error ?? 'instance lost' };
+  await finishResponse(db, s.id, end);
+  return getResponse(db, s.id, s.owner);
+}

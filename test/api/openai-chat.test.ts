@@ -6,7 +6,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { apiDatabases, sim, startTestServer, variantTag, waitFor, type TestServer } from '../helpers/server.ts';
+import { DRAINING } from '../../src/http/errors.ts';
+import { openaiErrorShape } from '../../src/openai/errors.ts';
 import { ADMIN_TOKEN, as, createUser } from '../helpers/users.ts';
+import { gateName } from '../helpers/wait.ts';
 
 const MODEL = 'provider_c/sim-c-large';
 
@@ -140,5 +143,34 @@ for (const db of apiDatabases()) {
         return true;
       });
     });
+
+    it('429s tell the SDK what to do: retry-after-ms for active runs, x-should-retry: false for a spent budget', async () => {
+      const gate = gateName();
+      const bo = await createUser(t, 'Bo', { maxActiveRuns: 1 });
+      const boAi = client(t, bo.key);
+      const held = boAi.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: sim({ reply: 'x', gate }) }] });
+      await waitFor(() => t.sim.heldAt(gate) > 0, 10_000, "Bo's run held");
+      const res = await bo.call('POST', '/openai/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'one more' }] });
+      assert.equal(res.status, 429);
+      assert.equal(res.body.error.type, 'rate_limit_error');
+      assert.equal(res.body.error.message, 'too many active runs for this user (limit 1)');
+      assert.equal(Number(res.headers.get('retry-after-ms')), Number(res.headers.get('retry-after')) * 1000);
+      assert.equal(res.headers.get('x-should-retry'), null);
+      t.sim.openGate(gate);
+      await held;
+      const cy = await createUser(t, 'Cy', { tokensPerDay: 5 });
+      assert.equal((await cy.call('POST', '/openai/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'spend my tokens please' }] })).status, 200);
+      const spent = await cy.call('POST', '/openai/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'more' }] });
+      assert.deepEqual([spent.status, spent.body.error.message, spent.headers.get('x-should-retry')], [429, 'daily token budget exhausted', 'false']);
+      await assert.rejects(client(t, cy.key).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'more' }] }), OpenAI.RateLimitError);
+    });
   });
 }
+
+describe('the OpenAI error envelope', () => {
+  it('gives every 503 retry-after-ms beside retry-after', () => {
+    const shaped = openaiErrorShape(DRAINING());
+    assert.deepEqual(shaped.body, { error: { message: 'server is draining', type: 'server_error', param: null, code: 'draining' } });
+    assert.deepEqual([shaped.headers?.['retry-after'], shaped.headers?.['retry-after-ms']], ['5', '5000']);
+  });
+});
