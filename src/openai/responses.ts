@@ -6,20 +6,23 @@ import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
 import type { AppContext } from '../context.ts';
-import { readJson } from '../http/body.ts';
+import { readFingerprintedJson, readJson } from '../http/body.ts';
+import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { MESSAGE_BODY_LIMIT } from '../routes/chats.ts';
 import type { RunMessage } from '../schemas.ts';
 import { createChat } from '../store/chats.ts';
-import { invalidParam, RESPONSE_NOT_FOUND, RESPONSE_UNAVAILABLE } from './errors.ts';
+import { invalidParam, RESPONSE_NOT_FOUND } from './errors.ts';
 import { resolveModel, type ResolvedModel } from './models.ts';
 import { counted } from './requests.ts';
 import { baseOfStored, endOfStored, ResponseEventStream, responseObject, type ResponseBase, type ResponseEnd } from './response-events.ts';
 import { createResponseSchema, inputMessages, requestEcho, toolsOf, type CreateResponseBody } from './responses-request.ts';
 import { startChatRun, whileConnected } from './start.ts';
-import { finishResponse, getResponse, insertResponse, latestOfChat, responseChain, settleLost, type StoredResponse } from './store.ts';
+import { currentResponse, streamResponse } from './response-reads.ts';
+import { claimResponseKey, recordResponseKey, withKey } from './responses-keyed.ts';
+import { finishResponse, getResponse, insertResponse, latestOfChat, responseChain, type StoredResponse } from './store.ts';
 
 /** The history a continuation sends: each earlier turn's input, then its answer (with the calls it handed over). */
 function historyOf(chain: StoredResponse[]): RunMessage[] {
@@ -74,16 +77,21 @@ export function responseRoutes(app: AppContext): Route[] {
   }
 
   async function create(req: Req, reply: Reply) {
-    const body = await readJson(req, createResponseSchema);
+    const key = idempotencyKeyOf(req);
+    const { body, fingerprint } = key ? await readFingerprintedJson(req, createResponseSchema) : { body: await readJson(req, createResponseSchema), fingerprint: '' };
     const model = resolveModel(app, body.model);
     const store = body.store !== false;
     if (body.background && !store) throw invalidParam('background', 'background responses must be stored: remove store: false');
+    if (key && !store) throw invalidParam('store', 'Idempotency-Key needs a stored response: an unstored one cannot be answered again');
     const owner = req.caller.userId;
     const input = inputMessages(body);
     const { clientTools, serviceTools } = toolsOf(body);
-    const conversation = await conversationOf(body, owner, store, model);
-    const id = `resp_${randomUUID().replaceAll('-', '')}`;
     const callId = randomUUID();
+    const claimed = await claimResponseKey(app, key, fingerprint, body, callId, owner, reply);
+    if (!claimed.start) return;
+    const { keyed } = claimed;
+    const conversation = await withKey(app, keyed, () => conversationOf(body, owner, store, model));
+    const id = `resp_${randomUUID().replaceAll('-', '')}`;
     const messages: RunMessage[] = [...conversation.history, ...input];
     const streamed = body.stream === true || body.background === true;
     const request: ChatRunRequest = {
@@ -110,8 +118,10 @@ export function responseRoutes(app: AppContext): Route[] {
     const events = sink ? new ResponseEventStream(sink, base) : undefined;
     // An unstored response nobody can read again: it ends with its client. A stored one goes on (resume by id).
     const subscriber = events ?? (!store && !body.background ? whileConnected(reply) : undefined);
-    const run = await startChatRun(app, req.caller, request, subscriber, !store);
+    const run = await withKey(app, keyed, () => startChatRun(app, req.caller, request, subscriber, !store));
     const recorded = store ? record(id, owner, conversation.chatId!, callId, base, input, run.result) : null;
+    // After the response's end is stored: a retry woken by the key then reads it ended.
+    recordResponseKey(app, keyed, id, recorded ? recorded.finished.then(() => run.result, () => run.result) : run.result);
     if (sink) return sink.open();
     if (body.background) {
       await recorded!.inserted;
@@ -137,35 +147,18 @@ export function responseRoutes(app: AppContext): Route[] {
     return { inserted, finished };
   }
 
-  /** The caller's response, its end read from its LlmCall when its run was lost with its instance. */
-  async function current(id: string, owner: string): Promise<StoredResponse> {
-    const stored = await getResponse(pool, id, owner);
-    if (!stored) throw RESPONSE_NOT_FOUND(id);
-    if (stored.status !== 'in_progress' || (await app.runs.find('chat', stored.chatId)) !== null) return stored;
-    // No run (anywhere): it ended a moment ago, or its instance died without writing its end.
-    const again = await getResponse(pool, id, owner);
-    if (!again || again.status !== 'in_progress') return again ?? stored;
-    return (await settleLost(pool, again)) ?? again;
-  }
-
   async function retrieve(req: Req, reply: Reply) {
-    const stored = await current(req.params.id!, req.caller.userId);
+    const stored = await currentResponse(app, req.params.id!, req.caller.userId);
     if (req.query.get('stream') !== 'true') return reply.json(200, responseObject(baseOfStored(stored), endOfStored(stored)));
     const after = req.query.get('starting_after');
     const startingAfter = after === null ? -1 : Number(after);
     if (!Number.isInteger(startingAfter) || startingAfter < -1) throw invalidParam('starting_after', 'starting_after must be a whole number ≥ 0');
-    const sink = app.sse.create(reply);
-    const events = new ResponseEventStream(sink, baseOfStored(stored), startingAfter);
-    if (stored.status === 'in_progress' && (await app.runs.attach('chat', stored.chatId, events)) !== 'not_found') return sink.open();
-    // Ended (maybe a moment ago): from what was stored.
-    const now = stored.status === 'in_progress' ? await current(stored.id, req.caller.userId) : stored;
-    if (now.status === 'in_progress') throw RESPONSE_UNAVAILABLE(stored.id);
-    events.replayStored(now);
+    await streamResponse(app, stored, startingAfter, reply, req.caller.userId);
   }
 
   async function cancel(req: Req, reply: Reply) {
     const owner = req.caller.userId;
-    const stored = await current(req.params.id!, owner);
+    const stored = await currentResponse(app, req.params.id!, owner);
     if (stored.status === 'in_progress') await app.runs.stop('chat', stored.chatId);
     // The instance that runs it writes its end: wait for it (a stop ends a run at once).
     let now = stored;
@@ -177,7 +170,7 @@ export function responseRoutes(app: AppContext): Route[] {
   }
 
   return [
-    { method: 'POST', path: '/openai/v1/responses', bodyLimit: MESSAGE_BODY_LIMIT, handler: counted(app, 'responses', create) },
+    { method: 'POST', path: '/openai/v1/responses', bodyLimit: MESSAGE_BODY_LIMIT, headers: [IDEMPOTENCY_KEY_HEADER], handler: counted(app, 'responses', create) },
     { method: 'GET', path: '/openai/v1/responses/:id', handler: counted(app, 'responses', retrieve) },
     { method: 'POST', path: '/openai/v1/responses/:id/cancel', handler: counted(app, 'responses', cancel) },
   ];

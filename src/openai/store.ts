@@ -144,3 +144,9 @@ export async function settleLost(db: Queryable, s: StoredResponse): Promise<Stor
   await finishResponse(db, s.id, end);
   return getResponse(db, s.id, s.owner);
 }
+
+/** The caller's response whose run is LlmCall `callId` (a keyed request's retry finds the first one's by it). */
+export async function responseOfCall(db: Queryable, callId: string, owner: string): Promise<StoredResponse | null> {
+  const { rows } = await db.query<Row>('SELECT * FROM openai_responses WHERE call_id = $1 AND owner_id = $2', [callId, owner]);
+  return rows[0] ? toResponse(rows[0]) : null;
+}

@@ -140,5 +140,26 @@ for (const db of apiDatabases()) {
       assert.equal(unstored.output_text, 'Simulated reply to: forget me');
       await assert.rejects(annAi.responses.retrieve(unstored.id), OpenAI.NotFoundError);
     });
+
+    it('an Idempotency-Key retry starts nothing: it answers the first response, waiting for it when whole', async () => {
+      const gate = gateName();
+      const key = `k-${gate}`;
+      const body = { model: MODEL, input: sim({ reply: 'once only', gate }) };
+      const post = (b: unknown) =>
+        fetch(`${t.url}/openai/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(b) });
+      const first = post(body);
+      await waitFor(() => t.sim.heldAt(gate) > 0, 10_000, 'the first run held');
+      const retry = post(body);
+      const reused = await post({ ...body, input: 'another request' });
+      assert.equal(reused.status, 422);
+      t.sim.openGate(gate);
+      const [a, b] = await Promise.all([first, retry]);
+      const [ra, rb] = [(await a.json()) as any, (await b.json()) as any];
+      assert.deepEqual([a.status, b.status], [200, 200]);
+      assert.equal(rb.id, ra.id, 'the same response');
+      assert.deepEqual([ra.output_text, rb.output_text, rb.status], ['once only', 'once only', 'completed']);
+      assert.equal(b.headers.get('idempotent-replayed'), 'true');
+      assert.equal(t.sim.requests.filter((r) => JSON.stringify(r.body ?? '').includes(gate)).length, 1, 'one provider call');
+    });
   });
 }
