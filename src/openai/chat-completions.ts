@@ -2,7 +2,6 @@
 // (bare `data:` chunks, `data: [DONE]`). `store: true` keeps the exchange as a chat of the caller.
 import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
-import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';
 import { outcomeError } from '../http/outcomes.ts';
@@ -14,9 +13,10 @@ import { MESSAGE_BODY_LIMIT } from '../routes/chats.ts';
 import { chatCompletionSchema, clientTools, runMessages, type ChatCompletionBody } from './chat-request.ts';
 import { streamErrorBody } from './errors.ts';
 import { resolveModel, type ResolvedModel } from './models.ts';
-import { eachNativeFrame, type NativeFrame } from './native-frames.ts';
+import { FrameTranslator, type NativeFrame } from './native-frames.ts';
 import { counted } from './requests.ts';
-import { startChatRun, whileConnected } from './start.ts';
+import { whileConnected } from '../routes/completions.ts';
+import { startChatRun } from './start.ts';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -69,42 +69,26 @@ function completionOf(id: string, model: string, value: ChatRunValue): Record<st
  * JSON literals they are; the first chunk carries the role, the last the finish reason, then the usage
  * chunk (include_usage) and `[DONE]`. A failure after the stream began is `data: {"error":…}`.
  */
-export class ChatChunkStream implements Subscriber {
+export class ChatChunkStream extends FrameTranslator {
   private readonly head: string;
-  private readonly onFrame = (f: NativeFrame) => this.frame(f);
 
   constructor(
-    private readonly sink: SseSink,
+    sink: SseSink,
     private readonly id: string,
     private readonly model: string,
     private readonly includeUsage: boolean,
     private readonly chatId: string | null,
   ) {
+    super(sink);
     const chat = chatId ? `,"chat_id":${JSON.stringify(chatId)}` : '';
     this.head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${nowSeconds()},"model":${JSON.stringify(model)}${chat},"choices":[{"index":0,"delta":`;
-  }
-
-  get dropped(): boolean {
-    return this.sink.dropped;
-  }
-
-  write(frames: string): void {
-    eachNativeFrame(frames, this.onFrame);
-  }
-
-  end(): void {
-    this.sink.end();
-  }
-
-  onClose(fn: () => void): void {
-    this.sink.onClose(fn);
   }
 
   private choice(delta: string, finish: string | null): string {
     return `${this.head}${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
   }
 
-  private frame(f: NativeFrame): void {
+  protected frame(f: NativeFrame): void {
     if ('delta' in f) return this.sink.write(`${this.head}{"content":${f.delta}},"logprobs":null,"finish_reason":null}]}\n\n`);
     if (f.event === 'meta') return this.sink.write(this.choice('{"role":"assistant","content":""}', null));
     if (f.event === 'done') return this.done(f.data);

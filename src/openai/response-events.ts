@@ -3,10 +3,9 @@
 // attaches late (the run's replay keeps each delta: ChatRunRequest.keepDeltas) or reads after the end (the
 // stored text cut at the stored delta lengths) gets the very events, under the same numbers, that a reader
 // from the start got. `starting_after` only decides which of them are written.
-import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { SseSink } from '../http/sse.ts';
 import type { ToolCallRequest, Usage } from '../providers/types.ts';
-import { eachNativeFrame, type NativeFrame } from './native-frames.ts';
+import { FrameTranslator, type NativeFrame } from './native-frames.ts';
 import type { ResponseRequest, ResponseStatus, StoredResponse } from './store.ts';
 
 /** What every object of one response repeats. */
@@ -105,36 +104,20 @@ export function endOfFrame(f: { event: string; data: Record<string, unknown> }):
 }
 
 /** The response's events on an SSE response: those numbered after `startingAfter` are written. */
-export class ResponseEventStream implements Subscriber {
+export class ResponseEventStream extends FrameTranslator {
   private seq = 0;
   private textOpen = false;
-  private readonly onFrame = (f: NativeFrame) => this.frame(f);
   private readonly itemId: string;
   private readonly deltaHead: string;
 
   constructor(
-    private readonly sink: SseSink,
+    sink: SseSink,
     private readonly base: ResponseBase,
     private readonly startingAfter = -1,
   ) {
+    super(sink);
     this.itemId = messageItemId(base.id);
     this.deltaHead = `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":"${this.itemId}","output_index":0,"content_index":0,"logprobs":[],"delta":`;
-  }
-
-  get dropped(): boolean {
-    return this.sink.dropped;
-  }
-
-  write(frames: string): void {
-    eachNativeFrame(frames, this.onFrame);
-  }
-
-  end(): void {
-    this.sink.end();
-  }
-
-  onClose(fn: () => void): void {
-    this.sink.onClose(fn);
   }
 
   /** The events of a response that ended, from what was stored: its text cut as it was streamed. */
@@ -152,7 +135,7 @@ export class ResponseEventStream implements Subscriber {
     if (n > this.startingAfter) this.sink.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n, ...fields })}\n\n`);
   }
 
-  private frame(f: NativeFrame): void {
+  protected frame(f: NativeFrame): void {
     if ('delta' in f) {
       if (!this.textOpen) this.openText();
       const n = this.seq++;

@@ -6,7 +6,6 @@ import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Caller } from '../auth/caller.ts';
 import type { AppContext } from '../context.ts';
 import { outcomeError } from '../http/outcomes.ts';
-import type { Reply } from '../http/reply.ts';
 import { ACTIVE_CHAT_STREAM_EXISTS } from '../messages.ts';
 
 export interface StartedRun {
@@ -31,16 +30,4 @@ export async function startChatRun(app: AppContext, caller: Caller, request: Cha
     throw outcomeError(started);
   }
   return { runId: started.handle.runId, result: started.handle.result };
-}
-
-/** A subscriber that hears nothing and leaves when the client does: what cancels a run nobody else can read. */
-export function whileConnected(reply: Reply): Subscriber {
-  let hooks: Array<() => void> | null = [];
-  const close = () => {
-    const run = hooks;
-    hooks = null;
-    if (run) for (const h of run) h();
-  };
-  reply.onAbort(close);
-  return { dropped: false, write() {}, end: close, onClose: (fn) => (hooks ? void hooks.push(fn) : fn()) };
 }

@@ -9,13 +9,12 @@ import { apiDatabases, sim, startTestServer, variantTag, waitFor, type TestServe
 import { DRAINING } from '../../src/http/errors.ts';
 import { openaiErrorShape } from '../../src/openai/errors.ts';
 import { ADMIN_TOKEN, as, createUser } from '../helpers/users.ts';
+import { openaiClient } from '../helpers/openai.ts';
 import { gateName } from '../helpers/wait.ts';
 
 const MODEL = 'provider_c/sim-c-large';
 
-function client(t: TestServer, apiKey: string): OpenAI {
-  return new OpenAI({ baseURL: `${t.url}/openai/v1`, apiKey, maxRetries: 0 });
-}
+const client = (t: TestServer, apiKey: string): OpenAI => openaiClient(t.url, apiKey);
 
 for (const db of apiDatabases()) {
   describe(`OpenAI-compatible models and chat completions ${variantTag(db)}`, () => {

@@ -8,17 +8,13 @@ import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { apiDatabases, sim, startTestServer, variantTag, waitFor, type TestServer } from '../helpers/server.ts';
 import { ADMIN_TOKEN, as, createUser } from '../helpers/users.ts';
+import { openaiClient, readAll } from '../helpers/openai.ts';
 import { gateName } from '../helpers/wait.ts';
 
 const MODEL = 'provider_c/sim-c-large';
 
 type Event = OpenAI.Responses.ResponseStreamEvent;
 
-async function readAll(stream: AsyncIterable<Event>): Promise<Event[]> {
-  const events: Event[] = [];
-  for await (const ev of stream) events.push(ev);
-  return events;
-}
 
 for (const db of apiDatabases()) {
   describe(`OpenAI-compatible responses ${variantTag(db)}`, () => {
@@ -26,7 +22,7 @@ for (const db of apiDatabases()) {
     let ai: OpenAI;
     before(async () => {
       t = await startTestServer({ db, env: { ADMIN_TOKEN } });
-      ai = new OpenAI({ baseURL: `${t.url}/openai/v1`, apiKey: ADMIN_TOKEN, maxRetries: 0 });
+      ai = openaiClient(t.url, ADMIN_TOKEN);
     });
     after(() => t.close());
 
@@ -131,7 +127,7 @@ for (const db of apiDatabases()) {
 
     it("another user's response is a 404; an unstored one cannot be read again", async () => {
       const ann = await createUser(t, 'Ann');
-      const annAi = new OpenAI({ baseURL: `${t.url}/openai/v1`, apiKey: ann.key, maxRetries: 0 });
+      const annAi = openaiClient(t.url, ann.key);
       const mine = await ai.responses.create({ model: MODEL, input: 'admin only' });
       await assert.rejects(annAi.responses.retrieve(mine.id), OpenAI.NotFoundError);
       await assert.rejects(annAi.responses.create({ model: MODEL, input: 'x', previous_response_id: mine.id }), OpenAI.NotFoundError);

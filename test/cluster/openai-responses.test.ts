@@ -4,21 +4,16 @@
 // and one whose instance is killed with SIGKILL reads as failed ("instance lost") on the survivor.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { clusterSuite, type Instance } from '../helpers/cluster.ts';
 import { sim, waitFor } from '../helpers/server.ts';
+import { openaiClient, readAll } from '../helpers/openai.ts';
 import { gateName } from '../helpers/wait.ts';
 
 const MODEL = 'provider_c/sim-c-large';
-type Event = OpenAI.Responses.ResponseStreamEvent;
 
-async function readAll(stream: AsyncIterable<Event>): Promise<Event[]> {
-  const events: Event[] = [];
-  for await (const ev of stream) events.push(ev);
-  return events;
-}
 
-const sdk = (inst: Instance) => new OpenAI({ baseURL: `${inst.url}/openai/v1`, apiKey: 'open-mode', maxRetries: 0 });
+const sdk = (inst: Instance) => openaiClient(inst.url, 'open-mode');
 
 describe('cluster mode: OpenAI-compatible background responses', async () => {
   const suite = await clusterSuite({ n: 2 });
