@@ -107,6 +107,12 @@ export function endOfFrame(f: { event: string; data: Record<string, unknown> }):
 export class ResponseEventStream extends FrameTranslator {
   private seq = 0;
   private textOpen = false;
+  /**
+   * Set by the stream that started the response: its last events wait for its end to be stored, so that
+   * a client that read `response.completed` finds the response ended (GET, previous_response_id).
+   */
+  private stored: Promise<unknown> | null = null;
+  private held = false;
   private readonly itemId: string;
   private readonly deltaHead: string;
 
@@ -118,6 +124,15 @@ export class ResponseEventStream extends FrameTranslator {
     super(sink);
     this.itemId = messageItemId(base.id);
     this.deltaHead = `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":"${this.itemId}","output_index":0,"content_index":0,"logprobs":[],"delta":`;
+  }
+
+  /** The terminal events and the response's end wait for `stored` (see the field). */
+  holdEndUntil(stored: Promise<unknown>): void {
+    this.stored = stored;
+  }
+
+  override end(): void {
+    if (!this.held) this.sink.end();
   }
 
   /** The events of a response that ended, from what was stored: its text cut as it was streamed. */
@@ -148,7 +163,14 @@ export class ResponseEventStream extends FrameTranslator {
       this.emit('response.created', { response: started });
       this.emit('response.in_progress', { response: started });
     } else if (f.event === 'done' || f.event === 'error') {
-      this.finish(endOfFrame(f));
+      const end = endOfFrame(f);
+      if (!this.stored) return this.finish(end);
+      this.held = true;
+      const release = () => {
+        this.finish(end);
+        this.sink.end();
+      };
+      void this.stored.then(release, release);
     }
   }
 

@@ -60,8 +60,11 @@ export function responseRoutes(app: AppContext): Route[] {
   async function conversationOf(body: CreateResponseBody, owner: string, store: boolean, model: ResolvedModel): Promise<Conversation> {
     const previous = body.previous_response_id;
     if (!previous) return { chatId: store ? randomUUID() : null, createChat: store, history: [] };
-    const chain = await responseChain(pool, previous, owner);
+    let chain = await responseChain(pool, previous, owner);
     if (chain.length === 0 || chain.at(-1)!.id !== previous) throw Object.assign(RESPONSE_NOT_FOUND(previous), { param: 'previous_response_id' });
+    // Its run has just ended and its end is being written (its answer is this turn's history), or it still
+    // runs: then this turn's start on its chat is the 409 of one run per chat.
+    if (chain.at(-1)!.status === 'in_progress' && (await currentResponse(app, previous, owner)).status !== 'in_progress') chain = await responseChain(pool, previous, owner);
     const history = historyOf(chain);
     const last = chain.at(-1)!;
     if (!store) return { chatId: null, createChat: false, history };
@@ -121,6 +124,7 @@ export function responseRoutes(app: AppContext): Route[] {
     const subscriber = events ?? (!store && !body.background ? whileConnected(reply) : undefined);
     const run = await withKey(app, keyed, () => startChatRun(app, req.caller, request, subscriber, !store));
     const recorded = store ? record(id, owner, conversation.chatId!, callId, base, input, run.result) : null;
+    if (events && recorded) events.holdEndUntil(recorded.finished);
     // After the response's end is stored: a retry woken by the key then reads it ended.
     recordResponseKey(app, keyed, id, recorded ? recorded.finished.then(() => run.result, () => run.result) : run.result);
     if (sink) return sink.open();

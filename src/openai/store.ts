@@ -2,6 +2,7 @@
 import type { Queryable } from '../db/types.ts';
 import type { ToolCallRequest, Usage } from '../providers/types.ts';
 import type { RunMessage } from '../schemas.ts';
+import { INSTANCE_LOST } from '../store/recovery.ts';
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
 
@@ -122,16 +123,19 @@ export async function responseChain(db: Queryable, id: string, owner: string): P
 }
 
 /**
- * A response still `in_progress` whose run is nowhere (its instance died before writing its end): its end is
- * read from its LlmCall, or the call that continued it after a takeover, and the chat's answer. Null while
- * that call still runs (recovery or a takeover not done yet).
+ * A response still `in_progress` whose run is nowhere because its instance died before writing its end: its
+ * end is read from its LlmCall (failed "instance lost" by the recovery), or from the call that continued it
+ * after a takeover, and the chat's answer. Null otherwise: the call still runs, or it ended on a live instance,
+ * which writes the end itself in a moment.
  */
 export async function settleLost(db: Queryable, s: StoredResponse): Promise<StoredResponse | null> {
   const { rows } = await db.query<{ status: string; error: string | null; input_tokens: number | null; output_tokens: number | null; total_tokens: number | null; text: string | null }>(
     `SELECT c.status, c.error, c.input_tokens, c.output_tokens, c.total_tokens,
             (SELECT m.content FROM messages m WHERE m.chat_id = $2 AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS text
-       FROM llm_calls c WHERE c.id = $1 OR c.continues_call_id = $1 ORDER BY c.started_at DESC LIMIT 1`,
-    [s.callId, s.chatId],
+       FROM llm_calls c
+      WHERE (c.id = $1 AND c.status = 'failed' AND c.error LIKE $3 || '%') OR c.continues_call_id = $1
+      ORDER BY c.started_at DESC LIMIT 1`,
+    [s.callId, s.chatId, INSTANCE_LOST],
   );
   const call = rows[0];
   if (!call || call.status === 'running') return null;
