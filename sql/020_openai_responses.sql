@@ -9,6 +9,8 @@ CREATE TABLE openai_responses (
   -- No foreign key: the row is written beside the run's start, before the run has stored its new chat.
   chat_id text NOT NULL,
   call_id text NOT NULL,
+  -- The instance that started it (and writes its end): a response of a dead one is settled by a peer.
+  instance_id text NOT NULL,
   previous_response_id text,
   status text NOT NULL,
   input jsonb NOT NULL,

@@ -140,7 +140,7 @@ export function responseRoutes(app: AppContext): Route[] {
 
   /** The row of a stored response, then its end once the run's result is known (written by this instance). */
   function record(id: string, owner: string, chatId: string, callId: string, base: ResponseBase, input: RunMessage[], result: Promise<RunResult<ChatRunValue>>) {
-    const inserted = insertResponse(pool, { id, owner, chatId, callId, previousResponseId: base.previousResponseId, input, request: base.request });
+    const inserted = insertResponse(pool, { id, owner, chatId, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, request: base.request });
     const finished = inserted
       .then(() => result)
       .then((r) => {

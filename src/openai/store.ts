@@ -70,11 +70,14 @@ const toResponse = (r: Row): StoredResponse => ({
   createdAt: Math.floor(new Date(r.created_at).getTime() / 1000),
 });
 
-export async function insertResponse(db: Queryable, r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'request'>): Promise<void> {
+export async function insertResponse(
+  db: Queryable,
+  r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'request'> & { instanceId: string },
+): Promise<void> {
   await db.query(
-    `INSERT INTO openai_responses (id, owner_id, chat_id, call_id, previous_response_id, status, input, request)
-     VALUES ($1, $2, $3, $4, $5, 'in_progress', $6::jsonb, $7::jsonb)`,
-    [r.id, r.owner, r.chatId, r.callId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request)],
+    `INSERT INTO openai_responses (id, owner_id, chat_id, call_id, instance_id, previous_response_id, status, input, request)
+     VALUES ($1, $2, $3, $4, $5, $6, 'in_progress', $7::jsonb, $8::jsonb)`,
+    [r.id, r.owner, r.chatId, r.callId, r.instanceId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request)],
   );
 }
 
@@ -137,7 +140,7 @@ export async function settleLost(db: Queryable, s: StoredResponse): Promise<Stor
       ORDER BY c.started_at DESC LIMIT 1`,
     [s.callId, s.chatId, INSTANCE_LOST],
   );
-  const call = rows[0];
+  const call = rows[0] ?? (await neverStored(db, s));
   if (!call || call.status === 'running') return null;
   const usage = call.total_tokens === null ? null : { inputTokens: call.input_tokens ?? 0, outputTokens: call.output_tokens ?? 0, totalTokens: call.total_tokens };
   const text = call.text ?? '';
@@ -149,8 +152,36 @@ export async function settleLost(db: Queryable, s: StoredResponse): Promise<Stor
   return getResponse(db, s.id, s.owner);
 }
 
+/** How long an instance may go without a heartbeat before it counts as dead (its row's own span, else this). */
+const DEAD_AFTER_MS = 15_000;
+
+/**
+ * A response whose LlmCall was never written, though its instance has stopped beating: that instance died
+ * before its run stored anything. Null while the instance lives (its run may be about to write).
+ */
+async function neverStored(db: Queryable, s: StoredResponse): Promise<{ status: string; error: string; input_tokens: null; output_tokens: null; total_tokens: null; text: null } | null> {
+  const { rows } = await db.query<{ dead: boolean }>(
+    `SELECT NOT EXISTS (SELECT 1 FROM llm_calls WHERE id = r.call_id)
+        AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = r.instance_id
+                           AND i.last_beat >= now() - make_interval(secs => coalesce(i.dead_after_ms, $2::double precision) / 1000)) AS dead
+       FROM openai_responses r WHERE r.id = $1`,
+    [s.id, DEAD_AFTER_MS],
+  );
+  if (!rows[0]?.dead) return null;
+  return { status: 'failed', error: `${INSTANCE_LOST}: the instance stopped before the response's run stored anything`, input_tokens: null, output_tokens: null, total_tokens: null, text: null };
+}
+
 /** The caller's response whose run is LlmCall `callId` (a keyed request's retry finds the first one's by it). */
 export async function responseOfCall(db: Queryable, callId: string, owner: string): Promise<StoredResponse | null> {
   const { rows } = await db.query<Row>('SELECT * FROM openai_responses WHERE call_id = $1 AND owner_id = $2', [callId, owner]);
   return rows[0] ? toResponse(rows[0]) : null;
+}
+
+/** At a start: the responses this instance was running when it last stopped have no run any more. */
+export async function failInterruptedResponses(db: Queryable, instanceId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE openai_responses SET status = 'failed', error = $2, completed_at = now() WHERE instance_id = $1 AND status = 'in_progress'`,
+    [instanceId, `${INSTANCE_LOST}: the service instance stopped or restarted during the response`],
+  );
+  return rowCount ?? 0;
 }
