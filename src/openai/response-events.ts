@@ -113,13 +113,22 @@ export class ResponseEventStream extends FrameTranslator {
    */
   private stored: Promise<unknown> | null = null;
   private held = false;
+  /**
+   * The text so far is not cut as it was streamed: a takeover's continuation (it sends the checkpointed text
+   * as one delta) or an end read from the LlmCall. A reader that had deltas already cannot resume exactly.
+   */
+  private recut = false;
+  /** Ended early (resume_point_lost): later frames are dropped. */
+  private cut = false;
   private readonly itemId: string;
   private readonly deltaHead: string;
 
+  /** `callId`: the response's own LlmCall; a run under another one is a takeover's continuation. */
   constructor(
     sink: SseSink,
     private readonly base: ResponseBase,
     private readonly startingAfter = -1,
+    private readonly callId: string | null = null,
   ) {
     super(sink);
     this.itemId = messageItemId(base.id);
@@ -138,9 +147,11 @@ export class ResponseEventStream extends FrameTranslator {
   /** The events of a response that ended, from what was stored: its text cut as it was streamed. */
   replayStored(s: StoredResponse): void {
     const end = endOfStored(s)!;
+    this.recut = s.deltas === null;
     this.frame({ event: 'meta', data: {} });
     let at = 0;
     for (const n of s.deltas ?? (end.text ? [end.text.length] : [])) this.frame({ delta: JSON.stringify(end.text.slice(at, (at += n))) });
+    if (this.cut) return;
     this.finish(end);
     this.sink.end();
   }
@@ -151,14 +162,19 @@ export class ResponseEventStream extends FrameTranslator {
   }
 
   protected frame(f: NativeFrame): void {
+    if (this.cut) return;
     if ('delta' in f) {
-      if (!this.textOpen) this.openText();
+      if (!this.textOpen) {
+        this.openText();
+        if (this.recut && this.startingAfter >= this.seq) return this.resumePointLost();
+      }
       const n = this.seq++;
       // The hot path: the delta's JSON literal spliced in, nothing parsed or built.
       if (n > this.startingAfter) this.sink.write(`${this.deltaHead}${f.delta},"sequence_number":${n}}\n\n`);
       return;
     }
     if (f.event === 'meta') {
+      if (this.callId !== null && typeof f.data.callId === 'string' && f.data.callId !== this.callId) this.recut = true;
       const started = responseObject(this.base, null);
       this.emit('response.created', { response: started });
       this.emit('response.in_progress', { response: started });
@@ -172,6 +188,17 @@ export class ResponseEventStream extends FrameTranslator {
       };
       void this.stored.then(release, release);
     }
+  }
+
+  /**
+   * The reader had text this stream cannot number as it was numbered then: it is told to read the response
+   * again from the start, never given different text under the same numbers.
+   */
+  private resumePointLost(): void {
+    this.cut = true;
+    const message = `the response was continued after its instance was lost, and the events after sequence number ${this.startingAfter} cannot be replayed exactly: read it again from the start (without starting_after)`;
+    this.sink.write(`event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: this.seq, code: 'resume_point_lost', message, param: null })}\n\n`);
+    this.sink.end();
   }
 
   private openText(): void {

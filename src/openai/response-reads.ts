@@ -30,7 +30,7 @@ const END_POLL_MS = 50;
 /** The response's events numbered after `startingAfter` (-1: all) on an SSE answer. */
 export async function streamResponse(app: AppContext, stored: StoredResponse, startingAfter: number, reply: Reply, owner: string): Promise<void> {
   const sink = app.sse.create(reply);
-  const events = new ResponseEventStream(sink, baseOfStored(stored), startingAfter);
+  const events = new ResponseEventStream(sink, baseOfStored(stored), startingAfter, stored.callId);
   if (stored.status === 'in_progress' && (await app.runs.attach('chat', stored.chatId, events)) !== 'not_found') return sink.open();
   // Ended (maybe a moment ago): from what was stored.
   const now = stored.status === 'in_progress' ? await currentResponse(app, stored.id, owner) : stored;

@@ -85,7 +85,8 @@ export interface ResponseEnd {
   status: Exclude<ResponseStatus, 'in_progress'>;
   outputText: string;
   toolCalls: ToolCallRequest[] | null;
-  deltas: number[];
+  /** Null: the text's cuts are not known (an end read from the LlmCall): a resume past its first delta is lost. */
+  deltas: number[] | null;
   usage: Usage | null;
   error: string | null;
 }
@@ -146,8 +147,8 @@ export async function settleLost(db: Queryable, s: StoredResponse): Promise<Stor
   const text = call.text ?? '';
   const end: ResponseEnd =
     call.status === 'succeeded'
-      ? { status: 'completed', outputText: text, toolCalls: null, deltas: text ? [text.length] : [], usage, error: null }
-      : { status: 'failed', outputText: '', toolCalls: null, deltas: [], usage, error: call.error ?? 'instance lost' };
+      ? { status: 'completed', outputText: text, toolCalls: null, deltas: null, usage, error: null }
+      : { status: 'failed', outputText: '', toolCalls: null, deltas: null, usage, error: call.error ?? 'instance lost' };
   await finishResponse(db, s.id, end);
   return getResponse(db, s.id, s.owner);
 }
