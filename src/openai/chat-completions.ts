@@ -3,7 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
 import type { AppContext } from '../context.ts';
-import { readJson } from '../http/body.ts';
+import { readFingerprintedJson, readJson } from '../http/body.ts';
+import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
+import { claimKey, releaseKey } from '../idempotent-start.ts';
+import { keyedRequest } from '../routes/idempotent-replay.ts';
+import type { Subscriber } from '../../actors/runtime/subscriber.ts';
+import { recordChatKey, replayChat } from './chat-keyed.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
@@ -84,6 +89,11 @@ export class ChatChunkStream extends FrameTranslator {
     this.head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${nowSeconds()},"model":${JSON.stringify(model)}${chat},"choices":[{"index":0,"delta":`;
   }
 
+  /** Opens the SSE response (the run was not refused). */
+  open(): void {
+    this.sink.open();
+  }
+
   private choice(delta: string, finish: string | null): string {
     return `${this.head}${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
   }
@@ -115,25 +125,42 @@ export class ChatChunkStream extends FrameTranslator {
 
 export function chatCompletionRoutes(app: AppContext): Route[] {
   async function create(req: Req, reply: Reply) {
-    const body = await readJson(req, chatCompletionSchema);
+    const key = idempotencyKeyOf(req);
+    const { body, fingerprint } = key ? await readFingerprintedJson(req, chatCompletionSchema) : { body: await readJson(req, chatCompletionSchema), fingerprint: '' };
     const model = resolveModel(app, body.model);
     const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
+    const owner = req.caller.userId;
+    const request = runRequest(body, model, owner, body.stream ? 'stream' : 'whole');
+    const includeUsage = body.stream_options?.include_usage === true;
+    const chunksOn = () => new ChatChunkStream(app.sse.create(reply), id, model.id, includeUsage, request.chatId);
+    const keyed = key ? keyedRequest(key, body.stream ? 'stream' : 'whole', 'POST /openai/v1/chat/completions', fingerprint, { chatId: request.chatId, callId: request.callId!, owner }) : null;
+    if (keyed) {
+      const claim = await claimKey(app, keyed);
+      if (!claim.start) return replayChat(app, claim.record, reply, owner, body.stream ? chunksOn : null);
+    }
+    const render = (v: ChatRunValue) => completionOf(id, model.id, v);
+    const start = async (subscriber: Subscriber | undefined, cancelWhenAlone: boolean) => {
+      const run = await startChatRun(app, req.caller, request, subscriber, cancelWhenAlone).catch(async (err: unknown) => {
+        if (keyed) await releaseKey(app, keyed);
+        throw err;
+      });
+      recordChatKey(app, keyed, run.result, render);
+      return run;
+    };
     if (!body.stream) {
-      const request = runRequest(body, model, req.caller.userId, 'whole');
-      // Nobody can read an unstored answer once its client has gone: stop paying for it then.
-      const run = await startChatRun(app, req.caller, request, request.chatId ? undefined : whileConnected(reply), request.chatId === null);
+      // Nobody can read an unstored, unkeyed answer once its client has gone: stop paying for it then.
+      const unreadable = request.chatId === null && keyed === null;
+      const run = await start(unreadable ? whileConnected(reply) : undefined, unreadable);
       const result = await run.result;
       if (!result.ok) throw outcomeError(result);
-      return reply.json(200, completionOf(id, model.id, result.value));
+      return reply.json(200, render(result.value));
     }
-    const request = runRequest(body, model, req.caller.userId, 'stream');
-    const sink = app.sse.create(reply);
-    const chunks = new ChatChunkStream(sink, id, model.id, body.stream_options?.include_usage === true, request.chatId);
-    // A Chat Completions stream cannot be attached again: when its client goes, the run stops (a stored
-    // one keeps its partial answer, as the spec's stop does).
-    await startChatRun(app, req.caller, request, chunks, true);
-    sink.open();
+    const chunks = chunksOn();
+    // A Chat Completions stream goes with its client (a stored one keeps its partial answer, as the spec's
+    // stop does), unless a keyed retry may come back for it.
+    await start(chunks, keyed === null);
+    chunks.open();
   }
 
-  return [{ method: 'POST', path: '/openai/v1/chat/completions', bodyLimit: MESSAGE_BODY_LIMIT, handler: counted(app, 'chat_completions', create) }];
+  return [{ method: 'POST', path: '/openai/v1/chat/completions', bodyLimit: MESSAGE_BODY_LIMIT, headers: [IDEMPOTENCY_KEY_HEADER], handler: counted(app, 'chat_completions', create) }];
 }

@@ -163,6 +163,34 @@ for (const db of apiDatabases()) {
       assert.deepEqual([spent.status, spent.body.error.message, spent.headers.get('x-should-retry')], [429, 'daily token budget exhausted', 'false']);
       await assert.rejects(client(t, cy.key).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'more' }] }), OpenAI.RateLimitError);
     });
+
+    it('an Idempotency-Key retry starts nothing: whole, it waits for the first answer; streamed, it gets it as chunks', async () => {
+      for (const stream of [false, true]) {
+        const gate = gateName();
+        const key = `k-${gate}`;
+        const body = { model: MODEL, stream, stream_options: stream ? { include_usage: true } : undefined, messages: [{ role: 'user', content: sim({ reply: 'only once', gate }) }] };
+        const post = (b: unknown) =>
+          fetch(`${t.url}/openai/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(b) });
+        const first = post(body);
+        await waitFor(() => t.sim.heldAt(gate) > 0, 10_000, 'the first run held');
+        const retry = post(body);
+        assert.equal((await post({ ...body, messages: [{ role: 'user', content: 'another' }] })).status, 422, 'same key, other body');
+        t.sim.openGate(gate);
+        const [a, b] = await Promise.all([first, retry]);
+        assert.deepEqual([a.status, b.status], [200, 200]);
+        assert.equal(b.headers.get('idempotent-replayed'), 'true');
+        const [ta, tb] = [await a.text(), await b.text()];
+        if (!stream) {
+          assert.deepEqual([JSON.parse(ta).id, JSON.parse(tb).choices[0].message.content], [JSON.parse(tb).id, 'only once']);
+        } else {
+          const content = (text: string) => text.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6))).map((c) => c.choices[0]?.delta.content ?? '').join('');
+          assert.deepEqual([content(ta), content(tb)], ['only once', 'only once']);
+          assert.ok(tb.trimEnd().endsWith('data: [DONE]'));
+          assert.match(tb, /"choices":\[\],"usage":\{"prompt_tokens"/);
+        }
+        assert.equal(t.sim.requests.filter((r) => JSON.stringify(r.body ?? '').includes(gate)).length, 1, 'one provider call');
+      }
+    });
   });
 }
 
