@@ -18,7 +18,8 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
         (p): ChatMsg => {
           // Stored with its fencing token: from now on its streamed text is checkpointed (CHECKPOINT_MS).
           const { callId, chatId } = cmd.req;
-          if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken });
+          // A takeover's call already holds the resumed text it streams first (store/takeover.ts).
+          if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken, stored: cmd.req.resume?.text.length });
           return { t: 'prepared', runToken: p.runToken };
         },
         (error: unknown): ChatMsg => ({ t: 'prepare_failed', error }),
@@ -39,7 +40,7 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
       return runTool(cmd, { config: deps.config, signal: cmd.signal, cpu: deps.cpu });
     case 'store_tool': {
       const { round, index } = cmd;
-      return appendMessages(deps.pool, cmd.chatId, [cmd.message], cmd.runToken).then(
+      return appendMessages(deps.pool, cmd.chatId, [cmd.message], cmd.owner, cmd.runToken).then(
         (): ChatMsg => ({ t: 'tool_stored', round, index }),
         (error: unknown): ChatMsg => ({ t: 'tool_store_failed', round, index, error }),
       );

@@ -1,6 +1,6 @@
 // The chat run's protocol: its request and value, every message it receives besides the runtime's
 // own, and every command (I/O) its receive can start. The compiler holds receive and the executor to it.
-import type { ProviderName, ProviderSession, RoundEnd, RoundHint, ToolCallRequest, ToolResultInput, ToolSpec, Usage } from '../src/providers/types.ts';
+import type { FallbackNote, ProviderName, ProviderSession, RoundEnd, RoundHint, ToolCallRequest, ToolResultInput, ToolSpec, Usage } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
 import type { ToolCommand, ToolDone } from './chat-tools.ts';
 import type { ChatStorageRequest } from './run-storage.ts';
@@ -64,8 +64,9 @@ export type ChatCommand =
   | { c: 'prepare'; req: ChatRunRequest }
   | { c: 'round'; session: ProviderSession; round: number; results: ToolResultInput[] | null }
   | ToolCommand
-  | { c: 'store_tool'; round: number; index: number; chatId: string; message: NewMessage; runToken: number | null }
-  | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null }
+  | { c: 'store_tool'; round: number; index: number; chatId: string; owner: string; message: NewMessage; runToken: number | null }
+  /** `fallback`: the answer came (partly) from a fallback model, kept as the message's metadata.fallback. */
+  | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null; fallback?: FallbackNote }
   /** The text streamed before a shutdown or fencing cut, kept as the assistant message, the LlmCall failed. */
   | { c: 'store_interrupted'; callId: string; chatId: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null; reason?: string }
   /** `usage`: of the rounds that completed before the failure (the provider was paid for them). */

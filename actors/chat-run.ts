@@ -12,7 +12,7 @@
 // of changing the last one. What every state after the start shares is its Base.
 import { resolveToolNames } from '../src/chat/tools.ts';
 import { toProviderMessages } from '../src/chat/transcript.ts';
-import type { ProviderMessage, ProviderSession, RoundEnd, ToolCallRequest, Usage } from '../src/providers/types.ts';
+import type { FallbackNote, ProviderMessage, ProviderSession, RoundEnd, ToolCallRequest, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { normalizePrompt } from '../src/schemas.ts';
 import { FencedWriteError } from '../src/store/fencing.ts';
@@ -58,11 +58,12 @@ interface Run {
  */
 type Input = { readonly at: 'pending' } | { readonly at: 'stored'; readonly runToken: number | null } | { readonly at: 'failed'; readonly error: unknown };
 
-/** The rounds so far: how many, their usage summed, the last one's raw end, and the client's calls that ended them. */
+/** The rounds so far: how many, their usage summed, the last one's raw end, a fallback taken (PROVIDER_FALLBACKS), and the client's calls that ended them. */
 interface Rounds {
   readonly n: number;
   readonly usage: Usage | null;
   readonly raw: unknown;
+  readonly fallback?: FallbackNote;
   readonly clientCalls?: ToolCallRequest[];
 }
 
@@ -148,7 +149,8 @@ function nextRound(b: Base, slots: readonly ToolSlot[] | null, io: ChatIo): Chat
 }
 
 function roundEnded(state: Streaming, end: RoundEnd, io: ChatIo): ChatState {
-  const rounds: Rounds = { n: state.rounds.n, usage: addUsage(state.rounds.usage, end.usage), raw: end.raw };
+  const fallback = end.fallback ?? state.rounds.fallback;
+  const rounds: Rounds = { n: state.rounds.n, usage: addUsage(state.rounds.usage, end.usage), raw: end.raw, ...(fallback && { fallback }) };
   const b: Base = { run: state.run, input: state.input, rounds };
   const calls = end.toolCalls;
   if (calls.length === 0) {
@@ -223,7 +225,7 @@ function toolDone(state: ChatState & { s: 'tools' }, msg: Extract<ChatMsg, { t: 
   const next = { ...state, slots: state.slots.map((s, i) => (i === msg.index ? slot : s)) };
   const { chatId } = state.run;
   if (!chatId) return toolEnded(next, slot, io);
-  io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId, message, runToken: tokenOf(state.input) });
+  io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId, owner: state.run.req.owner, message, runToken: tokenOf(state.input) });
   return next;
 }
 
@@ -236,7 +238,8 @@ function storeAnswer(b: Base, stopped: boolean, io: ChatIo): ChatState {
   const { run } = b;
   const { callId } = run.req;
   if (!callId) return done(b, stopped, io);
-  io.perform({ c: 'store_answer', callId, chatId: run.chatId, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input) });
+  const { fallback } = b.rounds;
+  io.perform({ c: 'store_answer', callId, chatId: run.chatId, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input), ...(fallback && { fallback }) });
   return { ...b, s: 'storing', stopped };
 }
 

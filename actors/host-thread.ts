@@ -5,6 +5,7 @@ import { createRunDeps, type RunDepsInput } from '../src/run-deps.ts';
 import { createHost } from './runtime/host.ts';
 import { runners } from './runners.ts';
 import { startLagReport } from './lag-report.ts';
+import { reportStats, threadStats } from '../src/providers/resilience/index.ts';
 import type { ToHost } from './runtime/protocol.ts';
 import { handleWithin } from './runtime/turn-budget.ts';
 import type { CheckpointReport } from './hosts.ts';
@@ -39,3 +40,5 @@ port.on('message', (msgs: ToHost[]) => {
 port.postMessage({ t: 'ready' });
 const { config } = workerData as RunDepsInput;
 startLagReport((report) => port.postMessage(report), config.OVERLOAD_LAG_MS > 0 || config.OVERLOAD_BUSY_PERCENT > 0);
+// What this thread's provider calls met (calls, retries, breakers, fallbacks): /metrics sums it on the main thread.
+reportStats(threadStats, (report) => port.postMessage(report));

@@ -7,6 +7,7 @@ import type { Batch, ToHost } from './runtime/protocol.ts';
 import { runners } from './runners.ts';
 import type { HostFactory } from './runtime/supervisor.ts';
 import type { LagReport } from './lag-report.ts';
+import type { ProviderStatsReport, ResilienceStats } from '../src/providers/resilience/index.ts';
 
 export function inlineHosts(deps: RunDeps): HostFactory {
   return (_index, onBatch) => {
@@ -70,6 +71,7 @@ export function workerHosts(
   onLog: (msg: string, err?: unknown) => void,
   onLag?: (index: number, p99Ms: number, busy: number) => void,
   onCheckpoint?: () => void,
+  onProviderStats?: (index: number, stats: ResilienceStats) => void,
 ): HostFactory {
   return (index, onBatch, onExit) => {
     const { input, transferList, cleanup } = setup();
@@ -86,10 +88,11 @@ export function workerHosts(
       failBoot = reject;
     });
     ready.catch(() => {}); // a boot failure is also reported through onExit
-    worker.on('message', (msg: Batch | LagReport | CheckpointReport | { t: 'ready' }) => {
+    worker.on('message', (msg: Batch | LagReport | CheckpointReport | ProviderStatsReport | { t: 'ready' }) => {
       if (msg.t === 'batch') onBatch(msg);
       else if (msg.t === 'lag') onLag?.(index, msg.p99Ms, msg.busy);
       else if (msg.t === 'checkpoint') onCheckpoint?.();
+      else if (msg.t === 'provider_stats') onProviderStats?.(index, msg.stats);
       else markReady();
     });
     worker.on('error', (err) => {

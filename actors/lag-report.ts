@@ -15,7 +15,7 @@ import { monitorEventLoopDelay, performance, type EventLoopUtilization, type Int
 
 /** How often a thread folds its samples into the last-second window (and a worker reports). */
 export const REPORT_MS = 50;
-/** The window the p99 is taken over (ARCHITECTURE: "p99 over the last second"). */
+/** The window the p99 is taken over (docs/operations.md, "Overload: refuse new runs, keep the running ones on time": "p99 over the last second"). */
 export const WINDOW_MS = 1000;
 const SLICES = WINDOW_MS / REPORT_MS;
 /** The window a thread's busy share is taken over: a few slices, so it reacts within a few hundred ms. */

@@ -149,7 +149,7 @@ export class Admission {
     return null;
   }
 
-  /** A user's own limit refused a start (src/user-limits.ts): counted beside the instance's refusals. */
+  /** A user's own limit refused a start (src/users.ts, src/runs.ts): counted beside the instance's refusals. */
   refusedForUser(reason: 'user_runs' | 'user_tokens'): void {
     this.refused[reason]++;
   }

@@ -35,6 +35,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { createModelRegistry } from './models/registry.ts';
 import { openFilesLimit, openFilesWarning } from './open-files.ts';
 import { createProviders } from './providers/index.ts';
+import { sumStats, threadStats, type ResilienceStats } from './providers/resilience/index.ts';
 import { Readiness } from './readiness.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
@@ -155,7 +156,12 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const providers = createProviders(config);
   const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS, overloadStartBacklog: config.OVERLOAD_START_BACKLOG, overloadBusyPercent: config.OVERLOAD_BUSY_PERCENT });
   const lag = config.OVERLOAD_LAG_MS > 0 || config.OVERLOAD_BUSY_PERCENT > 0 ? new LagBoard() : null;
-  const sse = new SseStreams({ heartbeatMs: config.SSE_HEARTBEAT_MS, queueCap: config.SSE_MAX_QUEUED_BYTES });
+  const sse = new SseStreams({
+    heartbeatMs: config.SSE_HEARTBEAT_MS,
+    queueCap: config.SSE_MAX_QUEUED_BYTES,
+    // A response some other path had already answered or let go: a bug to see, not a client gone.
+    onLost: (err) => log.error({ err }, 'an SSE stream found its response already let go; the stream is closed'),
+  });
   // Closed after the supervisor: the streams of runs cut by its shutdown get their last frames first.
   lc.defer('sse streams', () => sse.close());
   const { supervisor, metrics, bindRuns } = await lc.open(
@@ -274,6 +280,8 @@ function startSupervisor(
   let metrics: Metrics | undefined;
   let runs: Runs | undefined;
   const checkpointed = () => metrics?.checkpoints.inc();
+  // The actor threads' provider stats as each last posted them; this thread's are read when scraped.
+  const workerStats = new Map<number, ResilienceStats>();
   const supervisor = new Supervisor<RunTypes>({
     hosts: Math.max(1, config.actorThreads),
     errorFrames,
@@ -281,7 +289,13 @@ function startSupervisor(
     factory:
       config.actorThreads === 0
         ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed))
-        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined, checkpointed),
+        : workerHosts(
+            workerSetup,
+            (msg, err) => log.error({ err }, msg),
+            lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined,
+            checkpointed,
+            (index, stats) => workerStats.set(index, stats),
+          ),
     log: (level, message, err) => log[level]({ err }, message),
     // Its runs' calls would stay `running` until the next restart, their checkpointed text unused.
     onHostLost: (lost) => {
@@ -295,7 +309,7 @@ function startSupervisor(
     },
     admission,
   });
-  metrics = createMetrics(supervisor, sse, recovered, admission);
+  metrics = createMetrics(supervisor, sse, recovered, admission, () => sumStats([threadStats(), ...workerStats.values()]));
   // The registry is chosen once the cluster is joined (or not); no run starts before.
   return { supervisor, metrics, bindRuns: (r: Runs) => void (runs = r) };
 }

@@ -3,6 +3,7 @@
 import os from 'node:os';
 import { z } from 'zod';
 import { ErrorCodes, ServiceError } from './errors.ts';
+import { PROVIDERS, type ProviderName } from './types.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])
@@ -27,11 +28,11 @@ const ms = (min: number) => int(min, 2 ** 31 - 1);
 
 const url = z.string().url('must be a URL');
 
-/** Chosen from the load test's overload row (README, "Overload shedding"). */
+/** Chosen from the load test's overload row (docs/operations.md, "Overload: refuse new runs, keep the running ones on time"). */
 export const OVERLOAD_LAG_MS_DEFAULT = 100;
-/** Chosen from the load test's flood row (docs/operations.md, "Overload shedding"). */
+/** Chosen from the load test's flood row (docs/operations.md, "Overload: refuse new runs, keep the running ones on time"). */
 export const OVERLOAD_START_BACKLOG_DEFAULT = 12;
-/** Chosen from the load test's flood and overload rows (docs/operations.md, "Overload shedding"). */
+/** Chosen from the load test's flood and overload rows (docs/operations.md, "Overload: refuse new runs, keep the running ones on time"). */
 export const OVERLOAD_BUSY_PERCENT_DEFAULT = 0;
 
 /** `item` when it is an origin (`scheme://host[:port]`, no path; a trailing slash is dropped); else null. */
@@ -73,6 +74,28 @@ const h2cOrigins = z.string().transform((v, ctx): string[] => {
   }
   return origins as string[];
 });
+/** A model to go on with: the next link of a fallback chain. */
+export interface FallbackTarget {
+  provider: ProviderName;
+  model: string;
+}
+
+/** `provider_a=provider_c/sim-c-large;provider_c=provider_b/sim-b-large`: each provider's next model when it fails. */
+const fallbacks = z.string().transform((v, ctx): Partial<Record<ProviderName, FallbackTarget>> => {
+  const out: Partial<Record<ProviderName, FallbackTarget>> = {};
+  for (const item of v.split(';').map((x) => x.trim()).filter((x) => x !== '')) {
+    const m = /^(\w+)\s*=\s*(\w+)\/(\S+)$/.exec(item);
+    const from = m?.[1] as ProviderName | undefined;
+    const to = m?.[2] as ProviderName | undefined;
+    if (!m || !PROVIDERS.includes(from!) || !PROVIDERS.includes(to!) || from === to || out[from!]) {
+      ctx.addIssue({ code: 'custom', message: `must be provider=provider/model pairs joined by ';', each provider once, e.g. provider_a=provider_c/sim-c-large;provider_c=provider_b/sim-b-large (got ${item})` });
+      return z.NEVER;
+    }
+    out[from!] = { provider: to!, model: m[3]! };
+  }
+  return out;
+});
+
 const optionalText = z.string().optional().transform((v) => (v && v.trim() ? v.trim() : undefined));
 
 const schema = z.object({
@@ -156,6 +179,15 @@ const schema = z.object({
    * stream's no-progress deadline: keep-alive comments and pings do not reset it (src/providers/session.ts).
    */
   PROVIDER_TIMEOUT_MS: ms(1000).default(600_000),
+  /** Provider resilience (src/providers/resilience/): retries of a call that failed before any output, their budget, breakers, fallbacks. */
+  PROVIDER_RETRIES: int(0, 10).default(2),
+  PROVIDER_RETRY_BASE_MS: int(0, 60_000).default(250),
+  PROVIDER_RETRY_MAX_WAIT_MS: int(0, 600_000).default(10_000),
+  PROVIDER_RETRY_BUDGET_PERCENT: int(0, 100).default(20),
+  /** Consecutive failed calls that open a provider's (and model's) breaker; 0 turns breakers off. */
+  PROVIDER_BREAKER_FAILURES: int(0, 10_000).default(5),
+  PROVIDER_BREAKER_OPEN_MS: ms(1).default(15_000),
+  PROVIDER_FALLBACKS: fallbacks.default({}),
   /** HTTP/2 toward https provider origins that offer it (src/providers/h2-fetch.ts); false: HTTP/1.1 only. */
   PROVIDER_HTTP2: bool.default(true),
   /** `http` provider origins that speak HTTP/2 without TLS (prior knowledge): their calls share connections too. */

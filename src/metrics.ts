@@ -4,6 +4,7 @@ import client from 'prom-client';
 import type { RunSupervisor } from '../actors/runs.ts';
 import type { Admission, RefusalReason } from './admission.ts';
 import type { SseStreams } from './http/sse.ts';
+import type { ResilienceStats } from './providers/resilience/index.ts';
 import type { RecoveredRuns } from './store/recovery.ts';
 
 export interface Metrics {
@@ -25,13 +26,21 @@ export interface Metrics {
 const EVENT_LOOP_PRECISION_MS = 100;
 
 /** `recovered`: the server's tally of runs recovered from lost instances (store/recovery.ts). */
-export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, 'openCount'>, recovered: RecoveredRuns, admission?: Admission): Metrics {
+/** `providerStats`: what the resilience layer of every thread did (src/providers/resilience/stats.ts). */
+export function createMetrics(
+  supervisor: RunSupervisor,
+  sse: Pick<SseStreams, 'openCount'>,
+  recovered: RecoveredRuns,
+  admission?: Admission,
+  providerStats?: () => ResilienceStats,
+): Metrics {
   const registry = new client.Registry();
   // prom-client samples the event-loop delay on a timer: at its default 10 ms that timer is ~100 wake-ups a
   // second of the main thread, idle or not (docs/performance.md, ninth round). A tenth of that is plenty for
   // a dashboard's nodejs_eventloop_lag_*; the overload signal (css_event_loop_lag_p99_ms) has its own.
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
   if (admission) admissionMetrics(registry, admission, supervisor);
+  if (providerStats) resilienceMetrics(registry, providerStats);
   new client.Gauge({
     name: 'css_active_runs',
     help: 'Runs active on this process',
@@ -124,6 +133,34 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
       if (!ok) runErrors.inc({ kind, provider });
     },
   };
+}
+
+/** A counter family read from `counts` (`a|b` keys → the two labels) when scraped. */
+function countsFrom(registry: client.Registry, name: string, help: string, labelNames: string[], counts: () => Record<string, number>, kind: 'counter' | 'gauge' = 'counter'): void {
+  const Metric = kind === 'counter' ? client.Counter : client.Gauge;
+  new Metric({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect(this: client.Counter | client.Gauge) {
+      this.reset();
+      for (const [key, n] of Object.entries(counts())) {
+        const values = key.split('|');
+        const labels = Object.fromEntries(labelNames.map((l, i) => [l, values[i] ?? '']));
+        if (this instanceof client.Gauge) this.set(labels, n);
+        else this.inc(labels, n);
+      }
+    },
+  });
+}
+
+/** Provider calls by outcome, retries, open breakers and fallbacks (PROVIDER_RETRIES, …, PROVIDER_FALLBACKS). */
+function resilienceMetrics(registry: client.Registry, stats: () => ResilienceStats): void {
+  countsFrom(registry, 'css_provider_calls_total', 'Provider calls by outcome (ok, rate_limited, unavailable, timeout, error; breaker_open: refused without a call)', ['provider', 'outcome'], () => stats().calls);
+  countsFrom(registry, 'css_provider_retries_total', 'Provider calls retried by the service (within PROVIDER_RETRIES and the retry budget)', ['provider'], () => stats().retries);
+  countsFrom(registry, 'css_provider_breaker_open', '1 while a circuit breaker of the provider (one of its models) is open, as last seen by this instance', ['provider'], () => stats().breakerOpen, 'gauge');
+  countsFrom(registry, 'css_runs_fallback_total', 'Runs that went on on the next model of PROVIDER_FALLBACKS', ['from', 'to'], () => stats().fallbacks);
 }
 
 const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining', 'user_runs', 'user_tokens'];

@@ -16,6 +16,8 @@ import type { CancelWhy, RunFailure, RunResult } from './protocol.ts';
 
 /** The abort reason of a run asked to end early; `why` tells a user's stop from the runtime's cancel. */
 export class RunCancelled extends Error {
+  /** Its stable code, as the service's errors carry one (src/errors.ts lists it; the runtime imports nothing of the service). */
+  readonly code = 'CSS_ERR_RUN_CANCELLED';
   constructor(
     readonly why: CancelWhy,
     message: string,
@@ -139,6 +141,8 @@ export interface Cancellation {
  */
 export interface RunHandle extends Cancellation {
   readonly deltaText: string;
+  /** The delta text streamed since the previous call (the first: all of it); for one reader only. */
+  newText(): string;
   readonly finished: boolean;
   /**
    * The run's start's work is done (a chat run: its first statement answered): it leaves the host's
@@ -239,6 +243,10 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
 
   get deltaLengths(): readonly number[] | null {
     return this.buffer.deltaLengths;
+  }
+
+  newText(): string {
+    return this.buffer.newText();
   }
 
   /**

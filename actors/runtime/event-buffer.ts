@@ -14,6 +14,11 @@ export class EventBuffer {
    * sequence number): its replay then sends the deltas as they were, not merged. Null: merged.
    */
   private readonly lengths: number[] | null;
+  /**
+   * The delta text appended since the last newText(), as appended: null until a reader first asks, so
+   * a run nobody checkpoints keeps nothing twice. The pieces are the same strings `text` holds.
+   */
+  private unread: string[] | null = null;
 
   constructor(keepDeltas = false) {
     this.lengths = keepDeltas ? [] : null;
@@ -32,6 +37,7 @@ export class EventBuffer {
   appendText(text: string): void {
     this.text += text;
     this.lengths?.push(text.length);
+    if (this.unread !== null) this.unread.push(text);
   }
 
   /** The terminal frame (`done` or `error`). */
@@ -52,6 +58,24 @@ export class EventBuffer {
   /** Each delta's length, when kept (the constructor's keepDeltas); else null. */
   get deltaLengths(): readonly number[] | null {
     return this.lengths;
+  }
+
+  /**
+   * The delta text appended since the previous call (the first call: all of it so far), for the one
+   * reader that follows a run's text as it grows (the host's checkpoint timer). Only the new pieces are
+   * joined: reading or slicing `deltaText` instead would flatten the whole answer, an O(answer) copy on
+   * every read.
+   */
+  newText(): string {
+    const unread = this.unread;
+    if (unread === null) {
+      this.unread = [];
+      return this.text;
+    }
+    if (unread.length === 0) return '';
+    const text = unread.length === 1 ? unread[0]! : unread.join('');
+    unread.length = 0;
+    return text;
   }
 
   replay(): string {

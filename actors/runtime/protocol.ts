@@ -28,6 +28,8 @@ export type RunOutcome =
   | 'provider_timeout'
   | 'provider_rate_limited'
   | 'provider_error'
+  /** The provider's circuit breaker is open and the run had no fallback left: retry later. */
+  | 'provider_unavailable'
   /** The run's database could not be reached, or did not answer in time: retry soon. */
   | 'database_unavailable'
   /** Ended early by the runtime (shutdown, the only client of an unpersisted stream left). */
@@ -40,6 +42,8 @@ export interface RunFailure {
   ok: false;
   outcome: RunOutcome;
   message: string;
+  /** How long to wait before trying again (a provider's retry-after, an open breaker), when known. */
+  retryAfterMs?: number;
 }
 
 /** What a run hands back to a caller waiting for it. */

@@ -1,5 +1,5 @@
-// Idempotency-Key on POST /openai/v1/responses (as on the spec's completions: docs/api-notes.md, "Retrying a
-// start safely"): the first request claims the key and starts the response; a retry with the same key and
+// Idempotency-Key on POST /openai/v1/responses, as on the spec's completions
+// (docs/api-notes.md, "Retrying a start safely"): the first request claims the key and starts the response; a retry with the same key and
 // body starts nothing and answers the first one's response as the request asks for it (its events, the
 // object at once in the background, or the object once it ended). The key's record finds the response by its
 // LlmCall; its outcome, recorded when the run ends, is what a waiting retry wakes up on.

@@ -15,7 +15,7 @@ import type {
 } from 'openai/resources/chat/completions/completions';
 import { chatParts, toolMessageText, userAttachments } from './attachments.ts';
 import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
-import { createSession, eachFrame, type RoundCalls } from './session.ts';
+import { createSession, eachFrame, type RoundCalls, type RoundRetry } from './session.ts';
 import { idleLimit, openaiFrames, SseFrames, type IdleLimit } from './sse.ts';
 import {
   ProviderError,
@@ -48,13 +48,15 @@ export interface ChatCompletionsOptions {
   extraModel?: string;
   /** PROVIDER_TIMEOUT_MS: the longest a stream may go without a chunk that carries data (eachFrame). */
   idleMs?: number;
+  /** The resilience layer's retry loop (resilience/resilient.ts); none: one call per round. */
+  retry?: RoundRetry;
 }
 
 export function createChatCompletionsAdapter(opts: ChatCompletionsOptions): ProviderAdapter {
   const { name, client, extraModel } = opts;
   return {
     name,
-    startSession: (req) => createSession(name, req, new ChatRounds(opts, req)),
+    startSession: (req) => createSession(name, req, new ChatRounds(opts, req), opts.retry),
     async listModels(signal, listing) {
       let ids: string[];
       try {

@@ -13,7 +13,7 @@ import type {
 } from 'openai/resources/responses/responses';
 import { responsesParts, toolMessageText, userAttachments } from './attachments.ts';
 import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
-import { createSession, eachFrame, type RoundCalls } from './session.ts';
+import { createSession, eachFrame, type RoundCalls, type RoundRetry } from './session.ts';
 import { idleLimit, openaiFrames, SseFrames, type IdleLimit } from './sse.ts';
 import {
   ProviderError,
@@ -44,11 +44,11 @@ export function isResponsesModel(id: string): boolean {
 }
 
 /** `idleMs` (PROVIDER_TIMEOUT_MS): the longest a stream may go without an event that carries data (eachFrame). */
-export function createProviderA(client: OpenAI, { idleMs }: { idleMs?: number } = {}): ProviderAdapter {
+export function createProviderA(client: OpenAI, { idleMs, retry }: { idleMs?: number; retry?: RoundRetry } = {}): ProviderAdapter {
   const idle = idleLimit(NAME, idleMs);
   return {
     name: NAME,
-    startSession: (req) => createSession(NAME, req, new ResponsesRounds(client, req, idle)),
+    startSession: (req) => createSession(NAME, req, new ResponsesRounds(client, req, idle), retry),
     async listModels(signal) {
       try {
         const ids: string[] = [];

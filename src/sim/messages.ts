@@ -1,5 +1,5 @@
 // provider_b: the Messages-style API (POST /v1/messages), streaming and not, with tool_use blocks.
-import { retryHeaders, scriptedStatus } from './directives.ts';
+import { callFailure, resetConnection, streamDirective } from './faults.ts';
 import { anthropicError, anthropicScriptedMessage } from './errors.ts';
 import { newId, ParseFailure, sendJson } from './http.ts';
 import { beforeStatus } from './gates.ts';
@@ -31,9 +31,10 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
   const p = continuation(input.conv, plan(input.conv, ctx.state.defaultReply));
   const d = p.directive;
   if (!(await beforeStatus(ctx.res, ctx.state.gates, d))) return;
-  const status = scriptedStatus(d, ctx.retryCount);
-  if (status !== null) return anthropicError(res, status, anthropicScriptedMessage(status), undefined, retryHeaders(d));
-  new MessageRun(ctx, input, p).run();
+  const f = callFailure(ctx.state.faults, ctx, d);
+  if (f?.kind === 'reset') return resetConnection(ctx.res);
+  if (f?.kind === 'status') return anthropicError(res, f.status, anthropicScriptedMessage(f.status), undefined, f.headers);
+  new MessageRun(ctx, input, { ...p, directive: streamDirective(d, f) }).run();
 }
 
 class MessageRun {

@@ -1,4 +1,4 @@
-// The OpenAI-compatible API's models and Chat Completions (ARCHITECTURE.md, "The OpenAI-compatible API"),
+// The OpenAI-compatible API's models and Chat Completions (docs/clients.md, "The OpenAI-compatible API"),
 // driven by the official `openai` SDK against a real server and the simulator: the envelope of errors and
 // its retry headers, whole and streamed answers, the usage chunk, a client function's round trip, and
 // `store: true` making a chat of the caller.

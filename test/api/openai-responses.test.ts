@@ -1,4 +1,4 @@
-// The OpenAI-compatible Responses API (ARCHITECTURE.md, "The OpenAI-compatible API"), driven by the official
+// The OpenAI-compatible Responses API (docs/clients.md, "The OpenAI-compatible API"), driven by the official
 // `openai` SDK against a real server and the simulator, on both databases: whole and streamed responses,
 // conversations by previous_response_id, a client function's round trip, background responses read again
 // and resumed from several sequence numbers (live and after the end) against a full read, cancel, the 409

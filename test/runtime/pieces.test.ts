@@ -23,6 +23,18 @@ test('the event buffer coalesces deltas into one and keeps only the latest state
   assert.ok(b.replay().endsWith(sseFrame('done', { text: 'abcd' })));
 });
 
+test('the event buffer hands its one reader the text appended since its last read, the whole text unchanged', () => {
+  const b = new EventBuffer();
+  b.appendText('ab');
+  assert.equal(b.newText(), 'ab', 'the first read: everything so far');
+  assert.equal(b.newText(), '');
+  for (const piece of ['c', 'de', 'f']) b.appendText(piece);
+  assert.equal(b.newText(), 'cdef');
+  b.appendText('g');
+  assert.equal(b.newText(), 'g');
+  assert.equal(b.deltaText, 'abcdefg');
+});
+
 test('the event buffer is empty only until a run\'s first frame of any kind', () => {
   const kinds: Array<(b: EventBuffer) => void> = [
     (b) => b.push(sseFrame('meta', {})),
