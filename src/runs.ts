@@ -138,12 +138,12 @@ export class RunLedger {
   }
 }
 
-/** One process: every call is the supervisor's own, each owner's count checked and taken synchronously. */
-export class LocalRuns implements Runs {
+/** What both registries are built on: the supervisor, and the ledger with the operations that are its alone. */
+export abstract class LedgerRuns {
   readonly supervisor: RunSupervisor;
-  private readonly ledger: RunLedger;
+  protected readonly ledger: RunLedger;
 
-  constructor(supervisor: RunSupervisor, refusals: UserRefusals | null = null) {
+  constructor(supervisor: RunSupervisor, refusals: UserRefusals | null) {
     this.supervisor = supervisor;
     this.ledger = new RunLedger(supervisor, refusals);
   }
@@ -154,6 +154,13 @@ export class LocalRuns implements Runs {
 
   storedIds(lost: RunInfo[]): string[] {
     return this.ledger.storedIds(lost);
+  }
+}
+
+/** One process: every call is the supervisor's own, each owner's count checked and taken synchronously. */
+export class LocalRuns extends LedgerRuns implements Runs {
+  constructor(supervisor: RunSupervisor, refusals: UserRefusals | null = null) {
+    super(supervisor, refusals);
   }
 
   start<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> {

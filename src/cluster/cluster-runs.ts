@@ -7,7 +7,7 @@ import type { RunSupervisor, RunTypes } from '../../actors/runs.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
 import type { RunHandle, RunInfo, Started, StartOptions, StartRefusal } from '../../actors/runtime/registry.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
-import { ClusterUnavailableError, endHere, RunLedger, type ActiveRunsScope, type Kind, type Runs, type UserRefusals } from '../runs.ts';
+import { ClusterUnavailableError, endHere, LedgerRuns, type ActiveRunsScope, type Kind, type Runs, type UserRefusals } from '../runs.ts';
 import { OwnerUnreachableError, type Cluster } from './cluster.ts';
 import { RedisUnavailableError } from './redis.ts';
 
@@ -29,9 +29,7 @@ const busy = (kind: string, key: string): StartRefusal => ({ ok: false, outcome:
 /** What is known of a run on another instance. */
 const remoteInfo = <K extends Kind>(kind: K, key: string): RunInfo<K> => ({ runId: '', kind, key, label: '', startedAt: 0 });
 
-export class ClusterRuns implements Runs {
-  readonly supervisor: RunSupervisor;
-  private readonly ledger: RunLedger;
+export class ClusterRuns extends LedgerRuns implements Runs {
   /** Keys whose lease this instance is taking: other starts, attaches and joins wait for the outcome. */
   private readonly starting = new Map<string, Promise<void>>();
 
@@ -40,16 +38,7 @@ export class ClusterRuns implements Runs {
     private readonly cluster: Cluster,
     refusals: UserRefusals | null = null,
   ) {
-    this.supervisor = supervisor;
-    this.ledger = new RunLedger(supervisor, refusals);
-  }
-
-  ownerDeleted(owner: string, message: string): void {
-    this.ledger.ownerDeleted(owner, message);
-  }
-
-  storedIds(lost: RunInfo[]): string[] {
-    return this.ledger.storedIds(lost);
+    super(supervisor, refusals);
   }
 
   start<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> | Promise<Started<K, RunTypes[K]['value']>> {
