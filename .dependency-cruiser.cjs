@@ -16,7 +16,8 @@
 //                                   Beside kinds, not above it: it imports no run kind and no service module
 //   service  src/cluster, admission/, runs, idempotent-start, claimed-keys, drain, readiness, heartbeat, metrics, context,
 //            users, run-owners
-//   routes   src/routes, openapi (the API's document: names the domain's resources, describes the routes)
+//   routes   src/routes, openapi (the API's document: names the domain's resources, describes the routes),
+//            openai (the OpenAI-compatible API)
 //   app      src/app, main, upstreams (the composition root; the only one that starts the simulator)
 //
 // Outside the service: test/helpers is the harness that test/ and bench/ share (servers, databases,
@@ -36,7 +37,7 @@ const layers = [
     paths: ['^src/cluster/', '^src/admission/', '^src/(runs|idempotent-start|claimed-keys|drain|readiness|heartbeat|metrics|context|users|run-owners|takeover)\\.ts$'],
     may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http'],
   },
-  { name: 'routes', paths: ['^src/(routes|openapi)/'], may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http', 'service'] },
+  { name: 'routes', paths: ['^src/(routes|openapi|openai)/'], may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http', 'service'] },
   { name: 'app', paths: ['^src/(app|main|upstreams)\\.ts$'], may: ['runtime', 'base', 'sim', 'clients', 'domain', 'kinds', 'http', 'service', 'routes'] },
 ];
 

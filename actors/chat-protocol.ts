@@ -1,6 +1,6 @@
 // The chat run's protocol: its request and value, every message it receives besides the runtime's
 // own, and every command (I/O) its receive can start. The compiler holds receive and the executor to it.
-import type { FallbackNote, ProviderName, ProviderSession, RoundEnd, RoundHint, ToolResultInput, Usage } from '../src/providers/types.ts';
+import type { FallbackNote, ProviderName, ProviderSession, RoundEnd, RoundHint, ToolCallRequest, ToolResultInput, ToolSpec, Usage } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
 import type { ToolCommand, ToolDone } from './chat-tools.ts';
 import type { ChatStorageRequest } from './run-storage.ts';
@@ -15,6 +15,13 @@ export interface ChatRunRequest extends ChatStorageRequest {
   enabledTools?: string[];
   temperature?: number;
   maxTokens?: number;
+  /**
+   * Functions an OpenAI client declared (src/openai/): offered to the model beside the service's tools,
+   * and a round that calls one ends the run with the calls for the client to run (ChatRunValue.toolCalls).
+   */
+  clientTools?: ToolSpec[];
+  /** Its replay sends each delta as it was (the OpenAI-compatible API numbers them for resume). */
+  keepDeltas?: boolean;
 }
 
 export interface ChatRunValue {
@@ -27,6 +34,10 @@ export interface ChatRunValue {
   raw: unknown;
   /** A user stopped the run: `text` is the partial answer. */
   stopped: boolean;
+  /** The client's functions the model called last (ChatRunRequest.clientTools): the run ended to hand them over. */
+  toolCalls?: ToolCallRequest[];
+  /** Each streamed delta's length (ChatRunRequest.keepDeltas): how the stored text replays as it was streamed. */
+  deltas?: number[];
 }
 
 /** Every input of a chat run besides the runtime's own (start, stop, cancel, attach). */

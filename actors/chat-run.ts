@@ -58,12 +58,13 @@ interface Run {
  */
 type Input = { readonly at: 'pending' } | { readonly at: 'stored'; readonly runToken: number | null } | { readonly at: 'failed'; readonly error: unknown };
 
-/** The rounds so far: how many, their usage summed, the last one's raw end, a fallback taken (PROVIDER_FALLBACKS). */
+/** The rounds so far: how many, their usage summed, the last one's raw end, a fallback taken (PROVIDER_FALLBACKS), and the client's calls that ended them. */
 interface Rounds {
   readonly n: number;
   readonly usage: Usage | null;
   readonly raw: unknown;
   readonly fallback?: FallbackNote;
+  readonly clientCalls?: ToolCallRequest[];
 }
 
 interface Base {
@@ -122,10 +123,11 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
   const toolNames = resolveToolNames(req.provider, req.enabledTools ?? req.stored?.enabledTools, deps.tools);
   const tools = deps.tools.filter((t) => toolNames.includes(t.name));
   const call = new AbortController();
+  const offered = tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
   const session = adapter.startSession({
     model: req.model,
     messages: withResumed(toProviderMessages(prompt, req.messages), req.resume),
-    tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+    tools: req.clientTools ? [...offered, ...req.clientTools.filter((c) => !toolNames.includes(c.name))] : offered,
     temperature: req.temperature,
     maxTokens: req.maxTokens,
     stream: req.mode === 'stream',
@@ -142,7 +144,8 @@ function withResumed(messages: ProviderMessage[], resume: ChatRunRequest['resume
 function nextRound(b: Base, slots: readonly ToolSlot[] | null, io: ChatIo): ChatState {
   const rounds = { ...b.rounds, n: b.rounds.n + 1 };
   io.perform({ c: 'round', session: b.run.session!, round: rounds.n, results: slots && slots.map((s) => s.result!) });
-  return { s: 'streaming', run: b.run, input: b.input, rounds, gate: newGate(b.run.tools.length > 0) };
+  const held = b.run.tools.length > 0 || (b.run.req.clientTools?.length ?? 0) > 0;
+  return { s: 'streaming', run: b.run, input: b.input, rounds, gate: newGate(held) };
 }
 
 function roundEnded(state: Streaming, end: RoundEnd, io: ChatIo): ChatState {
@@ -154,6 +157,12 @@ function roundEnded(state: Streaming, end: RoundEnd, io: ChatIo): ChatState {
     gateRelease(state.gate, io);
     return answered(b, io);
   }
+  // Calls of the client's own functions end the run: the client runs them and asks again, as with OpenAI.
+  const clientCalls = callsOfClient(state.run.req, calls);
+  if (clientCalls) {
+    gateRelease(state.gate, io);
+    return answered({ ...b, rounds: { ...rounds, clientCalls } }, io);
+  }
   // Text of a round that ends in tool calls is commentary: dropped unless already shown.
   gateDiscard(state.gate, io);
   // CHAT_MAX_TOOL_ROUNDS cycles have run and the model still asks for tools: stop here.
@@ -163,6 +172,14 @@ function roundEnded(state: Streaming, end: RoundEnd, io: ChatIo): ChatState {
     return answered(b, io);
   }
   return whenStored(b, { then: 'tools', calls }, io);
+}
+
+/** The calls of `calls` that name a function of the client (ChatRunRequest.clientTools); null when none does. */
+function callsOfClient(req: ChatRunRequest, calls: ToolCallRequest[]): ToolCallRequest[] | null {
+  const declared = req.clientTools;
+  if (!declared || declared.length === 0) return null;
+  const theirs = calls.filter((c) => declared.some((d) => d.name === c.name));
+  return theirs.length > 0 ? theirs : null;
 }
 
 /**
@@ -234,7 +251,11 @@ function done({ run, rounds }: Base, stopped: boolean, io: ChatIo): ChatState {
   if (usage) data.usage = usage;
   if (stopped) data.stopped = true;
   const raw = stopped ? null : rounds.raw;
-  io.done(data, { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, raw, stopped });
+  const value: ChatRunValue = { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, raw, stopped };
+  // Only a run with client functions (the OpenAI-compatible API) ever has them: the spec's `done` is unchanged.
+  if (rounds.clientCalls && !stopped) data.toolCalls = value.toolCalls = rounds.clientCalls;
+  if (req.keepDeltas && io.deltaLengths) value.deltas = [...io.deltaLengths];
+  io.done(data, value);
   return { s: 'ended' };
 }
 
@@ -390,5 +411,5 @@ function crashed(state: ChatState, err: unknown, io: ChatIo): ChatState {
 const errorFrame = (message: string): string => sseFrame('error', { type: 'error', message });
 
 /** The kind's behavior, for tests that drive it without I/O. */
-export const chatBehavior = { initial, receive, crashed, execute: executeChat, errorFrame };
+export const chatBehavior = { initial, receive, crashed, execute: executeChat, errorFrame, keepsDeltas: (req: ChatRunRequest) => req.keepDeltas === true };
 export const chatRun = defineRun(chatBehavior, { settlesOwnStart: true });

@@ -10,7 +10,7 @@ import { toStoredMessage } from '../src/chat/transcript.ts';
 import { CHAT_NOT_FOUND } from '../src/messages.ts';
 import type { FallbackNote, ProviderName, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
-import type { InputMessage } from '../src/schemas.ts';
+import type { RunMessage } from '../src/schemas.ts';
 import { createChat, startChatRun } from '../src/store/chats.ts';
 import { FIRST_RUN_TOKEN } from '../src/store/fencing.ts';
 import { finishLlmCall, finishLlmCallWithMessage, recordLlmCallFailure, startLlmCall } from '../src/store/llm-calls.ts';
@@ -28,7 +28,7 @@ export interface ChatStorageRequest {
   callId: string | null;
   provider: ProviderName;
   model: string;
-  messages: InputMessage[];
+  messages: RunMessage[];
   /** The user the run works for: the chat and the LlmCall are theirs. */
   owner: string;
   /**

@@ -40,6 +40,9 @@ import { Readiness } from './readiness.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
 import { modelRoutes } from './routes/models.ts';
+import { openaiErrorShape } from './openai/errors.ts';
+import { openaiRoutes } from './openai/routes.ts';
+import { failInterruptedResponses } from './openai/store.ts';
 import { withOpenApiRoute } from './routes/openapi.ts';
 import { recordContinuedOutcome } from './routes/idempotent-replay.ts';
 import { searchRunRoutes } from './routes/search-runs.ts';
@@ -49,7 +52,8 @@ import { titleRoutes } from './routes/titles.ts';
 import { userRoutes } from './routes/users.ts';
 import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
-import { Runs } from './runs.ts';
+import { ClusterRuns } from './cluster/cluster-runs.ts';
+import { LocalRuns, localRunPort, type Runs } from './runs.ts';
 import { ClaimedKeys } from './claimed-keys.ts';
 import { Takeovers } from './takeover.ts';
 import { markInterruptedLlmCalls, recoverRunsById } from './store/llm-calls.ts';
@@ -135,6 +139,8 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   );
   const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId, tally: recovered });
   if (interrupted > 0) log.warn({ interrupted }, 'marked LlmCalls interrupted by the last stop as failed');
+  const responses = await failInterruptedResponses(db.pool, config.instanceId);
+  if (responses > 0) log.warn({ responses }, 'marked OpenAI responses interrupted by the last stop as failed');
   const readiness = new Readiness();
   readiness.add({ name: 'database', check: () => control.query('SELECT 1') });
   // Writes of this thread that met a database outage (the failures of its inline runs, the outcomes
@@ -159,7 +165,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   });
   // Closed after the supervisor: the streams of runs cut by its shutdown get their last frames first.
   lc.defer('sse streams', () => sse.close());
-  const { supervisor, runs, metrics } = await lc.open(
+  const { supervisor, metrics, bindRuns } = await lc.open(
     'supervisor',
     () => startSupervisor(config, db, providers, { admission, lag, sse, cpu, recovered, writes }, log),
     (s) => s.supervisor.shutdown(),
@@ -169,7 +175,6 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     ? createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE, log })
     : null;
   const callers = await lc.open('callers', () => new Callers({ adminToken: config.ADMIN_TOKEN, pool: db.pool, jwt }), (c) => c.close());
-  const revocations = new UserRevocations(callers, runs, log);
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
   await supervisor.ready();
   if (config.REDIS_URL) {
@@ -178,14 +183,19 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
       prefix: config.REDIS_KEY_PREFIX,
       instanceId: config.instanceId,
       leaseTtlMs: config.CLUSTER_LEASE_TTL_MS,
-      local: runs.localPort,
+      local: localRunPort(supervisor),
       log,
     });
+  }
+  // The registry, chosen once: this process's runs, or the cluster's.
+  const runs: Runs = cluster ? new ClusterRuns(supervisor, cluster, admission) : new LocalRuns(supervisor, admission);
+  bindRuns(runs);
+  const revocations = new UserRevocations(callers, runs, log);
+  if (cluster) {
     const joined = cluster;
-    runs.useCluster(joined);
     await revocations.useCluster(joined);
     readiness.add({ name: 'redis', check: () => joined.ping() });
-    log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL) }, 'cluster mode: joined');
+    log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL ?? '') }, 'cluster mode: joined');
     if (config.runTakeover) takeovers = new Takeovers({ pool: db.pool, runs, instanceId: config.instanceId, leaseTtlMs: config.CLUSTER_LEASE_TTL_MS, log, recovered, recordKey: (run, r) => recordContinuedOutcome(db.pool, run, r) });
   }
 
@@ -228,6 +238,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     authenticate: callers.authenticate,
     cors: corsPolicy(config.CORS_ORIGINS),
     shed: startShedding(admission),
+    errorShapes: [{ prefix: '/openai/', shape: openaiErrorShape }],
     onError: (err, req) => toHttpError(err, (_, ref) => log.error({ err, ref, method: req.method, path: req.path }, 'request failed')),
   });
   const listenSocket = await lc.open('listener', () => listenExclusive(app, config.HOST, config.PORT), (s) => uws.us_listen_socket_close(s));
@@ -302,8 +313,8 @@ function startSupervisor(
     admission,
   });
   metrics = createMetrics(supervisor, sse, recovered, admission, () => sumStats([threadStats(), ...workerStats.values()]));
-  runs = new Runs(supervisor, admission);
-  return { supervisor, runs, metrics };
+  // The registry is chosen once the cluster is joined (or not); no run starts before.
+  return { supervisor, metrics, bindRuns: (r: Runs) => void (runs = r) };
 }
 
 /** Every route of the service, and the tests' extra ones. */
@@ -318,6 +329,7 @@ function appRoutes(ctx: AppContext, revocations: UserRevocations, opts: ServerOp
     ...modelRoutes(ctx),
     ...titleRoutes(ctx),
     ...userRoutes(ctx, revocations),
+    ...openaiRoutes(ctx),
     ...webRoutes(),
     ...(opts.routes?.(ctx) ?? []),
     {

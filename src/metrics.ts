@@ -18,6 +18,8 @@ export interface Metrics {
   startConflicts: client.Counter<'kind'>;
   /** Checkpoint statements written by this process's actor hosts (CHECKPOINT_MS). */
   checkpoints: client.Counter;
+  /** Requests of the OpenAI-compatible API (`api`: models, chat_completions, responses) by answer status. */
+  openaiRequests: client.Counter<'api' | 'status'>;
 }
 
 /** prom-client's event-loop delay sampling interval. */
@@ -113,8 +115,15 @@ export function createMetrics(
     help: 'Checkpoint statements written: each holds the text streamed since the last one by all of an actor host\'s running chat runs',
     registers: [registry],
   });
+  const openaiRequests = new client.Counter({
+    name: 'css_openai_requests_total',
+    help: 'Requests of the OpenAI-compatible API (/openai/v1) by api (models, chat_completions, responses) and answer status',
+    labelNames: ['api', 'status'],
+    registers: [registry],
+  });
   return {
     registry,
+    openaiRequests,
     runsStopped,
     idempotentReplays,
     startConflicts,

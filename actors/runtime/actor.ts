@@ -104,6 +104,8 @@ export interface Io<M, V, C, D> {
   emitDelta(text: string): void;
   /** Every delta's text so far, concatenated (kept once, by the replay buffer). */
   readonly deltaText: string;
+  /** Each delta's length, when the kind keeps them (Behavior.keepsDeltas); else null or absent. */
+  readonly deltaLengths?: readonly number[] | null;
   /** The terminal `done` event and the run's value; the first end wins, later ones are ignored. */
   done(data: unknown, value: V): void;
   /** The terminal `error` event in the kind's shape (Behavior.errorFrame), and the failure. */
@@ -172,6 +174,8 @@ export interface Behavior<Req, V, D, S extends { s: string }, M extends { t: str
    * failures and the ones the runtime ends it with (a crash, a dead host) look the same to a client.
    */
   errorFrame(message: string): string;
+  /** The run's replay keeps each delta as it was (EventBuffer), for readers that number them. */
+  keepsDeltas?(request: Req): boolean;
 }
 
 /** What a host holds of an actor: it hands it the runtime's messages. */
@@ -213,7 +217,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   private state: S;
   private readonly mailbox: Array<M | Control | RuntimeMessage> = [];
   private draining = false;
-  private readonly buffer = new EventBuffer();
+  private readonly buffer: EventBuffer;
   private controller: AbortController | null = null;
   private readonly timers = new Set<unknown>();
   private startSaid = false;
@@ -230,6 +234,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   ) {
     this.runId = runId;
     this.deps = deps;
+    this.buffer = new EventBuffer(behavior.keepsDeltas?.(request) === true);
     this.state = behavior.initial(request);
     this.bornAt = world.timers.now();
   }
@@ -240,6 +245,10 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
 
   get deltaText(): string {
     return this.buffer.deltaText;
+  }
+
+  get deltaLengths(): readonly number[] | null {
+    return this.buffer.deltaLengths;
   }
 
   newText(): string {

@@ -10,10 +10,19 @@ export class EventBuffer {
   private text = '';
   private tail = '';
   /**
+   * Each delta's length, when the run's readers number its deltas (the OpenAI-compatible API's resume by
+   * sequence number): its replay then sends the deltas as they were, not merged. Null: merged.
+   */
+  private readonly lengths: number[] | null;
+  /**
    * The delta text appended since the last newText(), as appended: null until a reader first asks, so
    * a run nobody checkpoints keeps nothing twice. The pieces are the same strings `text` holds.
    */
   private unread: string[] | null = null;
+
+  constructor(keepDeltas = false) {
+    this.lengths = keepDeltas ? [] : null;
+  }
 
   /** A frame kept as is, in order (e.g. `meta`). */
   push(frame: string): void {
@@ -27,6 +36,7 @@ export class EventBuffer {
 
   appendText(text: string): void {
     this.text += text;
+    this.lengths?.push(text.length);
     if (this.unread !== null) this.unread.push(text);
   }
 
@@ -43,6 +53,11 @@ export class EventBuffer {
   /** All delta text so far: for a chat, the answer as streamed. */
   get deltaText(): string {
     return this.text;
+  }
+
+  /** Each delta's length, when kept (the constructor's keepDeltas); else null. */
+  get deltaLengths(): readonly number[] | null {
+    return this.lengths;
   }
 
   /**
@@ -66,7 +81,10 @@ export class EventBuffer {
   replay(): string {
     let out = this.head;
     for (const frame of this.keyed.values()) out += frame;
-    if (this.text) out += deltaFrame(this.text);
+    if (this.lengths) {
+      let at = 0;
+      for (const n of this.lengths) out += deltaFrame(this.text.slice(at, (at += n)));
+    } else if (this.text) out += deltaFrame(this.text);
     return out + this.tail;
   }
 }

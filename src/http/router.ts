@@ -7,7 +7,7 @@ import { PUBLIC_CALLER, type Caller } from '../auth/caller.ts';
 import type { CorsPolicy } from './cors.ts';
 import type { StartShedding } from './early-refusal.ts';
 import { HttpError, METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, UNAUTHORIZED } from './errors.ts';
-import { bodyReader, Reply, type Req } from './reply.ts';
+import { bodyReader, Reply, type ErrorShape, type Req } from './reply.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.ts';
 
 export type Handler = (req: Req, reply: Reply) => unknown;
@@ -48,6 +48,8 @@ export interface RouterOptions {
   bodies: BodyPool;
   /** Refuses starts (Route.startsRun) while draining or overloaded, before their body is read. */
   shed?: StartShedding;
+  /** Paths (after `/api`) whose errors, 401/404/405 included, take another shape than `{message}`. */
+  errorShapes?: ReadonlyArray<{ prefix: string; shape: ErrorShape }>;
 }
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
@@ -97,6 +99,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     const routeMethod = head ? 'GET' : method;
     let path = uReq.getUrl();
     if (path === '/api' || path.startsWith('/api/')) path = path.slice(4) || '/';
+    if (opts.errorShapes) for (const s of opts.errorShapes) if (path.startsWith(s.prefix)) reply.errorShape = s.shape;
     const query = new URLSearchParams(uReq.getQuery() ?? '');
     const authorization = uReq.getHeader('authorization');
     const contentType = uReq.getHeader('content-type');

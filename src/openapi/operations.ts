@@ -39,7 +39,7 @@ export type SuccessStatus = 200 | 201;
 
 export interface OperationDoc {
   /** Groups operations in viewers. */
-  tag: 'web' | 'system' | 'models' | 'chats' | 'completions' | 'searches' | 'users';
+  tag: 'web' | 'system' | 'models' | 'chats' | 'completions' | 'searches' | 'users' | 'openai';
   summary: string;
   description?: string;
   /** The zod schema the route validates its JSON body with. */

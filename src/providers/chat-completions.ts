@@ -97,8 +97,12 @@ export function customFrameText(frame: Loose): string | undefined {
 export function toChatMessages(req: CompletionRequest): ChatCompletionMessageParam[] {
   return req.messages.map((m): ChatCompletionMessageParam => {
     if (m.role === 'system') return { role: 'system', content: m.content };
-    if (m.role === 'assistant') return { role: 'assistant', content: m.content };
-    if (m.role === 'tool') return { role: 'user', content: toolMessageText(m) };
+    if (m.role === 'assistant') {
+      if (!m.toolCalls?.length) return { role: 'assistant', content: m.content };
+      const calls = m.toolCalls.map((c) => ({ id: c.callId, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
+      return { role: 'assistant', content: m.content || null, tool_calls: calls };
+    }
+    if (m.role === 'tool') return m.toolCallId !== undefined ? { role: 'tool', tool_call_id: m.toolCallId, content: m.content } : { role: 'user', content: toolMessageText(m) };
     const attachments = userAttachments(m);
     // Plain string content when there is nothing to attach: the widest-accepted form among compatible servers.
     return { role: 'user', content: attachments.length ? chatParts(m.content, attachments) : m.content };

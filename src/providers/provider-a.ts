@@ -137,8 +137,13 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
       input = [];
       for (const m of req.messages) {
         if (m.role === 'system') continue;
-        if (m.role === 'tool') input.push({ role: 'user', content: toolMessageText(m) });
-        else if (m.role === 'assistant') input.push({ role: 'assistant', content: m.content });
+        if (m.role === 'tool') {
+          if (m.toolCallId !== undefined) input.push({ type: 'function_call_output', call_id: m.toolCallId, output: m.content });
+          else input.push({ role: 'user', content: toolMessageText(m) });
+        } else if (m.role === 'assistant') {
+          if (m.content || !m.toolCalls?.length) input.push({ role: 'assistant', content: m.content });
+          for (const c of m.toolCalls ?? []) input.push({ type: 'function_call', call_id: c.callId, name: c.name, arguments: c.arguments });
+        }
         else input.push({ role: 'user', content: responsesParts(m.content, userAttachments(m)) });
       }
     }

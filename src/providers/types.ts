@@ -13,6 +13,10 @@ export interface ProviderMessage {
   content: string;
   name?: string | null;
   attachments?: Attachment[];
+  /** An assistant turn's function calls (an OpenAI client's history): sent back with their results. */
+  toolCalls?: ToolCallRequest[];
+  /** A tool message's answer to this call (Chat Completions `tool_call_id`, Responses `call_id`). */
+  toolCallId?: string;
 }
 
 /** A service-managed tool offered to the model (JSON-schema parameters). */
