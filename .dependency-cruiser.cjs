@@ -6,7 +6,8 @@
 //   runtime  actors/runtime/        the actor runtime (mailbox, supervisor, host, transport): a package of
 //                                   its own that imports nothing of the service (also its own tsconfig)
 //   base     src/config, log, clock, text, types, messages, errors, cpu-pool, open-files, attachments,
-//            lifecycle (start and stop in one place, with no import of its own)
+//            lifecycle (start and stop in one place, with no import of its own), src/cost/ (prices),
+//            src/telemetry/ (traces and GenAI metrics: every layer may record a span)
 //   sim      src/sim/                the offline simulator, a program of its own: imports only itself
 //   clients  src/db, providers, engines, tools     the outside world: database, models, engines, tools
 //   domain   src/store, chat, search, models, auth (who is calling), schemas, run-deps, checkpoints (the host's timer), openapi/resources
@@ -24,7 +25,7 @@
 
 const layers = [
   { name: 'runtime', paths: ['^actors/runtime/'], may: [] },
-  { name: 'base', paths: ['^src/(config|log|clock|text|types|messages|errors|cpu-pool|open-files|attachments|lifecycle)\\.ts$'], may: [] },
+  { name: 'base', paths: ['^src/(config|log|clock|text|types|messages|errors|cpu-pool|open-files|attachments|lifecycle)\\.ts$', '^src/(cost|telemetry)/'], may: [] },
   { name: 'sim', paths: ['^src/sim/'], may: [] },
   { name: 'clients', paths: ['^src/(db|providers|engines|tools)/'], may: ['base'] },
   { name: 'domain', paths: ['^src/(store|chat|search|models|auth)/', '^src/(schemas|run-deps|checkpoints)\\.ts$', '^src/openapi/resources\\.ts$'], may: ['base', 'clients'] },

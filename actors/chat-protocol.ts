@@ -24,6 +24,8 @@ export interface ChatRunValue {
   model: string;
   text: string;
   usage: Usage | null;
+  /** USD under MODEL_PRICES (null: no usage or no price): what an unpersisted run adds to its user's day. */
+  cost?: number | null;
   raw: unknown;
   /** A user stopped the run: `text` is the partial answer. */
   stopped: boolean;
@@ -54,8 +56,8 @@ export type ChatCommand =
   | { c: 'round'; session: ProviderSession; round: number; results: ToolResultInput[] | null }
   | ToolCommand
   | { c: 'store_tool'; round: number; index: number; chatId: string; message: NewMessage; runToken: number | null }
-  | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null }
+  | { c: 'store_answer'; callId: string; chatId: string | null; model: string; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null }
   /** The text streamed before a shutdown or fencing cut, kept as the assistant message, the LlmCall failed. */
-  | { c: 'store_interrupted'; callId: string; chatId: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null; reason?: string }
+  | { c: 'store_interrupted'; callId: string; chatId: string; model: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null; reason?: string }
   /** `usage`: of the rounds that completed before the failure (the provider was paid for them). */
-  | { c: 'fail_call'; callId: string; error: string; started: number; usage: Usage | null };
+  | { c: 'fail_call'; callId: string; model: string; error: string; started: number; usage: Usage | null };

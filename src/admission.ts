@@ -12,7 +12,7 @@ import type { StartRefusal } from '../actors/runtime/registry.ts';
 export const DRAINING_MESSAGE = 'server is draining';
 export const OVERLOADED_MESSAGE = 'server is overloaded, retry later';
 
-export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' | 'user_tokens';
+export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' | 'user_tokens' | 'user_cost';
 
 /** The threads' saturation as of the question (LagBoard). */
 export interface LagSignal {
@@ -46,7 +46,7 @@ export class Admission {
   private readonly overloadBusy: number;
   private readonly refusals: Record<'capacity' | 'overload' | 'draining', StartRefusal>;
   /** Refusals so far, by reason (css_runs_refused_total). */
-  readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0, user_runs: 0, user_tokens: 0 };
+  readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0, user_runs: 0, user_tokens: 0, user_cost: 0 };
   private drainingNow = false;
   /** The worst thread's event-loop delay p99 in ms as of the last fold (LagBoard keeps it current; the gauge shows it). */
   lagMs = 0;
@@ -150,7 +150,7 @@ export class Admission {
   }
 
   /** A user's own limit refused a start (src/user-limits.ts): counted beside the instance's refusals. */
-  refusedForUser(reason: 'user_runs' | 'user_tokens'): void {
+  refusedForUser(reason: 'user_runs' | 'user_tokens' | 'user_cost'): void {
     this.refused[reason]++;
   }
 

@@ -117,7 +117,7 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
   };
 }
 
-const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining', 'user_runs', 'user_tokens'];
+const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining', 'user_runs', 'user_tokens', 'user_cost'];
 
 /** What the admission decided: draining or not, the lag and backlog it judges overload by, and its refusals. */
 function admissionMetrics(registry: client.Registry, admission: Admission, supervisor: RunSupervisor): void {
@@ -148,7 +148,7 @@ function admissionMetrics(registry: client.Registry, admission: Admission, super
   });
   new client.Counter({
     name: 'css_runs_refused_total',
-    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS, OVERLOAD_START_BACKLOG or OVERLOAD_BUSY_PERCENT; draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget)',
+    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS, OVERLOAD_START_BACKLOG or OVERLOAD_BUSY_PERCENT; draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget; user_cost: their daily cost budget)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {

@@ -105,8 +105,13 @@ function inputTokens(u: UsageLike): number {
   return (u.input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
 }
 
-function usage(input: number, output: number): Usage {
-  return { inputTokens: input, outputTokens: output, totalTokens: input + output };
+/** The round's usage; the cache's part of the input is kept apart when the API reported one. */
+function usage(u: UsageLike, output: number): Usage {
+  const input = inputTokens(u);
+  const out: Usage = { inputTokens: input, outputTokens: output, totalTokens: input + output };
+  if (u.cache_read_input_tokens) out.cacheReadTokens = u.cache_read_input_tokens;
+  if (u.cache_creation_input_tokens) out.cacheWriteTokens = u.cache_creation_input_tokens;
+  return out;
 }
 
 class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
@@ -146,7 +151,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     const u = message.usage;
     return {
       toolCalls: [],
-      usage: u ? usage(inputTokens(u), u.output_tokens ?? 0) : null,
+      usage: u ? usage(u, u.output_tokens ?? 0) : null,
       finishReason: message.stop_reason ?? null,
       raw: message,
     };
@@ -156,7 +161,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     const { signal } = this.req;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.messages.create({ ...body, stream: true }, { signal }).asResponse();
-    const s = { id: null as string | null, model: null as string | null, input: 0, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null, texted: false };
+    const s = { id: null as string | null, model: null as string | null, input: {} as UsageLike, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null, texted: false };
     const sse = new SseFrames(response.headers, anthropicFrames, this.idle);
     await eachFrame<RawMessageStreamEvent>(response, sse, signal, (ev) => {
       switch (ev.type) {
@@ -172,7 +177,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
         case 'message_start':
           s.id = ev.message.id;
           s.model = ev.message.model;
-          s.input = inputTokens(ev.message.usage ?? {});
+          s.input = ev.message.usage ?? {};
           s.output = ev.message.usage?.output_tokens ?? 0;
           break;
         case 'message_delta':

@@ -5,6 +5,7 @@ import { newId, ParseFailure, sendJson } from './http.ts';
 import { beforeStatus } from './gates.ts';
 import { readMessagesRequest, type MessagesInput } from './messages-input.ts';
 import { argFragments, continuation, fullText, plan, type Plan } from './script.ts';
+import { usePromptCache, type CacheUse } from './prompt-cache.ts';
 import { frame, sendFrames, startStream, planned } from './sse.ts';
 import type { Ctx } from './state.ts';
 
@@ -33,7 +34,11 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
   if (!(await beforeStatus(ctx.res, ctx.state.gates, d))) return;
   const status = scriptedStatus(d, ctx.retryCount);
   if (status !== null) return anthropicError(res, status, anthropicScriptedMessage(status), undefined, retryHeaders(d));
-  new MessageRun(ctx, input, p).run();
+  // A refused request reads and writes no cache; an accepted one does, once, before its first byte.
+  const cache = usePromptCache(ctx.state.promptCache, input.blocks, p.inputTokens);
+  // A scripted `usage.cached` is read from the cache too (on top of what cache_control found).
+  const read = Math.min(p.inputTokens - cache.write, cache.read + p.cachedTokens);
+  new MessageRun(ctx, input, p, { read, write: cache.write }).run();
 }
 
 class MessageRun {
@@ -45,6 +50,7 @@ class MessageRun {
     readonly ctx: Ctx,
     readonly input: MessagesInput,
     readonly p: Plan,
+    readonly cache: CacheUse,
   ) {}
 
   run(): void {
@@ -63,9 +69,9 @@ class MessageRun {
       stop_reason: stopReason,
       stop_sequence: null,
       usage: {
-        input_tokens: this.p.inputTokens,
-        cache_creation_input_tokens: 0,
-        cache_read_input_tokens: 0,
+        input_tokens: this.p.inputTokens - this.cache.read - this.cache.write,
+        cache_creation_input_tokens: this.cache.write,
+        cache_read_input_tokens: this.cache.read,
         output_tokens: outputTokens,
         service_tier: 'standard',
       },

@@ -105,6 +105,9 @@ function interruptedAnswer(a: { callId: string; chatId: string; text: string; la
     input_tokens: null,
     output_tokens: null,
     total_tokens: null,
+    cache_read: null,
+    cache_write: null,
+    cost: null,
     status: 'failed',
     store: true,
     // A later run on the chat (a new stream after the lease expired) keeps the chat: the text is dropped.

@@ -16,7 +16,7 @@ describe('Admission', () => {
     assert.equal(a.admit(2)?.outcome, 'capacity', 'capacity is the more precise reason');
     a.drain();
     assert.deepEqual(a.admit(0), { ok: false, outcome: 'draining', message: 'server is draining' });
-    assert.deepEqual(a.refused, { capacity: 2, overload: 1, draining: 1, user_runs: 0, user_tokens: 0 });
+    assert.deepEqual(a.refused, { capacity: 2, overload: 1, draining: 1, user_runs: 0, user_tokens: 0, user_cost: 0 });
   });
 
   it('judges overload by its signal at each decision, and says why it sheds without counting it', () => {
@@ -27,7 +27,7 @@ describe('Admission', () => {
     lagNow = 101;
     assert.equal(a.shedding(), 'overload');
     assert.equal(a.admit(0)?.outcome, 'overloaded');
-    assert.deepEqual(a.refused, { capacity: 0, overload: 1, draining: 0, user_runs: 0, user_tokens: 0 }, 'shedding() counted nothing');
+    assert.deepEqual(a.refused, { capacity: 0, overload: 1, draining: 0, user_runs: 0, user_tokens: 0, user_cost: 0 }, 'shedding() counted nothing');
     a.count('overload');
     assert.equal(a.refused.overload, 2);
     lagNow = 0;
