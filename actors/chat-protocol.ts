@@ -15,6 +15,8 @@ export interface ChatRunRequest extends ChatStorageRequest {
   enabledTools?: string[];
   temperature?: number;
   maxTokens?: number;
+  /** The W3C traceparent of the run's span (tracing on: src/telemetry/run-spans.ts sets it). */
+  traceparent?: string;
 }
 
 export interface ChatRunValue {

@@ -55,6 +55,8 @@ import { markInterruptedLlmCalls, recoverRunsById } from './store/llm-calls.ts';
 import { newRecoveredRuns, type RecoveredRuns } from './store/recovery.ts';
 import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
+import { runLogFields } from './telemetry/run-spans.ts';
+import { startTracing, stopTracing } from './telemetry/tracing.ts';
 import { UserLimits, UserRevocations } from './users.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -97,6 +99,8 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
 
 /** Every start step, in order; each registers its close on `lc` as soon as it has opened something. */
 async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: ServerOptions): Promise<Server> {
+  // OTEL_EXPORTER_OTLP_ENDPOINT set: this thread's SDK (the actor threads start their own); closed last, after the runs.
+  await lc.open('tracing', () => startTracing(), () => stopTracing());
   const upstreams = await lc.open('upstreams', () => resolveUpstreams(baseConfig), (u) => u.close());
   const config = upstreams.config;
   warnAboutConfig(config, upstreams.simulated, log);
@@ -271,7 +275,7 @@ function startSupervisor(
       config.actorThreads === 0
         ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed))
         : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined, checkpointed),
-    log: (level, message, err) => log[level]({ err }, message),
+    log: (level, message, err, runId) => log[level]({ err, ...runLogFields(runId) }, message),
     // Its runs' calls would stay `running` until the next restart, their checkpointed text unused.
     onHostLost: (lost) => {
       const ids = runs?.storedIds(lost) ?? [];

@@ -1,5 +1,14 @@
 import pino, { type Logger } from 'pino';
+import { activeTraceId } from './telemetry/tracing.ts';
+
+const NO_FIELDS = Object.freeze({});
+
+/** With tracing on, a line logged while a span is active (a request, a run's work) carries its trace id. */
+function traceFields(): object {
+  const traceId = activeTraceId();
+  return traceId === undefined ? NO_FIELDS : { trace_id: traceId };
+}
 
 export function createLogger(level: string): Logger {
-  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime });
+  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, mixin: traceFields });
 }

@@ -13,6 +13,7 @@ import { createProviders } from './providers/index.ts';
 import type { ProviderAdapter, ProviderName } from './providers/types.ts';
 import { availableTools } from './tools/registry.ts';
 import type { ServiceTool } from './tools/types.ts';
+import { startTracing } from './telemetry/tracing.ts';
 
 export interface RunDeps {
   config: Config;
@@ -66,6 +67,8 @@ export async function createRunDeps(input: RunDepsInput, onCheckpoint?: () => vo
   } else {
     throw new Error('actor host has neither a database URL nor a database port');
   }
+  // An actor thread's own SDK (tracing on): its provider, tool and database spans are sent from here.
+  await startTracing();
   // The thread's own: they end with the thread (a worker serves one server).
   return runDepsFrom(input.config, pool, new CpuPool(), new WriteRetryQueue(), undefined, onCheckpoint);
 }

@@ -12,6 +12,7 @@ import { OwnerUnreachableError, type Cluster } from './cluster/cluster.ts';
 import type { LocalRunPort } from './cluster/port.ts';
 import { RedisUnavailableError } from './cluster/redis.ts';
 import { ErrorCodes, ServiceError } from './errors.ts';
+import { linkToRun, runSpanStarted, startRunSpan, type TracedRequest } from './telemetry/run-spans.ts';
 
 type Kind = KindOf<RunTypes>;
 
@@ -83,7 +84,13 @@ export class Runs implements RunRegistry<RunTypes> {
   /** Every start ends here, synchronously after its waits, so a deletion heard during them still counts. */
   private spawn<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> {
     if (opts.owner !== undefined && this.deletedOwners.has(opts.owner)) return { ok: false, outcome: 'unauthorized', message: 'unauthorized' };
+    // Tracing: the run's span, its context carried by the request into the actor thread.
+    const span = startRunSpan(opts.kind, opts.request as TracedRequest);
     const started = this.supervisor.start(opts);
+    if (span !== null && started.ok) {
+      if (started.handle.joined) linkToRun(opts.kind, started.handle.key ?? '');
+      else runSpanStarted(span, started.handle, started.handle.result);
+    }
     const stored = opts.kind === 'chat' ? (opts.request as RunTypes['chat']['request']).callId : opts.kind === 'search' ? opts.key : null;
     if (started.ok && !started.handle.joined && stored) this.storedAs.set(started.handle.runId, stored);
     return started;
@@ -248,6 +255,7 @@ export class Runs implements RunRegistry<RunTypes> {
   async attach(kind: Kind, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {
     await this.starting.get(`${kind}:${key}`);
     const here = this.supervisor.attachNow(kind, key, subscriber);
+    if (here === true) linkToRun(kind, key);
     if (here !== 'not_found') return here;
     const owner = await this.remoteOwner(kind, key);
     if (!owner) return 'not_found';
