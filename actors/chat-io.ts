@@ -8,13 +8,14 @@ import { endWithError } from '../src/telemetry/tracing.ts';
 import type { RunHandle, Tell } from './runtime/actor.ts';
 import { runTool } from './chat-tools.ts';
 import type { ChatCommand, ChatMsg } from './chat-protocol.ts';
-import type { Span } from '@opentelemetry/api';
+import type { RoundEnd } from '../src/providers/types.ts';
 import { failCall, prepareChat, storeAnswer, storeInterrupted } from './run-storage.ts';
 
 export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, run: RunHandle): Promise<ChatMsg> {
   switch (cmd.c) {
     case 'prepare':
       // Tracing: the run's work is traced under the run's span from here on (src/telemetry/actor-spans.ts).
+      models.set(run, { provider: cmd.req.provider, model: cmd.req.model });
       traceRun(run, cmd.req);
       // The start's first statement answered, either way: the start leaves the host's backlog
       // (OVERLOAD_START_BACKLOG counts a chat start until then, so a database falling behind the starts
@@ -28,20 +29,8 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
         },
         (error: unknown): ChatMsg => ({ t: 'prepare_failed', error }),
       );
-    case 'round': {
-      const { round } = cmd;
-      const span = providerSpan(run, round);
-      if (span !== null) return tracedRound(cmd, tell, run, span);
-      // One callback per round; each piece of text becomes one message, handled by receive.
-      return cmd.session.round(
-        cmd.results,
-        (text) => tell({ t: 'text', round, text }),
-        (hint) => tell({ t: 'round_hint', round, hint }),
-      ).then(
-        (end): ChatMsg => ({ t: 'round_end', round, end }),
-        (error: unknown): ChatMsg => ({ t: 'round_failed', round, error }),
-      );
-    }
+    case 'round':
+      return providerRound(cmd, deps, tell, run);
     case 'tool': {
       const span = toolSpan(run, cmd.name, cmd.args);
       const done = runTool(cmd, { config: deps.config, signal: cmd.signal, cpu: deps.cpu });
@@ -74,25 +63,54 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
   }
 }
 
-/** A round with its provider span (tracing on): the same messages, the span ended with the round. */
-function tracedRound(cmd: Extract<ChatCommand, { c: 'round' }>, tell: Tell<ChatMsg>, run: RunHandle, span: Span): Promise<ChatMsg> {
+/** The model each running chat run calls, from its first command on (GenAI metrics, spans). */
+const models = new WeakMap<RunHandle, { provider: string; model: string }>();
+
+/**
+ * One provider round: its text and hints become the run's messages, one each, handled by receive. It
+ * is measured (GenAI metrics: duration, time to first text, tokens) and, tracing on, has its span.
+ * Per delta only the first-text check: nothing allocated.
+ */
+function providerRound(cmd: Extract<ChatCommand, { c: 'round' }>, deps: RunDeps, tell: Tell<ChatMsg>, run: RunHandle): Promise<ChatMsg> {
   const { round } = cmd;
+  const span = providerSpan(run, round);
+  const began = performance.now();
+  let firstAt = 0;
   // The answer's text is kept for the span only when content is captured (OTEL_GENAI_CAPTURE_CONTENT).
-  let text: string | null = keepsText(run) ? '' : null;
+  let text: string | null = span !== null && keepsText(run) ? '' : null;
   const onText =
     text === null
-      ? (t: string) => tell({ t: 'text', round, text: t })
+      ? (t: string) => {
+          if (firstAt === 0) firstAt = performance.now();
+          tell({ t: 'text', round, text: t });
+        }
       : (t: string) => {
+          if (firstAt === 0) firstAt = performance.now();
           text += t;
           tell({ t: 'text', round, text: t });
         };
+  const observe = (end: RoundEnd | null, error: unknown): void => {
+    const call = models.get(run);
+    if (call === undefined || deps.observeGenAi === undefined) return;
+    const usage = end?.usage ?? null;
+    deps.observeGenAi({
+      ...call,
+      seconds: (performance.now() - began) / 1000,
+      firstChunkSeconds: firstAt === 0 ? null : (firstAt - began) / 1000,
+      inputTokens: usage && usage.inputTokens,
+      outputTokens: usage && usage.outputTokens,
+      ...(end === null && { errorType: error instanceof Error ? error.name : 'Error' }),
+    });
+  };
   return cmd.session.round(cmd.results, onText, (hint) => tell({ t: 'round_hint', round, hint })).then(
     (end): ChatMsg => {
-      endProviderSpan(span, end, text);
+      observe(end, null);
+      if (span !== null) endProviderSpan(span, end, text);
       return { t: 'round_end', round, end };
     },
     (error: unknown): ChatMsg => {
-      endWithError(span, error);
+      observe(null, error);
+      if (span !== null) endWithError(span, error);
       return { t: 'round_failed', round, error };
     },
   );

@@ -7,12 +7,17 @@ import { runners } from './runners.ts';
 import { startLagReport } from './lag-report.ts';
 import type { ToHost } from './runtime/protocol.ts';
 import { handleWithin } from './runtime/turn-budget.ts';
-import type { CheckpointReport } from './hosts.ts';
+import type { CheckpointReport, GenAiReport } from './hosts.ts';
 
 const port = parentPort!;
 // One small message per checkpoint statement (at most one per CHECKPOINT_MS): /metrics counts them on the main thread.
 const checkpointed: CheckpointReport = { t: 'checkpoint' };
-const deps = await createRunDeps(workerData as RunDepsInput, () => port.postMessage(checkpointed));
+const deps = await createRunDeps(
+  workerData as RunDepsInput,
+  () => port.postMessage(checkpointed),
+  // One small message per provider call, when it ends: the main thread's /metrics records it.
+  (o) => port.postMessage({ t: 'genai', o } satisfies GenAiReport),
+);
 const host = createHost(runners, deps, (batch) => port.postMessage(batch));
 
 /** How long one turn may spend on the main thread's messages before the thread's own I/O goes first. */

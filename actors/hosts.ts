@@ -7,6 +7,7 @@ import type { Batch, ToHost } from './runtime/protocol.ts';
 import { runners } from './runners.ts';
 import type { HostFactory } from './runtime/supervisor.ts';
 import type { LagReport } from './lag-report.ts';
+import type { GenAiObservation } from '../src/telemetry/genai-metrics.ts';
 
 export function inlineHosts(deps: RunDeps): HostFactory {
   return (_index, onBatch) => {
@@ -65,11 +66,18 @@ export interface CheckpointReport {
   t: 'checkpoint';
 }
 
+/** What a worker posts when one of its provider calls has ended (GenAI metrics). */
+export interface GenAiReport {
+  t: 'genai';
+  o: GenAiObservation;
+}
+
 export function workerHosts(
   setup: () => WorkerSetup,
   onLog: (msg: string, err?: unknown) => void,
   onLag?: (index: number, p99Ms: number, busy: number) => void,
   onCheckpoint?: () => void,
+  onGenAi?: (o: GenAiObservation) => void,
 ): HostFactory {
   return (index, onBatch, onExit) => {
     const { input, transferList, cleanup } = setup();
@@ -86,10 +94,11 @@ export function workerHosts(
       failBoot = reject;
     });
     ready.catch(() => {}); // a boot failure is also reported through onExit
-    worker.on('message', (msg: Batch | LagReport | CheckpointReport | { t: 'ready' }) => {
+    worker.on('message', (msg: Batch | LagReport | CheckpointReport | GenAiReport | { t: 'ready' }) => {
       if (msg.t === 'batch') onBatch(msg);
       else if (msg.t === 'lag') onLag?.(index, msg.p99Ms, msg.busy);
       else if (msg.t === 'checkpoint') onCheckpoint?.();
+      else if (msg.t === 'genai') onGenAi?.(msg.o);
       else markReady();
     });
     worker.on('error', (err) => {

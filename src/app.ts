@@ -56,6 +56,7 @@ import { newRecoveredRuns, type RecoveredRuns } from './store/recovery.ts';
 import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
 import { runLogFields } from './telemetry/run-spans.ts';
+import type { GenAiObservation } from './telemetry/genai-metrics.ts';
 import { startTracing, stopTracing } from './telemetry/tracing.ts';
 import { UserLimits, UserRevocations } from './users.ts';
 
@@ -267,14 +268,15 @@ function startSupervisor(
   let metrics: Metrics | undefined;
   let runs: Runs | undefined;
   const checkpointed = () => metrics?.checkpoints.inc();
+  const genAiObserved = (o: GenAiObservation) => metrics?.observeGenAi(o);
   const supervisor = new Supervisor<RunTypes>({
     hosts: Math.max(1, config.actorThreads),
     errorFrames,
     maxActiveRuns: config.MAX_ACTIVE_RUNS,
     factory:
       config.actorThreads === 0
-        ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed))
-        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined, checkpointed),
+        ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed, genAiObserved))
+        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined, checkpointed, genAiObserved),
     log: (level, message, err, runId) => log[level]({ err, ...runLogFields(runId) }, message),
     // Its runs' calls would stay `running` until the next restart, their checkpointed text unused.
     onHostLost: (lost) => {

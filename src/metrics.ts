@@ -5,6 +5,7 @@ import type { RunSupervisor } from '../actors/runs.ts';
 import type { Admission, RefusalReason } from './admission.ts';
 import type { SseStreams } from './http/sse.ts';
 import type { RecoveredRuns } from './store/recovery.ts';
+import { genAiMetrics, type GenAiObservation } from './telemetry/genai-metrics.ts';
 
 export interface Metrics {
   registry: client.Registry;
@@ -17,6 +18,8 @@ export interface Metrics {
   startConflicts: client.Counter<'kind'>;
   /** Checkpoint statements written by this process's actor hosts (CHECKPOINT_MS). */
   checkpoints: client.Counter;
+  /** A provider call ended (the GenAI histograms). */
+  observeGenAi(o: GenAiObservation): void;
 }
 
 /** prom-client's event-loop delay sampling interval. */
@@ -110,6 +113,7 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
     idempotentReplays,
     startConflicts,
     checkpoints,
+    observeGenAi: genAiMetrics(registry),
     observeRun(kind, provider, ok, seconds) {
       runDuration.observe({ kind, provider, outcome: ok ? 'ok' : 'error' }, seconds);
       if (!ok) runErrors.inc({ kind, provider });

@@ -4,7 +4,7 @@
 // run's request into the actor thread, whose provider, tool and database spans are its children
 // (actor-spans.ts); a later request that attaches to the run, or joins it, links to it.
 import { SpanKind, SpanStatusCode, trace, context, type Span, type SpanContext } from '@opentelemetry/api';
-import { startSpan, traceparentOf } from './tracing.ts';
+import { startSpan, traceparentOf, tracingOn } from './tracing.ts';
 
 /** What a run request may say about itself (every kind's request is a plain object). */
 export interface TracedRequest {
@@ -27,6 +27,7 @@ const byKey = new Map<string, SpanContext>();
 
 /** The run's span, its traceparent put in `request`; null when tracing is off. */
 export function startRunSpan(kind: string, request: TracedRequest): Span | null {
+  if (!tracingOn()) return null;
   const chat = kind === 'chat';
   const span = startSpan(chat ? `chat ${request.model}` : kind, {
     kind: SpanKind.INTERNAL,
