@@ -24,7 +24,7 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
         (p): ChatMsg => {
           // Stored with its fencing token: from now on its streamed text is checkpointed (CHECKPOINT_MS).
           const { callId, chatId } = cmd.req;
-          if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken });
+          if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken, trace: cmd.req.traceparent });
           return { t: 'prepared', runToken: p.runToken };
         },
         (error: unknown): ChatMsg => ({ t: 'prepare_failed', error }),

@@ -17,6 +17,8 @@ export interface ChatRunRequest extends ChatStorageRequest {
   maxTokens?: number;
   /** The W3C traceparent of the run's span (tracing on: src/telemetry/run-spans.ts sets it). */
   traceparent?: string;
+  /** A takeover: the traceparent of the lost run's span, which this run's span links to. */
+  continues?: string;
 }
 
 export interface ChatRunValue {

@@ -12,5 +12,9 @@ ALTER TABLE llm_calls
 -- The daily cost budget (USER_COST_PER_DAY, a user's cost_per_day) reads the day's cost beside its tokens.
 ALTER TABLE user_day_tokens ADD COLUMN cost double precision NOT NULL DEFAULT 0;
 
+-- The W3C traceparent of a chat run's span (tracing on), written with its first checkpoint: a peer that
+-- takes the run over links its own run's span to it (ARCHITECTURE.md, traces "linked from a takeover").
+ALTER TABLE llm_calls ADD COLUMN trace_parent text;
+
 -- null: the service-wide default (USER_COST_PER_DAY)
 ALTER TABLE users ADD COLUMN cost_per_day double precision CHECK (cost_per_day > 0);

@@ -16,6 +16,8 @@ export interface CheckpointedRun {
   callId: string;
   chatId: string;
   runToken: number;
+  /** The run's traceparent (tracing on), stored with its first checkpoint for a takeover to link to. */
+  trace?: string;
 }
 
 interface Entry extends CheckpointedRun {
@@ -84,7 +86,8 @@ export class Checkpoints {
       if (units > entry.units && isHighSurrogate(text.charCodeAt(units - 1))) units--;
       if (units <= entry.units) continue;
       const added = cleanText(text.slice(entry.units, units));
-      batch.push({ entry, units, write: { callId: entry.callId, chatId: entry.chatId, runToken: entry.runToken, from: entry.chars, text: added } });
+      const trace = entry.chars === 0 ? (entry.trace ?? null) : null;
+      batch.push({ entry, units, write: { callId: entry.callId, chatId: entry.chatId, runToken: entry.runToken, from: entry.chars, text: added, trace } });
     }
     if (this.entries.size === 0) this.stop();
     if (batch.length === 0) return;

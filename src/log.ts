@@ -9,6 +9,11 @@ function traceFields(): object {
   return traceId === undefined ? NO_FIELDS : { trace_id: traceId };
 }
 
+/** pino's default merges the line's fields into the mixin's object: the shared empty one is left alone. */
+function mergeTraceFields(fields: object, trace: object): object {
+  return trace === NO_FIELDS ? fields : Object.assign(trace, fields);
+}
+
 export function createLogger(level: string): Logger {
-  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, mixin: traceFields });
+  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, mixin: traceFields, mixinMergeStrategy: mergeTraceFields });
 }

@@ -112,7 +112,11 @@ export class Runs implements RunRegistry<RunTypes> {
 
   /** What the cluster serves other instances from: the supervisor's operations by key. */
   readonly localPort: LocalRunPort = {
-    attach: (kind, key, sub) => this.supervisor.attachNow(kind, key, sub) === true,
+    attach: (kind, key, sub) => {
+      const attached = this.supervisor.attachNow(kind, key, sub) === true;
+      if (attached) linkToRun(kind, key);
+      return attached;
+    },
     outcome: (kind, key) => this.supervisor.resultOf(kind, key),
     stop: (kind, key, reason, cancel) => this.endHere(kind, key, reason, cancel === true),
     fence: (kind, key, message) => this.supervisor.cancelNow(kind, key, 'fenced', message),

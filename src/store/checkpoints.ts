@@ -12,6 +12,8 @@ export interface CheckpointWrite {
   /** Characters (code points, as Postgres counts them) already checkpointed: `text` follows them. */
   from: number;
   text: string;
+  /** The run's traceparent, sent with its first checkpoint only (null otherwise, or tracing off). */
+  trace?: string | null;
 }
 
 // Each member appends its new text to the first `from` characters already stored, so a statement
@@ -21,8 +23,8 @@ export interface CheckpointWrite {
 // Calls are probed by `id = ANY(array)`, never by joining the unnest (see run-groups.ts on plans).
 const WRITE_CHECKPOINTS = `UPDATE llm_calls l
        SET checkpoint_text = left(coalesce(l.checkpoint_text, ''), v.from_chars) || v.text,
-           checkpoint_token = v.token, checkpoint_at = now()
-      FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[]) AS v(call_id, chat_id, token, from_chars, text),
+           checkpoint_token = v.token, checkpoint_at = now(), trace_parent = coalesce(v.trace, l.trace_parent)
+      FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[]) AS v(call_id, chat_id, token, from_chars, text, trace),
            chats c
      WHERE l.id = ANY ($1::text[]) AND l.id = v.call_id AND l.status = 'running'
        AND c.id = v.chat_id AND c.run_token = v.token
@@ -37,6 +39,7 @@ export async function writeCheckpoints(db: Queryable, writes: readonly Checkpoin
     writes.map((w) => w.runToken),
     writes.map((w) => w.from),
     writes.map((w) => w.text),
+    writes.map((w) => w.trace ?? null),
   ]);
   return new Set(rows.map((r) => r.id));
 }

@@ -62,6 +62,7 @@ interface ClaimedRow {
   model: string;
   owner_id: string;
   continues_call_id: string | null;
+  trace_parent: string | null;
 }
 
 // The latency of a lost call runs to its last checkpoint, the last moment it is known to have been alive.
@@ -72,7 +73,7 @@ const claimSql = (where: string) => `UPDATE llm_calls l
              SELECT c.id FROM llm_calls c WHERE c.status = 'running' AND (${where})
               ORDER BY c.id FOR UPDATE SKIP LOCKED))
     RETURNING l.id, l.chat_id, l.instance_id, l.purpose, l.checkpoint_text, l.checkpoint_token, l.latency_ms AS latency,
-              l.provider, l.model, l.owner_id, l.continues_call_id`;
+              l.provider, l.model, l.owner_id, l.continues_call_id, l.trace_parent`;
 
 // A search run of a lost instance (searches.run_instance_id, set while it runs) reads as failed with the
 // same error; the results and answer of its search's earlier run, if any, stay. The search's columns
@@ -156,6 +157,7 @@ const lostRun = (r: ClaimedRow & { chat_id: string; checkpoint_text: string }) =
   owner: r.owner_id,
   text: r.checkpoint_text.trimEnd(),
   token: r.checkpoint_token!,
+  trace: r.trace_parent,
 });
 
 export interface Recovered {

@@ -4,7 +4,7 @@
 // run's request into the actor thread, whose provider, tool and database spans are its children
 // (actor-spans.ts); a later request that attaches to the run, or joins it, links to it.
 import { SpanKind, SpanStatusCode, trace, context, type Span, type SpanContext } from '@opentelemetry/api';
-import { startSpan, traceparentOf, tracingOn } from './tracing.ts';
+import { parseTraceparent, startSpan, traceparentOf, tracingOn } from './tracing.ts';
 
 /** What a run request may say about itself (every kind's request is a plain object). */
 export interface TracedRequest {
@@ -12,6 +12,8 @@ export interface TracedRequest {
   model?: string;
   /** The W3C traceparent of the run's span: set here, read in the actor thread. */
   traceparent?: string;
+  /** A takeover's: the lost run's traceparent, linked from this run's span. */
+  continues?: string;
 }
 
 /** A run's end as the runtime reports it (actors/runtime/protocol.ts RunResult). */
@@ -29,8 +31,10 @@ const byKey = new Map<string, SpanContext>();
 export function startRunSpan(kind: string, request: TracedRequest): Span | null {
   if (!tracingOn()) return null;
   const chat = kind === 'chat';
+  const lost = parseTraceparent(request.continues);
   const span = startSpan(chat ? `chat ${request.model}` : kind, {
     kind: SpanKind.INTERNAL,
+    ...(lost !== null && { links: [{ context: lost, attributes: { 'link.kind': 'takeover' } }] }),
     attributes: {
       'gen_ai.operation.name': chat || kind === 'title' ? 'chat' : kind,
       ...(request.provider !== undefined && { 'gen_ai.provider.name': request.provider }),

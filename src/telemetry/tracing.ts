@@ -123,6 +123,13 @@ export function traceparentOf(span: Span): string {
   return `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & TraceFlags.SAMPLED}`;
 }
 
+/** The traceparent of the active span on this thread, if any (to carry it to another instance). */
+export function activeTraceparent(): string | undefined {
+  if (active === null) return undefined;
+  const span = trace.getSpan(context.active());
+  return span === undefined ? undefined : traceparentOf(span);
+}
+
 /** The trace id of the active span on this thread, if any (log lines). */
 export function activeTraceId(): string | undefined {
   if (active === null) return undefined;
