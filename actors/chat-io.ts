@@ -4,7 +4,7 @@
 import type { RunDeps } from '../src/run-deps.ts';
 import { appendMessages } from '../src/store/messages.ts';
 import { dbSpan, endProviderSpan, endToolSpan, keepsText, providerSpan, settled, toolSpan, traceRun } from '../src/telemetry/actor-spans.ts';
-import { endWithError } from '../src/telemetry/tracing.ts';
+import { endWithError, withSpan } from '../src/telemetry/tracing.ts';
 import type { RunHandle, Tell } from './runtime/actor.ts';
 import { runTool } from './chat-tools.ts';
 import type { ChatCommand, ChatMsg } from './chat-protocol.ts';
@@ -102,7 +102,8 @@ function providerRound(cmd: Extract<ChatCommand, { c: 'round' }>, deps: RunDeps,
       ...(end === null && { errorType: error instanceof Error ? error.name : 'Error' }),
     });
   };
-  return cmd.session.round(cmd.results, onText, (hint) => tell({ t: 'round_hint', round, hint })).then(
+  // The call runs with its span active: the SDK's retries become its events (retry-events.ts).
+  return withSpan(span, () => cmd.session.round(cmd.results, onText, (hint) => tell({ t: 'round_hint', round, hint }))).then(
     (end): ChatMsg => {
       observe(end, null);
       if (span !== null) endProviderSpan(span, end, text);

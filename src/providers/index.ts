@@ -7,6 +7,8 @@ import { createProviderA } from './provider-a.ts';
 import { createProviderB } from './provider-b.ts';
 import { Anthropic, OpenAI } from './sdks.ts';
 import type { ProviderAdapter, ProviderName } from './types.ts';
+import { withRetryEvents } from '../telemetry/retry-events.ts';
+import { capturingContent } from '../telemetry/tracing.ts';
 
 export { ProviderAbortError, isAbortError, toProviderError } from './errors.ts';
 export { isResponsesModel } from './provider-a.ts';
@@ -43,7 +45,8 @@ export type ProviderConfig = Pick<Config, 'PROVIDER_TIMEOUT_MS' | 'AGENT_PROVIDE
 
 export function createProviders(config: ProviderConfig): Map<ProviderName, ProviderAdapter> {
   // SDK retries happen only before a stream has started, so they never duplicate streamed text.
-  const fetch = createProviderFetch({ timeoutMs: config.PROVIDER_TIMEOUT_MS, http2: config.PROVIDER_HTTP2 ?? true, h2cOrigins: config.PROVIDER_H2C_ORIGINS });
+  // Tracing on: each retry is an event of the provider call's span (src/telemetry/retry-events.ts).
+  const fetch = withRetryEvents(createProviderFetch({ timeoutMs: config.PROVIDER_TIMEOUT_MS, http2: config.PROVIDER_HTTP2 ?? true, h2cOrigins: config.PROVIDER_H2C_ORIGINS }));
   const common = { maxRetries: 2, timeout: config.PROVIDER_TIMEOUT_MS, fetch };
   // The transport's timeout counts bytes; a stream's keep-alives are bytes, so the adapters also fail a
   // stream that goes as long without an event that carries data.
@@ -62,6 +65,9 @@ export function createProviders(config: ProviderConfig): Map<ProviderName, Provi
       authToken: null,
       baseURL: config.PROVIDER_B_BASE_URL ?? null,
       ...common,
+      // The SDK traces its calls itself (under the provider call's span, tracing on): prompts only as
+      // OTEL_GENAI_CAPTURE_CONTENT says, and the service's trace context is not sent to the provider.
+      openTelemetry: { propagation: false, traces: { enabled: true, contentMode: capturingContent() ? 'content' : 'metadata_only' } },
     });
     map.set('provider_b', createProviderB(client, stream));
   }

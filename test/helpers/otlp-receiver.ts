@@ -14,6 +14,7 @@ export interface ReceivedSpan {
   attributes: Record<string, unknown>;
   links: { traceId: string; spanId: string; attributes: Record<string, unknown> }[];
   status: { code?: number; message?: string };
+  events: { name: string; attributes: Record<string, unknown> }[];
   service: string;
 }
 
@@ -67,6 +68,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               attributes: attrs(s.attributes),
               links: (s.links ?? []).map((l: any) => ({ traceId: l.traceId, spanId: l.spanId, attributes: attrs(l.attributes) })),
               status: s.status ?? {},
+              events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attrs(e.attributes) })),
               service,
             });
           }

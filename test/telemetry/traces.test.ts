@@ -63,6 +63,19 @@ describe('traces', () => {
     assert.ok(spans.every((s) => s.attributes['gen_ai.input.messages'] === undefined && s.attributes['gen_ai.output.messages'] === undefined));
   });
 
+  it("a provider call's retries are events of its span", async () => {
+    const body = { provider: 'provider_b', model: 'sim-b-small', messages: [{ role: 'user', content: sim({ reply: 'after a retry', status: 529, failAttempts: 1 }) }] };
+    const r = await t.call('POST', '/v1/chat-completions', body);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const traceId = r.headers.get('x-trace-id')!;
+    const call = () => inTrace(traceId).find((s) => s.name === 'chat sim-b-small' && s.kind === 3 /* CLIENT */);
+    await waitFor(() => call() !== undefined, 10_000, 'the provider call');
+    // On the provider call's span, or on the call span the Anthropic SDK makes below it.
+    const within = inTrace(traceId).filter((s) => s === call() || s.parentSpanId === call()!.spanId);
+    assert.deepEqual(within.flatMap((s) => s.events).map((e) => [e.name, e.attributes['http.request.resend_count']]), [['gen_ai.client.retry', 1]]);
+    assert.ok(!receiver.raw.some((b) => b.includes('after a retry')), 'no content from the SDK either');
+  });
+
   it("continues an incoming traceparent: the request's span is the caller's span's child", async () => {
     const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
     const callerSpan = '00f067aa0ba902b7';
