@@ -57,7 +57,7 @@ import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
 import { runLogFields } from './telemetry/run-spans.ts';
 import type { GenAiObservation } from './telemetry/genai-metrics.ts';
-import { startTracing, stopTracing } from './telemetry/tracing.ts';
+import { startTracing } from './telemetry/tracing.ts';
 import { UserLimits, UserRevocations } from './users.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -100,8 +100,9 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
 
 /** Every start step, in order; each registers its close on `lc` as soon as it has opened something. */
 async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: ServerOptions): Promise<Server> {
-  // OTEL_EXPORTER_OTLP_ENDPOINT set: this thread's SDK (the actor threads start their own); closed last, after the runs.
-  await lc.open('tracing', () => startTracing(), () => stopTracing());
+  // OTEL_EXPORTER_OTLP_ENDPOINT set: this thread's SDK (the actor threads start their own). It is the
+  // process's, not this server's (tests run two in one process): main.ts sends its last spans at exit.
+  await startTracing();
   const upstreams = await lc.open('upstreams', () => resolveUpstreams(baseConfig), (u) => u.close());
   const config = upstreams.config;
   warnAboutConfig(config, upstreams.simulated, log);
