@@ -7,7 +7,8 @@ import { runners } from './runners.ts';
 import { startLagReport } from './lag-report.ts';
 import type { ToHost } from './runtime/protocol.ts';
 import { handleWithin } from './runtime/turn-budget.ts';
-import type { CheckpointReport, GenAiReport } from './hosts.ts';
+import type { CheckpointReport, FLUSH, GenAiReport } from './hosts.ts';
+import { stopTracing } from '../src/telemetry/tracing.ts';
 
 const port = parentPort!;
 // One small message per checkpoint statement (at most one per CHECKPOINT_MS): /metrics counts them on the main thread.
@@ -33,7 +34,9 @@ const drainInbox = (): void => {
   inbox.splice(0, handleWithin(inbox, 0, receive, HOST_TURN_BUDGET_MS));
   if (inbox.length > 0) setImmediate(drainInbox);
 };
-port.on('message', (msgs: ToHost[]) => {
+port.on('message', (msgs: ToHost[] | typeof FLUSH) => {
+  // The thread is about to be terminated: its batched spans go first.
+  if (!Array.isArray(msgs)) return void stopTracing().then(() => port.postMessage({ t: 'flushed' }));
   // The common case, nothing waiting and a turn within budget, handles the array itself: no copy.
   const done = inbox.length > 0 ? 0 : handleWithin(msgs, 0, receive, HOST_TURN_BUDGET_MS);
   if (done === msgs.length) return;

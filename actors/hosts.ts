@@ -8,6 +8,7 @@ import { runners } from './runners.ts';
 import type { HostFactory } from './runtime/supervisor.ts';
 import type { LagReport } from './lag-report.ts';
 import type { GenAiObservation } from '../src/telemetry/genai-metrics.ts';
+import { tracingConfigured } from '../src/telemetry/tracing.ts';
 
 export function inlineHosts(deps: RunDeps): HostFactory {
   return (_index, onBatch) => {
@@ -66,6 +67,10 @@ export interface CheckpointReport {
   t: 'checkpoint';
 }
 
+/** Asks a worker to send its batched spans before it is terminated; it answers `{ t: 'flushed' }`. */
+export const FLUSH = { t: 'flush' } as const;
+const FLUSH_WAIT_MS = 2000;
+
 /** What a worker posts when one of its provider calls has ended (GenAI metrics). */
 export interface GenAiReport {
   t: 'genai';
@@ -94,8 +99,10 @@ export function workerHosts(
       failBoot = reject;
     });
     ready.catch(() => {}); // a boot failure is also reported through onExit
-    worker.on('message', (msg: Batch | LagReport | CheckpointReport | GenAiReport | { t: 'ready' }) => {
+    let flushed: (() => void) | null = null;
+    worker.on('message', (msg: Batch | LagReport | CheckpointReport | GenAiReport | { t: 'ready' } | { t: 'flushed' }) => {
       if (msg.t === 'batch') onBatch(msg);
+      else if (msg.t === 'flushed') flushed?.();
       else if (msg.t === 'lag') onLag?.(index, msg.p99Ms, msg.busy);
       else if (msg.t === 'checkpoint') onCheckpoint?.();
       else if (msg.t === 'genai') onGenAi?.(msg.o);
@@ -114,6 +121,12 @@ export function workerHosts(
       send: batched((msgs) => worker.postMessage(msgs)),
       terminate: async () => {
         stopping = true;
+        // Tracing on: the thread sends the spans it still batches first (a bounded wait: it may be stuck).
+        if (tracingConfigured()) {
+          const done = new Promise<void>((r) => (flushed = r));
+          worker.postMessage(FLUSH);
+          await Promise.race([done, new Promise((r) => setTimeout(r, FLUSH_WAIT_MS).unref())]);
+        }
         await worker.terminate();
       },
     };
