@@ -109,3 +109,23 @@ export function settled<T>(span: Span | null, p: Promise<T>): Promise<T> {
     },
   );
 }
+
+/**
+ * A search run's call to its engine (`engine_a search`, `engine_a answer`), a child of the run's span
+ * whose traceparent the request carries; null when it carries none (tracing off).
+ */
+export function engineSpan(traceparent: string | undefined, operation: 'search' | 'answer'): Span | null {
+  if (traceparent === undefined || !tracingOn()) return null;
+  return startSpan(`engine_a ${operation}`, {
+    kind: SpanKind.CLIENT,
+    parent: traceparent,
+    attributes: { 'gen_ai.operation.name': operation === 'search' ? 'retrieval' : 'chat', 'gen_ai.provider.name': 'engine_a' },
+  });
+}
+
+/** Ends an engine call's span with its outcome (`error`: why it failed). */
+export function endEngineSpan(span: Span | null, error: string | null): void {
+  if (span === null) return;
+  if (error !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+  span.end();
+}

@@ -63,6 +63,19 @@ describe('traces', () => {
     assert.ok(spans.every((s) => s.attributes['gen_ai.input.messages'] === undefined && s.attributes['gen_ai.output.messages'] === undefined));
   });
 
+  it("a search run's engine calls are children of its span", async () => {
+    const search = (await t.call('POST', '/v1/searches', { query: 'tide pools' })).body.search;
+    const r = await t.call('POST', `/v1/searches/${search.id}/run`, {});
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const traceId = r.headers.get('x-trace-id')!;
+    await waitFor(() => inTrace(traceId).filter((s) => s.name.startsWith('engine_a ')).length === 2 && inTrace(traceId).some((s) => s.name === 'search'), 10_000, 'the run and its engine calls');
+    const request = one(inTrace(traceId), 'POST /v1/searches/:searchId/run');
+    const run = one(inTrace(traceId), 'search');
+    assert.equal(run.parentSpanId, request.spanId);
+    assert.equal(one(inTrace(traceId), 'engine_a search').parentSpanId, run.spanId);
+    assert.equal(one(inTrace(traceId), 'engine_a answer').parentSpanId, run.spanId);
+  });
+
   it("a provider call's retries are events of its span", async () => {
     const body = { provider: 'provider_b', model: 'sim-b-small', messages: [{ role: 'user', content: sim({ reply: 'after a retry', status: 529, failAttempts: 1 }) }] };
     const r = await t.call('POST', '/v1/chat-completions', body);
