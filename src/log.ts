@@ -14,6 +14,8 @@ function mergeTraceFields(fields: object, trace: object): object {
   return trace === NO_FIELDS ? fields : Object.assign(trace, fields);
 }
 
-export function createLogger(level: string): Logger {
-  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, mixin: traceFields, mixinMergeStrategy: mergeTraceFields });
+/** `destination`: where lines go (stdout when absent). */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  const options = { level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, mixin: traceFields, mixinMergeStrategy: mergeTraceFields };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
