@@ -58,6 +58,7 @@ import { resolveUpstreams } from './upstreams.ts';
 import { runLogFields } from './telemetry/run-spans.ts';
 import type { GenAiObservation } from './telemetry/genai-metrics.ts';
 import { startTracing } from './telemetry/tracing.ts';
+import { otlpMetricsConfigured, releaseOtlpMetrics, startOtlpMetrics } from './telemetry/otlp-metrics.ts';
 import { UserLimits, UserRevocations } from './users.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -103,6 +104,8 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   // OTEL_EXPORTER_OTLP_ENDPOINT set: this thread's SDK (the actor threads start their own). It is the
   // process's, not this server's (tests run two in one process): main.ts sends its last spans at exit.
   await startTracing();
+  // The GenAI histograms through OTLP too, while this server runs (the last server's close sends them).
+  if (otlpMetricsConfigured()) await lc.open('otlp metrics', () => startOtlpMetrics(), () => releaseOtlpMetrics());
   const upstreams = await lc.open('upstreams', () => resolveUpstreams(baseConfig), (u) => u.close());
   const config = upstreams.config;
   warnAboutConfig(config, upstreams.simulated, log);

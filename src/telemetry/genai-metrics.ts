@@ -2,24 +2,14 @@
 // Prometheus names: gen_ai.client.operation.duration (gen_ai_client_operation_duration_seconds),
 // gen_ai.client.token.usage (gen_ai_client_token_usage) and the time to first token
 // (gen_ai.client.operation.time_to_first_chunk: gen_ai_client_operation_time_to_first_chunk_seconds).
+// Through OTLP as well when an endpoint is set (otlp-metrics.ts).
 // One observation per provider call (a round), made where the call runs (an actor thread posts it
 // to the main thread, which owns the registry) when the call ends: nothing per delta.
 import client from 'prom-client';
+import type { GenAiObservation } from './genai-observation.ts';
+import { recordOtlp } from './otlp-metrics.ts';
 
-/** One provider call, as the thread that made it saw it. */
-export interface GenAiObservation {
-  provider: string;
-  model: string;
-  /** The whole call, request to last byte. */
-  seconds: number;
-  /** Request to the first text (a round that sent none: null). */
-  firstChunkSeconds: number | null;
-  /** null: the provider reported no usage (or the call failed). */
-  inputTokens: number | null;
-  outputTokens: number | null;
-  /** The failure's class (`ProviderError`, `AbortError`…); absent when the call succeeded. */
-  errorType?: string;
-}
+export type { GenAiObservation } from './genai-observation.ts';
 
 // The conventions' advised buckets: durations from 10 ms to 81.92 s, tokens from 1 to 64 Mi in powers of 4.
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
@@ -55,5 +45,6 @@ export function genAiMetrics(registry: client.Registry): (o: GenAiObservation) =
     if (o.firstChunkSeconds !== null) firstChunk.observe(labels, o.firstChunkSeconds);
     if (o.inputTokens !== null) tokens.observe({ ...labels, gen_ai_token_type: 'input' }, o.inputTokens);
     if (o.outputTokens !== null) tokens.observe({ ...labels, gen_ai_token_type: 'output' }, o.outputTokens);
+    recordOtlp(o);
   };
 }

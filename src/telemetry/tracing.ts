@@ -4,9 +4,9 @@
 // no SDK module is loaded and every helper here returns at its first line: the API's no-op is not even
 // reached. Each thread (the main one, every actor thread) starts its own SDK; a run's trace context
 // crosses between them as a W3C traceparent in the run's request.
-import { context, ROOT_CONTEXT, trace, TraceFlags, type Context, type Link, type Span, type SpanContext, type SpanKind, type Tracer, type Attributes } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, trace, TraceFlags, type Context, type Link, type Span, type SpanContext, type SpanKind, type Tracer, type Attributes } from '@opentelemetry/api';
 
-export const DEFAULT_SERVICE_NAME = 'conversation-search-service';
+import { serviceResource } from './resource.ts';
 
 interface Tracing {
   tracer: Tracer;
@@ -34,22 +34,17 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<void
 }
 
 async function load(env: NodeJS.ProcessEnv): Promise<void> {
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { defaultResource, resourceFromAttributes, detectResources, envDetector }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }] =
+  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, resource, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }] =
     await Promise.all([
       import('@opentelemetry/sdk-trace-base'),
       import('@opentelemetry/exporter-trace-otlp-http'),
-      import('@opentelemetry/resources'),
+      serviceResource(),
       import('@opentelemetry/context-async-hooks'),
       import('@opentelemetry/core'),
     ]);
-  // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (envDetector) win over the default name.
-  const resource = defaultResource()
-    .merge(resourceFromAttributes({ 'service.name': DEFAULT_SERVICE_NAME }))
-    .merge(detectResources({ detectors: [envDetector] }));
   const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);
-  const { propagation } = await import('@opentelemetry/api');
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   active = {
     tracer: provider.getTracer('conversation-search-service'),

@@ -18,12 +18,22 @@ export interface ReceivedSpan {
   service: string;
 }
 
+export interface ReceivedPoint {
+  name: string;
+  unit: string;
+  attributes: Record<string, unknown>;
+  count: number;
+  sum: number;
+}
+
 export interface OtlpReceiver {
   /** The base URL to set as OTEL_EXPORTER_OTLP_ENDPOINT. */
   url: string;
   spans: ReceivedSpan[];
   /** Every request body as received (to check what was never sent). */
   raw: string[];
+  /** The histograms posted to /v1/metrics: each data point with its metric's name and unit. */
+  points: ReceivedPoint[];
   close(): Promise<void>;
 }
 
@@ -44,13 +54,32 @@ const attrs = (list: KeyValue[] | undefined): Record<string, unknown> => Object.
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const raw: string[] = [];
+  const points: ReceivedPoint[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      if (req.url !== '/v1/traces' || !String(req.headers['content-type']).includes('json')) {
+      if (!String(req.headers['content-type']).includes('json')) {
         res.writeHead(415).end();
+        return;
+      }
+      if (req.url === '/v1/metrics') {
+        const doc = JSON.parse(body) as { resourceMetrics?: any[] };
+        for (const rm of doc.resourceMetrics ?? []) {
+          for (const sm of rm.scopeMetrics ?? []) {
+            for (const m of sm.metrics ?? []) {
+              for (const p of m.histogram?.dataPoints ?? []) {
+                points.push({ name: m.name, unit: m.unit, attributes: attrs(p.attributes), count: Number(p.count), sum: Number(p.sum) });
+              }
+            }
+          }
+        }
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        return;
+      }
+      if (req.url !== '/v1/traces') {
+        res.writeHead(404).end();
         return;
       }
       raw.push(body);
@@ -83,6 +112,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     url: `http://127.0.0.1:${port}`,
     spans,
     raw,
+    points,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -92,5 +122,5 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
  * SDK and the actor threads read process.env): batches leave within 50 ms, so tests wait on spans, not time.
  */
 export function traceTo(receiver: OtlpReceiver, extra: Record<string, string> = {}): void {
-  Object.assign(process.env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', ...extra });
+  Object.assign(process.env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_METRIC_EXPORT_INTERVAL: '200', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', ...extra });
 }

@@ -89,6 +89,19 @@ describe('traces', () => {
     assert.ok(!receiver.raw.some((b) => b.includes('after a retry')), 'no content from the SDK either');
   });
 
+  it('sends the GenAI histograms through OTLP too, under their own names', async () => {
+    const body = { provider: 'provider_c', model: 'otlp-metrics', enabledTools: [], messages: [{ role: 'user', content: sim({ reply: 'a b', usage: { input: 12, output: 2 } }) }] };
+    assert.equal((await t.call('POST', '/v1/chat-completions', body)).status, 200);
+    // Cumulative points: the latest export holds the call.
+    const point = (name: string, type?: string) =>
+      [...receiver.points].reverse().find((p) => p.name === name && p.attributes['gen_ai.request.model'] === 'otlp-metrics' && (type === undefined || p.attributes['gen_ai.token.type'] === type));
+    await waitFor(() => point('gen_ai.client.token.usage', 'output') !== undefined, 10_000, 'the metrics export');
+    const duration = point('gen_ai.client.operation.duration')!;
+    assert.deepEqual([duration.unit, duration.count, duration.attributes['gen_ai.provider.name'], duration.attributes['gen_ai.operation.name']], ['s', 1, 'provider_c', 'chat']);
+    assert.deepEqual([point('gen_ai.client.token.usage', 'input')!.sum, point('gen_ai.client.token.usage', 'output')!.sum], [12, 2]);
+    assert.equal(point('gen_ai.client.operation.time_to_first_chunk')!.count, 1);
+  });
+
   it("continues an incoming traceparent: the request's span is the caller's span's child", async () => {
     const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
     const callerSpan = '00f067aa0ba902b7';
