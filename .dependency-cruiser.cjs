@@ -10,13 +10,15 @@
 //            src/telemetry/ (traces and GenAI metrics: every layer may record a span)
 //   sim      src/sim/                the offline simulator, a program of its own: imports only itself
 //   clients  src/db, providers, engines, tools     the outside world: database, models, engines, tools
-//   domain   src/store, chat, search, models, auth (who is calling), schemas, run-deps, checkpoints (the host's timer), openapi/resources
+//   domain   src/domain (the service's own words: its resources as values), store, chat, search, models, auth (who is calling),
+//            schemas, run-deps, checkpoints (the host's timer)
 //   kinds    actors/ (but runtime)   the run kinds (chat, search, title) and the hosts that run them
 //   http     src/http/               HTTP on uWebSockets.js: router, bodies, SSE, the error catalogue.
 //                                   Beside kinds, not above it: it imports no run kind and no service module
-//   service  src/cluster, runs, idempotent-start, claimed-keys, admission, drain, readiness, heartbeat, metrics, context,
+//   service  src/cluster, admission/, runs, idempotent-start, claimed-keys, drain, readiness, heartbeat, metrics, context,
 //            users, run-owners
-//   routes   src/routes, openapi/document, openapi/operations
+//   routes   src/routes, openapi (the API's document: names the domain's resources, describes the routes),
+//            openai (the OpenAI-compatible API)
 //   app      src/app, main, upstreams (the composition root; the only one that starts the simulator)
 //
 // Outside the service: test/helpers is the harness that test/ and bench/ share (servers, databases,
@@ -28,15 +30,15 @@ const layers = [
   { name: 'base', paths: ['^src/(config|log|clock|text|types|messages|errors|cpu-pool|open-files|attachments|lifecycle)\\.ts$', '^src/(cost|telemetry)/'], may: [] },
   { name: 'sim', paths: ['^src/sim/'], may: [] },
   { name: 'clients', paths: ['^src/(db|providers|engines|tools)/'], may: ['base'] },
-  { name: 'domain', paths: ['^src/(store|chat|search|models|auth)/', '^src/(schemas|run-deps|checkpoints)\\.ts$', '^src/openapi/resources\\.ts$'], may: ['base', 'clients'] },
+  { name: 'domain', paths: ['^src/(domain|store|chat|search|models|auth)/', '^src/(schemas|run-deps|checkpoints)\\.ts$'], may: ['base', 'clients'] },
   { name: 'kinds', paths: ['^actors/(?!runtime/)'], may: ['runtime', 'base', 'clients', 'domain'] },
   { name: 'http', paths: ['^src/http/'], may: ['runtime', 'base', 'clients', 'domain'] },
   {
     name: 'service',
-    paths: ['^src/cluster/', '^src/(runs|idempotent-start|claimed-keys|admission|drain|readiness|heartbeat|metrics|context|users|run-owners|takeover)\\.ts$'],
+    paths: ['^src/cluster/', '^src/admission/', '^src/(runs|idempotent-start|claimed-keys|drain|readiness|heartbeat|metrics|context|users|run-owners|takeover)\\.ts$'],
     may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http'],
   },
-  { name: 'routes', paths: ['^src/routes/', '^src/openapi/(document|operations)\\.ts$'], may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http', 'service'] },
+  { name: 'routes', paths: ['^src/(routes|openapi|openai)/'], may: ['runtime', 'base', 'clients', 'domain', 'kinds', 'http', 'service'] },
   { name: 'app', paths: ['^src/(app|main|upstreams)\\.ts$'], may: ['runtime', 'base', 'sim', 'clients', 'domain', 'kinds', 'http', 'service', 'routes'] },
 ];
 

@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_FLAGS := --import tsx
 TESTS = $(shell find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 
-.PHONY: install run test deps sim bench lint typecheck chromium screenshots fuzz
+.PHONY: install run test deps sim bench lint typecheck chromium pgbouncer screenshots fuzz
 
 install: node_modules/.package-lock.json
 
@@ -35,7 +35,7 @@ sim: install
 # core, and the suite leaves about that much idle (while its first files start, and in its tail). Their
 # output comes after the suite's; either failing fails `make test`.
 TEST_NODE_FLAGS := --liftoff-only
-test: install chromium
+test: install chromium pgbouncer
 	node test/compile.mjs
 	@checks=$$(mktemp); $(MAKE) --no-print-directory -s typecheck deps > $$checks 2>&1 & pid=$$!; \
 	status=0; node $(TEST_NODE_FLAGS) test/run.mjs $(patsubst %.ts,.build/%.js,$(TESTS)) || status=$$?; \
@@ -55,6 +55,16 @@ chromium:
 	@[ -x /usr/bin/chromium ] || { echo "make: installing Debian's chromium for the browser tests"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) >/dev/null 2>&1 \
 	  || echo "make: chromium could not be installed (apt-get failed): the browser tests will be skipped"; }
+
+# The PgBouncer tests (test/store/db.test.ts, through test/helpers/pgbouncer.ts) start Debian's pgbouncer
+# on a port of their own in front of the test Postgres. Installed here when missing, as chromium is; the
+# package's own daemon is not wanted (the tests start theirs), so policy-rc.d keeps apt from starting it.
+pgbouncer:
+	@[ -x /usr/sbin/pgbouncer ] || [ -x /usr/bin/pgbouncer ] || { echo "make: installing Debian's pgbouncer for the PgBouncer tests"; \
+	  policy=/usr/sbin/policy-rc.d; made=; [ -e $$policy ] || { printf '#!/bin/sh\nexit 101\n' > $$policy && chmod +x $$policy && made=1; }; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer) >/dev/null 2>&1 \
+	  || echo "make: pgbouncer could not be installed (apt-get failed): the PgBouncer tests will be skipped"; \
+	  [ -z "$$made" ] || rm -f $$policy; }
 
 # Remakes the web client's screenshots in docs/.
 screenshots: install chromium

@@ -17,14 +17,16 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
       // Tracing: the run's work is traced under the run's span from here on (src/telemetry/actor-spans.ts).
       models.set(run, { provider: cmd.req.provider, model: cmd.req.model });
       traceRun(run, cmd.req);
-      // The start's first statement answered, either way: the start leaves the host's backlog
-      // (OVERLOAD_START_BACKLOG counts a chat start until then, so a database falling behind the starts
-      // refuses the next ones).
+      // The start's first statement answered, either way: the start is no longer in flight (the
+      // admission's limit counts a chat start until then, and its latency to here moves the limit, so
+      // a database falling behind the starts slows the next ones).
       return settled(dbSpan(run, cmd.req.createChat ? 'INSERT' : 'UPDATE', 'chats'), prepareChat(cmd.req, deps)).finally(() => run.startSettled()).then(
         (p): ChatMsg => {
           // Stored with its fencing token: from now on its streamed text is checkpointed (CHECKPOINT_MS).
           const { callId, chatId } = cmd.req;
-          if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken, trace: cmd.req.traceparent });
+          // A takeover's call already holds the resumed text it streams first (store/takeover.ts); the
+          // run's first chunk carries its span's traceparent (a takeover's span links to it).
+          if (p.runToken !== null && callId && chatId) deps.checkpoints?.track(run, { callId, chatId, runToken: p.runToken, stored: cmd.req.resume?.text.length, trace: cmd.req.traceparent });
           return { t: 'prepared', runToken: p.runToken };
         },
         (error: unknown): ChatMsg => ({ t: 'prepare_failed', error }),
@@ -42,7 +44,7 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
     }
     case 'store_tool': {
       const { round, index } = cmd;
-      return appendMessages(deps.pool, cmd.chatId, [cmd.message], cmd.runToken).then(
+      return appendMessages(deps.pool, cmd.chatId, [cmd.message], cmd.owner, cmd.runToken).then(
         (): ChatMsg => ({ t: 'tool_stored', round, index }),
         (error: unknown): ChatMsg => ({ t: 'tool_store_failed', round, index, error }),
       );

@@ -1,6 +1,6 @@
 // The chat run's protocol: its request and value, every message it receives besides the runtime's
 // own, and every command (I/O) its receive can start. The compiler holds receive and the executor to it.
-import type { ProviderName, ProviderSession, RoundEnd, RoundHint, ToolResultInput, Usage } from '../src/providers/types.ts';
+import type { FallbackNote, ProviderName, ProviderSession, RoundEnd, RoundHint, ToolCallRequest, ToolResultInput, ToolSpec, Usage } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
 import type { ToolCommand, ToolDone } from './chat-tools.ts';
 import type { ChatStorageRequest } from './run-storage.ts';
@@ -19,6 +19,13 @@ export interface ChatRunRequest extends ChatStorageRequest {
   traceparent?: string;
   /** A takeover: the traceparent of the lost run's span, which this run's span links to. */
   continues?: string;
+  /**
+   * Functions an OpenAI client declared (src/openai/): offered to the model beside the service's tools,
+   * and a round that calls one ends the run with the calls for the client to run (ChatRunValue.toolCalls).
+   */
+  clientTools?: ToolSpec[];
+  /** Its replay sends each delta as it was (the OpenAI-compatible API numbers them for resume). */
+  keepDeltas?: boolean;
 }
 
 export interface ChatRunValue {
@@ -33,6 +40,10 @@ export interface ChatRunValue {
   raw: unknown;
   /** A user stopped the run: `text` is the partial answer. */
   stopped: boolean;
+  /** The client's functions the model called last (ChatRunRequest.clientTools): the run ended to hand them over. */
+  toolCalls?: ToolCallRequest[];
+  /** Each streamed delta's length (ChatRunRequest.keepDeltas): how the stored text replays as it was streamed. */
+  deltas?: number[];
 }
 
 /** Every input of a chat run besides the runtime's own (start, stop, cancel, attach). */
@@ -59,8 +70,9 @@ export type ChatCommand =
   | { c: 'prepare'; req: ChatRunRequest }
   | { c: 'round'; session: ProviderSession; round: number; results: ToolResultInput[] | null }
   | ToolCommand
-  | { c: 'store_tool'; round: number; index: number; chatId: string; message: NewMessage; runToken: number | null }
-  | { c: 'store_answer'; callId: string; chatId: string | null; model: string; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null }
+  | { c: 'store_tool'; round: number; index: number; chatId: string; owner: string; message: NewMessage; runToken: number | null }
+  /** `fallback`: the answer came (partly) from a fallback model, kept as the message's metadata.fallback. */
+  | { c: 'store_answer'; callId: string; chatId: string | null; model: string; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null; fallback?: FallbackNote }
   /** The text streamed before a shutdown or fencing cut, kept as the assistant message, the LlmCall failed. */
   | { c: 'store_interrupted'; callId: string; chatId: string; model: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null; reason?: string }
   /** `usage`: of the rounds that completed before the failure (the provider was paid for them). */

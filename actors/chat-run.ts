@@ -13,7 +13,7 @@
 import { resolveToolNames } from '../src/chat/tools.ts';
 import { costOf } from '../src/cost/prices.ts';
 import { toProviderMessages } from '../src/chat/transcript.ts';
-import { specUsage, type ProviderMessage, type ProviderSession, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
+import { specUsage, type FallbackNote, type ProviderMessage, type ProviderSession, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { normalizePrompt } from '../src/schemas.ts';
 import { FencedWriteError } from '../src/store/fencing.ts';
@@ -59,11 +59,13 @@ interface Run {
  */
 type Input = { readonly at: 'pending' } | { readonly at: 'stored'; readonly runToken: number | null } | { readonly at: 'failed'; readonly error: unknown };
 
-/** The rounds so far: how many, their usage summed, the last one's raw end. */
+/** The rounds so far: how many, their usage summed, the last one's raw end, a fallback taken (PROVIDER_FALLBACKS), and the client's calls that ended them. */
 interface Rounds {
   readonly n: number;
   readonly usage: Usage | null;
   readonly raw: unknown;
+  readonly fallback?: FallbackNote;
+  readonly clientCalls?: ToolCallRequest[];
 }
 
 interface Base {
@@ -127,10 +129,11 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
   const toolNames = resolveToolNames(req.provider, req.enabledTools ?? req.stored?.enabledTools, deps.tools);
   const tools = deps.tools.filter((t) => toolNames.includes(t.name));
   const call = new AbortController();
+  const offered = tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
   const session = adapter.startSession({
     model: req.model,
     messages: withResumed(toProviderMessages(prompt, req.messages), req.resume),
-    tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+    tools: req.clientTools ? [...offered, ...req.clientTools.filter((c) => !toolNames.includes(c.name))] : offered,
     temperature: req.temperature,
     maxTokens: req.maxTokens,
     stream: req.mode === 'stream',
@@ -147,16 +150,24 @@ function withResumed(messages: ProviderMessage[], resume: ChatRunRequest['resume
 function nextRound(b: Base, slots: readonly ToolSlot[] | null, io: ChatIo): ChatState {
   const rounds = { ...b.rounds, n: b.rounds.n + 1 };
   io.perform({ c: 'round', session: b.run.session!, round: rounds.n, results: slots && slots.map((s) => s.result!) });
-  return { s: 'streaming', run: b.run, input: b.input, rounds, gate: newGate(b.run.tools.length > 0) };
+  const held = b.run.tools.length > 0 || (b.run.req.clientTools?.length ?? 0) > 0;
+  return { s: 'streaming', run: b.run, input: b.input, rounds, gate: newGate(held) };
 }
 
 function roundEnded(state: Streaming, end: RoundEnd, io: ChatIo): ChatState {
-  const rounds: Rounds = { n: state.rounds.n, usage: addUsage(state.rounds.usage, end.usage), raw: end.raw };
+  const fallback = end.fallback ?? state.rounds.fallback;
+  const rounds: Rounds = { n: state.rounds.n, usage: addUsage(state.rounds.usage, end.usage), raw: end.raw, ...(fallback && { fallback }) };
   const b: Base = { run: state.run, input: state.input, rounds };
   const calls = end.toolCalls;
   if (calls.length === 0) {
     gateRelease(state.gate, io);
     return answered(b, io);
+  }
+  // Calls of the client's own functions end the run: the client runs them and asks again, as with OpenAI.
+  const clientCalls = callsOfClient(state.run.req, calls);
+  if (clientCalls) {
+    gateRelease(state.gate, io);
+    return answered({ ...b, rounds: { ...rounds, clientCalls } }, io);
   }
   // Text of a round that ends in tool calls is commentary: dropped unless already shown.
   gateDiscard(state.gate, io);
@@ -167,6 +178,14 @@ function roundEnded(state: Streaming, end: RoundEnd, io: ChatIo): ChatState {
     return answered(b, io);
   }
   return whenStored(b, { then: 'tools', calls }, io);
+}
+
+/** The calls of `calls` that name a function of the client (ChatRunRequest.clientTools); null when none does. */
+function callsOfClient(req: ChatRunRequest, calls: ToolCallRequest[]): ToolCallRequest[] | null {
+  const declared = req.clientTools;
+  if (!declared || declared.length === 0) return null;
+  const theirs = calls.filter((c) => declared.some((d) => d.name === c.name));
+  return theirs.length > 0 ? theirs : null;
 }
 
 /**
@@ -212,7 +231,7 @@ function toolDone(state: ChatState & { s: 'tools' }, msg: Extract<ChatMsg, { t: 
   const next = { ...state, slots: state.slots.map((s, i) => (i === msg.index ? slot : s)) };
   const { chatId } = state.run;
   if (!chatId) return toolEnded(next, slot, io);
-  io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId, message, runToken: tokenOf(state.input) });
+  io.perform({ c: 'store_tool', round: msg.round, index: msg.index, chatId, owner: state.run.req.owner, message, runToken: tokenOf(state.input) });
   return next;
 }
 
@@ -225,7 +244,8 @@ function storeAnswer(b: Base, stopped: boolean, io: ChatIo): ChatState {
   const { run } = b;
   const { callId } = run.req;
   if (!callId) return done(b, stopped, io);
-  io.perform({ c: 'store_answer', callId, chatId: run.chatId, model: run.req.model, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input) });
+  const { fallback } = b.rounds;
+  io.perform({ c: 'store_answer', callId, chatId: run.chatId, model: run.req.model, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input), ...(fallback && { fallback }) });
   return { ...b, s: 'storing', stopped };
 }
 
@@ -239,7 +259,11 @@ function done({ run, rounds }: Base, stopped: boolean, io: ChatIo): ChatState {
   if (stopped) data.stopped = true;
   const raw = stopped ? null : rounds.raw;
   const cost = costOf(io.deps.config.modelPrices, req.model, rounds.usage);
-  io.done(data, { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, cost, raw, stopped });
+  const value: ChatRunValue = { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, cost, raw, stopped };
+  // Only a run with client functions (the OpenAI-compatible API) ever has them: the spec's `done` is unchanged.
+  if (rounds.clientCalls && !stopped) data.toolCalls = value.toolCalls = rounds.clientCalls;
+  if (req.keepDeltas && io.deltaLengths) value.deltas = [...io.deltaLengths];
+  io.done(data, value);
   return { s: 'ended' };
 }
 
@@ -395,5 +419,5 @@ function crashed(state: ChatState, err: unknown, io: ChatIo): ChatState {
 const errorFrame = (message: string): string => sseFrame('error', { type: 'error', message });
 
 /** The kind's behavior, for tests that drive it without I/O. */
-export const chatBehavior = { initial, receive, crashed, execute: executeChat, errorFrame };
+export const chatBehavior = { initial, receive, crashed, execute: executeChat, errorFrame, keepsDeltas: (req: ChatRunRequest) => req.keepDeltas === true };
 export const chatRun = defineRun(chatBehavior, { settlesOwnStart: true });

@@ -5,6 +5,7 @@ import { createRunDeps, type RunDepsInput } from '../src/run-deps.ts';
 import { createHost } from './runtime/host.ts';
 import { runners } from './runners.ts';
 import { startLagReport } from './lag-report.ts';
+import { reportStats, threadStats } from '../src/providers/resilience/index.ts';
 import type { ToHost } from './runtime/protocol.ts';
 import { handleWithin } from './runtime/turn-budget.ts';
 import type { CheckpointReport, FLUSH, GenAiReport } from './hosts.ts';
@@ -26,7 +27,7 @@ const HOST_TURN_BUDGET_MS = 5;
 // The supervisor sends a turn's messages as one array (hosts.ts). Starts are the costly ones (~1 ms
 // each): a burst of them handled in one turn held every running stream's provider text behind it. Past
 // the budget the rest waits in `inbox`, in order, for a later turn; until then they count as not taken
-// up, so the main thread's backlog signal sees a thread that is behind. A non-empty inbox is the one
+// up, so the starts' latency the admission's limit reads sees a thread that is behind. A non-empty inbox is the one
 // state: a slice is due, and later arrays queue behind it.
 const inbox: ToHost[] = [];
 const receive = (msg: ToHost): void => host.receive(msg);
@@ -46,4 +47,6 @@ port.on('message', (msgs: ToHost[] | typeof FLUSH) => {
 });
 port.postMessage({ t: 'ready' });
 const { config } = workerData as RunDepsInput;
-startLagReport((report) => port.postMessage(report), config.OVERLOAD_LAG_MS > 0 || config.OVERLOAD_BUSY_PERCENT > 0);
+startLagReport((report) => port.postMessage(report), config.ADMISSION === 'adaptive');
+// What this thread's provider calls met (calls, retries, breakers, fallbacks): /metrics sums it on the main thread.
+reportStats(threadStats, (report) => port.postMessage(report));

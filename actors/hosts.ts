@@ -9,6 +9,7 @@ import type { HostFactory } from './runtime/supervisor.ts';
 import type { LagReport } from './lag-report.ts';
 import type { GenAiObservation } from '../src/telemetry/genai-metrics.ts';
 import { tracingConfigured } from '../src/telemetry/tracing.ts';
+import type { ProviderStatsReport, ResilienceStats } from '../src/providers/resilience/index.ts';
 
 export function inlineHosts(deps: RunDeps): HostFactory {
   return (_index, onBatch) => {
@@ -82,6 +83,7 @@ export function workerHosts(
   onLog: (msg: string, err?: unknown) => void,
   onLag?: (index: number, p99Ms: number, busy: number) => void,
   onCheckpoint?: () => void,
+  onProviderStats?: (index: number, stats: ResilienceStats) => void,
   onGenAi?: (o: GenAiObservation) => void,
 ): HostFactory {
   return (index, onBatch, onExit) => {
@@ -100,12 +102,13 @@ export function workerHosts(
     });
     ready.catch(() => {}); // a boot failure is also reported through onExit
     let flushed: (() => void) | null = null;
-    worker.on('message', (msg: Batch | LagReport | CheckpointReport | GenAiReport | { t: 'ready' } | { t: 'flushed' }) => {
+    worker.on('message', (msg: Batch | LagReport | CheckpointReport | ProviderStatsReport | GenAiReport | { t: 'ready' } | { t: 'flushed' }) => {
       if (msg.t === 'batch') onBatch(msg);
       else if (msg.t === 'flushed') flushed?.();
       else if (msg.t === 'lag') onLag?.(index, msg.p99Ms, msg.busy);
       else if (msg.t === 'checkpoint') onCheckpoint?.();
       else if (msg.t === 'genai') onGenAi?.(msg.o);
+      else if (msg.t === 'provider_stats') onProviderStats?.(index, msg.stats);
       else markReady();
     });
     worker.on('error', (err) => {

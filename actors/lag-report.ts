@@ -15,7 +15,7 @@ import { monitorEventLoopDelay, performance, type EventLoopUtilization, type Int
 
 /** How often a thread folds its samples into the last-second window (and a worker reports). */
 export const REPORT_MS = 50;
-/** The window the p99 is taken over (ARCHITECTURE: "p99 over the last second"). */
+/** The window the p99 is taken over (docs/operations.md, "Overload: refuse new runs, keep the running ones on time": "p99 over the last second"). */
 export const WINDOW_MS = 1000;
 const SLICES = WINDOW_MS / REPORT_MS;
 /** The window a thread's busy share is taken over: a few slices, so it reacts within a few hundred ms. */
@@ -181,6 +181,22 @@ export class LagBoard {
       if (busy > worst) worst = busy;
     }
     return worst;
+  }
+
+  /**
+   * The worst lag among the threads that run the runs: the actor threads, as `lagNow` reads them; the
+   * main thread only while none reports (runs on the main thread, ACTOR_THREADS=0). The starts' work
+   * lands there, so the admission's limit reads it: the main thread's own lag comes from what it is
+   * asked (a burst's requests), which no limit on starts in flight takes away.
+   */
+  hostsLagNow(): number {
+    const now = this.now();
+    let worst = -1;
+    for (let i = 0; i < this.reports.length; i++) {
+      const r = this.reports[i];
+      if (r !== undefined) worst = Math.max(worst, r.p99Ms, now - r.at - REPORT_MS);
+    }
+    return worst < 0 ? Math.max(this.mainP99Ms, now - this.mainAt - REPORT_MS) : worst;
   }
 
   /** The worst lag right now: each thread's last p99, or how overdue its next report is, whichever is worse. Allocates nothing. */

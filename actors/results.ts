@@ -3,7 +3,7 @@
 // the way in instead of cast. Each schema `satisfies` its TypeScript type, so a field added to a value
 // and not here fails the typecheck.
 import { z } from 'zod';
-import { chatSummary, searchDetail, usage } from '../src/openapi/resources.ts';
+import { chatSummary, searchDetail, usage } from '../src/domain/resources.ts';
 import { providerSchema } from '../src/schemas.ts';
 import type { ChatRunValue } from './chat-run.ts';
 import type { RunKind, RunTypes } from './runs.ts';
@@ -51,6 +51,7 @@ const OUTCOMES: Record<RunOutcome, true> = {
   provider_timeout: true,
   provider_rate_limited: true,
   provider_error: true,
+  provider_unavailable: true,
   database_unavailable: true,
   cancelled: true,
   stopped: true,
@@ -61,6 +62,7 @@ export const runFailure = z.object({
   ok: z.literal(false),
   outcome: z.enum(Object.keys(OUTCOMES) as [RunOutcome, ...RunOutcome[]]),
   message: z.string(),
+  retryAfterMs: z.number().nonnegative().optional(),
 }) satisfies z.ZodType<RunFailure>;
 
 /** The codec of a RunResult whose value is `value`'s. */

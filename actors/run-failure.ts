@@ -1,6 +1,6 @@
 // How a model run's failure becomes a domain outcome, shared by the chat run and title generation.
 import { isDatabaseUnavailable } from '../src/db/unavailable.ts';
-import { ProviderError } from '../src/providers/types.ts';
+import { ProviderError, ProviderUnavailableError } from '../src/providers/types.ts';
 import { RunCancelled } from './runtime/actor.ts';
 import type { RunFailure, RunOutcome } from './runtime/protocol.ts';
 import { ErrorCodes, ServiceError } from '../src/errors.ts';
@@ -27,8 +27,11 @@ export function failureOf(err: unknown, signal: AbortSignal): RunFailure {
   }
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof RunError) return { ok: false, outcome: err.outcome, message };
+  if (err instanceof ProviderUnavailableError) return { ok: false, outcome: 'provider_unavailable', message, retryAfterMs: err.retryAfterMs };
   if (err instanceof ProviderError) {
     const outcome = err.status === 429 ? 'provider_rate_limited' : err.timedOut ? 'provider_timeout' : 'provider_error';
+    // A rate limit's wait reaches the client (Retry-After); other upstream failures stay a plain 502.
+    if (outcome === 'provider_rate_limited' && err.retryAfterMs !== undefined) return { ok: false, outcome, message, retryAfterMs: err.retryAfterMs };
     return { ok: false, outcome, message };
   }
   // The same answer a request gets from its own query (503, retry soon), not a 500 quoting a socket error.

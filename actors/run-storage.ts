@@ -8,9 +8,9 @@
 // refused: that row is the run's alone.
 import { toStoredMessage } from '../src/chat/transcript.ts';
 import { CHAT_NOT_FOUND } from '../src/messages.ts';
-import type { ProviderName, Usage } from '../src/providers/types.ts';
+import type { FallbackNote, ProviderName, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
-import type { InputMessage } from '../src/schemas.ts';
+import type { RunMessage } from '../src/schemas.ts';
 import { costOf } from '../src/cost/prices.ts';
 import { createChat, startChatRun } from '../src/store/chats.ts';
 import { FIRST_RUN_TOKEN } from '../src/store/fencing.ts';
@@ -29,9 +29,9 @@ export interface ChatStorageRequest {
   callId: string | null;
   provider: ProviderName;
   model: string;
-  messages: InputMessage[];
-  /** The user the run works for: the chat and the LlmCall are theirs (the built-in admin when not given). */
-  owner?: string;
+  messages: RunMessage[];
+  /** The user the run works for: the chat and the LlmCall are theirs. */
+  owner: string;
   /**
    * A takeover (src/takeover.ts): the run continues a lost run's checkpointed `text`. Its call is
    * already running under `runToken` (store/takeover.ts), so its start stores nothing.
@@ -98,8 +98,8 @@ interface StreamedAnswer {
  * The answer stored in the chat with its LlmCall ended, atomically (`stopped`: the partial answer).
  * Rejects with FencedWriteError, writing nothing, when `runToken` is no longer the chat's.
  */
-export async function storeAnswer(deps: RunDeps, o: StreamedAnswer & { stopped: boolean }): Promise<void> {
-  await finishWithAnswer(deps, o, { stopped: o.stopped });
+export async function storeAnswer(deps: RunDeps, o: StreamedAnswer & { stopped: boolean; fallback?: FallbackNote }): Promise<void> {
+  await finishWithAnswer(deps, o, { stopped: o.stopped }, o.fallback && { fallback: o.fallback });
 }
 
 /**
@@ -129,7 +129,7 @@ async function finishWithAnswer(deps: RunDeps, o: StreamedAnswer, end: { stopped
 }
 
 /** A running LlmCall for a model call that stores no message (title generation). */
-export function startCall(deps: RunDeps, o: { chatId: string; owner: string | undefined; provider: ProviderName; model: string; purpose: 'title' }): Promise<string> {
+export function startCall(deps: RunDeps, o: { chatId: string; owner: string; provider: ProviderName; model: string; purpose: 'title' }): Promise<string> {
   return startLlmCall(deps.pool, { ...o, instanceId: deps.config.instanceId });
 }
 

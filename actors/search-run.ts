@@ -18,8 +18,8 @@ import { endEngineSpan, engineSpan } from '../src/telemetry/actor-spans.ts';
 
 export interface SearchRunRequest {
   searchId: string;
-  /** The user whose search it is (the built-in admin when not given). */
-  owner?: string;
+  /** The user whose search it is. */
+  owner: string;
   /** engine_a, as the route found it configured (search runs always use engine_a). */
   endpoint: EngineAEndpoint;
   /** The query to run: the run body's override, else the stored query (blank only in a request that may only join). */
@@ -69,7 +69,7 @@ export type SearchMsg =
 export type SearchCommand =
   | { c: 'search'; req: SearchRunRequest }
   | { c: 'answer'; req: SearchRunRequest }
-  | { c: 'save'; searchId: string; owner: string | undefined; row: Parameters<typeof saveSearchRun>[2]; mark: SearchRunMark | null };
+  | { c: 'save'; searchId: string; owner: string; row: Parameters<typeof saveSearchRun>[2]; mark: SearchRunMark | null };
 
 export type SearchState =
   | { readonly s: 'idle'; readonly req: SearchRunRequest }

@@ -20,8 +20,8 @@ import { failCall, finishCall, startCall } from './run-storage.ts';
 
 export interface TitleRunRequest {
   chatId: string;
-  /** The user whose chat it is, and whose usage the call is (the built-in admin when not given). */
-  owner?: string;
+  /** The user whose chat it is, and whose usage the call is. */
+  owner: string;
   /** The conversation's first user message, which the title names. */
   content: string;
 }
@@ -43,11 +43,11 @@ export type TitleMsg =
   | { t: 'call_failed' };
 
 export type TitleCommand =
-  | { c: 'read_chat'; chatId: string; owner: string | undefined }
-  | { c: 'start_call'; chatId: string; owner: string | undefined; model: string }
+  | { c: 'read_chat'; chatId: string; owner: string }
+  | { c: 'start_call'; chatId: string; owner: string; model: string }
   | { c: 'generate'; adapter: ProviderAdapter; model: string; content: string; signal: AbortSignal }
   | { c: 'finish_call'; callId: string; model: string; usage: Usage | null; started: number }
-  | { c: 'set_title'; chatId: string; owner: string | undefined; title: string }
+  | { c: 'set_title'; chatId: string; owner: string; title: string }
   | { c: 'fail_call'; callId: string; error: string; started: number };
 
 /** What the run fixed at its start. */

@@ -1,4 +1,4 @@
--- 010_users: several people on one service, each in their own workspace (ARCHITECTURE.md, "Users").
+-- 010_users: several people on one service, each in their own workspace (docs/operations.md, "Users and single sign-on").
 --
 -- The built-in user `admin` (the ADMIN_TOKEN) has no row: it is the operator, never listed, never
 -- deleted, and every row stored before users existed is its own through the owner columns' default.

@@ -7,13 +7,13 @@ import { LagBoard } from '../actors/lag-report.ts';
 import { errorFrames } from '../actors/runners.ts';
 import type { RunTypes } from '../actors/runs.ts';
 import { Supervisor } from '../actors/runtime/supervisor.ts';
-import { Admission } from './admission.ts';
+import { Admission } from './admission/admission.ts';
 import { Callers } from './auth/callers.ts';
 import { createJwtVerifier } from './auth/jwt.ts';
 import { ADMIN_REQUIRED } from './http/errors.ts';
 import { BodyPool } from './http/body-pool.ts';
 import { Cluster } from './cluster/cluster.ts';
-import type { Config } from './config.ts';
+import { retiredVariablesWarning, type Config } from './config.ts';
 import { CpuPool } from './cpu-pool.ts';
 import { systemClock, type AppContext, type Clock } from './context.ts';
 import { openControlDb } from './db/control-pool.ts';
@@ -35,10 +35,14 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { createModelRegistry } from './models/registry.ts';
 import { openFilesLimit, openFilesWarning } from './open-files.ts';
 import { createProviders } from './providers/index.ts';
+import { closeResilience, sumStats, threadStats, type ResilienceStats } from './providers/resilience/index.ts';
 import { Readiness } from './readiness.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { completionRoutes } from './routes/completions.ts';
 import { modelRoutes } from './routes/models.ts';
+import { openaiErrorShape } from './openai/errors.ts';
+import { openaiRoutes } from './openai/routes.ts';
+import { failInterruptedResponses } from './openai/store.ts';
 import { withOpenApiRoute } from './routes/openapi.ts';
 import { recordContinuedOutcome } from './routes/idempotent-replay.ts';
 import { searchRunRoutes } from './routes/search-runs.ts';
@@ -48,7 +52,8 @@ import { titleRoutes } from './routes/titles.ts';
 import { userRoutes } from './routes/users.ts';
 import { webRoutes } from './routes/web.ts';
 import { runDepsFrom } from './run-deps.ts';
-import { Runs } from './runs.ts';
+import { ClusterRuns } from './cluster/cluster-runs.ts';
+import { LocalRuns, localRunPort, type Runs } from './runs.ts';
 import { ClaimedKeys } from './claimed-keys.ts';
 import { Takeovers } from './takeover.ts';
 import { markInterruptedLlmCalls, recoverRunsById } from './store/llm-calls.ts';
@@ -143,6 +148,8 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   );
   const interrupted = await markInterruptedLlmCalls(db.pool, { instanceId: config.instanceId, tally: recovered });
   if (interrupted > 0) log.warn({ interrupted }, 'marked LlmCalls interrupted by the last stop as failed');
+  const responses = await failInterruptedResponses(db.pool, config.instanceId);
+  if (responses > 0) log.warn({ responses }, 'marked OpenAI responses interrupted by the last stop as failed');
   const readiness = new Readiness();
   readiness.add({ name: 'database', check: () => control.query('SELECT 1') });
   // Writes of this thread that met a database outage (the failures of its inline runs, the outcomes
@@ -156,12 +163,18 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
 
   // One client (and one connection pool) per provider on this thread: routes, model lists and inline hosts share them.
   const providers = createProviders(config);
-  const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, overloadLagMs: config.OVERLOAD_LAG_MS, overloadStartBacklog: config.OVERLOAD_START_BACKLOG, overloadBusyPercent: config.OVERLOAD_BUSY_PERCENT });
-  const lag = config.OVERLOAD_LAG_MS > 0 || config.OVERLOAD_BUSY_PERCENT > 0 ? new LagBoard() : null;
-  const sse = new SseStreams({ heartbeatMs: config.SSE_HEARTBEAT_MS, queueCap: config.SSE_MAX_QUEUED_BYTES });
+  lc.defer('provider resilience', closeResilience);
+  const admission = new Admission({ maxActiveRuns: config.MAX_ACTIVE_RUNS, adaptive: config.ADMISSION === 'adaptive' });
+  const lag = admission.adaptive ? new LagBoard() : null;
+  const sse = new SseStreams({
+    heartbeatMs: config.SSE_HEARTBEAT_MS,
+    queueCap: config.SSE_MAX_QUEUED_BYTES,
+    // A response some other path had already answered or let go: a bug to see, not a client gone.
+    onLost: (err) => log.error({ err }, 'an SSE stream found its response already let go; the stream is closed'),
+  });
   // Closed after the supervisor: the streams of runs cut by its shutdown get their last frames first.
   lc.defer('sse streams', () => sse.close());
-  const { supervisor, runs, metrics } = await lc.open(
+  const { supervisor, metrics, bindRuns } = await lc.open(
     'supervisor',
     () => startSupervisor(config, db, providers, { admission, lag, sse, cpu, recovered, writes }, log),
     (s) => s.supervisor.shutdown(),
@@ -171,7 +184,6 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     ? createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE, log })
     : null;
   const callers = await lc.open('callers', () => new Callers({ adminToken: config.ADMIN_TOKEN, pool: db.pool, jwt }), (c) => c.close());
-  const revocations = new UserRevocations(callers, runs, log);
   // "listening" must mean ready: otherwise the first runs wait for the worker threads' boot.
   await supervisor.ready();
   if (config.REDIS_URL) {
@@ -180,14 +192,19 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
       prefix: config.REDIS_KEY_PREFIX,
       instanceId: config.instanceId,
       leaseTtlMs: config.CLUSTER_LEASE_TTL_MS,
-      local: runs.localPort,
+      local: localRunPort(supervisor),
       log,
     });
+  }
+  // The registry, chosen once: this process's runs, or the cluster's.
+  const runs: Runs = cluster ? new ClusterRuns(supervisor, cluster, admission) : new LocalRuns(supervisor, admission);
+  bindRuns(runs);
+  const revocations = new UserRevocations(callers, runs, log);
+  if (cluster) {
     const joined = cluster;
-    runs.useCluster(joined);
     await revocations.useCluster(joined);
     readiness.add({ name: 'redis', check: () => joined.ping() });
-    log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL) }, 'cluster mode: joined');
+    log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL ?? '') }, 'cluster mode: joined');
     if (config.runTakeover) takeovers = new Takeovers({ pool: db.pool, runs, instanceId: config.instanceId, leaseTtlMs: config.CLUSTER_LEASE_TTL_MS, log, recovered, recordKey: (run, r) => recordContinuedOutcome(db.pool, run, r) });
   }
 
@@ -230,6 +247,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
     authenticate: callers.authenticate,
     cors: corsPolicy(config.CORS_ORIGINS),
     shed: startShedding(admission),
+    errorShapes: [{ prefix: '/openai/', shape: openaiErrorShape }],
     onError: (err, req) => toHttpError(err, (_, ref) => log.error({ err, ref, method: req.method, path: req.path }, 'request failed')),
   });
   const listenSocket = await lc.open('listener', () => listenExclusive(app, config.HOST, config.PORT), (s) => uws.us_listen_socket_close(s));
@@ -251,6 +269,8 @@ function warnAboutConfig(config: Config, simulated: string[], log: Logger): void
   if (simulated.length > 0) log.warn({ simulated }, 'served by the offline simulator (no key set)');
   const filesWarning = openFilesWarning(openFilesLimit(), config.MAX_ACTIVE_RUNS);
   if (filesWarning) log.warn(filesWarning);
+  const retired = retiredVariablesWarning(config);
+  if (retired) log.warn(retired);
 }
 
 /** The supervisor and its actor hosts (worker threads, or inline), with what observes its runs. */
@@ -273,6 +293,8 @@ function startSupervisor(
   let runs: Runs | undefined;
   const checkpointed = () => metrics?.checkpoints.inc();
   const genAiObserved = (o: GenAiObservation) => metrics?.observeGenAi(o);
+  // The actor threads' provider stats as each last posted them; this thread's are read when scraped.
+  const workerStats = new Map<number, ResilienceStats>();
   const supervisor = new Supervisor<RunTypes>({
     hosts: Math.max(1, config.actorThreads),
     errorFrames,
@@ -280,7 +302,14 @@ function startSupervisor(
     factory:
       config.actorThreads === 0
         ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed, genAiObserved))
-        : workerHosts(workerSetup, (msg, err) => log.error({ err }, msg), lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined, checkpointed, genAiObserved),
+        : workerHosts(
+            workerSetup,
+            (msg, err) => log.error({ err }, msg),
+            lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined,
+            checkpointed,
+            (index, stats) => workerStats.set(index, stats),
+            genAiObserved,
+          ),
     log: (level, message, err, runId) => log[level]({ err, ...runLogFields(runId) }, message),
     // Its runs' calls would stay `running` until the next restart, their checkpointed text unused.
     onHostLost: (lost) => {
@@ -294,9 +323,9 @@ function startSupervisor(
     },
     admission,
   });
-  metrics = createMetrics(supervisor, sse, recovered, admission);
-  runs = new Runs(supervisor, admission);
-  return { supervisor, runs, metrics };
+  metrics = createMetrics(supervisor, sse, recovered, admission, () => sumStats([threadStats(), ...workerStats.values()]));
+  // The registry is chosen once the cluster is joined (or not); no run starts before.
+  return { supervisor, metrics, bindRuns: (r: Runs) => void (runs = r) };
 }
 
 /** Every route of the service, and the tests' extra ones. */
@@ -311,6 +340,7 @@ function appRoutes(ctx: AppContext, revocations: UserRevocations, opts: ServerOp
     ...modelRoutes(ctx),
     ...titleRoutes(ctx),
     ...userRoutes(ctx, revocations),
+    ...openaiRoutes(ctx),
     ...webRoutes(),
     ...(opts.routes?.(ctx) ?? []),
     {

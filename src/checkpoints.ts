@@ -1,14 +1,22 @@
-// The checkpoint timer of one actor host: every CHECKPOINT_MS it reads the text each of the host's
-// running persisted chat runs has streamed (the replay buffer keeps it anyway) and writes what is new
-// since the last checkpoint, for all runs in one statement (store/checkpoints.ts). One timer per
-// host, never one per run, and nothing on the delta path: a delta costs the same with checkpoints on.
+// The checkpoint timer of one actor host: every CHECKPOINT_MS it takes the text each of the host's
+// running persisted chat runs has streamed since the last tick and writes it, for all runs in one
+// statement, as a chunk per run (store/checkpoints.ts). One timer per host, never one per run, and no
+// I/O on the delta path (a tracked run's buffer keeps its new deltas in a list for the timer to join).
+//
+// A tick costs what the runs added, never what they hold: it joins only the new pieces (never slices
+// or reads the whole answer, which would flatten it), and the statement carries only them. However
+// fast the answers stream, one statement carries at most MAX_UNITS_PER_WRITE, shared fairly between
+// the runs; what does not fit goes in the next statement, right after this one. And a tick gives its
+// turn to callers waiting for a connection of the host's pool (a burst of starts), for at most
+// MAX_YIELDS ticks in a row.
 import type { Queryable } from './db/types.ts';
 import { cleanText } from './store/values.ts';
 import { writeCheckpoints, type CheckpointWrite } from './store/checkpoints.ts';
 
-/** What the timer reads of a run: its streamed text so far, and whether it has ended. */
+/** What the timer reads of a run: its new streamed text, and whether it has ended. */
 export interface StreamedText {
-  readonly deltaText: string;
+  /** The text streamed since the previous call; the first call answers all of it so far. */
+  newText(): string;
   readonly finished: boolean;
 }
 
@@ -16,33 +24,100 @@ export interface CheckpointedRun {
   callId: string;
   chatId: string;
   runToken: number;
-  /** The run's traceparent (tracing on), stored with its first checkpoint for a takeover to link to. */
+  /** UTF-16 units at the start of the run's text that its call already holds (a takeover's resumed text). */
+  stored?: number;
+  /** The run's traceparent (tracing on), stored with its first chunk for a takeover to link to. */
   trace?: string;
 }
 
-interface Entry extends CheckpointedRun {
+/**
+ * UTF-16 units (256 KB of UTF-8 for ASCII text) one statement carries at most, over all its runs: 10 to
+ * 15 ms here on Postgres or PGlite (bench/ledger/checkpoint-growth.ts, CKPT_STEP=65536), so a start
+ * queued behind it on the pool waits no longer than that.
+ * A host whose runs stream more per interval writes it in successive statements (each as bounded).
+ */
+export const MAX_UNITS_PER_WRITE = 1 << 18;
+
+/** Ticks in a row a checkpoint waits for callers queued on the pool before it goes anyway. */
+export const MAX_YIELDS = 3;
+
+interface Entry {
+  ids: CheckpointedRun;
   run: StreamedText;
-  /** UTF-16 units of the run's text already written, and the code points they are in Postgres. */
-  units: number;
-  chars: number;
+  /** Units of the run's text still to skip: held by the call before this host streamed anything. */
+  skip: number;
+  /** Where the next chunk starts in the run's text (UTF-16 units): everything before it is written. */
+  at: number;
+  /** Text taken from the run and not yet written, in the pieces it came in. */
+  unwritten: string[];
+  /** Its length in UTF-16 units. */
+  size: number;
 }
 
-/** Code points, as Postgres's left() and length() count them. */
-function codePoints(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0xdc00 || c > 0xdfff) n++;
+/** Callers waiting for a connection of `db` (a pg.Pool counts them; anything else: none). */
+const waitingOn = (db: Queryable): number => (db as { waitingCount?: number }).waitingCount ?? 0;
+
+/**
+ * Each run's share of `budget` units: everything while the total fits; else the smaller backlogs whole
+ * and what is left split evenly between the larger ones (water-filling), so one huge answer never holds
+ * back the checkpoints of the others.
+ */
+export function shares(sizes: readonly number[], budget: number): number[] {
+  let total = 0;
+  for (const s of sizes) total += s;
+  if (total <= budget) return [...sizes];
+  const order = sizes.map((_, i) => i).sort((a, b) => sizes[a]! - sizes[b]!);
+  const out = new Array<number>(sizes.length);
+  let left = budget;
+  order.forEach((i, k) => {
+    out[i] = Math.min(sizes[i]!, Math.floor(left / (sizes.length - k)));
+    left -= out[i]!;
+  });
+  return out;
+}
+
+/**
+ * The first `max` units of the entry's unwritten text, never ending inside a surrogate pair (either
+ * half alone would be stored as U+FFFD): a high surrogate at the end waits for the next chunk.
+ */
+function head(entry: Entry, max: number): string {
+  let text = '';
+  for (const piece of entry.unwritten) {
+    const room = max - text.length;
+    if (piece.length >= room) {
+      text += piece.slice(0, room);
+      break;
+    }
+    text += piece;
   }
-  return n;
+  const last = text.charCodeAt(text.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? text.slice(0, -1) : text;
 }
 
-const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff;
+/** Drops the first `units` of the entry's unwritten text: they are written. */
+function drop(entry: Entry, units: number): void {
+  entry.at += units;
+  entry.size -= units;
+  let n = 0;
+  while (units > 0) {
+    const piece = entry.unwritten[n]!;
+    if (piece.length > units) {
+      entry.unwritten[n] = piece.slice(units);
+      break;
+    }
+    units -= piece.length;
+    n++;
+  }
+  entry.unwritten.splice(0, n);
+}
 
 export class Checkpoints {
   private readonly entries = new Set<Entry>();
   private timer: NodeJS.Timeout | null = null;
   private writing = false;
+  private yields = 0;
+  /** Ticks that gave their turn to callers queued on the pool (tests read it). */
+  yielded = 0;
 
   constructor(
     private readonly db: Queryable,
@@ -50,12 +125,14 @@ export class Checkpoints {
     private readonly onError: (err: unknown) => void = () => undefined,
     /** Called once per checkpoint statement that succeeded (css_checkpoints_total). */
     private readonly onWritten: () => void = () => undefined,
+    private readonly maxUnits = MAX_UNITS_PER_WRITE,
   ) {}
 
   /** Starts checkpointing `run` (its call and chat are stored, its fencing token known) until it ends. */
   track(run: StreamedText, ids: CheckpointedRun): void {
     if (!(this.intervalMs > 0)) return;
-    this.entries.add({ ...ids, run, units: 0, chars: 0 });
+    const stored = ids.stored ?? 0;
+    this.entries.add({ ids, run, skip: stored, at: stored, unwritten: [], size: 0 });
     if (this.timer) return;
     this.timer = setInterval(this.tick, this.intervalMs);
     // Checkpoints never keep a stopping process alive.
@@ -73,40 +150,80 @@ export class Checkpoints {
     this.entries.clear();
   }
 
+  /** Takes what the run streamed since the last tick into its unwritten text. */
+  private take(entry: Entry): void {
+    let text = entry.run.newText();
+    if (entry.skip > 0) {
+      const skipped = Math.min(entry.skip, text.length);
+      text = text.slice(skipped);
+      entry.skip -= skipped;
+    }
+    if (text.length === 0) return;
+    entry.unwritten.push(text);
+    entry.size += text.length;
+  }
+
   private readonly tick = (): void => {
     // Before the write check: a statement that hangs must not keep every run this host ends meanwhile.
-    for (const entry of this.entries) if (entry.run.finished) this.entries.delete(entry);
+    this.prune();
     // A write slower than the interval: this tick's text goes with the next one instead of piling up.
     if (this.writing) return;
-    const batch: Array<{ entry: Entry; units: number; write: CheckpointWrite }> = [];
-    for (const entry of this.entries) {
-      const text = entry.run.deltaText;
-      let units = text.length;
-      // Never split a surrogate pair between two checkpoints: each half alone would become U+FFFD.
-      if (units > entry.units && isHighSurrogate(text.charCodeAt(units - 1))) units--;
-      if (units <= entry.units) continue;
-      const added = cleanText(text.slice(entry.units, units));
-      const trace = entry.chars === 0 ? (entry.trace ?? null) : null;
-      batch.push({ entry, units, write: { callId: entry.callId, chatId: entry.chatId, runToken: entry.runToken, from: entry.chars, text: added, trace } });
+    // Starts queued for a connection go first: this tick's text goes with a later one.
+    if (waitingOn(this.db) > 0 && this.yields < MAX_YIELDS) {
+      this.yields++;
+      this.yielded++;
+      return;
     }
+    this.yields = 0;
+    this.write();
+  };
+
+  /** Text left behind by a statement the budget cut: the next one follows it, unless callers queue for the pool. */
+  private readonly more = (): void => {
+    this.prune();
+    if (!this.writing && this.timer !== null && waitingOn(this.db) === 0) this.write();
+  };
+
+  private prune(): void {
+    for (const entry of this.entries) if (entry.run.finished) this.entries.delete(entry);
     if (this.entries.size === 0) this.stop();
+  }
+
+  /** One statement: every run's new text, at most the budget of it. */
+  private write(): void {
+    const entries = [...this.entries];
+    for (const entry of entries) this.take(entry);
+    const sizes = entries.map((e) => e.size);
+    const allowed = shares(sizes, this.maxUnits);
+    const cut = allowed.some((a, i) => a < sizes[i]!);
+    const batch: Array<{ entry: Entry; units: number; write: CheckpointWrite }> = [];
+    entries.forEach((entry, i) => {
+      const text = allowed[i]! > 0 ? head(entry, allowed[i]!) : '';
+      if (text === '') return;
+      const { callId, chatId, runToken, stored, trace } = entry.ids;
+      // The run's first chunk carries its traceparent (a takeover's span links to it).
+      const first = entry.at === (stored ?? 0);
+      batch.push({ entry, units: text.length, write: { callId, chatId, runToken, at: entry.at, text: cleanText(text), trace: first ? (trace ?? null) : null } });
+    });
     if (batch.length === 0) return;
     this.writing = true;
     writeCheckpoints(this.db, batch.map((b) => b.write))
-      .then((written) => {
-        this.onWritten();
-        for (const { entry, units, write } of batch) {
-          if (!written.has(entry.callId)) {
+      .then(
+        (written) => {
+          this.onWritten();
+          for (const { entry, units } of batch) {
             // Ended meanwhile, or fenced off by a later run: nothing of it may be written any more.
-            this.entries.delete(entry);
-            continue;
+            if (!written.has(entry.ids.callId)) this.entries.delete(entry);
+            else drop(entry, units);
           }
-          entry.units = units;
-          entry.chars += codePoints(write.text);
-        }
-      }, this.onError)
-      .finally(() => {
-        this.writing = false;
-      });
-  };
+          this.writing = false;
+          // Each such statement writes a budget's worth: the backlog drains, in statements of bounded cost.
+          if (cut) setImmediate(this.more);
+        },
+        (err: unknown) => {
+          this.writing = false;
+          this.onError(err);
+        },
+      );
+  }
 }

@@ -4,6 +4,7 @@ import os from 'node:os';
 import { z } from 'zod';
 import { ErrorCodes, ServiceError } from './errors.ts';
 import { PriceTableError, readPriceTable, type PriceTable } from './cost/prices.ts';
+import { PROVIDERS, type ProviderName } from './types.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])
@@ -28,12 +29,15 @@ const ms = (min: number) => int(min, 2 ** 31 - 1);
 
 const url = z.string().url('must be a URL');
 
-/** Chosen from the load test's overload row (README, "Overload shedding"). */
-export const OVERLOAD_LAG_MS_DEFAULT = 100;
-/** Chosen from the load test's flood row (docs/operations.md, "Overload shedding"). */
-export const OVERLOAD_START_BACKLOG_DEFAULT = 12;
-/** Chosen from the load test's flood and overload rows (docs/operations.md, "Overload shedding"). */
-export const OVERLOAD_BUSY_PERCENT_DEFAULT = 0;
+/** The fixed thresholds the adaptive admission replaced (src/admission/): still accepted, with a warning at start. */
+const RETIRED_OVERLOAD_VARIABLES = ['OVERLOAD_LAG_MS', 'OVERLOAD_START_BACKLOG', 'OVERLOAD_BUSY_PERCENT'] as const;
+
+/** The warning for retired variables still set, or null when none is. */
+export function retiredVariablesWarning(c: Partial<Record<(typeof RETIRED_OVERLOAD_VARIABLES)[number], string>>): string | null {
+  const set = RETIRED_OVERLOAD_VARIABLES.filter((name) => c[name] !== undefined);
+  if (set.length === 0) return null;
+  return `${set.join(', ')} ${set.length === 1 ? 'is' : 'are'} no longer used and ignored: admission adapts on its own (ADMISSION=off turns shedding off)`;
+}
 
 /** `item` when it is an origin (`scheme://host[:port]`, no path; a trailing slash is dropped); else null. */
 function asOrigin(item: string): string | null {
@@ -74,6 +78,28 @@ const h2cOrigins = z.string().transform((v, ctx): string[] => {
   }
   return origins as string[];
 });
+/** A model to go on with: the next link of a fallback chain. */
+export interface FallbackTarget {
+  provider: ProviderName;
+  model: string;
+}
+
+/** `provider_a=provider_c/sim-c-large;provider_c=provider_b/sim-b-large`: each provider's next model when it fails. */
+const fallbacks = z.string().transform((v, ctx): Partial<Record<ProviderName, FallbackTarget>> => {
+  const out: Partial<Record<ProviderName, FallbackTarget>> = {};
+  for (const item of v.split(';').map((x) => x.trim()).filter((x) => x !== '')) {
+    const m = /^(\w+)\s*=\s*(\w+)\/(\S+)$/.exec(item);
+    const from = m?.[1] as ProviderName | undefined;
+    const to = m?.[2] as ProviderName | undefined;
+    if (!m || !PROVIDERS.includes(from!) || !PROVIDERS.includes(to!) || from === to || out[from!]) {
+      ctx.addIssue({ code: 'custom', message: `must be provider=provider/model pairs joined by ';', each provider once, e.g. provider_a=provider_c/sim-c-large;provider_c=provider_b/sim-b-large (got ${item})` });
+      return z.NEVER;
+    }
+    out[from!] = { provider: to!, model: m[3]! };
+  }
+  return out;
+});
+
 const optionalText = z.string().optional().transform((v) => (v && v.trim() ? v.trim() : undefined));
 
 const schema = z.object({
@@ -126,12 +152,15 @@ const schema = z.object({
   SSE_HEARTBEAT_MS: ms(100).default(15_000),
   /** On SIGTERM/SIGINT, how long running runs may go on to their natural end (drain); 0 cuts them at once. */
   SHUTDOWN_GRACE_MS: int(0, 3_600_000).default(30_000),
-  /** New runs are refused (503) while the main or an actor thread's event-loop delay p99 over the last second exceeds this; 0 turns it off (see README). */
-  OVERLOAD_LAG_MS: int(0, 60_000).default(OVERLOAD_LAG_MS_DEFAULT),
-  /** New runs are refused (503) while this many starts wait for the actor threads to take them up; 0 turns it off (see README). */
-  OVERLOAD_START_BACKLOG: int(0, 1_000_000).default(OVERLOAD_START_BACKLOG_DEFAULT),
-  /** New runs are refused (503) while the main or an actor thread's event loop was busy more than this percentage of the last 200 ms; 0 turns it off (see README). */
-  OVERLOAD_BUSY_PERCENT: int(0, 100).default(OVERLOAD_BUSY_PERCENT_DEFAULT),
+  /**
+   * `adaptive`: starts beyond what the instance keeps up with wait their turn, and a flood that lasts is
+   * refused (503 overloaded); `off`: no start waits and none is refused for overload (see README).
+   */
+  ADMISSION: z.enum(['adaptive', 'off']).default('adaptive'),
+  /** Retired (RETIRED_OVERLOAD_VARIABLES): any value is accepted and ignored, with a warning. */
+  OVERLOAD_LAG_MS: z.string().optional(),
+  OVERLOAD_START_BACKLOG: z.string().optional(),
+  OVERLOAD_BUSY_PERCENT: z.string().optional(),
   /** Bytes queued for one slow SSE client before it is dropped. */
   SSE_MAX_QUEUED_BYTES: int(1024).default(1024 * 1024),
   /** How often the text each persisted chat run has streamed reaches the database (recovery after a crash); 0 turns it off. */
@@ -166,6 +195,15 @@ const schema = z.object({
    * stream's no-progress deadline: keep-alive comments and pings do not reset it (src/providers/session.ts).
    */
   PROVIDER_TIMEOUT_MS: ms(1000).default(600_000),
+  /** Provider resilience (src/providers/resilience/): retries of a call that failed before any output, their budget, breakers, fallbacks. */
+  PROVIDER_RETRIES: int(0, 10).default(2),
+  PROVIDER_RETRY_BASE_MS: int(0, 60_000).default(250),
+  PROVIDER_RETRY_MAX_WAIT_MS: int(0, 600_000).default(10_000),
+  PROVIDER_RETRY_BUDGET_PERCENT: int(0, 100).default(20),
+  /** Consecutive failed calls that open a provider's (and model's) breaker; 0 turns breakers off. */
+  PROVIDER_BREAKER_FAILURES: int(0, 10_000).default(5),
+  PROVIDER_BREAKER_OPEN_MS: ms(1).default(15_000),
+  PROVIDER_FALLBACKS: fallbacks.default({}),
   /** HTTP/2 toward https provider origins that offer it (src/providers/h2-fetch.ts); false: HTTP/1.1 only. */
   PROVIDER_HTTP2: bool.default(true),
   /** `http` provider origins that speak HTTP/2 without TLS (prior knowledge): their calls share connections too. */

@@ -6,6 +6,7 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
+import { ErrorCodes, ServiceError } from './errors.ts';
 
 export interface PoolRunOptions {
   signal?: AbortSignal;
@@ -20,9 +21,9 @@ export interface PoolRunOptions {
 }
 
 /** A task's thread went past its maxHeapMb and was ended. */
-export class WorkerHeapLimitError extends Error {
+export class WorkerHeapLimitError extends ServiceError {
   constructor(readonly maxHeapMb: number, options?: { cause?: unknown }) {
-    super(`the task needed more than ${maxHeapMb} MB of heap`, options);
+    super(ErrorCodes.WORKER_HEAP_LIMIT, `the task needed more than ${maxHeapMb} MB of heap`, options);
     this.name = 'WorkerHeapLimitError';
   }
 }

@@ -5,7 +5,7 @@
 // ends with an error and keeps what it streamed (stored as interrupted).
 import type { Logger } from 'pino';
 import type { RunSupervisor } from '../actors/runs.ts';
-import { DRAINING_MESSAGE, type Admission } from './admission.ts';
+import { DRAINING_MESSAGE, type Admission } from './admission/admission.ts';
 import type { Readiness } from './readiness.ts';
 
 export const SHUTDOWN_MESSAGE = 'run cancelled: server is shutting down';

@@ -28,6 +28,23 @@ export const ErrorCodes = {
   RUN_RESULT_DECODE: 'CSS_ERR_RUN_RESULT_DECODE',
   NATIVE_SERVER: 'CSS_ERR_NATIVE_SERVER',
   LISTEN: 'CSS_ERR_LISTEN',
+  /** A provider's whole (non-streamed) body went past MAX_WHOLE_BODY_BYTES. */
+  PROVIDER_BODY_TOO_LARGE: 'CSS_ERR_PROVIDER_BODY_TOO_LARGE',
+  /** A CPU task's worker thread went past its heap cap and was ended. */
+  WORKER_HEAP_LIMIT: 'CSS_ERR_WORKER_HEAP_LIMIT',
+  /** A call's chat was deleted before the call was recorded. */
+  CHAT_GONE: 'CSS_ERR_CHAT_GONE',
+  /** A multi-row write that will not go as one group: each member is written alone. */
+  GROUP_REFUSED: 'CSS_ERR_GROUP_REFUSED',
+  /** Another live instance of the cluster beats under this INSTANCE_ID. */
+  INSTANCE_ID_IN_USE: 'CSS_ERR_INSTANCE_ID_IN_USE',
+  /** The web client's files are missing from the checkout or from node_modules. */
+  WEB_CLIENT: 'CSS_ERR_WEB_CLIENT',
+  /**
+   * A run asked to end early (a user's stop or the runtime's cancel): actors/runtime/actor.ts's
+   * RunCancelled carries this string itself, as the runtime imports nothing of the service.
+   */
+  RUN_CANCELLED: 'CSS_ERR_RUN_CANCELLED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

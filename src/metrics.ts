@@ -2,8 +2,9 @@
 // terminal event arrives, so worker threads need no metrics plumbing of their own.
 import client from 'prom-client';
 import type { RunSupervisor } from '../actors/runs.ts';
-import type { Admission, RefusalReason } from './admission.ts';
+import type { Admission, RefusalReason } from './admission/admission.ts';
 import type { SseStreams } from './http/sse.ts';
+import type { ResilienceStats } from './providers/resilience/index.ts';
 import type { RecoveredRuns } from './store/recovery.ts';
 import { genAiMetrics, type GenAiObservation } from './telemetry/genai-metrics.ts';
 
@@ -20,19 +21,29 @@ export interface Metrics {
   checkpoints: client.Counter;
   /** A provider call ended (the GenAI histograms). */
   observeGenAi(o: GenAiObservation): void;
+  /** Requests of the OpenAI-compatible API (`api`: models, chat_completions, responses) by answer status. */
+  openaiRequests: client.Counter<'api' | 'status'>;
 }
 
 /** prom-client's event-loop delay sampling interval. */
 const EVENT_LOOP_PRECISION_MS = 100;
 
 /** `recovered`: the server's tally of runs recovered from lost instances (store/recovery.ts). */
-export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, 'openCount'>, recovered: RecoveredRuns, admission?: Admission): Metrics {
+/** `providerStats`: what the resilience layer of every thread did (src/providers/resilience/stats.ts). */
+export function createMetrics(
+  supervisor: RunSupervisor,
+  sse: Pick<SseStreams, 'openCount'>,
+  recovered: RecoveredRuns,
+  admission?: Admission,
+  providerStats?: () => ResilienceStats,
+): Metrics {
   const registry = new client.Registry();
   // prom-client samples the event-loop delay on a timer: at its default 10 ms that timer is ~100 wake-ups a
   // second of the main thread, idle or not (docs/performance.md, ninth round). A tenth of that is plenty for
   // a dashboard's nodejs_eventloop_lag_*; the overload signal (css_event_loop_lag_p99_ms) has its own.
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
   if (admission) admissionMetrics(registry, admission, supervisor);
+  if (providerStats) resilienceMetrics(registry, providerStats);
   new client.Gauge({
     name: 'css_active_runs',
     help: 'Runs active on this process',
@@ -107,8 +118,15 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
     help: 'Checkpoint statements written: each holds the text streamed since the last one by all of an actor host\'s running chat runs',
     registers: [registry],
   });
+  const openaiRequests = new client.Counter({
+    name: 'css_openai_requests_total',
+    help: 'Requests of the OpenAI-compatible API (/openai/v1) by api (models, chat_completions, responses) and answer status',
+    labelNames: ['api', 'status'],
+    registers: [registry],
+  });
   return {
     registry,
+    openaiRequests,
     runsStopped,
     idempotentReplays,
     startConflicts,
@@ -121,14 +139,42 @@ export function createMetrics(supervisor: RunSupervisor, sse: Pick<SseStreams, '
   };
 }
 
+/** A counter family read from `counts` (`a|b` keys → the two labels) when scraped. */
+function countsFrom(registry: client.Registry, name: string, help: string, labelNames: string[], counts: () => Record<string, number>, kind: 'counter' | 'gauge' = 'counter'): void {
+  const Metric = kind === 'counter' ? client.Counter : client.Gauge;
+  new Metric({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect(this: client.Counter | client.Gauge) {
+      this.reset();
+      for (const [key, n] of Object.entries(counts())) {
+        const values = key.split('|');
+        const labels = Object.fromEntries(labelNames.map((l, i) => [l, values[i] ?? '']));
+        if (this instanceof client.Gauge) this.set(labels, n);
+        else this.inc(labels, n);
+      }
+    },
+  });
+}
+
+/** Provider calls by outcome, retries, open breakers and fallbacks (PROVIDER_RETRIES, …, PROVIDER_FALLBACKS). */
+function resilienceMetrics(registry: client.Registry, stats: () => ResilienceStats): void {
+  countsFrom(registry, 'css_provider_calls_total', 'Provider calls by outcome (ok, rate_limited, unavailable, timeout, error; breaker_open: refused without a call)', ['provider', 'outcome'], () => stats().calls);
+  countsFrom(registry, 'css_provider_retries_total', 'Provider calls retried by the service (within PROVIDER_RETRIES and the retry budget)', ['provider'], () => stats().retries);
+  countsFrom(registry, 'css_provider_breaker_open', '1 while a circuit breaker of the provider (one of its models) is open, as last seen by this instance', ['provider'], () => stats().breakerOpen, 'gauge');
+  countsFrom(registry, 'css_runs_fallback_total', 'Runs that went on on the next model of PROVIDER_FALLBACKS', ['from', 'to'], () => stats().fallbacks);
+}
+
 const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining', 'user_runs', 'user_tokens', 'user_cost'];
 
-/** What the admission decided: draining or not, the lag and backlog it judges overload by, and its refusals. */
+/** What the admission decided: draining or not, the limit on starts in flight and what moves it, the starts waiting, and its refusals. */
 function admissionMetrics(registry: client.Registry, admission: Admission, supervisor: RunSupervisor): void {
   new client.Gauge({ name: 'css_draining', help: '1 while this instance drains (after SIGTERM/SIGINT), else 0', registers: [registry], collect() { this.set(admission.draining ? 1 : 0); } });
   new client.Gauge({
     name: 'css_event_loop_lag_p99_ms',
-    help: 'Worst event-loop delay p99 over the last second among the main and actor threads (0 when OVERLOAD_LAG_MS=0)',
+    help: 'Worst event-loop delay p99 over the last second among the main and actor threads (it shrinks the start limit above 50 ms; 0 with ADMISSION=off)',
     registers: [registry],
     collect() {
       this.set(admission.lagMs);
@@ -136,7 +182,7 @@ function admissionMetrics(registry: client.Registry, admission: Admission, super
   });
   new client.Gauge({
     name: 'css_event_loop_busy_percent',
-    help: 'The busiest of the main and actor threads: the percentage of its last 200 ms its event loop was busy (refused above OVERLOAD_BUSY_PERCENT)',
+    help: 'The busiest of the main and actor threads: the percentage of its last 200 ms its event loop was busy',
     registers: [registry],
     collect() {
       this.set(Math.round(admission.busyNow() * 100));
@@ -144,15 +190,31 @@ function admissionMetrics(registry: client.Registry, admission: Admission, super
   });
   new client.Gauge({
     name: 'css_start_backlog',
-    help: 'Starts unfinished: handed to the actor threads and not yet taken up, or for a chat its first statement not yet answered (refused at OVERLOAD_START_BACKLOG)',
+    help: 'Starts in flight: handed to the actor threads and not yet taken up, or for a chat its first statement not yet answered (at most css_start_limit)',
     registers: [registry],
     collect() {
       this.set(supervisor.startBacklog);
     },
   });
+  new client.Gauge({
+    name: 'css_start_limit',
+    help: 'The adaptive limit on starts in flight, moved by their latency and the threads\' event-loop lag (ADMISSION=adaptive)',
+    registers: [registry],
+    collect() {
+      this.set(admission.limit.value);
+    },
+  });
+  new client.Gauge({
+    name: 'css_starts_waiting',
+    help: 'Starts accepted and waiting for their turn under css_start_limit',
+    registers: [registry],
+    collect() {
+      this.set(admission.waiting);
+    },
+  });
   new client.Counter({
     name: 'css_runs_refused_total',
-    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: OVERLOAD_LAG_MS, OVERLOAD_START_BACKLOG or OVERLOAD_BUSY_PERCENT; draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget; user_cost: their daily cost budget)',
+    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: a flood that lasts, judged by the start queue (ADMISSION); draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget; user_cost: their daily cost budget)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {

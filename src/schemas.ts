@@ -15,6 +15,15 @@ export const inputMessageSchema = z.object({
 });
 export type InputMessage = z.infer<typeof inputMessageSchema>;
 
+/**
+ * A message of a run's history. The OpenAI-compatible API's clients also send their function calls and
+ * the results of them (src/openai/): never the spec's body, which has no such fields.
+ */
+export type RunMessage = InputMessage & {
+  toolCalls?: Array<{ callId: string; name: string; arguments: string }>;
+  toolCallId?: string;
+};
+
 const completionFields = {
   chatId: id.optional(),
   provider: providerSchema,

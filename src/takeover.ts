@@ -1,4 +1,4 @@
-// Takeover (ARCHITECTURE.md, "Answers outlive their instance"): a run the sweeper handed to this
+// Takeover (docs/operations.md, "Answers that outlive their instance"): a run the sweeper handed to this
 // instance (store/takeover.ts: its new LlmCall already running here, its fencing token taken) is
 // started through the normal registry under its chat's key, so it holds the chat's cluster lease (a
 // second start gets 409, attach works from any instance). Its request resumes from the lost run's
@@ -8,7 +8,7 @@
 // The dead instance's lease may outlive the sweep by up to a lease TTL: until it expires the start is
 // refused as busy and is tried again. A start that never happens ends the run as any lost run ends.
 import type { Logger } from 'pino';
-import { ADMIN_USER_ID } from './auth/caller.ts';
+import { ADMIN_USER_ID } from './types.ts';
 import type { ChatRunRequest, ChatRunValue } from '../actors/chat-run.ts';
 import type { RunResult } from '../actors/runtime/protocol.ts';
 import type { Attachment, Message, ProviderName } from './types.ts';

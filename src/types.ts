@@ -1,5 +1,11 @@
 // The spec's resource shapes, named as the spec names them.
 
+/**
+ * The built-in user of the ADMIN_TOKEN (and of open mode): owner of everything stored before users existed.
+ * Here, below both auth/ (who is calling) and store/ (whose rows), so neither imports the other for it.
+ */
+export const ADMIN_USER_ID = 'admin';
+
 export const PROVIDERS = ['provider_a', 'provider_b', 'provider_c', 'provider_d'] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
 
@@ -68,6 +74,8 @@ export interface LastRun {
   finishedAt: string | null;
   latencyMs: number | null;
   usage: { inputTokens: number; outputTokens: number; totalTokens: number } | null;
+  /** The run went on on another model than `provider`/`model` (PROVIDER_FALLBACKS): `provider/model` names. */
+  fallback: { from: string; to: string; reason: string } | null;
 }
 
 export interface SearchSummary {

@@ -4,7 +4,7 @@
 // the run registry, src/runs.ts), and tokens and USD per UTC day (user_day_tokens). The admin has none. Runs already going are
 // never cut by a limit: only starts are refused.
 import type { Logger } from 'pino';
-import type { Admission } from './admission.ts';
+import type { Admission } from './admission/admission.ts';
 import type { Caller } from './auth/caller.ts';
 import type { Callers } from './auth/callers.ts';
 import type { Cluster } from './cluster/cluster.ts';

@@ -16,6 +16,8 @@ import type { CancelWhy, RunFailure, RunResult } from './protocol.ts';
 
 /** The abort reason of a run asked to end early; `why` tells a user's stop from the runtime's cancel. */
 export class RunCancelled extends Error {
+  /** Its stable code, as the service's errors carry one (src/errors.ts lists it; the runtime imports nothing of the service). */
+  readonly code = 'CSS_ERR_RUN_CANCELLED';
   constructor(
     readonly why: CancelWhy,
     message: string,
@@ -50,8 +52,11 @@ export interface FrameSink {
   end(runId: string, result: RunResult): void;
   /** `runId`: the run the line is about (its trace id joins the line on the main thread). */
   log(level: 'warn' | 'error', message: string, err?: unknown, runId?: string): void;
-  /** The run's start is settled: it no longer counts among the starts the host is behind on (outbox.ts). */
-  started(): void;
+  /**
+   * The run's start is settled, `ms` after the actor was made: it is no longer in flight (outbox.ts),
+   * and its latency here, free of the main thread's own delays, is what the admission's limit reads.
+   */
+  started(ms: number): void;
 }
 
 /** The run's time, given by the runtime: a test gives its own and fires the timers itself. */
@@ -100,6 +105,8 @@ export interface Io<M, V, C, D> {
   emitDelta(text: string): void;
   /** Every delta's text so far, concatenated (kept once, by the replay buffer). */
   readonly deltaText: string;
+  /** Each delta's length, when the kind keeps them (Behavior.keepsDeltas); else null or absent. */
+  readonly deltaLengths?: readonly number[] | null;
   /** The terminal `done` event and the run's value; the first end wins, later ones are ignored. */
   done(data: unknown, value: V): void;
   /** The terminal `error` event in the kind's shape (Behavior.errorFrame), and the failure. */
@@ -138,6 +145,8 @@ export interface Cancellation {
  */
 export interface RunHandle extends Cancellation {
   readonly deltaText: string;
+  /** The delta text streamed since the previous call (the first: all of it); for one reader only. */
+  newText(): string;
   readonly finished: boolean;
   /**
    * The run's start's work is done (a chat run: its first statement answered): it leaves the host's
@@ -166,6 +175,8 @@ export interface Behavior<Req, V, D, S extends { s: string }, M extends { t: str
    * failures and the ones the runtime ends it with (a crash, a dead host) look the same to a client.
    */
   errorFrame(message: string): string;
+  /** The run's replay keeps each delta as it was (EventBuffer), for readers that number them. */
+  keepsDeltas?(request: Req): boolean;
 }
 
 /** What a host holds of an actor: it hands it the runtime's messages. */
@@ -207,10 +218,12 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   private state: S;
   private readonly mailbox: Array<M | Control | RuntimeMessage> = [];
   private draining = false;
-  private readonly buffer = new EventBuffer();
+  private readonly buffer: EventBuffer;
   private controller: AbortController | null = null;
   private readonly timers = new Set<unknown>();
   private startSaid = false;
+  /** When the host made it (its world's clock): its start's latency is counted from here. */
+  private readonly bornAt: number;
 
   constructor(
     runId: string,
@@ -222,7 +235,9 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   ) {
     this.runId = runId;
     this.deps = deps;
+    this.buffer = new EventBuffer(behavior.keepsDeltas?.(request) === true);
     this.state = behavior.initial(request);
+    this.bornAt = world.timers.now();
   }
 
   get signal(): AbortSignal {
@@ -231,6 +246,14 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
 
   get deltaText(): string {
     return this.buffer.deltaText;
+  }
+
+  get deltaLengths(): readonly number[] | null {
+    return this.buffer.deltaLengths;
+  }
+
+  newText(): string {
+    return this.buffer.newText();
   }
 
   /**
@@ -366,7 +389,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   startSettled(): void {
     if (this.startSaid) return;
     this.startSaid = true;
-    this.sink.started();
+    this.sink.started(this.world.timers.now() - this.bornAt);
   }
 
   private end(frame: string, result: RunResult<V>): void {

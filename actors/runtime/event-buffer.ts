@@ -9,6 +9,20 @@ export class EventBuffer {
   private readonly keyed = new Map<string, string>();
   private text = '';
   private tail = '';
+  /**
+   * Each delta's length, when the run's readers number its deltas (the OpenAI-compatible API's resume by
+   * sequence number): its replay then sends the deltas as they were, not merged. Null: merged.
+   */
+  private readonly lengths: number[] | null;
+  /**
+   * The delta text appended since the last newText(), as appended: null until a reader first asks, so
+   * a run nobody checkpoints keeps nothing twice. The pieces are the same strings `text` holds.
+   */
+  private unread: string[] | null = null;
+
+  constructor(keepDeltas = false) {
+    this.lengths = keepDeltas ? [] : null;
+  }
 
   /** A frame kept as is, in order (e.g. `meta`). */
   push(frame: string): void {
@@ -22,6 +36,8 @@ export class EventBuffer {
 
   appendText(text: string): void {
     this.text += text;
+    this.lengths?.push(text.length);
+    if (this.unread !== null) this.unread.push(text);
   }
 
   /** The terminal frame (`done` or `error`). */
@@ -39,10 +55,36 @@ export class EventBuffer {
     return this.text;
   }
 
+  /** Each delta's length, when kept (the constructor's keepDeltas); else null. */
+  get deltaLengths(): readonly number[] | null {
+    return this.lengths;
+  }
+
+  /**
+   * The delta text appended since the previous call (the first call: all of it so far), for the one
+   * reader that follows a run's text as it grows (the host's checkpoint timer). Only the new pieces are
+   * joined: reading or slicing `deltaText` instead would flatten the whole answer, an O(answer) copy on
+   * every read.
+   */
+  newText(): string {
+    const unread = this.unread;
+    if (unread === null) {
+      this.unread = [];
+      return this.text;
+    }
+    if (unread.length === 0) return '';
+    const text = unread.length === 1 ? unread[0]! : unread.join('');
+    unread.length = 0;
+    return text;
+  }
+
   replay(): string {
     let out = this.head;
     for (const frame of this.keyed.values()) out += frame;
-    if (this.text) out += deltaFrame(this.text);
+    if (this.lengths) {
+      let at = 0;
+      for (const n of this.lengths) out += deltaFrame(this.text.slice(at, (at += n)));
+    } else if (this.text) out += deltaFrame(this.text);
     return out + this.tail;
   }
 }

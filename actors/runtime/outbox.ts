@@ -27,8 +27,9 @@ export class Outbox {
   /** Only held frames wait: their flush is on this timer. */
   private holdTimer: NodeJS.Timeout | null = null;
   private lastFlush = -Infinity;
-  /** Starts taken up since the last batch (Batch.started). */
+  /** Starts taken up since the last batch (Batch.started), and their latencies' sum (Batch.startedMs). */
   private taken = 0;
+  private takenMs = 0;
   private readonly send: (batch: Batch) => void;
   private readonly gapMs: number;
   private readonly holdMs: number;
@@ -62,8 +63,9 @@ export class Outbox {
    * next batch, held as a run's first frames are (a frame that follows soon carries it); with nothing
    * else to send it is still said within holdMs.
    */
-  started(): void {
+  started(ms: number): void {
     this.taken++;
+    this.takenMs += ms;
     this.hold();
   }
 
@@ -119,10 +121,12 @@ export class Outbox {
     this.lastFlush = performance.now();
     const items = this.items;
     const started = this.taken;
+    const startedMs = this.takenMs;
     this.items = [];
     this.taken = 0;
+    this.takenMs = 0;
     this.open.clear();
-    if (started > 0) this.send({ t: 'batch', items, started });
+    if (started > 0) this.send({ t: 'batch', items, started, startedMs });
     else if (items.length > 0) this.send({ t: 'batch', items });
   };
 }

@@ -28,6 +28,8 @@ export type RunOutcome =
   | 'provider_timeout'
   | 'provider_rate_limited'
   | 'provider_error'
+  /** The provider's circuit breaker is open and the run had no fallback left: retry later. */
+  | 'provider_unavailable'
   /** The run's database could not be reached, or did not answer in time: retry soon. */
   | 'database_unavailable'
   /** Ended early by the runtime (shutdown, the only client of an unpersisted stream left). */
@@ -40,6 +42,8 @@ export interface RunFailure {
   ok: false;
   outcome: RunOutcome;
   message: string;
+  /** How long to wait before trying again (a provider's retry-after, an open breaker), when known. */
+  retryAfterMs?: number;
 }
 
 /** What a run hands back to a caller waiting for it. */
@@ -97,6 +101,8 @@ export interface Batch {
    * start, its first work done): the supervisor's count of unfinished starts (`startBacklog`) goes down by it.
    */
   started?: number;
+  /** The sum of those starts' latencies on the host (ms from the actor's making to its settling): the admission's limit reads their mean. */
+  startedMs?: number;
 }
 
 /** A batch's entries for a list of items (the ledger and tests build batches this way). */

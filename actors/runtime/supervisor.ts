@@ -33,6 +33,8 @@ interface Entry extends RunInfo {
   host: HostSlot;
   ended: boolean;
   cancelWhenAlone: boolean;
+  /** While its start waits its turn (StartPacer): that start, then what else was meant for its host, in order. */
+  held: ToHost[] | null;
 }
 
 export interface SupervisorStats {
@@ -56,8 +58,25 @@ export interface SupervisorOptions<T extends RunTypeMap = RunTypeMap> {
    * stored is to be recovered as a crash's would be, since nothing of theirs runs any more.
    */
   onHostLost?: (runs: RunInfo[]) => void;
-  /** Decides every new run (draining, capacity, overload); without it only maxActiveRuns does. */
-  admission?: { admit(active: number): StartRefusal | null };
+  /** Decides every new run (draining, capacity, overload) and paces their starts; without it only maxActiveRuns decides and every start goes at once. */
+  admission?: StartPacer;
+}
+
+/**
+ * Decides whether a new run starts, and when its start goes to its host: a start beyond what the
+ * hosts keep up with waits its turn (the service's adaptive admission, src/admission/). The
+ * supervisor reports each start its host settled, with its latency; the frames of running runs are
+ * handled before the starts that were waiting are sent.
+ */
+export interface StartPacer {
+  /** Null: the run may start; otherwise why not. */
+  admit(active: number, owner?: string): StartRefusal | null;
+  /** The run `start` may go to its host now (true), or waits its turn (false): `next` hands it back. */
+  take(start: unknown, owner?: string): boolean;
+  /** The waiting start whose turn has come, or undefined. */
+  next(): unknown;
+  /** A start sent to a host was settled, `ms` after its host made its run (negative: lost with its host, no latency). */
+  settled(ms: number): void;
 }
 
 export class Supervisor<T extends RunTypeMap> {
@@ -89,9 +108,8 @@ export class Supervisor<T extends RunTypeMap> {
   /**
    * Starts handed to the actor hosts and not yet settled: in a host's mailbox, being handled, for a
    * kind that settles its own start its first work not yet done (a chat's first statement), or
-   * settled in a batch the main thread has not read yet. It grows the moment the hosts or the
-   * database fall behind the starts, before any event loop is measurably late (the admission's
-   * backlog signal).
+   * settled in a batch the main thread has not read yet: the starts in flight, which the
+   * admission's limit bounds (a start beyond it waits its turn before it is sent).
    */
   get startBacklog(): number {
     let n = 0;
@@ -110,7 +128,7 @@ export class Supervisor<T extends RunTypeMap> {
       return { ok: true, handle: this.handle<K, T[K]['value']>(running, true) };
     }
     if (opts.ifIdle) return opts.ifIdle;
-    const refused = this.admit();
+    const refused = this.admit(opts.owner);
     if (refused) return refused;
     let slot = this.hosts[0]!;
     for (const h of this.hosts) if (h.runs.size < slot.runs.size) slot = h;
@@ -129,19 +147,21 @@ export class Supervisor<T extends RunTypeMap> {
       host: slot,
       ended: false,
       cancelWhenAlone: opts.cancelWhenAlone === true,
+      held: null,
     };
     this.runs.set(entry.runId, entry);
     if (key !== null) this.keyed(kind).set(key, entry);
     slot.runs.add(entry);
-    slot.unheard++;
     if (opts.subscriber) this.addSubscriber(entry, opts.subscriber);
-    slot.port.send({ t: 'start', runId: entry.runId, kind, request: opts.request });
+    const start: ToHost = { t: 'start', runId: entry.runId, kind, request: opts.request };
+    if (this.opts.admission === undefined || this.opts.admission.take(entry, opts.owner)) this.sendStart(slot, start);
+    else entry.held = [start];
     return { ok: true, handle: this.handle<K, T[K]['value']>(entry, false) };
   }
 
   /** Would a new run start now? Null: yes; otherwise the refusal (a cluster start asks before taking a lease). */
-  admit(): StartRefusal | null {
-    if (this.opts.admission) return this.opts.admission.admit(this.runs.size);
+  admit(owner?: string): StartRefusal | null {
+    if (this.opts.admission) return this.opts.admission.admit(this.runs.size, owner);
     if (this.runs.size < this.opts.maxActiveRuns) return null;
     return { ok: false, outcome: 'capacity', message: `server is at capacity (${this.opts.maxActiveRuns} active runs); retry shortly` };
   }
@@ -236,12 +256,39 @@ export class Supervisor<T extends RunTypeMap> {
     const subId = this.nextSubId++;
     this.pending.set(subId, { entry, sub });
     sub.onClose(() => this.pending.delete(subId));
-    entry.host.port.send({ t: 'attach', runId: entry.runId, subId });
+    this.toHost(entry, { t: 'attach', runId: entry.runId, subId });
     return true;
   }
 
   private cancel(entry: Entry, why: CancelWhy, message: string): void {
-    if (!entry.ended) entry.host.port.send({ t: 'cancel', runId: entry.runId, why, message });
+    if (!entry.ended) this.toHost(entry, { t: 'cancel', runId: entry.runId, why, message });
+  }
+
+  /** A message for a run's host; held behind its start while that waits its turn. */
+  private toHost(entry: Entry, msg: ToHost): void {
+    if (entry.held === null) entry.host.port.send(msg);
+    else entry.held.push(msg);
+  }
+
+  private sendStart(slot: HostSlot, start: ToHost): void {
+    slot.unheard++;
+    slot.port.send(start);
+  }
+
+  /** Sends the waiting starts whose turn has come (after a batch's frames went out). */
+  private sendWaiting(): void {
+    const pacer = this.opts.admission!;
+    for (let next = pacer.next() as Entry | undefined; next !== undefined; next = pacer.next() as Entry | undefined) {
+      const held = next.held!;
+      next.held = null;
+      // Ended while it waited (its host died, a shutdown gave up on it): nothing goes, its place frees.
+      if (next.ended) {
+        pacer.settled(-1);
+        continue;
+      }
+      this.sendStart(next.host, held[0]!);
+      for (let i = 1; i < held.length; i++) next.host.port.send(held[i]!);
+    }
   }
 
   private spawn(index: number): HostSlot {
@@ -249,8 +296,15 @@ export class Supervisor<T extends RunTypeMap> {
     slot.port = this.opts.factory(
       index,
       (batch) => {
-        if (batch.started !== undefined) slot.unheard = Math.max(0, slot.unheard - batch.started);
+        const settled = batch.started === undefined ? 0 : Math.min(batch.started, slot.unheard);
+        slot.unheard -= settled;
         this.onBatch(batch);
+        const pacer = this.opts.admission;
+        if (settled === 0 || pacer === undefined) return;
+        // Each at the batch's mean: the host's own measure, without the time this thread took to read it.
+        const ms = (batch.startedMs ?? 0) / batch.started!;
+        for (let i = 0; i < settled; i++) pacer.settled(ms);
+        this.sendWaiting();
       },
       (error) => this.onHostExit(slot, error),
     );
@@ -354,6 +408,12 @@ export class Supervisor<T extends RunTypeMap> {
       this.opts.log('error', 'host lost hook failed', err);
     }
     this.endRuns(lost, `run host failed: ${error.message}`, 'internal');
+    // Its unsettled starts will never settle: their places free (the waiting ones ended above go when their turn comes).
+    if (this.opts.admission) {
+      for (let i = 0; i < slot.unheard; i++) this.opts.admission.settled(-1);
+      this.sendWaiting();
+    }
+    slot.unheard = 0;
     // Attaches to runs that had ended there, sent before the end came back: their replay died with the
     // host. Their streams end as a dropped connection would; a re-attach finds the run over.
     for (const [subId, p] of this.pending) {

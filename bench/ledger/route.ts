@@ -13,7 +13,7 @@ import { toHttpError } from '../../src/http/to-http-error.ts';
 import { uws } from '../../src/http/uws.ts';
 import type { ProviderAdapter, ProviderName } from '../../src/providers/types.ts';
 import { completionRoutes } from '../../src/routes/completions.ts';
-import { Runs } from '../../src/runs.ts';
+import { LocalRuns } from '../../src/runs.ts';
 import { shortRunSupervisor } from './supervisor.ts';
 
 export const STREAM_PATH = '/v1/chat-completions/stream';
@@ -21,12 +21,12 @@ export const STREAM_PATH = '/v1/chat-completions/stream';
 export function startRouteServer(): Promise<{ port: number; close(): void }> {
   const noop = { inc: () => {} };
   const ctx = {
-    runs: new Runs(shortRunSupervisor(100_000)),
+    runs: new LocalRuns(shortRunSupervisor(100_000)),
     providers: new Map<ProviderName, ProviderAdapter>([['provider_c', {} as ProviderAdapter]]),
     metrics: { startConflicts: noop, runsStopped: noop },
     config: { SSE_MAX_QUEUED_BYTES: 1024 * 1024 },
     sse: new SseStreams({ heartbeatMs: 15_000 }),
-    limits: { checkTokens: () => null, runOptions: () => ({ owner: ADMIN_CALLER.userId }) },
+    limits: { checkBudgets: () => null, runOptions: () => ({ owner: ADMIN_CALLER.userId }) },
   } as unknown as AppContext;
   const app = uws.App();
   mountRoutes(app, completionRoutes(ctx), {

@@ -9,6 +9,7 @@ import { createProviders } from '../../src/providers/index.ts';
 import type { ProviderAdapter, RoundEnd } from '../../src/providers/types.ts';
 import { streamCompletionSchema } from '../../src/schemas.ts';
 import { serviceBody } from '../load/bodies.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 /** The service's provider_c adapter as it builds it (the openai client on the service's fetch), toward `baseUrl`. */
 export function providerC(baseUrl: string): ProviderAdapter {
@@ -32,7 +33,7 @@ export function chatRequest(persist: boolean): ChatRunRequest {
   const body = streamCompletionSchema.parse(JSON.parse(serviceBody('provider_c', persist, 1, 1).replace('__I__', '1')));
   const { provider, model, messages, additionalSystemPrompt, enabledTools, temperature, maxTokens } = body;
   const chatId = persist ? randomUUID() : null;
-  const fields = { mode: 'stream' as const, chatId, createChat: persist, storeChat: persist, stored: undefined };
+  const fields = { owner: ADMIN_USER_ID, mode: 'stream' as const, chatId, createChat: persist, storeChat: persist, stored: undefined };
   return { ...fields, callId: persist ? randomUUID() : null, provider, model, messages, additionalSystemPrompt, enabledTools, temperature, maxTokens };
 }
 

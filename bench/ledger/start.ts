@@ -18,6 +18,7 @@ import { STREAM_PATH, startRouteServer } from './route.ts';
 import { chatRequest, providerC } from './run-shapes.ts';
 import { simBase } from './upstream.ts';
 import { minus, sum, time, type Stage } from './timing.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000);
 
@@ -58,7 +59,7 @@ async function databaseStages(): Promise<Stage[]> {
     const newChat = async () => {
       const chatId = randomUUID();
       const callId = randomUUID();
-      await createChat(db.pool, { id: chatId, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'load 1\nSIM {"deltas":1}' }], call: { id: callId, instanceId: null } });
+      await createChat(db.pool, { owner: ADMIN_USER_ID, id: chatId, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'load 1\nSIM {"deltas":1}' }], call: { id: callId, instanceId: null } });
       made.push({ chatId, callId });
     };
     const note = 'one statement on one pooled connection (named), one every 2 ms; other = its Postgres backend';

@@ -17,7 +17,10 @@
 //   bench/out/ instead of bench/)  BENCH_RESULTS_DIR  BENCH_BUDGET_S=3600 (runs left after this are skipped, with a note)
 //   BENCH_SERVICE_FLAGS="--max-semi-space-size=4" (Node and V8 flags for the service, for A/B runs)
 //   BENCH_DEFAULT_PATH=0 BENCH_NOISY=0 BENCH_CHECKPOINTS=0 BENCH_KILL=0 (issues 36–38's checks, each in its own file;
-//   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery,flood,overloadShedding,capacity runs only those named, nothing else)
+//   BENCH_ONLY=defaultPath,noisyNeighbour,checkpoints,killRecovery,flood,brownout,overloadShedding,capacity runs only those named, nothing else)
+//   Issue 48's rows: BENCH_BURSTS=0 BENCH_LONG=0 (burst.ts, long-answer.ts), BENCH_ONLY names burst, longAnswer, startRate
+//   (the start-rate rows alone, with the `nginx + SQL` baseline: start-rate.ts); BENCH_PIN=0 (capacity unpinned: pin.ts)
+//   BENCH_BROWNOUT=0 (issue 51's brownout row: bench/load/brownout.ts)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,16 +33,20 @@ import { costChart, latencyChart } from './charts.ts';
 import { knobs, mergeResults } from './merge.ts';
 import { markdown } from './report.ts';
 import { childByName, openFilesLimit, sleep, stopAll, type Child } from '../../test/helpers/procs.ts';
-import { CAPACITY, CAPACITY_MAX, capacityBound, capacityRatio, runCapacity } from './capacity.ts';
+import { CAPACITY, CAPACITY_MAX, capacityBound, capacityPinning, capacityRatio, runCapacity } from './capacity.ts';
 import { runClusterChecks } from './cluster.ts';
 import { runHistorySearchBench } from './history-search.ts';
 import { pgCpuMeter } from './pg-cpu.ts';
 import { runStartRates, START_RATES } from './start-rate.ts';
+import { startBaselineSummary } from './start-baseline.ts';
 import { runFloodCheck } from './flood.ts';
+import { runBurstRow } from './burst.ts';
+import { runLongAnswerRow } from './long-answer.ts';
 import { runOverloadCheck, runRollingCheck } from './overload.ts';
 import { runCheckpoints } from './checkpoints.ts';
 import { runDefaultPath } from './default-path.ts';
 import { runKillCheck } from './kill-recovery.ts';
+import { runBrownoutCheck } from './brownout.ts';
 import { runNoisyNeighbour } from './noisy.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
@@ -50,7 +57,10 @@ const env = process.env;
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',')) : null;
 const ALL = ONLY === null;
 const CAPACITY_RUN = ALL ? CAPACITY : ONLY.has('capacity');
-const NEW_CHECKS = { defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL', flood: 'BENCH_FLOOD' } as const;
+const NEW_CHECKS = {
+  defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL', flood: 'BENCH_FLOOD',
+  burst: 'BENCH_BURSTS', longAnswer: 'BENCH_LONG', brownout: 'BENCH_BROWNOUT',
+} as const;
 const wanted = (check: keyof typeof NEW_CHECKS) => (ONLY ? ONLY.has(check) : env[NEW_CHECKS[check]] !== '0');
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
 // floor itself (simulator + generator, nothing in between) saturates this 2-core machine near 40k
@@ -65,7 +75,8 @@ const KS = SWEEP.map((s) => s.k);
 // 1,000 starts/s: faster ramps measure the simulator's own start-up queue (its ttfd passes 150 ms
 // at 2,000/s), and K=5,000 still has every stream open at once for seconds.
 const STARTS = Number(env.BENCH_STARTS_PER_SEC ?? 1000);
-const TARGETS = new Set((ALL ? env.BENCH_TARGETS ?? 'floor,nginx,peer,service' : CAPACITY_RUN ? 'floor,nginx,service' : 'service').split(','));
+const START_RATE_RUN = ALL ? START_RATES.length > 0 : ONLY.has('startRate');
+const TARGETS = new Set((ALL ? env.BENCH_TARGETS ?? 'floor,nginx,peer,service' : CAPACITY_RUN || START_RATE_RUN ? 'floor,nginx,service' : 'service').split(','));
 const PROFILE = env.BENCH_PROFILE === '1';
 const SERVICE_FLAGS = (env.BENCH_SERVICE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const CASES = new Set((env.BENCH_CASES ?? 'provider_c:true,provider_c:false,provider_a:true,provider_a:false').split(','));
@@ -186,7 +197,7 @@ async function main(): Promise<void> {
       await tlsRuns(persisted, serviceBody('provider_c', true, 1, 1), step, floor);
       await h2cRun(persisted, serviceBody('provider_c', true, 1, 1), step, floor);
     }
-    if (ALL && START_RATES.length) await runStartRates(drive, run);
+    if (START_RATE_RUN) await runStartRates(drive, run);
     const capacityRows = CAPACITY_RUN ? await runCapacity({ ...drive, log, overBudget }) : [];
     for (const row of capacityRows) {
       rows.push(row);
@@ -236,9 +247,12 @@ async function main(): Promise<void> {
       : { skipped: 'BENCH_CLUSTER=0, service not in BENCH_TARGETS, or over budget' };
     // History search at 100,000 messages (bench/load/history-search.ts; alone: node --import tsx bench/load/history-search.ts).
     (checks as Record<string, unknown>).historySearch = ALL && env.BENCH_HISTORY !== '0' ? await runHistorySearchBench(log) : { skipped: 'BENCH_HISTORY=0' };
+    // Issue 48: the service's persisted start against nginx + SQL, per rate (start-baseline.ts).
+    (checks as Record<string, unknown>).startBaseline = START_RATE_RUN ? startBaselineSummary(rows) : { skipped: 'no start-rate rows in this run' };
     const ratio = capacityRatio(capacityRows);
     (checks as Record<string, unknown>).capacity = ratio ?? { skipped: 'no capacity search of both the service and nginx in this run' };
-    if (ratio) log(`capacity: service ÷ nginx ${ratio.ratio} (${ratio.pass ? 'pass' : 'miss'}: ${ratio.bound}); service ${ratio.service.median} [${ratio.service.spread.join('–')}], nginx ${ratio.nginx.median} [${ratio.nginx.spread.join('–')}]`);
+    if (ratio) log(`capacity: service ÷ nginx ${ratio.ratio} (${ratio.pass ? 'pass' : 'miss'}: ${ratio.bound}); service ${ratio.service.median} [${ratio.service.spread.join('–')}, ± ${ratio.service.spreadPct} %], `
+      + `nginx ${ratio.nginx.median} [${ratio.nginx.spread.join('–')}, ± ${ratio.nginx.spreadPct} %]${ratio.nginx.atFloorCap ? ` (nginx at the floor's cap in ${ratio.nginx.atFloorCap} searches)` : ''}`);
     const service = TARGETS.has('service') && !overBudget();
     // Issues 36–38's checks, each alone through BENCH_ONLY; they run even past the budget when named there.
     const newCheck = async (name: keyof typeof NEW_CHECKS, go: () => Promise<Record<string, unknown>>) => {
@@ -255,12 +269,18 @@ async function main(): Promise<void> {
       ? await runOverloadCheck({ sim: sim.urls, dbUrl: db.url, log, withService, serviceBody })
       : { skipped: 'BENCH_OVERLOAD=0, service not in BENCH_TARGETS, or over budget' };
     await newCheck('flood', () => runFloodCheck({ sim: sim.urls, dbUrl: db.url, log, withService }));
+    // Issue 48's rows, with the service's own defaults (burst.ts, long-answer.ts).
+    await newCheck('burst', () => runBurstRow({ sim: sim.urls, dbUrl: db.url, log }));
+    await newCheck('longAnswer', () => runLongAnswerRow({ sim, dbUrl: db.url, log }));
+    // Issue 51: provider_c browned out, then down, with a fallback chain (bench/load/brownout.ts).
+    await newCheck('brownout', () => runBrownoutCheck({ sim: sim.urls, dbUrl: db.url, log }));
     (checks as Record<string, unknown>).rollingRestart = ALL && service && env.BENCH_ROLLING !== '0'
       ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };
     const meta = {
       date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
-      sweep: SWEEP, startsPerSec: STARTS, burstK: BURST_K, startRates: START_RATES, capacity: CAPACITY ? capacityBound() : 'off (BENCH_CAPACITY=0)', database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
+      sweep: SWEEP, startsPerSec: STARTS, burstK: BURST_K, startRates: START_RATES, capacity: CAPACITY ? capacityBound() : 'off (BENCH_CAPACITY=0)',
+      pinned: CAPACITY_RUN ? `capacity search: ${capacityPinning()}` : 'nothing (no capacity search in this run)', database: db.url ? 'a scratch Postgres database (real Postgres)' : 'the embedded PGlite',
       peer: peerProbe ? `failing: ${peerProbe}` : 'ok', profile: PROFILE, commit: gitDescribe(), seconds: Math.round((performance.now() - began) / 1000),
       knobs: knobs(env),
     };

@@ -37,13 +37,19 @@ export type Who = { target: 'floor' | 'nginx' | 'peer' } | { target: 'service'; 
 /** The service's environment for a provider origin spoken to over h2c. */
 export const h2cEnv = (urls: SimUrls) => ({ PROVIDER_H2C_ORIGINS: new URL(urls.provider_c).origin });
 
+/** The simulator's Chat Completions path (straight, or through nginx, which passes it on). */
+export const simCcPath = (c: Pick<DriveContext, 'sim'>): string => new URL(c.sim.urls.provider_c).pathname + '/chat/completions';
+
+/** A Chat Completions stream job at `step` against `port` (the floor, nginx, the peer). */
+export const ccJob = (port: number, path: string, step: Step, headers: Record<string, string> = { authorization: 'Bearer k' }): GenJob => ({
+  mode: 'streams', host: '127.0.0.1', port, path, headers, body: ccBody(step.deltas, step.rate), kind: 'cc', k: step.k, deltas: step.deltas, rate: step.rate, startsPerSec: step.startsPerSec,
+});
+
 /** Measures `who` at `step`; `floor` is the floor's row at the same step (null for the floor itself). */
 export async function driveOnce(c: DriveContext, who: Who, base: Base, step: Step, floor: Row | undefined, note?: string): Promise<Row> {
   const { k, rate, deltas, startsPerSec } = step;
-  const ccPath = new URL(c.sim.urls.provider_c).pathname + '/chat/completions';
-  const cc = (port: number, p: string, headers: Record<string, string> = { authorization: 'Bearer k' }): GenJob => ({
-    mode: 'streams', host: '127.0.0.1', port, path: p, headers, body: ccBody(deltas, rate), kind: 'cc', k, deltas, rate, startsPerSec,
-  });
+  const ccPath = simCcPath(c);
+  const cc = (port: number, p: string, headers?: Record<string, string>): GenJob => ccJob(port, p, step, headers);
   switch (who.target) {
     case 'floor':
       return toRow(base, await measure(null, c.sim.child.pid, cc(c.sim.port, ccPath)), undefined, note);

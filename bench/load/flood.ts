@@ -4,19 +4,16 @@
 // few seconds past it. Reported: the running streams' latency over the simulator's stamps (p50/p99)
 // before and during the flood, the refusals' answer time (p50/p99), and what became of everything
 // (accepted, refused by message, lost deltas, streams cut), with shedding off and with the default
-// OVERLOAD_LAG_MS, each on a fresh service. The goals (issue 38) are read here, never asserted in a test:
+// admission (ADMISSION=adaptive), each on a fresh service. The goals (issue 38) are read here, never asserted in a test:
 // running streams' p99 during the flood ≤ 100 ms, refusals at p99 ≤ 50 ms, nothing accepted lost or cut.
 //
 // Knobs (env): BENCH_FLOOD=0 skips it; BENCH_FLOOD_STREAMS=200 BENCH_FLOOD_RATE=20 BENCH_FLOOD_STARTS=800
 //   BENCH_FLOOD_SECONDS=8 BENCH_FLOOD_BEFORE_S=5 BENCH_FLOOD_AFTER_S=3 BENCH_FLOOD_DELTAS=20 (each flood
-//   stream's deltas) BENCH_FLOOD_OPEN_PER_SEC=50 (the running streams' opening pace) BENCH_FLOOD_LAGS=100 (the OVERLOAD_LAG_MS of each shedding phase; 60000: shedding off)
-//   BENCH_FLOOD_BACKLOGS=32 (the OVERLOAD_START_BACKLOG of each shedding phase, with the first lag; 0: the lag signal alone)
-//   BENCH_FLOOD_BUSYS=<default> (the OVERLOAD_BUSY_PERCENT of each shedding phase, with the first lag and backlog; 0: off)
+//   stream's deltas) BENCH_FLOOD_OPEN_PER_SEC=50 (the running streams' opening pace)
 //   BENCH_FLOOD_MAX_RUNS=<none> (a phase with the defaults and each MAX_ACTIVE_RUNS listed: a run cap, refused from the headers too)
 // Each phase samples the two gauges (css_event_loop_lag_p99_ms, css_event_loop_busy_percent) while its running
 // streams open and while the flood is offered: what the signals read at ordinary load and at saturation.
 // Alone: BENCH_ONLY=flood make bench.
-import { OVERLOAD_BUSY_PERCENT_DEFAULT, OVERLOAD_LAG_MS_DEFAULT, OVERLOAD_START_BACKLOG_DEFAULT } from '../../src/config.ts';
 import { serviceBody } from './bodies.ts';
 import { countStamps, eachStamp, openStream, parseBlock } from './client.ts';
 import { sampleSaturation, SHEDDING_DEFAULTS, SHEDDING_OFF, type OverloadContext } from './overload.ts';
@@ -137,25 +134,12 @@ async function floodCheck(c: FloodContext): Promise<Record<string, unknown>> {
   const off = await floodPhase(c, 'shedding off', SHEDDING_OFF);
   const on: Record<string, Awaited<ReturnType<typeof floodPhase>>> = {};
   const list = (v: string | undefined, fallback: number) => (v ?? String(fallback)).split(',').filter(Boolean);
-  const lags = list(env.BENCH_FLOOD_LAGS, OVERLOAD_LAG_MS_DEFAULT);
-  const backlogs = list(env.BENCH_FLOOD_BACKLOGS, OVERLOAD_START_BACKLOG_DEFAULT);
-  const busys = list(env.BENCH_FLOOD_BUSYS, OVERLOAD_BUSY_PERCENT_DEFAULT);
-  // Each phase is named by its three knobs, e.g. `100/32/70` (OVERLOAD_LAG_MS/OVERLOAD_START_BACKLOG/OVERLOAD_BUSY_PERCENT);
-  // the first of each list is held while another list's values are tried.
-  const phases = [
-    ...busys.map((u) => [lags[0]!, backlogs[0]!, u] as const),
-    ...backlogs.slice(1).map((b) => [lags[0]!, b, busys[0]!] as const),
-    ...lags.slice(1).map((l) => [l, backlogs[0]!, busys[0]!] as const),
-  ];
-  for (const [lag, backlog, busy] of phases) {
-    on[`${lag}/${backlog}/${busy}`] = await floodPhase(c, `OVERLOAD_LAG_MS=${lag} OVERLOAD_START_BACKLOG=${backlog} OVERLOAD_BUSY_PERCENT=${busy}`,
-      { OVERLOAD_LAG_MS: lag, OVERLOAD_START_BACKLOG: backlog, OVERLOAD_BUSY_PERCENT: busy });
-  }
+  on.adaptive = await floodPhase(c, 'the defaults (ADMISSION=adaptive)', SHEDDING_DEFAULTS);
   // MAX_ACTIVE_RUNS set to what this machine carries: the operator's static bound beside the adaptive signals.
   for (const max of list(env.BENCH_FLOOD_MAX_RUNS, 0).map(Number).filter((n) => n > 0)) {
     on[`max-${max}`] = await floodPhase(c, `MAX_ACTIVE_RUNS=${max} with the defaults`, { ...SHEDDING_DEFAULTS }, max);
   }
-  const shed = on[`${OVERLOAD_LAG_MS_DEFAULT}/${OVERLOAD_START_BACKLOG_DEFAULT}/${OVERLOAD_BUSY_PERCENT_DEFAULT}`] ?? Object.values(on)[0];
+  const shed = on.adaptive;
   return {
     sheddingOff: off,
     shedding: on,

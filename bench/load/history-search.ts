@@ -18,6 +18,7 @@ import { appendMessages } from '../../src/store/messages.ts';
 import { CANDIDATES, searchHistory } from '../../src/store/history-search.ts';
 import { round, Samples, summarize, type Summary } from './stats.ts';
 import { createBenchDb } from './targets.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 const env = process.env;
 const CHATS = Number(env.HISTORY_CHATS ?? 5000);
@@ -28,7 +29,7 @@ const INSERTS = 500;
 const DBS = (env.HISTORY_DBS ?? 'postgres,embedded').split(',');
 // null is LIMIT NULL in the statement: no bound.
 const RANKED = env.HISTORY_CANDIDATES === 'all' ? null : Number(env.HISTORY_CANDIDATES ?? CANDIDATES);
-const search = (db: Database, q: string) => searchHistory(db.pool, q, 50, RANKED);
+const search = (db: Database, q: string) => searchHistory(db.pool, q, 50, ADMIN_USER_ID, RANKED);
 
 // A Zipf vocabulary (frequency ∝ 1/rank, as in natural text: rank 0 is ~9% of all words, like "the")
 // of pronounceable made-up words: word r is r's base-16 digits as syllables.
@@ -152,7 +153,7 @@ async function insertCost(db: Database): Promise<number> {
   const { rows } = await db.pool.query<{ id: string }>('SELECT id FROM chats ORDER BY random() LIMIT $1', [INSERTS]);
   const content = Array.from({ length: 80 }, (_, i) => WORDS[(i * 37) % 5000]).join(' ');
   const t0 = performance.now();
-  for (const { id } of rows) await appendMessages(db.pool, id, [{ role: 'assistant', content }]);
+  for (const { id } of rows) await appendMessages(db.pool, id, [{ role: 'assistant', content }], ADMIN_USER_ID);
   return (performance.now() - t0) / rows.length;
 }
 

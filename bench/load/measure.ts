@@ -50,6 +50,9 @@ export interface Row {
   idleCpuUsPerStart?: number | null;
   /** The same for the bench database's Postgres backends (pg-cpu.ts); persisted service rows. */
   pgCpuUsPerStart?: number | null;
+  /** The `nginx + SQL` start baseline (start-baseline.ts): its cpuUsPerStart is these two parts' sum. */
+  relayCpuUsPerStart?: number | null;
+  sqlClientCpuUsPerStart?: number | null;
   /**
    * Start-burst and start-rate rows: the process's thread wake-ups (voluntary context switches of all its
    * threads) over the job ÷ K. Each costs a sleep and a wake (epoll_wait, the scheduler, the loop's
@@ -62,6 +65,12 @@ export interface Row {
   /** Capacity rows: every search's K in the order run (capacityStreams is their median), and their min–max. */
   capacitySearches?: number[];
   capacitySpread?: [number, number];
+  /** Capacity rows: the farthest search from the median, in % of the median (issue 48: within ± 15 %). */
+  capacitySpreadPct?: number;
+  /** Capacity rows: how many of the searches stopped where the floor itself missed (the load side's cap, not the target's). */
+  capacityAtFloorCap?: number;
+  /** Where the run's processes ran (pin.ts), when pinned. */
+  pinned?: string;
   /** Time to first delta over the floor's at the same K and scenario (p50, p99). */
   ttfdAddedP50Ms?: number | null;
   ttfdAddedP99Ms?: number | null;
@@ -149,6 +158,8 @@ export interface Measured {
   /** Per thread: per start for one-delta jobs (the whole job), per delta of the steady phase otherwise. */
   cpuUsByThread: ThreadSplit | null;
   pgCpuUs: number | null;
+  /** The CPU of `beside`'s work over the job (µs), when there was some. */
+  besideCpuUs: number | null;
   /** What the process would have spent idling over the job's time (one-delta jobs only). */
   idleCpuUs: number | null;
   /** Thread wake-ups of the process over the job (one-delta jobs only). */
@@ -288,7 +299,12 @@ function steadyCpu(pid: number, job: GenJob) {
  * steady phase is from the end of the ramp (K ÷ starts per second) to the end of the first stream
  * (deltas ÷ rate): the time every stream is open, when the streams are long enough to overlap.
  */
-export async function measure(pid: number | null, simPid: number, job: GenJob, pgMeter?: PgCpuMeter | null, o: { warm?: boolean } = {}): Promise<Measured> {
+/** Work run beside a measured job over the same window (the start baseline's SQL client): its CPU in µs. */
+export interface Beside {
+  start(): Promise<{ stop(): Promise<number> }>;
+}
+
+export async function measure(pid: number | null, simPid: number, job: GenJob, pgMeter?: PgCpuMeter | null, o: { warm?: boolean; beside?: Beside } = {}): Promise<Measured> {
   // warm: false for a second job on a process an earlier measure() already warmed with a stream job.
   if (o.warm !== false) await warmUp(job);
   await pgMeter?.analyze();
@@ -313,7 +329,8 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
   const pg = pgMeter ? await pgMeter.start() : null;
   const t0 = performance.now();
   const window = pid ? steadyCpu(pid, job) : null;
-  const result = await generate(job);
+  const [result, side] = await Promise.all([generate(job), o.beside?.start()]);
+  const besideCpuUs = side ? await side.stop() : null;
   const jobSeconds = (performance.now() - t0) / 1000;
   const pgCpuUs = pg ? await pg.stop() : null;
   const rss = trace?.stop();
@@ -331,6 +348,7 @@ export async function measure(pid: number | null, simPid: number, job: GenJob, p
     wakeUpsPerDeltaSteady: window?.wakeUpsPerDelta() ?? null,
     cpuUsByThread: threads0 ? threadSplit(pid!, [threads0, threadCpuMicros(pid!)], result.streams) : (window?.byThread() ?? null),
     pgCpuUs,
+    besideCpuUs,
     idleCpuUs: idleCpuUsPerS === null ? null : idleCpuUsPerS * jobSeconds,
     simCpuUs: cpuMicros(simPid) - sim0,
     simRssKbPerStream: (simPeak - simIdle) / job.k,

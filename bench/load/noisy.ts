@@ -7,11 +7,10 @@
 // Knobs (env): BENCH_NOISY=0 (off)  BENCH_NOISY_USERS=20  BENCH_NOISY_STARTS=500 (the noisy user's starts/s:
 //   twice the overload row's 250/s at capacity)  BENCH_NOISY_OTHERS_STARTS=40 (the others' starts/s, all users)
 //   BENCH_NOISY_SECONDS=8  BENCH_NOISY_STEP=80:20 (deltas:rate of every stream)  BENCH_NOISY_START_RATE=250
-//   BENCH_NOISY_START_RATE_S=4  BENCH_NOISY_LAG_MS (the service's OVERLOAD_LAG_MS; default its own default)
+//   BENCH_NOISY_START_RATE_S=4
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { OVERLOAD_LAG_MS_DEFAULT } from '../../src/config.ts';
 import { SHEDDING_DEFAULTS } from './overload.ts';
 import { ccBody, serviceBody } from './bodies.ts';
 import type { DriveContext } from './drive.ts';
@@ -55,7 +54,7 @@ export async function runNoisyNeighbour(c: DriveContext, run: (base: Base, go: (
   const k = othersStarts * seconds;
   const ccPath = new URL(c.sim.urls.provider_c).pathname + '/chat/completions';
   const floor = await generate({ mode: 'streams', host: '127.0.0.1', port: c.sim.port, path: ccPath, headers: bearer('k'), body: ccBody(deltas, rate), kind: 'cc', k, deltas, rate, startsPerSec: othersStarts });
-  const serviceEnv = { ADMIN_TOKEN: ADMIN, ...SHEDDING_DEFAULTS, OVERLOAD_LAG_MS: env.BENCH_NOISY_LAG_MS ?? String(OVERLOAD_LAG_MS_DEFAULT) };
+  const serviceEnv = { ADMIN_TOKEN: ADMIN, ...SHEDDING_DEFAULTS };
   const noisy = await c.withService(c.sim.urls, c.dbUrl, 100_000, async (svc) => {
     const others = await Promise.all(Array.from({ length: users }, (_, i) => createUser(svc.port, `neighbour ${i}`)));
     const noisyKey = await createUser(svc.port, 'noisy');

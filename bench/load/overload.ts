@@ -4,17 +4,13 @@
 //    1× and 2×, then with the defaults at 1× and 2×. Pass: the accepted streams' latency p99 at 2× with
 //    shedding within 2× of the 1× figure, refusals answered within 10 ms at p99, nothing accepted lost,
 //    nothing refused at 1× (shedding must not cost ordinary load).
-//    The lag (css_event_loop_lag_p99_ms) sampled during each phase is what OVERLOAD_LAG_MS's default
-//    is chosen from (README).
+//    The lag (css_event_loop_lag_p99_ms) and busy gauges are sampled during each phase.
 //  - rolling restart: two instances behind nginx (deploy/nginx.conf) with live streams; each instance
 //    in turn drains on SIGTERM and comes back. Pass: 0 refused, 0 cut, 0 lost, 0 doubled.
 // Knobs (env): BENCH_OVERLOAD=0 skips the first; BENCH_OVERLOAD_STARTS=125 (starts/s the instance carries: 250 was, on this machine's first runs),
 //   BENCH_OVERLOAD_DELTAS=80 BENCH_OVERLOAD_RATE=20 (a 4 s stream), BENCH_OVERLOAD_SECONDS=30.
-//   BENCH_OVERLOAD_LAGS=100,200 adds a shedding phase at each of those thresholds beside the default's;
-//   BENCH_OVERLOAD_BUSYS=70,80 a phase at 1× for each OVERLOAD_BUSY_PERCENT (what it would shed at capacity).
 //   Each phase samples the lag and busy gauges (the service's defaults otherwise; "no shedding": every signal off).
 //   BENCH_ROLLING=0 skips the second; BENCH_ROLLING_LIVE=200 BENCH_ROLLING_DELTAS=200 (10 s at 20/s).
-import { OVERLOAD_BUSY_PERCENT_DEFAULT, OVERLOAD_LAG_MS_DEFAULT, OVERLOAD_START_BACKLOG_DEFAULT } from '../../src/config.ts';
 import { judgeRolling, rollingRestart } from '../../test/helpers/rolling.ts';
 import { Samples, summarize } from './stats.ts';
 import { offerStarts, type OverloadResult } from './overload-gen.ts';
@@ -31,8 +27,6 @@ export interface OverloadContext {
 
 const env = process.env;
 const num = (name: string, fallback: number) => Number(env[name] ?? fallback);
-/** Shedding off for the measuring phases: the lag is still sampled, nothing is refused for it. */
-const NEVER = '60000';
 
 
 /** Samples the service's two saturation gauges, the lag (ms) and the busiest thread (%), every 250 ms until stopped. */
@@ -54,14 +48,10 @@ export function sampleSaturation(port: number): { stop(): { lag: ReturnType<type
   };
 }
 
-/** Every overload signal off: nothing is refused for overload, and both gauges still read (a lag bound of a minute keeps the threads reporting). */
-export const SHEDDING_OFF: Record<string, string> = { OVERLOAD_LAG_MS: NEVER, OVERLOAD_START_BACKLOG: '0', OVERLOAD_BUSY_PERCENT: '0' };
+/** Shedding off (ADMISSION=off): nothing is refused for overload and no start waits; the gauges read 0. */
+export const SHEDDING_OFF: Record<string, string> = { ADMISSION: 'off' };
 /** The service's own defaults (the bench's services start with shedding off: targets.ts). */
-export const SHEDDING_DEFAULTS: Record<string, string> = {
-  OVERLOAD_LAG_MS: String(OVERLOAD_LAG_MS_DEFAULT),
-  OVERLOAD_START_BACKLOG: String(OVERLOAD_START_BACKLOG_DEFAULT),
-  OVERLOAD_BUSY_PERCENT: String(OVERLOAD_BUSY_PERCENT_DEFAULT),
-};
+export const SHEDDING_DEFAULTS: Record<string, string> = { ADMISSION: 'adaptive' };
 
 /** A row that fails says why in results.json rather than ending the bench. */
 const caught = (err: Error) => ({ error: err.message.split('\n').slice(0, 3).join(' ') });
@@ -92,14 +82,6 @@ async function overloadCheck(c: OverloadContext): Promise<Record<string, unknown
   const atCapacityShedding = await phase('1x, the defaults', 1, SHEDDING_DEFAULTS);
   const unshed = await phase('2x, no shedding', 2, SHEDDING_OFF);
   const shed = await phase('2x, the defaults', 2, SHEDDING_DEFAULTS);
-  // Other lag thresholds beside the default, to choose it from (BENCH_OVERLOAD_LAGS=100,200).
-  const others: Record<string, OverloadResult> = {};
-  for (const lag of (process.env.BENCH_OVERLOAD_LAGS ?? '').split(',').filter(Boolean)) others[lag] = await phase(`2x, OVERLOAD_LAG_MS=${lag}`, 2, { ...SHEDDING_DEFAULTS, OVERLOAD_LAG_MS: lag });
-  // Busy bounds beside the default, at the rate the instance carries: what each would shed there (BENCH_OVERLOAD_BUSYS=70,80).
-  const busyAtCapacity: Record<string, OverloadResult> = {};
-  for (const busy of (process.env.BENCH_OVERLOAD_BUSYS ?? '').split(',').filter(Boolean)) {
-    busyAtCapacity[busy] = await phase(`1x, OVERLOAD_BUSY_PERCENT=${busy}`, 1, { ...SHEDDING_DEFAULTS, OVERLOAD_BUSY_PERCENT: busy });
-  }
   const p99 = (r: OverloadResult) => r.latencyMs.p99 ?? Infinity;
   return {
     job: { startsPerSec: starts, deltas, rate, seconds },
@@ -107,8 +89,6 @@ async function overloadCheck(c: OverloadContext): Promise<Record<string, unknown
     atCapacityShedding,
     twiceNoShedding: unshed,
     twiceShedding: shed,
-    twiceSheddingAt: others,
-    atCapacityBusyAt: busyAtCapacity,
     pass: {
       acceptedWithin2x: p99(shed) <= 2 * p99(atCapacity),
       nothingRefusedAtCapacity: atCapacityShedding.accepted === atCapacityShedding.offered,

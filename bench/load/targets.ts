@@ -169,7 +169,15 @@ export interface ServiceOptions {
   nodeFlags?: string[];
   /** More environment (cluster mode: REDIS_URL, INSTANCE_ID, …). */
   env?: Record<string, string>;
+  /**
+   * The service's own admission defaults: no MAX_ACTIVE_RUNS and not the bench's shedding-off
+   * ADMISSION=off (the burst and long-answer rows measure what a new user gets).
+   */
+  defaults?: boolean;
 }
+
+/** What the bench's own services run with unless `defaults`: nothing refused for overload. */
+const BENCH_ADMISSION: Record<string, string> = { ADMISSION: 'off' };
 
 export async function startService(o: ServiceOptions): Promise<{ child: Child; port: number }> {
   const port = await freePort();
@@ -178,7 +186,7 @@ export async function startService(o: ServiceOptions): Promise<{ child: Child; p
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     SIMULATE: 'off',
-    MAX_ACTIVE_RUNS: String(o.maxActiveRuns),
+    ...(o.defaults ? {} : { MAX_ACTIVE_RUNS: String(o.maxActiveRuns) }),
     PROVIDER_A_API_KEY: 'k',
     PROVIDER_A_BASE_URL: o.sim.provider_a,
     PROVIDER_B_API_KEY: 'k',
@@ -187,9 +195,7 @@ export async function startService(o: ServiceOptions): Promise<{ child: Child; p
     PROVIDER_C_BASE_URL: o.sim.provider_c,
     PROVIDER_TIMEOUT_MS: '120000',
     // The sweep measures what streams cost up to saturation; the overload row (overload.ts) turns shedding on.
-    OVERLOAD_LAG_MS: '0',
-    OVERLOAD_START_BACKLOG: '0',
-    OVERLOAD_BUSY_PERCENT: '0',
+    ...(o.defaults ? {} : BENCH_ADMISSION),
     // The web_search row's one tool round searches the simulator's engine_a.
     ENGINE_A_API_KEY: 'k',
     ENGINE_A_BASE_URL: o.sim.engine_a,

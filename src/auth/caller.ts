@@ -1,8 +1,7 @@
 // Who is calling: every request's bearer token resolved once, before its handler, into the user whose
 // workspace it acts in. Stores take `userId` as the owner of what they read and write.
 
-/** The built-in user of the ADMIN_TOKEN (and of open mode): owner of everything stored before users existed. */
-export const ADMIN_USER_ID = 'admin';
+import { ADMIN_USER_ID } from '../types.ts';
 
 export interface Caller {
   userId: string;

@@ -2,7 +2,7 @@
 // (which of them are new to a stored transcript is decided by the start's statement:
 // sql/012_start_in_one_statement.sql).
 import type { ProviderMessage } from '../providers/types.ts';
-import type { InputMessage } from '../schemas.ts';
+import type { InputMessage, RunMessage } from '../schemas.ts';
 import type { NewMessage } from '../store/messages.ts';
 
 /** The stored form of an input message: attachments go to `metadata.attachments`. */
@@ -16,9 +16,14 @@ export function toStoredMessage(m: InputMessage): NewMessage {
 }
 
 /** The provider's view: the additional system prompt first, then the supplied history. */
-export function toProviderMessages(systemPrompt: string | null, supplied: InputMessage[]): ProviderMessage[] {
+export function toProviderMessages(systemPrompt: string | null, supplied: RunMessage[]): ProviderMessage[] {
   const out: ProviderMessage[] = [];
   if (systemPrompt) out.push({ role: 'system', content: systemPrompt });
-  for (const m of supplied) out.push({ role: m.role, content: m.content, name: m.name ?? null, attachments: m.attachments });
+  for (const m of supplied) {
+    const message: ProviderMessage = { role: m.role, content: m.content, name: m.name ?? null, attachments: m.attachments };
+    if (m.toolCalls) message.toolCalls = m.toolCalls;
+    if (m.toolCallId !== undefined) message.toolCallId = m.toolCallId;
+    out.push(message);
+  }
   return out;
 }

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 import { Bus } from './bus.ts';
 import { Follower } from './follower.ts';
 import { FENCED_MESSAGE, HeldLeases } from './held-leases.ts';
@@ -21,9 +22,9 @@ export { OwnerUnreachableError, BadOwnerReplyError } from './follower.ts';
 export { FENCED_MESSAGE } from './held-leases.ts';
 
 /** Another live instance of the cluster beats under this INSTANCE_ID. */
-export class InstanceIdInUseError extends Error {
+export class InstanceIdInUseError extends ServiceError {
   constructor(instanceId: string) {
-    super(`INSTANCE_ID ${instanceId} is in use by another live instance: give each instance its own INSTANCE_ID`);
+    super(ErrorCodes.INSTANCE_ID_IN_USE, `INSTANCE_ID ${instanceId} is in use by another live instance: give each instance its own INSTANCE_ID`);
     this.name = 'InstanceIdInUseError';
   }
 }

@@ -21,10 +21,16 @@
 // the statement is every member's error, as it would be alone: the group may have committed, and a
 // retry could store an answer twice.
 import pg from 'pg';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 import type { Queryable } from './types.ts';
 
 /** Thrown by a multi-row write that will not send a group (e.g. two members on one chat): each is written alone. */
-export class GroupRefused extends Error {}
+export class GroupRefused extends ServiceError {
+  constructor(message: string) {
+    super(ErrorCodes.GROUP_REFUSED, message);
+    this.name = 'GroupRefused';
+  }
+}
 
 /** True when nothing of the group was written: Postgres refused the statement, or it was never sent. */
 const retryAlone = (err: unknown) => err instanceof pg.DatabaseError || err instanceof GroupRefused;

@@ -1,6 +1,6 @@
 // The refusal of a start decided before anything else is touched: while the instance drains, is at
-// MAX_ACTIVE_RUNS or is overloaded, a request on a route that starts a run is answered from its headers alone, with an
-// answer built once here. Its body is never read (a client may still be sending it), nothing is
+// MAX_ACTIVE_RUNS or sheds a flood (the caller's share of it: src/admission/), a request on a route that
+// starts a run is answered from its headers alone, with an answer built once here. Its body is never read (a client may still be sending it), nothing is
 // parsed, no actor hears of it and the database is not asked: a flood of starts costs its headers,
 // not the running streams' latency. A request that might not start a new run (an Idempotency-Key
 // retry of a running run, a run that joins one going here) is left to the ordinary path, which
@@ -20,8 +20,8 @@ export interface PrebuiltAnswer {
 
 /** What the router asks before reading a start's body (RouterOptions.shed). */
 export interface StartShedding {
-  /** The answer for a new run right now, or null: take the request the ordinary way. Not yet counted. */
-  answer(): PrebuiltAnswer | null;
+  /** The answer for a new run of the user `owner` right now, or null: take the request the ordinary way. Not yet counted. */
+  answer(owner: string): PrebuiltAnswer | null;
   /** `answer` was sent. */
   sent(answer: PrebuiltAnswer): void;
 }
@@ -31,10 +31,10 @@ function prebuilt(reason: PrebuiltAnswer['reason'], err: HttpError): PrebuiltAns
   return { reason, status: err.status, body: JSON.stringify({ message: err.message }), contentType: 'application/json; charset=utf-8', headers: Object.freeze({ ...err.headers }) };
 }
 
-/** What the shedding asks of the admission (src/admission.ts), which HTTP may not import. */
+/** What the shedding asks of the admission (src/admission/admission.ts), which HTTP may not import. */
 export interface SheddingSignal {
-  /** Why a new run would be refused now, or null. */
-  shedding(): PrebuiltAnswer['reason'] | null;
+  /** Why a new run of `owner` would be refused now, or null. */
+  shedding(owner: string): PrebuiltAnswer['reason'] | null;
   /** Counts a refusal (css_runs_refused_total). */
   count(reason: PrebuiltAnswer['reason']): void;
   /** The capacity refusal's message (it names the limit). */
@@ -44,8 +44,8 @@ export interface SheddingSignal {
 export function startShedding(admission: SheddingSignal): StartShedding {
   const answers = { draining: prebuilt('draining', DRAINING()), capacity: prebuilt('capacity', AT_CAPACITY(admission.capacityMessage)), overload: prebuilt('overload', OVERLOADED()) };
   return {
-    answer() {
-      const reason = admission.shedding();
+    answer(owner) {
+      const reason = admission.shedding(owner);
       return reason === null ? null : answers[reason];
     },
     sent(answer) {

@@ -19,7 +19,7 @@ import {
   UNAUTHORIZED,
   USER_RUNS_LIMIT,
   USER_TOKENS_EXHAUSTED,
-  type HttpError,
+  HttpError,
 } from './errors.ts';
 
 const ANSWER: Record<RunOutcome, (message: string) => HttpError> = {
@@ -39,6 +39,7 @@ const ANSWER: Record<RunOutcome, (message: string) => HttpError> = {
   provider_timeout: PROVIDER_TIMEOUT,
   provider_rate_limited: PROVIDER_RATE_LIMITED,
   provider_error: PROVIDER_FAILED,
+  provider_unavailable: RUN_UNAVAILABLE,
   database_unavailable: RUN_DATABASE_UNAVAILABLE,
   cancelled: RUN_CANCELLED,
   // A stopped run that still answers (a chat's partial text) is a success; one that cannot is a conflict.
@@ -47,6 +48,13 @@ const ANSWER: Record<RunOutcome, (message: string) => HttpError> = {
 };
 
 /** The HTTP error for a failed or refused run; `message` replaces the run's own (e.g. a spec message). */
-export function outcomeError(failure: Pick<RunFailure, 'outcome' | 'message'>, message = failure.message): HttpError {
-  return ANSWER[failure.outcome](message);
+export function outcomeError(failure: Pick<RunFailure, 'outcome' | 'message' | 'retryAfterMs'>, message = failure.message): HttpError {
+  const err = ANSWER[failure.outcome](message);
+  // The provider's own wait (a 429's Retry-After) or the breaker's, in whole seconds as the header says.
+  if (failure.retryAfterMs !== undefined) return withRetryAfter(err, failure.retryAfterMs);
+  return err;
+}
+
+function withRetryAfter(err: HttpError, ms: number): HttpError {
+  return new HttpError(err.code, err.status, err.message, { ...err.headers, 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) });
 }

@@ -31,6 +31,9 @@ export interface Req {
 
 const JSON_HEADER = 'application/json; charset=utf-8';
 
+/** How a family of paths shapes its errors (the OpenAI-compatible API's envelope): the body and any extra headers. */
+export type ErrorShape = (err: HttpError) => { body: unknown; headers?: Record<string, string> };
+
 export class Reply {
   readonly res: HttpResponse;
   aborted = false;
@@ -40,6 +43,8 @@ export class Reply {
   shared: HeaderList | null = null;
   /** A HEAD request: headers as for GET, no body. */
   head = false;
+  /** Set by the router for paths whose errors have another shape than the spec's `{message}`. */
+  errorShape: ErrorShape | null = null;
   /**
    * The request's body is still coming: a response sent now (a 401, a 413, an early refusal) closes
    * the connection, so that nothing more of a body nobody will read is received and kept.
@@ -72,7 +77,9 @@ export class Reply {
   }
 
   error(err: HttpError): void {
-    this.json(err.status, { message: err.message }, err.headers);
+    if (this.errorShape === null) return this.json(err.status, { message: err.message }, err.headers);
+    const shaped = this.errorShape(err);
+    this.json(err.status, shaped.body, shaped.headers);
   }
 
   text(status: number, body: string | Buffer, contentType: string, headers?: Record<string, string>): void {

@@ -7,7 +7,7 @@ import { PUBLIC_CALLER, type Caller } from '../auth/caller.ts';
 import type { CorsPolicy } from './cors.ts';
 import type { StartShedding } from './early-refusal.ts';
 import { HttpError, METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, UNAUTHORIZED } from './errors.ts';
-import { bodyReader, Reply, type Req } from './reply.ts';
+import { bodyReader, Reply, type ErrorShape, type Req } from './reply.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.ts';
 import { startRequestSpan, TRACE_ID_HEADER, traceIdOf } from '../telemetry/http-spans.ts';
 import { tracingOn, withSpan } from '../telemetry/tracing.ts';
@@ -50,6 +50,8 @@ export interface RouterOptions {
   bodies: BodyPool;
   /** Refuses starts (Route.startsRun) while draining or overloaded, before their body is read. */
   shed?: StartShedding;
+  /** Paths (after `/api`) whose errors, 401/404/405 included, take another shape than `{message}`. */
+  errorShapes?: ReadonlyArray<{ prefix: string; shape: ErrorShape }>;
 }
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
@@ -99,6 +101,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     const routeMethod = head ? 'GET' : method;
     let path = uReq.getUrl();
     if (path === '/api' || path.startsWith('/api/')) path = path.slice(4) || '/';
+    if (opts.errorShapes) for (const s of opts.errorShapes) if (path.startsWith(s.prefix)) reply.errorShape = s.shape;
     const query = new URLSearchParams(uReq.getQuery() ?? '');
     const authorization = uReq.getHeader('authorization');
     const contentType = uReq.getHeader('content-type');
@@ -146,7 +149,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     // body is read; while a token is looked up the body must be read (below), so the ordinary path decides.
     const startsRun = route.startsRun;
     if (startsRun !== undefined && opts.shed !== undefined && !(who instanceof Promise)) {
-      const answer = opts.shed.answer();
+      const answer = opts.shed.answer(who.userId);
       if (answer !== null && startsRun(req)) {
         opts.shed.sent(answer);
         return reply.text(answer.status, answer.body, answer.contentType, answer.headers);

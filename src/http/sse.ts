@@ -24,6 +24,8 @@ export interface SseOptions {
   queueCap?: number;
   /** Sending a turn's sinks past this long goes on in a later turn (FLUSH_BUDGET_MS). */
   flushBudgetMs?: number;
+  /** A stream whose response could not be written any more (SseSink.lost): it is closed; this says why. */
+  onLost?: (err: unknown) => void;
 }
 
 /**
@@ -53,11 +55,14 @@ export class SseStreams {
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly heartbeatMs: number;
   private readonly queueCap: number;
+  /** SseOptions.onLost, called by a sink that lost its response. */
+  readonly lost: (err: unknown) => void;
 
   constructor(opts: SseOptions) {
     this.heartbeatMs = opts.heartbeatMs;
     this.queueCap = opts.queueCap ?? DEFAULT_SSE_QUEUE_CAP;
     this.flushBudgetMs = opts.flushBudgetMs ?? FLUSH_BUDGET_MS;
+    this.lost = opts.onLost ?? (() => {});
   }
 
   /**
@@ -197,7 +202,32 @@ export class SseSink implements Subscriber {
    */
   sendHead(): void {
     if (this.closed || this.headSent) return;
-    this.reply.res.cork(this.corkedHead);
+    this.corked(this.corkedHead);
+  }
+
+  /**
+   * Runs `fn` corked on the response. uWS throws on any use of a response it has let go of (ended, or
+   * aborted); a stream that meets one has lost its client, whatever path answered it: it closes as it
+   * would on an abort, rather than throw out of the one microtask, timer or batch that sends every
+   * stream of the server (which would leave the others' frames unsent, or end the process).
+   */
+  private corked(fn: () => void): boolean {
+    try {
+      this.reply.res.cork(fn);
+      return true;
+    } catch (err) {
+      this.lose(err);
+      return false;
+    }
+  }
+
+  private lose(err: unknown): void {
+    this.pending = null;
+    this.queue = null;
+    this.outgoing = '';
+    if (this.closed) return;
+    this.markClosed();
+    this.streams.lost(err);
   }
 
   private readonly corkedHead = (): void => this.writeHead();
@@ -238,11 +268,11 @@ export class SseSink implements Subscriber {
     const chunk = this.pending;
     this.pending = null;
     if (chunk === null || this.closed) return;
-    const res = this.reply.res;
     this.outgoing = chunk;
-    res.cork(this.corkedWrite);
+    if (!this.corked(this.corkedWrite)) return;
     this.outgoing = '';
     if (!this.writeOk) {
+      const res = this.reply.res;
       this.queue = [];
       // uWS keeps what the socket did not take of this write, at most all of it: that is the first of
       // what this client is behind by. Counted from 0, a turn that wrote megabytes at once (a busy loop
@@ -267,7 +297,7 @@ export class SseSink implements Subscriber {
     const rest = (this.pending ?? '') + (this.queue ? this.queue.join('') : '');
     this.pending = null;
     this.queue = null;
-    res.cork(() => {
+    this.corked(() => {
       this.writeHead();
       res.end(rest);
     });
@@ -281,9 +311,8 @@ export class SseSink implements Subscriber {
     this.queued = 0;
     let ok = true;
     const res = this.reply.res;
-    res.cork(() => {
-      ok = res.write(chunk);
-    });
+    // Lost: nothing more to send, and uWS is told so (true), as for a closed sink.
+    if (!this.corked(() => (ok = res.write(chunk)))) return true;
     if (!ok) {
       this.queue = [];
       this.queued = Buffer.byteLength(chunk); // as in flushPending: what uWS kept of it, at most all
@@ -298,7 +327,11 @@ export class SseSink implements Subscriber {
     this.pending = null;
     const res = this.reply.res;
     this.markClosed();
-    res.close();
+    try {
+      res.close();
+    } catch {
+      // uWS had let the response go already: the connection is gone.
+    }
   }
 
   private markClosed(): void {

@@ -4,7 +4,11 @@
 import { z } from 'zod';
 import { CORS_EXPOSE_HEADERS } from '../http/cors.ts';
 import type { Route } from '../http/router.ts';
-import { operations as catalogue, type OperationDoc, type SuccessStatus } from './operations.ts';
+import { openaiOperations } from '../openai/openapi.ts';
+import { operations, type OperationDoc, type SuccessStatus } from './operations.ts';
+
+/** The spec's operations and the OpenAI-compatible API's. */
+const catalogue: Record<string, OperationDoc> = { ...operations, ...openaiOperations };
 import { components, errorBody } from './resources.ts';
 
 export type OpenApiDocument = Record<string, unknown> & { paths: Record<string, Record<string, unknown>> };
@@ -64,8 +68,9 @@ function okResponse(b: Builder, doc: OperationDoc, id: string): Record<string, u
   return { description: ok.description, content: { [ok.content]: { schema: { type: 'string' } } } };
 }
 
-function errorResponse(description: string) {
-  return { description, content: { 'application/json': { schema: { $ref: REF('Error') } } } };
+/** `envelope`: the component of the path's errors (the OpenAI-compatible API has OpenAI's). */
+function errorResponse(description: string, envelope = 'Error') {
+  return { description, content: { 'application/json': { schema: { $ref: REF(envelope) } } } };
 }
 
 function operation(b: Builder, route: Route, doc: OperationDoc): Record<string, unknown> {
@@ -89,8 +94,9 @@ function operation(b: Builder, route: Route, doc: OperationDoc): Record<string, 
   if (!route.public) errors[401] = 'missing or wrong token (token mode)';
   Object.assign(errors, doc.errors);
   const responses: Record<string, unknown> = { [doc.status ?? 200]: okResponse(b, doc, id) };
-  for (const [status, why] of Object.entries(errors)) responses[status] = errorResponse(why);
-  responses.default = errorResponse('an unexpected failure (500)');
+  const envelope = route.path.startsWith('/openai/') ? 'OpenAIError' : 'Error';
+  for (const [status, why] of Object.entries(errors)) responses[status] = errorResponse(why, envelope);
+  responses.default = errorResponse('an unexpected failure (500)', envelope);
 
   const op: Record<string, unknown> = { operationId: id, tags: [doc.tag], summary: doc.summary };
   if (doc.description) op.description = doc.description;

@@ -39,7 +39,7 @@ export type SuccessStatus = 200 | 201;
 
 export interface OperationDoc {
   /** Groups operations in viewers. */
-  tag: 'web' | 'system' | 'models' | 'chats' | 'completions' | 'searches' | 'users';
+  tag: 'web' | 'system' | 'models' | 'chats' | 'completions' | 'searches' | 'users' | 'openai';
   summary: string;
   description?: string;
   /** The zod schema the route validates its JSON body with. */
@@ -75,7 +75,7 @@ const requests = {
 /** A user's own limits refusing a start (docs/operations.md, "Users and single sign-on", Limits), both with Retry-After. */
 const USER_LIMITS = {
   429: 'too many active runs for this user (limit N), or daily token budget exhausted (Retry-After: seconds to the next UTC midnight); '
-    + 'or the provider rate-limited the call',
+    + 'or the provider rate-limited the call past the retries (Retry-After: the provider\'s wait)',
 };
 /** What every admin-only route answers besides its own. */
 const ADMIN_ONLY = { 400: 'users need ADMIN_TOKEN to be set (open mode), or a bad body naming the field', 403: 'admin token required' };
@@ -89,9 +89,10 @@ const deleted = z.object({ deleted: z.literal(true) });
 const stopped = z.object({ stopped: z.literal(true) });
 const PROVIDER_FAILURES = {
   409: 'a persisted run is already active for this chat',
-  429: 'the provider rate-limited the call',
-  502: 'the provider failed',
-  503: 'the process is at capacity or shutting down (with Retry-After), or the run was cancelled by shutdown',
+  429: 'the provider rate-limited the call past the retries (Retry-After: the provider\'s wait)',
+  502: 'the provider failed (after PROVIDER_RETRIES retries and any PROVIDER_FALLBACKS)',
+  503: 'the process is at capacity or shutting down (with Retry-After), the run was cancelled by shutdown, '
+    + 'or the provider is unavailable, retry later (its circuit breaker is open; Retry-After: until its trial call)',
   504: 'the provider timed out',
 };
 

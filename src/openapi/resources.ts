@@ -1,20 +1,18 @@
-// The spec's resources, response bodies and SSE event payloads as zod schemas, for the OpenAPI
-// document only (request bodies are validated by src/schemas.ts and documented from there). Each
-// one `satisfies` the TypeScript type the code returns, so a field added to a type and not here
-// fails the typecheck instead of leaving the document behind.
+// The spec's resources, response bodies and SSE event payloads as the OpenAPI document's named
+// schemas (request bodies are validated by src/schemas.ts and documented from there). The resources
+// the run codecs share are the domain's (src/domain/resources.ts), named here; the rest are for the
+// document only. Each one `satisfies` the TypeScript type the code returns, so a field added to a type
+// and not here fails the typecheck instead of leaving the document behind.
 import { z } from 'zod';
+import * as domain from '../domain/resources.ts';
+import { chatFields, nullableString, searchFields, timestamp } from '../domain/resources.ts';
 import { providerSchema, roleSchema } from '../schemas.ts';
 import type { ProviderModels } from '../models/registry.ts';
 import type {
-  AnswerCitation,
   Attachment,
   ChatDetail,
-  ChatSummary,
   LastRun,
   Message,
-  SearchDetail,
-  SearchResultItem,
-  SearchSummary,
   WorkspaceItem,
 } from '../types.ts';
 import type { HistoryItem, HistoryMatch } from '../store/history-search.ts';
@@ -31,9 +29,6 @@ export function named<S extends z.ZodType>(id: string, schema: S, description?: 
   components.set(id, s);
   return s;
 }
-
-const timestamp = z.string().meta({ format: 'date-time', description: 'ISO 8601, UTC, with milliseconds' });
-const nullableString = z.string().nullable();
 
 export const errorBody = named(
   'Error',
@@ -80,21 +75,7 @@ export const message = named(
   }),
 ) satisfies z.ZodType<Message>;
 
-const chatFields = {
-  id: z.string(),
-  title: nullableString,
-  createdAt: timestamp,
-  updatedAt: timestamp,
-  starred: z.boolean(),
-  starredAt: timestamp.nullable(),
-  initiatedProvider: providerSchema.nullable(),
-  initiatedModel: nullableString,
-  lastUsedProvider: providerSchema.nullable(),
-  lastUsedModel: nullableString,
-  additionalSystemPrompt: nullableString,
-  enabledTools: z.array(z.string()),
-};
-export const chatSummary = named('ChatSummary', z.object(chatFields)) satisfies z.ZodType<ChatSummary>;
+export const chatSummary = named('ChatSummary', domain.chatSummary);
 export const lastRun = named(
   'LastRun',
   z.object({
@@ -107,6 +88,10 @@ export const lastRun = named(
     finishedAt: timestamp.nullable(),
     latencyMs: z.number().int().nullable(),
     usage: z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), totalTokens: z.number().int() }).nullable(),
+    fallback: z
+      .object({ from: z.string(), to: z.string(), reason: z.string() })
+      .nullable()
+      .meta({ description: 'the run went on on another model (PROVIDER_FALLBACKS): from and to are provider/model, reason why the first failed' }),
   }),
   "The chat's newest completion run (title suggestions are not counted).",
 ) satisfies z.ZodType<LastRun>;
@@ -115,53 +100,10 @@ export const chatDetail = named(
   z.object({ ...chatFields, messages: z.array(message), lastRun: lastRun.nullable() }),
 ) satisfies z.ZodType<ChatDetail>;
 
-const searchFields = {
-  id: z.string(),
-  title: nullableString,
-  query: nullableString,
-  createdAt: timestamp,
-  updatedAt: timestamp,
-  starred: z.boolean(),
-  starredAt: timestamp.nullable(),
-};
-export const searchSummary = named('SearchSummary', z.object(searchFields)) satisfies z.ZodType<SearchSummary>;
-
-export const searchResultItem = named(
-  'SearchResultItem',
-  z.object({
-    url: z.string(),
-    title: nullableString,
-    snippet: nullableString,
-    summary: nullableString,
-    publishedDate: nullableString,
-    author: nullableString,
-    score: z.number().nullable(),
-    favicon: nullableString,
-    image: nullableString,
-  }),
-) satisfies z.ZodType<SearchResultItem>;
-
-export const answerCitation = named(
-  'AnswerCitation',
-  z.object({ url: z.string(), title: nullableString, author: nullableString, publishedDate: nullableString, text: nullableString }),
-) satisfies z.ZodType<AnswerCitation>;
-
-export const searchDetail = named(
-  'SearchDetail',
-  z.object({
-    ...searchFields,
-    title: z.string(),
-    query: z.string(),
-    requestId: z.string(),
-    latencyMs: z.number().int(),
-    error: nullableString,
-    answerText: nullableString,
-    answerRequestId: nullableString,
-    answerCitations: z.array(answerCitation),
-    answerError: nullableString,
-    results: z.array(searchResultItem),
-  }),
-) satisfies z.ZodType<SearchDetail>;
+export const searchSummary = named('SearchSummary', domain.searchSummary);
+export const searchResultItem = named('SearchResultItem', domain.searchResultItem);
+export const answerCitation = named('AnswerCitation', domain.answerCitation);
+export const searchDetail = named('SearchDetail', domain.searchDetail);
 
 export const workspaceItem = named(
   'WorkspaceItem',
@@ -185,7 +127,7 @@ export const historyItem = named(
   ]),
 ) satisfies z.ZodType<HistoryItem>;
 
-export const usage = named('Usage', z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), totalTokens: z.number().int() }));
+export const usage = named('Usage', domain.usage);
 
 export const user = named(
   'User',

@@ -15,7 +15,7 @@ import type {
 } from 'openai/resources/chat/completions/completions';
 import { chatParts, toolMessageText, userAttachments } from './attachments.ts';
 import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
-import { createSession, eachFrame, type RoundCalls } from './session.ts';
+import { createSession, eachFrame, type RoundCalls, type RoundRetry } from './session.ts';
 import { idleLimit, openaiFrames, SseFrames, type IdleLimit } from './sse.ts';
 import {
   ProviderError,
@@ -48,13 +48,15 @@ export interface ChatCompletionsOptions {
   extraModel?: string;
   /** PROVIDER_TIMEOUT_MS: the longest a stream may go without a chunk that carries data (eachFrame). */
   idleMs?: number;
+  /** The resilience layer's retry loop (resilience/resilient.ts); none: one call per round. */
+  retry?: RoundRetry;
 }
 
 export function createChatCompletionsAdapter(opts: ChatCompletionsOptions): ProviderAdapter {
   const { name, client, extraModel } = opts;
   return {
     name,
-    startSession: (req) => createSession(name, req, new ChatRounds(opts, req)),
+    startSession: (req) => createSession(name, req, new ChatRounds(opts, req), opts.retry),
     async listModels(signal, listing) {
       let ids: string[];
       try {
@@ -98,8 +100,12 @@ export function customFrameText(frame: Loose): string | undefined {
 export function toChatMessages(req: CompletionRequest): ChatCompletionMessageParam[] {
   return req.messages.map((m): ChatCompletionMessageParam => {
     if (m.role === 'system') return { role: 'system', content: m.content };
-    if (m.role === 'assistant') return { role: 'assistant', content: m.content };
-    if (m.role === 'tool') return { role: 'user', content: toolMessageText(m) };
+    if (m.role === 'assistant') {
+      if (!m.toolCalls?.length) return { role: 'assistant', content: m.content };
+      const calls = m.toolCalls.map((c) => ({ id: c.callId, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
+      return { role: 'assistant', content: m.content || null, tool_calls: calls };
+    }
+    if (m.role === 'tool') return m.toolCallId !== undefined ? { role: 'tool', tool_call_id: m.toolCallId, content: m.content } : { role: 'user', content: toolMessageText(m) };
     const attachments = userAttachments(m);
     // Plain string content when there is nothing to attach: the widest-accepted form among compatible servers.
     return { role: 'user', content: attachments.length ? chatParts(m.content, attachments) : m.content };

@@ -73,6 +73,23 @@ function errorCode(err: Loose): string | undefined {
   return str(err?.code) ?? str(err?.type) ?? str(body?.code) ?? str(inner?.type) ?? str(body?.type);
 }
 
+/**
+ * The wait a provider asked for on an error answer, in ms: `retry-after-ms` (OpenAI's), else
+ * `retry-after` in seconds or as an HTTP date. Undefined when it named none or none readable.
+ */
+export function retryAfterOf(err: Loose): number | undefined {
+  const headers = err?.headers as { get?(name: string): string | null } | undefined;
+  const get = (name: string) => (typeof headers?.get === 'function' ? headers.get(name) : null);
+  const ms = Number.parseFloat(get('retry-after-ms') ?? '');
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const raw = get('retry-after');
+  if (raw === null) return undefined;
+  const seconds = Number.parseFloat(raw);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(raw);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
 /** Maps any thrown value to a ProviderError. Pass the request's signal: an aborted request always maps to an abort. */
 export function toProviderError(provider: ProviderName, err: unknown, signal?: AbortSignal): ProviderError {
   if (err instanceof ProviderError) return err;
@@ -86,23 +103,23 @@ export function toProviderError(provider: ProviderName, err: unknown, signal?: A
   if (err instanceof O.APIConnectionError || err instanceof A.APIConnectionError) {
     const cause = (e?.cause as Loose)?.message;
     const detail = str(cause) ? `: ${str(cause)}` : '';
-    return new ProviderError(`${provider} connection failed${detail}`, undefined, { cause: err });
+    return new ProviderError(`${provider} connection failed${detail}`, undefined, { cause: err, transient: true });
   }
   const status = typeof e?.status === 'number' ? e.status : undefined;
   const message = readable(providerMessage(e) ?? 'unknown error');
   if (status !== undefined) {
-    return new ProviderError(`${provider} error ${status}: ${message}`, status, { cause: err });
+    return new ProviderError(`${provider} error ${status}: ${message}`, status, { cause: err, retryAfterMs: retryAfterOf(e) });
   }
   if (err instanceof O.APIError || err instanceof A.APIError) {
     // Status-less APIError: an `error` event or `{"error":…}` frame inside a stream that had already begun.
     const code = errorCode(e);
-    return new ProviderError(`${provider} stream error${code ? ` (${code})` : ''}: ${message}`, undefined, { cause: err });
+    return new ProviderError(`${provider} stream error${code ? ` (${code})` : ''}: ${message}`, undefined, { cause: err, transient: true });
   }
   if (err instanceof SyntaxError) {
     return new ProviderError(`${provider} sent an unreadable stream frame: ${message}`, undefined, { cause: err });
   }
   // e.g. undici's `TypeError: terminated` when the connection drops mid-body.
-  return new ProviderError(`${provider} stream interrupted: ${message}`, undefined, { cause: err });
+  return new ProviderError(`${provider} stream interrupted: ${message}`, undefined, { cause: err, transient: true });
 }
 
 /**
@@ -113,7 +130,7 @@ export function toProviderError(provider: ProviderName, err: unknown, signal?: A
 export function truncatedStream(provider: ProviderName, sse?: SseFrames): ProviderError {
   const body = sse?.unframedJson();
   if (body !== undefined) return bodyError(provider, body) ?? new ProviderError(`${provider} sent JSON instead of an event stream: ${excerpt(body)}`);
-  return new ProviderError(`${provider} stream ended before the response was complete`);
+  return new ProviderError(`${provider} stream ended before the response was complete`, undefined, { transient: true });
 }
 
 /**

@@ -5,9 +5,9 @@ import { createChatCompletionsAdapter } from './chat-completions.ts';
 import { createProviderFetch } from './http-fetch.ts';
 import { createProviderA } from './provider-a.ts';
 import { createProviderB } from './provider-b.ts';
+import { createResilience, resilientProviders, retryLoop, settingsFrom, type Resilience, type ResilienceConfig } from './resilience/index.ts';
 import { Anthropic, OpenAI } from './sdks.ts';
 import type { ProviderAdapter, ProviderName } from './types.ts';
-import { withRetryEvents } from '../telemetry/retry-events.ts';
 import { capturingContent } from '../telemetry/tracing.ts';
 
 export { ProviderAbortError, isAbortError, toProviderError } from './errors.ts';
@@ -41,16 +41,17 @@ export type ProviderConfig = Pick<Config, 'PROVIDER_TIMEOUT_MS' | 'AGENT_PROVIDE
       | 'PROVIDER_HTTP2'
       | 'PROVIDER_H2C_ORIGINS'
     >
-  >;
+  > &
+  ResilienceConfig;
 
-export function createProviders(config: ProviderConfig): Map<ProviderName, ProviderAdapter> {
-  // SDK retries happen only before a stream has started, so they never duplicate streamed text.
-  // Tracing on: each retry is an event of the provider call's span (src/telemetry/retry-events.ts).
-  const fetch = withRetryEvents(createProviderFetch({ timeoutMs: config.PROVIDER_TIMEOUT_MS, http2: config.PROVIDER_HTTP2 ?? true, h2cOrigins: config.PROVIDER_H2C_ORIGINS }));
-  const common = { maxRetries: 2, timeout: config.PROVIDER_TIMEOUT_MS, fetch };
+/** `resilience`: the retry budget and breakers to share (tests pass their own; by default the thread's new one). */
+export function createProviders(config: ProviderConfig, resilience: Resilience = createResilience(settingsFrom(config))): Map<ProviderName, ProviderAdapter> {
+  // No SDK retries: the one retry loop is the resilience layer's (resilience/resilient.ts), under a budget.
+  const fetch = createProviderFetch({ timeoutMs: config.PROVIDER_TIMEOUT_MS, http2: config.PROVIDER_HTTP2 ?? true, h2cOrigins: config.PROVIDER_H2C_ORIGINS });
+  const common = { maxRetries: 0, timeout: config.PROVIDER_TIMEOUT_MS, fetch };
   // The transport's timeout counts bytes; a stream's keep-alives are bytes, so the adapters also fail a
   // stream that goes as long without an event that carries data.
-  const stream = { idleMs: config.PROVIDER_TIMEOUT_MS };
+  const stream = { idleMs: config.PROVIDER_TIMEOUT_MS, retry: retryLoop(resilience) };
   // null (not undefined) keeps the SDKs from picking up OPENAI_* / ANTHROPIC_* values from the environment.
   const openai = (apiKey: string, baseURL: string | undefined) =>
     new OpenAI({ apiKey, baseURL: baseURL ?? null, organization: null, project: null, ...common });
@@ -89,5 +90,5 @@ export function createProviders(config: ProviderConfig): Map<ProviderName, Provi
       }),
     );
   }
-  return map;
+  return resilientProviders(map, resilience);
 }

@@ -13,7 +13,7 @@ import type {
 } from 'openai/resources/responses/responses';
 import { responsesParts, toolMessageText, userAttachments } from './attachments.ts';
 import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
-import { createSession, eachFrame, type RoundCalls } from './session.ts';
+import { createSession, eachFrame, type RoundCalls, type RoundRetry } from './session.ts';
 import { idleLimit, openaiFrames, SseFrames, type IdleLimit } from './sse.ts';
 import {
   ProviderError,
@@ -44,11 +44,11 @@ export function isResponsesModel(id: string): boolean {
 }
 
 /** `idleMs` (PROVIDER_TIMEOUT_MS): the longest a stream may go without an event that carries data (eachFrame). */
-export function createProviderA(client: OpenAI, { idleMs }: { idleMs?: number } = {}): ProviderAdapter {
+export function createProviderA(client: OpenAI, { idleMs, retry }: { idleMs?: number; retry?: RoundRetry } = {}): ProviderAdapter {
   const idle = idleLimit(NAME, idleMs);
   return {
     name: NAME,
-    startSession: (req) => createSession(NAME, req, new ResponsesRounds(client, req, idle)),
+    startSession: (req) => createSession(NAME, req, new ResponsesRounds(client, req, idle), retry),
     async listModels(signal) {
       try {
         const ids: string[] = [];
@@ -140,8 +140,13 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
       input = [];
       for (const m of req.messages) {
         if (m.role === 'system') continue;
-        if (m.role === 'tool') input.push({ role: 'user', content: toolMessageText(m) });
-        else if (m.role === 'assistant') input.push({ role: 'assistant', content: m.content });
+        if (m.role === 'tool') {
+          if (m.toolCallId !== undefined) input.push({ type: 'function_call_output', call_id: m.toolCallId, output: m.content });
+          else input.push({ role: 'user', content: toolMessageText(m) });
+        } else if (m.role === 'assistant') {
+          if (m.content || !m.toolCalls?.length) input.push({ role: 'assistant', content: m.content });
+          for (const c of m.toolCalls ?? []) input.push({ type: 'function_call', call_id: c.callId, name: c.name, arguments: c.arguments });
+        }
         else input.push({ role: 'user', content: responsesParts(m.content, userAttachments(m)) });
       }
     }

@@ -11,7 +11,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { messagesBlocks, toolMessageText, userAttachments } from './attachments.ts';
 import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
-import { createSession, eachFrame, type RoundCalls } from './session.ts';
+import { createSession, eachFrame, type RoundCalls, type RoundRetry } from './session.ts';
 import { anthropicFrames, idleLimit, SseFrames, type IdleLimit } from './sse.ts';
 import {
   ProviderError,
@@ -47,11 +47,11 @@ function checkStop(stopReason: string | null, texted: boolean): void {
 }
 
 /** `idleMs` (PROVIDER_TIMEOUT_MS): the longest a stream may go without an event that carries data (eachFrame). */
-export function createProviderB(client: Anthropic, { idleMs }: { idleMs?: number } = {}): ProviderAdapter {
+export function createProviderB(client: Anthropic, { idleMs, retry }: { idleMs?: number; retry?: RoundRetry } = {}): ProviderAdapter {
   const idle = idleLimit(NAME, idleMs);
   return {
     name: NAME,
-    startSession: (req) => createSession(NAME, req, new MessagesRounds(client, req, idle)),
+    startSession: (req) => createSession(NAME, req, new MessagesRounds(client, req, idle), retry),
     async listModels(signal) {
       try {
         const ids: string[] = [];

@@ -5,6 +5,7 @@
 // bodies and whole responses (`text`, `json`, `arrayBuffer`) collect it. It is async-iterable too, so any
 // other consumer (the SDKs' `CancelReadableStream`, a `for await`) still works.
 
+import { ErrorCodes, ServiceError } from '../errors.ts';
 /** What the transport does for the body. */
 export interface BodySource {
   /** The consumer left before the end: stop the transfer (the connection must not be reused). */
@@ -21,9 +22,9 @@ export interface BodySource {
 export const MAX_WHOLE_BODY_BYTES = 32 * 1024 * 1024;
 
 /** The provider's whole body went past MAX_WHOLE_BODY_BYTES. */
-export class BodyTooLargeError extends Error {
+export class BodyTooLargeError extends ServiceError {
   constructor() {
-    super(`the provider's response body is larger than ${MAX_WHOLE_BODY_BYTES / 1024 / 1024} MB`);
+    super(ErrorCodes.PROVIDER_BODY_TOO_LARGE, `the provider's response body is larger than ${MAX_WHOLE_BODY_BYTES / 1024 / 1024} MB`);
     this.name = 'BodyTooLargeError';
   }
 }

@@ -15,18 +15,34 @@ export interface RoundCalls<Body> {
   streamed(body: Body, onText: TextSink, onHint: HintSink): Promise<RoundEnd>;
 }
 
-export function createSession<Body>(name: ProviderName, req: CompletionRequest, calls: RoundCalls<Body>): ProviderSession {
+/**
+ * Makes one round's provider call (`once`, which may be called again with the same body) as often as
+ * the resilience layer allows (resilience/resilient.ts): the one retry loop, the SDKs' own being off.
+ */
+export type RoundRetry = (provider: ProviderName, req: CompletionRequest, once: (onText: TextSink) => Promise<RoundEnd>, onText: TextSink) => Promise<RoundEnd>;
+
+export function createSession<Body>(name: ProviderName, req: CompletionRequest, calls: RoundCalls<Body>, retry?: RoundRetry): ProviderSession {
   const { signal } = req;
+  const mapped = (err: unknown): ProviderError =>
+    // An abort that lands as the body ends can surface as a cut stream: the signal decides.
+    signal.aborted && !isAbortError(err) ? new ProviderAbortError(name, { cause: signal.reason ?? err }) : toProviderError(name, err, signal);
   return {
     async round(toolResults, onText, onHint = ignoreHint) {
+      let body: Body;
       try {
-        const body = calls.body(toolResults);
-        return await (req.stream ? calls.streamed(body, onText, onHint) : calls.whole(body, onText));
+        body = calls.body(toolResults);
       } catch (err) {
-        // An abort that lands as the body ends can surface as a cut stream: the signal decides.
-        if (signal.aborted && !isAbortError(err)) throw new ProviderAbortError(name, { cause: signal.reason ?? err });
-        throw toProviderError(name, err, signal);
+        throw mapped(err);
       }
+      // The body is built once: a retry sends the same request again.
+      const once = async (sink: TextSink): Promise<RoundEnd> => {
+        try {
+          return await (req.stream ? calls.streamed(body, sink, onHint) : calls.whole(body, sink));
+        } catch (err) {
+          throw mapped(err);
+        }
+      };
+      return retry ? retry(name, req, once, onText) : once(onText);
     },
   };
 }

@@ -13,6 +13,10 @@ export interface ProviderMessage {
   content: string;
   name?: string | null;
   attachments?: Attachment[];
+  /** An assistant turn's function calls (an OpenAI client's history): sent back with their results. */
+  toolCalls?: ToolCallRequest[];
+  /** A tool message's answer to this call (Chat Completions `tool_call_id`, Responses `call_id`). */
+  toolCallId?: string;
 }
 
 /** A service-managed tool offered to the model (JSON-schema parameters). */
@@ -63,6 +67,15 @@ export interface RoundEnd {
   finishReason: string | null;
   /** The provider's final response object (non-streaming) or a compact summary (streaming). */
   raw: unknown;
+  /** The round went on on another model than the session's (PROVIDER_FALLBACKS). */
+  fallback?: FallbackNote;
+}
+
+/** A run that went on on another model: `from` and `to` are `provider/model`, `reason` the failure's message. */
+export interface FallbackNote {
+  from: string;
+  to: string;
+  reason: string;
 }
 
 /** Where a round's text goes: called synchronously, in order, with no await per delta. */
@@ -117,10 +130,27 @@ export interface ProviderAdapter {
 export class ProviderError extends ServiceError {
   readonly status: number | undefined;
   readonly timedOut: boolean;
-  constructor(message: string, status?: number, options?: { cause?: unknown; timedOut?: boolean }) {
+  /** The call never got a whole answer through (a reset, a cut stream, an in-stream error): worth another try. */
+  readonly transient: boolean;
+  /** What the provider asked to wait before another call (`retry-after-ms`, else `retry-after`). */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, status?: number, options?: { cause?: unknown; timedOut?: boolean; transient?: boolean; retryAfterMs?: number }) {
     super(ErrorCodes.PROVIDER, message, options);
     this.name = 'ProviderError';
     this.status = status;
     this.timedOut = options?.timedOut === true || status === 408;
+    this.transient = options?.transient === true || this.timedOut;
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+}
+
+/**
+ * A provider refused without a call: its circuit breaker is open (src/providers/resilience/breaker.ts)
+ * and the run has no fallback left. The client gets 503 with Retry-After, the time the breaker stays open.
+ */
+export class ProviderUnavailableError extends ProviderError {
+  constructor(provider: ProviderName, retryAfterMs: number) {
+    super(`${provider} is unavailable, retry later`, 503, { retryAfterMs });
+    this.name = 'ProviderUnavailableError';
   }
 }

@@ -104,7 +104,7 @@ export function chatRoutes(app: AppContext): Route[] {
           const existing = (metadata?.attachments as unknown[] | undefined) ?? [];
           metadata = { ...(metadata ?? {}), attachments: [...existing, ...body.attachments] };
         }
-        const stored = await appendMessages(pool, id, [{ role: body.role, content: body.content, name: body.name ?? null, metadata }], null, req.caller.userId);
+        const stored = await appendMessages(pool, id, [{ role: body.role, content: body.content, name: body.name ?? null, metadata }], req.caller.userId);
         if (!stored) throw notFound(CHAT_NOT_FOUND);
         reply.json(200, { message: stored[0] });
       },

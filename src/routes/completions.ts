@@ -189,7 +189,7 @@ export function completionRoutes(app: AppContext): Route[] {
 }
 
 /** A subscriber that hears nothing and leaves when the client does: what cancels a run nobody else can read. */
-function whileConnected(reply: Reply): Subscriber {
+export function whileConnected(reply: Reply): Subscriber {
   let hooks: Array<() => void> | null = [];
   const close = () => {
     const run = hooks;

@@ -99,7 +99,7 @@ export function searchRunRoutes(app: AppContext): Route[] {
   }
 
   /** A run request that joins none (none going here, and no other instance to hold one) may be refused before its body is read. */
-  const startsRun = (req: Req) => !runs.clustered && runs.supervisor.findNow('search', req.params.searchId!) === null;
+  const startsRun = (req: Req) => runs.wouldStart('search', req.params.searchId!);
 
   return [
     { method: 'POST', path: '/v1/searches/:searchId/run', handler: runWhole, startsRun },

@@ -70,8 +70,8 @@ export function systemRoutes(app: AppContext): Route[] {
         const search = historyQuery(req.query);
         const owner = req.caller.userId;
         const items = search
-          ? await searchHistory(app.pool, search.q, search.limit, undefined, owner)
-          : await listWorkspaceItems(app.pool, undefined, owner);
+          ? await searchHistory(app.pool, search.q, search.limit, owner)
+          : await listWorkspaceItems(app.pool, owner);
         reply.json(200, { items });
       },
     },

@@ -1,6 +1,6 @@
 // Managing users (docs/operations.md, "Users and single sign-on"): the admin token only. Keys are made here, shown once in
 // the answer, and stored as a hash; rotation, disabling and deletion are announced to every instance.
-import { ADMIN_USER_ID } from '../auth/caller.ts';
+import { ADMIN_USER_ID } from '../types.ts';
 import { newApiKey, keyHash } from '../auth/keys.ts';
 import type { AppContext } from '../context.ts';
 import { readJson } from '../http/body.ts';

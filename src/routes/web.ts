@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 import { notFound } from '../http/errors.ts';
 import type { Route } from '../http/router.ts';
 
@@ -23,7 +24,12 @@ export const VENDOR: Record<string, string> = {
   'vendor-highlight.css': '@highlightjs/cdn-assets/styles/github.min.css',
 };
 
-export class WebClientError extends Error {}
+export class WebClientError extends ServiceError {
+  constructor(message: string) {
+    super(ErrorCodes.WEB_CLIENT, message);
+    this.name = 'WebClientError';
+  }
+}
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -1,7 +1,7 @@
 // provider_c and provider_d: Chat Completions (POST /chat/completions), streaming and not, with
 // fragmented tool calls, the include_usage tail chunk, and provider_d's custom agent frames.
 import { readChatRequest, type ChatInput } from './chat-input.ts';
-import { retryHeaders, scriptedStatus } from './directives.ts';
+import { callFailure, resetConnection, streamDirective } from './faults.ts';
 import { openaiError, openaiNotFound, openaiPreamble, openaiScriptedMessage } from './errors.ts';
 import { newId, sendJson, unixNow } from './http.ts';
 import { beforeStatus } from './gates.ts';
@@ -24,9 +24,10 @@ export async function handleChat(ctx: Ctx): Promise<void> {
   const p = plan(input.conv, ctx.state.defaultReply);
   const d = p.directive;
   if (!(await beforeStatus(ctx.res, ctx.state.gates, d))) return;
-  const status = scriptedStatus(d, ctx.retryCount);
-  if (status !== null) return openaiError(ctx.res, status, { message: openaiScriptedMessage(status) }, retryHeaders(d));
-  new ChatRun(ctx, input, p).run();
+  const f = callFailure(ctx.state.faults, ctx, d);
+  if (f?.kind === 'reset') return resetConnection(ctx.res);
+  if (f?.kind === 'status') return openaiError(ctx.res, f.status, { message: openaiScriptedMessage(f.status) }, f.headers);
+  new ChatRun(ctx, input, { ...p, directive: streamDirective(d, f) }).run();
 }
 
 class ChatRun {

@@ -11,7 +11,9 @@ export interface DefaultReply {
   rate: number;
 }
 
-export class DefaultReplyConfigError extends Error {}
+export class DefaultReplyConfigError extends Error {
+  readonly code = 'SIM_ERR_DEFAULT_REPLY_CONFIG';
+}
 
 /** About what a streaming chat model shows on screen. */
 export const DEFAULT_RATE = 40;

@@ -12,6 +12,8 @@ export interface ToolScript {
 
 export interface Directive {
   reply?: string;
+  /** The answer (`reply` or the default) repeated, space-joined, and cut to exactly this many characters: a long answer from a short prompt. */
+  replyChars?: number;
   deltas?: number;
   rate?: number;
   stamp?: boolean;
@@ -21,6 +23,10 @@ export interface Directive {
   retryAfter?: number;
   retryAfterMs?: number;
   failAttempts?: number;
+  /** Close the connection before any response instead of answering (with `failAttempts`: that many times). */
+  reset?: boolean;
+  /** The scripted failures (`status`, `reset`, `failAfter`) hit only these upstreams; the others answer. */
+  failOn?: string[];
   failAfter?: number;
   failMode?: FailMode;
   firstByteDelayMs?: number;
@@ -58,6 +64,7 @@ const SIM_ALL = /(?:^|[ \t])SIM \{[^\n]*\}[ \t]*\r?$/gm;
 
 const NUMBER_FIELDS = [
   'deltas',
+  'replyChars',
   'rate',
   'toolRounds',
   'status',
@@ -73,7 +80,7 @@ const NUMBER_FIELDS = [
   'searchDelayMs',
   'answerDelayMs',
 ] as const;
-const BOOL_FIELDS = ['stamp', 'custom', 'echoSystem', 'echoInput', 'noUsage'] as const;
+const BOOL_FIELDS = ['stamp', 'custom', 'echoSystem', 'echoInput', 'noUsage', 'reset'] as const;
 const GATE_FIELDS = ['gate', 'searchGate', 'answerGate'] as const;
 const KNOWN = new Set<string>([
   ...NUMBER_FIELDS,
@@ -82,6 +89,7 @@ const KNOWN = new Set<string>([
   'reply',
   'tools',
   'failMode',
+  'failOn',
   'usage',
 ]);
 
@@ -124,6 +132,9 @@ function validate(raw: unknown): Directive | string {
   if (raw.gateEvery !== undefined && raw.gateAfter !== undefined) return `'gateEvery' and 'gateAfter' exclude each other`;
   if (raw.gateEvery !== undefined && (!Number.isInteger(raw.gateEvery) || (raw.gateEvery as number) < 1)) return `'gateEvery' must be a positive integer`;
   if (raw.reply !== undefined && typeof raw.reply !== 'string') return `'reply' must be a string`;
+  if (raw.replyChars !== undefined && (!Number.isInteger(raw.replyChars) || (raw.replyChars as number) < 1)) {
+    return `'replyChars' must be a positive integer`;
+  }
   if (raw.deltas !== undefined && (!Number.isInteger(raw.deltas) || (raw.deltas as number) < 1)) {
     return `'deltas' must be a positive integer`;
   }
@@ -132,6 +143,9 @@ function validate(raw: unknown): Directive | string {
   }
   if (raw.status !== undefined && ((raw.status as number) < 400 || (raw.status as number) > 599)) {
     return `'status' must be an HTTP error status (400-599)`;
+  }
+  if (raw.failOn !== undefined && (!Array.isArray(raw.failOn) || !raw.failOn.every((u) => typeof u === 'string'))) {
+    return `'failOn' must be an array of upstream names`;
   }
   if (raw.usage !== undefined) {
     const u = raw.usage;
@@ -152,23 +166,4 @@ function validate(raw: unknown): Directive | string {
   const d = raw as Directive;
   if (d.tools) d.tools = d.tools.map((t) => ({ name: t.name, args: t.args ?? {} }));
   return d;
-}
-
-/**
- * `failAttempts: n` limits a scripted `status` to the first n attempts, keyed by the SDKs'
- * X-Stainless-Retry-Count header, so a retry test can see a failure followed by a success while
- * keeping "same request, same answer".
- */
-export function scriptedStatus(d: Directive, retryCountHeader: string | undefined): number | null {
-  if (d.status === undefined) return null;
-  if (d.failAttempts === undefined) return d.status;
-  const attempt = Number.parseInt(retryCountHeader ?? '0', 10) || 0;
-  return attempt < d.failAttempts ? d.status : null;
-}
-
-export function retryHeaders(d: Directive): Record<string, string> {
-  const h: Record<string, string> = {};
-  if (d.retryAfter !== undefined) h['retry-after'] = String(d.retryAfter);
-  if (d.retryAfterMs !== undefined) h['retry-after-ms'] = String(d.retryAfterMs);
-  return h;
 }

@@ -6,7 +6,10 @@ import { randomBytes } from 'node:crypto';
 /** Bodies carry base64 images; the real APIs accept tens of MB, so the cap is generous. */
 const MAX_BODY = 64 * 1024 * 1024;
 
-export class BodyTooLarge extends Error {}
+export class BodyTooLarge extends Error {
+  /** A stable code, as the service's errors carry (the simulator imports nothing of the service's). */
+  readonly code = 'SIM_ERR_BODY_TOO_LARGE';
+}
 
 export function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {

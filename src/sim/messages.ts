@@ -1,5 +1,5 @@
 // provider_b: the Messages-style API (POST /v1/messages), streaming and not, with tool_use blocks.
-import { retryHeaders, scriptedStatus } from './directives.ts';
+import { callFailure, resetConnection, streamDirective } from './faults.ts';
 import { anthropicError, anthropicScriptedMessage } from './errors.ts';
 import { newId, ParseFailure, sendJson } from './http.ts';
 import { beforeStatus } from './gates.ts';
@@ -32,13 +32,14 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
   const p = continuation(input.conv, plan(input.conv, ctx.state.defaultReply));
   const d = p.directive;
   if (!(await beforeStatus(ctx.res, ctx.state.gates, d))) return;
-  const status = scriptedStatus(d, ctx.retryCount);
-  if (status !== null) return anthropicError(res, status, anthropicScriptedMessage(status), undefined, retryHeaders(d));
+  const f = callFailure(ctx.state.faults, ctx, d);
+  if (f?.kind === 'reset') return resetConnection(ctx.res);
+  if (f?.kind === 'status') return anthropicError(res, f.status, anthropicScriptedMessage(f.status), undefined, f.headers);
   // A refused request reads and writes no cache; an accepted one does, once, before its first byte.
   const cache = usePromptCache(ctx.state.promptCache, input.blocks, p.inputTokens);
   // A scripted `usage.cached` is read from the cache too (on top of what cache_control found).
   const read = Math.min(p.inputTokens - cache.write, cache.read + p.cachedTokens);
-  new MessageRun(ctx, input, p, { read, write: cache.write }).run();
+  new MessageRun(ctx, input, { ...p, directive: streamDirective(d, f) }, { read, write: cache.write }).run();
 }
 
 class MessageRun {

@@ -1,6 +1,6 @@
 // provider_a: the Responses-style API (POST /responses), streaming and not, with reasoning +
 // function-call rounds and stored responses for previous_response_id.
-import { retryHeaders, scriptedStatus } from './directives.ts';
+import { callFailure, resetConnection, streamDirective } from './faults.ts';
 import { openaiError, openaiNotFound, openaiPreamble, openaiScriptedMessage } from './errors.ts';
 import { isObject, newId, sendJson, unixNow } from './http.ts';
 import { beforeStatus } from './gates.ts';
@@ -21,11 +21,10 @@ export async function handleResponses(ctx: Ctx): Promise<void> {
   const p = plan({ system: input.system, turns: input.turns }, ctx.state.defaultReply);
   const d = p.directive;
   if (!(await beforeStatus(ctx.res, ctx.state.gates, d))) return;
-  const status = scriptedStatus(d, ctx.retryCount);
-  if (status !== null) {
-    return openaiError(ctx.res, status, { message: openaiScriptedMessage(status) }, retryHeaders(d));
-  }
-  new ResponseRun(ctx, input, p).run();
+  const f = callFailure(ctx.state.faults, ctx, d);
+  if (f?.kind === 'reset') return resetConnection(ctx.res);
+  if (f?.kind === 'status') return openaiError(ctx.res, f.status, { message: openaiScriptedMessage(f.status) }, f.headers);
+  new ResponseRun(ctx, input, { ...p, directive: streamDirective(d, f) }).run();
 }
 
 type Item = Record<string, unknown>;

@@ -110,7 +110,8 @@ export function plan(conv: Conversation, defaults: DefaultReply = { mode: 'echo'
   }
 
   const markdown = parsed.error === null && Object.keys(d).length === 0 && defaults.mode === 'markdown';
-  const text = parsed.error ?? (markdown ? markdownReply(parsed.rest) : replyText(d, conv, user, parsed.rest, lastOutput));
+  const reply = parsed.error ?? (markdown ? markdownReply(parsed.rest) : replyText(d, conv, user, parsed.rest, lastOutput));
+  const text = parsed.error === null && d.replyChars !== undefined ? lengthen(reply, d.replyChars) : reply;
   const deltas = splitDeltas(text, d.deltas, d.stamp === true);
   // The pace rides on the directive, which is what the stream writers read.
   const directive = markdown && defaults.rate > 0 ? { ...d, rate: defaults.rate } : d;
@@ -204,6 +205,14 @@ export function splitDeltas(text: string, count: number | undefined, stamped: bo
   // Code points can be fewer than code units: top up by repeating the last piece.
   while (pieces.length < count) pieces.push(pieces[pieces.length - 1]!);
   return { count, stamped: false, pieces, text: pieces.join('') };
+}
+
+/** `text` repeated, space-joined, and cut to `chars` UTF-16 code units (never inside a surrogate pair). */
+export function lengthen(text: string, chars: number): string {
+  const src = text === '' ? '.' : text;
+  const whole = src.length >= chars ? src : `${src} `.repeat(Math.ceil(chars / (src.length + 1)));
+  const cut = whole.slice(0, chars);
+  return /[\ud800-\udbff]$/.test(cut) ? `${cut.slice(0, -1)}.` : cut;
 }
 
 function wordChunks(text: string): string[] {

@@ -7,6 +7,7 @@ import { handleChat } from './chat-completions.ts';
 import { defaultReplyFromEnv, type DefaultReply } from './default-reply.ts';
 import { handleEngineA, handleEngineB } from './engines.ts';
 import { BodyTooLarge, isObject, ParseFailure, parseJsonBody, readBody, retryCount, sendJson } from './http.ts';
+import { parseFaults, type FaultSpec } from './faults.ts';
 import { handleMessages } from './messages.ts';
 import { handleModels, isModelsPath } from './models.ts';
 import { handlePages } from './pages.ts';
@@ -53,6 +54,10 @@ export interface SimHandle {
   openGate(name: string): void;
   /** How many calls are held at the gate `name` now. */
   heldAt(name: string): number;
+  /** Replaces the faults in force (as `POST /sim/faults`); an empty list clears them. */
+  setFaults(faults: FaultSpec[]): void;
+  /** Model calls (not model listings) `upstream` received so far, from the request log. */
+  calls(upstream: keyof SimUrls): number;
 }
 
 /** Path prefix → upstream, and the part of the prefix that belongs to the base URL. */
@@ -147,6 +152,8 @@ export async function startSimulator(opts: SimOptions = {}): Promise<SimHandle> 
     },
     openGate: (name) => state.gates.open(name),
     heldAt: (name) => state.gates.held(name),
+    setFaults: (faults) => state.faults.set(faults),
+    calls: (upstream) => requests.filter((r) => r.upstream === upstream && isModelCall(r)).length,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -162,8 +169,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: SimState
   const path = q < 0 ? url : url.slice(0, q);
   const search = q < 0 ? '' : url.slice(q);
   let body: unknown;
+  let raw: Buffer;
   try {
-    body = parseJsonBody(await readBody(req));
+    raw = await readBody(req);
+    body = parseJsonBody(raw);
   } catch (e) {
     if (e instanceof BodyTooLarge) return sendJson(res, 413, { error: 'request body too large' });
     throw e;
@@ -188,6 +197,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: SimState
   if (requests.length > LOG_MAX) requests.splice(0, requests.length - LOG_MAX / 2);
 
   if (path === '/__control' && req.method === 'POST') return control(res, state, body);
+  if (path === '/sim/faults') return faultsRoute(req.method ?? 'GET', res, state, body);
   if (!m) {
     if (path === '/' && req.method === 'GET') {
       const addr = req.socket.localAddress ?? '127.0.0.1';
@@ -204,6 +214,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: SimState
     upstream: m.upstream,
     state,
     retryCount: retryCount(req),
+    raw,
   };
   if (m.upstream.startsWith('provider_') && isModelsPath(ctx)) return handleModels(ctx);
   switch (m.upstream) {
@@ -222,6 +233,22 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: SimState
     case 'pages':
       return handlePages(ctx);
   }
+}
+
+/** A call for an answer, not for the model list or anything else. */
+export function isModelCall(r: Pick<SimRequestLog, 'method' | 'path'>): boolean {
+  return r.method === 'POST' && /\/(responses|messages|chat\/completions)$/.test(r.path);
+}
+
+/** `GET /sim/faults` lists the faults in force; `POST` replaces them (`{"clear":true}` or `DELETE` clears them). */
+function faultsRoute(method: string, res: ServerResponse, state: SimState, body: unknown): void {
+  if (method === 'DELETE') state.faults.clear();
+  else if (method === 'POST') {
+    const parsed = parseFaults(body);
+    if (typeof parsed === 'string') return sendJson(res, 400, { error: parsed });
+    state.faults.set(parsed);
+  } else if (method !== 'GET') return sendJson(res, 405, { error: 'use GET, POST or DELETE' });
+  sendJson(res, 200, { faults: state.faults.describe() });
 }
 
 /** Test-only switches: `{"failModels":["provider_a",…]}` (empty array restores), `{"reset":true}`. */

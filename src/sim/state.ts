@@ -2,6 +2,7 @@
 // and the context every route handler receives.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DefaultReply } from './default-reply.ts';
+import { Faults } from './faults.ts';
 import { Gates } from './gates.ts';
 import type { Turn } from './script.ts';
 
@@ -62,10 +63,13 @@ export class SimState {
   readonly promptCache = new Lru<true>(10_000);
   failModels = new Set<string>();
   readonly gates = new Gates();
+  /** Failures set by `POST /sim/faults`, and the attempt counts of `failAttempts`. */
+  readonly faults = new Faults();
   constructor(readonly defaultReply: DefaultReply) {}
 
   resetControls(): void {
     this.failModels = new Set();
+    this.faults.clear();
   }
 }
 
@@ -80,4 +84,6 @@ export interface Ctx {
   upstream: Upstream;
   state: SimState;
   retryCount: string | undefined;
+  /** The request body as received (identical retries are counted by it). */
+  raw: Buffer;
 }

@@ -16,7 +16,6 @@ import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { starJoin } from './stars-sql.ts';
 import { cleanText, isIssuedId, trimToNull } from './values.ts';
 import { noteRunWrites } from './first-analyze.ts';
-import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 export interface NewChat {
   /** Given when the caller must know the id before the row exists (a run registered under it); else a new UUID. */
@@ -34,7 +33,7 @@ export interface NewChat {
    */
   call?: { id: string; instanceId: string | null };
   /** The user the chat belongs to (the built-in admin when not given). */
-  owner?: string;
+  owner: string;
 }
 
 export interface ChatPatch {
@@ -111,7 +110,7 @@ function toStartRecord(input: NewChat): ChatStartRecord {
     msgs: messagesRows(input.messages ?? []),
     call_id: input.call.id,
     instance_id: input.call.instanceId,
-    owner_id: input.owner ?? ADMIN_USER_ID,
+    owner_id: input.owner,
   };
 }
 
@@ -127,7 +126,7 @@ async function createChatAlone(db: Queryable, input: NewChat): Promise<ChatSumma
     model,
     trimToNull(input.additionalSystemPrompt),
     input.enabledTools,
-    input.owner ?? ADMIN_USER_ID,
+    input.owner,
   ];
   if (messages.length) params.push(messagesParam(messages));
   if (input.call) {
@@ -141,7 +140,7 @@ async function createChatAlone(db: Queryable, input: NewChat): Promise<ChatSumma
 const GET_CHAT = `${SUMMARY} FROM chats c ${starJoin('chat', 'c')} WHERE c.id = $1 AND c.owner_id = $2`;
 
 /** The chat when it exists and belongs to `owner` (another user's chat reads as absent). */
-export async function getChat(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<ChatSummary | null> {
+export async function getChat(db: Queryable, id: string, owner: string): Promise<ChatSummary | null> {
   if (!isIssuedId(id)) return null;
   const { rows } = await db.query<ChatRow>(prepared(db, GET_CHAT), [id, owner]);
   return rows[0] ? toChatSummary(rows[0]) : null;
@@ -156,7 +155,7 @@ const GET_CHAT_DETAIL = `${SUMMARY},
       WHERE c.id = $1 AND c.owner_id = $2`;
 
 /** The chat with its transcript and its last run, read in one statement (one snapshot, one round trip). */
-export async function getChatDetail(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<ChatDetail | null> {
+export async function getChatDetail(db: Queryable, id: string, owner: string): Promise<ChatDetail | null> {
   if (!isIssuedId(id)) return null;
   const { rows } = await db.query<ChatRow & { messages: MessageRow[]; last_run: LastRunRow | null }>(prepared(db, GET_CHAT_DETAIL), [id, owner]);
   const row = rows[0];
@@ -164,19 +163,19 @@ export async function getChatDetail(db: Queryable, id: string, owner = ADMIN_USE
 }
 
 /** Newest updatedAt first. No limit unless given. */
-export async function listChats(db: Queryable, opts: { limit?: number; owner?: string } = {}): Promise<ChatSummary[]> {
+export async function listChats(db: Queryable, opts: { limit?: number; owner: string }): Promise<ChatSummary[]> {
   const { rows } = await db.query<ChatRow>(
     `${SUMMARY} FROM chats c ${starJoin('chat', 'c')}
       WHERE c.owner_id = $2
       ORDER BY c.updated_at DESC, c.id DESC
       LIMIT $1`,
-    [opts.limit ?? null, opts.owner ?? ADMIN_USER_ID],
+    [opts.limit ?? null, opts.owner],
   );
   return rows.map(toChatSummary);
 }
 
 /** Applies the given settings and bumps updatedAt. Null when the chat does not exist. */
-export async function updateChat(db: Queryable, id: string, patch: ChatPatch, owner = ADMIN_USER_ID): Promise<ChatSummary | null> {
+export async function updateChat(db: Queryable, id: string, patch: ChatPatch, owner: string): Promise<ChatSummary | null> {
   if (!isIssuedId(id)) return null;
   const params: unknown[] = [id, owner];
   const sets = ['updated_at = now()'];
@@ -198,7 +197,7 @@ export async function updateChat(db: Queryable, id: string, patch: ChatPatch, ow
 }
 
 /** Deletes the chat, its messages (cascade) and its project memberships. False when unknown. */
-export async function deleteChat(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<boolean> {
+export async function deleteChat(db: Queryable, id: string, owner: string): Promise<boolean> {
   if (!isIssuedId(id)) return false;
   const { rows } = await db.query<{ n: number }>(
     `WITH d AS (DELETE FROM chats WHERE id = $1 AND owner_id = $2 RETURNING id),
@@ -231,7 +230,7 @@ export interface ContinueChat {
   supplied?: boolean;
   call: { id: string; instanceId: string | null } | null;
   /** The user the chat belongs to: another user's chat reads as absent (the built-in admin when not given). */
-  owner?: string;
+  owner: string;
 }
 
 // The function of sql/012_start_in_one_statement.sql: finding the new messages of a supplied history
@@ -253,7 +252,7 @@ const startChatRunSql = variants((_, withCall) =>
 export async function startChatRun(db: Queryable, input: ContinueChat): Promise<number | null> {
   if (!isIssuedId(input.chatId)) return null;
   if (input.call) noteRunWrites(db, 1);
-  const params: unknown[] = [input.chatId, input.owner ?? ADMIN_USER_ID, input.provider, input.model, messagesParam(input.messages), input.supplied === true];
+  const params: unknown[] = [input.chatId, input.owner, input.provider, input.model, messagesParam(input.messages), input.supplied === true];
   if (input.call) params.push(input.call.id, input.call.instanceId);
   const { rows } = await db.query<{ token: number | null }>(prepared(db, startChatRunSql(false, Boolean(input.call))), params);
   return rows[0]!.token;
@@ -263,7 +262,7 @@ export async function startChatRun(db: Queryable, input: ContinueChat): Promise<
  * Sets the title only while it is still empty, atomically, so a title set by the user while a
  * suggestion was generating is never overwritten. Returns the chat as it then is, or null if unknown.
  */
-export async function setChatTitleIfEmpty(db: Queryable, chatId: string, title: string, owner = ADMIN_USER_ID): Promise<ChatSummary | null> {
+export async function setChatTitleIfEmpty(db: Queryable, chatId: string, title: string, owner: string): Promise<ChatSummary | null> {
   if (!isIssuedId(chatId)) return null;
   const clean = trimToNull(title);
   if (clean === null) return getChat(db, chatId, owner);

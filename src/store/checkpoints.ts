@@ -1,5 +1,7 @@
-// Checkpoints (sql/011_checkpoints.sql): the text running chat runs have streamed, written for all of
-// a host's runs in one statement per interval (group commit), so a crash loses at most an interval.
+// Checkpoints (sql/011_checkpoints.sql, sql/018_checkpoint_chunks.sql): the text running chat runs
+// have streamed, written for all of a host's runs in one statement per interval (group commit), so a
+// crash loses at most an interval. Each run's new text is a row of its own (a chunk), so a statement
+// costs what it adds, whatever the answer's length; recovery joins a call's chunks (recovery.ts).
 import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 
@@ -9,37 +11,51 @@ export interface CheckpointWrite {
   chatId: string;
   /** The run's fencing token: the text is written only while the chat still holds it. */
   runToken: number;
-  /** Characters (code points, as Postgres counts them) already checkpointed: `text` follows them. */
-  from: number;
+  /** Where `text` starts in the run's streamed text, in UTF-16 code units: the chunk's place and key. */
+  at: number;
   text: string;
   /** The run's traceparent, sent with its first checkpoint only (null otherwise, or tracing off). */
   trace?: string | null;
 }
 
-// Each member appends its new text to the first `from` characters already stored, so a statement
-// applied twice (its reply lost, then sent again) leaves the same text, and one never applied is
-// simply sent again from the same point. A member whose call has ended, whose chat a later run has
-// taken (its token), or whose stored text is shorter than `from` writes nothing and is not returned.
+// Each member's chunk is keyed by its call and place, so a statement applied twice (its reply lost,
+// then sent again from the same place, perhaps with more text) leaves one chunk there, the later one.
+// A member whose call has ended or whose chat a later run has taken (its token) writes nothing and is
+// not returned. The call row is updated first (its `checkpoint_at`: a lost call's latency runs to it),
+// which also takes its row lock: a concurrent end of the call either comes after this statement and
+// drops its chunks (the trigger of sql/018_checkpoint_chunks.sql), or before it, and nothing is written.
 // Calls are probed by `id = ANY(array)`, never by joining the unnest (see run-groups.ts on plans).
-const WRITE_CHECKPOINTS = `UPDATE llm_calls l
-       SET checkpoint_text = left(coalesce(l.checkpoint_text, ''), v.from_chars) || v.text,
-           checkpoint_token = v.token, checkpoint_at = now(), trace_parent = coalesce(v.trace, l.trace_parent)
-      FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[]) AS v(call_id, chat_id, token, from_chars, text, trace),
-           chats c
-     WHERE l.id = ANY ($1::text[]) AND l.id = v.call_id AND l.status = 'running'
-       AND c.id = v.chat_id AND c.run_token = v.token
-       AND length(coalesce(l.checkpoint_text, '')) >= v.from_chars
-    RETURNING l.id`;
+const WRITE_CHECKPOINTS = `WITH v AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[]) AS v(call_id, chat_id, token, pos, text, trace)
+     ),
+     live AS (
+       UPDATE llm_calls l SET checkpoint_token = v.token, checkpoint_at = now(), trace_parent = coalesce(v.trace, l.trace_parent)
+         FROM v, chats c
+        WHERE l.id = ANY ($1::text[]) AND l.id = v.call_id AND l.status = 'running'
+          AND c.id = v.chat_id AND c.run_token = v.token
+       RETURNING l.id
+     )
+     INSERT INTO llm_call_checkpoint_chunks (call_id, pos, text)
+     SELECT v.call_id, v.pos, v.text FROM v JOIN live ON live.id = v.call_id
+     ON CONFLICT (call_id, pos) DO UPDATE SET text = EXCLUDED.text
+     RETURNING call_id`;
 
-/** Writes every member's checkpoint in one statement; returns the ids of the calls written. */
+/** Writes every member's new text in one statement; returns the ids of the calls written. */
 export async function writeCheckpoints(db: Queryable, writes: readonly CheckpointWrite[]): Promise<Set<string>> {
-  const { rows } = await db.query<{ id: string }>(prepared(db, WRITE_CHECKPOINTS), [
+  const { rows } = await db.query<{ call_id: string }>(prepared(db, WRITE_CHECKPOINTS), [
     writes.map((w) => w.callId),
     writes.map((w) => w.chatId),
     writes.map((w) => w.runToken),
-    writes.map((w) => w.from),
+    writes.map((w) => w.at),
     writes.map((w) => w.text),
     writes.map((w) => w.trace ?? null),
   ]);
-  return new Set(rows.map((r) => r.id));
+  return new Set(rows.map((r) => r.call_id));
 }
+
+/**
+ * A call's checkpointed text as an SQL expression on the llm_calls row `alias`: what an instance of
+ * the version before sql/018 wrote in `checkpoint_text` (nothing since), then its chunks in order.
+ */
+export const checkpointedTextSql = (alias: string) =>
+  `coalesce(${alias}.checkpoint_text, '') || coalesce((SELECT string_agg(k.text, '' ORDER BY k.pos) FROM llm_call_checkpoint_chunks k WHERE k.call_id = ${alias}.id), '')`;

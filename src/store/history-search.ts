@@ -4,7 +4,6 @@
 // (Postgres splits q with the same parser it used on the documents, in history_tsquery) and only maps the
 // rows it gets back, cutting each snippet around the hit Postgres marked.
 import type { Queryable } from '../db/types.ts';
-import { ADMIN_USER_ID } from '../auth/caller.ts';
 import { sliceUnits } from '../text.ts';
 import type { ChatSummary, SearchSummary } from '../types.ts';
 import { toChatSummary, type ChatRow } from './chat-rows.ts';
@@ -127,14 +126,14 @@ interface HitRow extends ChatRow, SearchSummaryRow {
  * always among the candidates. `candidates` is the bound per field (tests make it small; null, LIMIT NULL,
  * ranks every match, as before sql/008, for the bench to compare).
  */
-export async function searchHistory(db: Queryable, q: string, limit: number, candidates: number | null = CANDIDATES, owner = ADMIN_USER_ID): Promise<HistoryItem[]> {
-  const { text, values } = historySearchStatement(q, limit, candidates, owner);
+export async function searchHistory(db: Queryable, q: string, limit: number, owner: string, candidates: number | null = CANDIDATES): Promise<HistoryItem[]> {
+  const { text, values } = historySearchStatement(q, limit, owner, candidates);
   const { rows } = await db.query<HitRow>(text, values);
   return rows.map(toHistoryItem);
 }
 
 /** The one statement searchHistory sends (exported so a test can EXPLAIN it and see the indexes used). */
-export function historySearchStatement(q: string, limit: number, candidates: number | null = CANDIDATES, owner = ADMIN_USER_ID): { text: string; values: unknown[] } {
+export function historySearchStatement(q: string, limit: number, owner: string, candidates: number | null = CANDIDATES): { text: string; values: unknown[] } {
   return { text: SEARCH_SQL, values: [q, limit, HEADLINE_OPTIONS, candidates, owner] };
 }
 

@@ -4,7 +4,6 @@
 import type { Queryable, QueryRunner } from '../db/types.ts';
 import type { RunStatus } from '../types.ts';
 import { toJson } from './values.ts';
-import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 const EXPIRED = `created_at < now() - interval '${IDEMPOTENCY_TTL_HOURS} hours'`;
@@ -18,7 +17,7 @@ export interface NewIdempotencyKey {
   chatId: string | null;
   callId: string | null;
   /** Keys are per user: the same key from two users is two keys (the built-in admin when not given). */
-  owner?: string;
+  owner: string;
 }
 
 export interface IdempotencyRecord {
@@ -68,13 +67,13 @@ export async function claimIdempotencyKey(db: Queryable, input: NewIdempotencyKe
         SET request_hash = EXCLUDED.request_hash, mode = EXCLUDED.mode, chat_id = EXCLUDED.chat_id,
             call_id = EXCLUDED.call_id, status = 'running', response = NULL, created_at = now()
       WHERE k.${EXPIRED}`,
-    [input.key, input.requestHash, input.mode, input.chatId, input.callId, input.owner ?? ADMIN_USER_ID],
+    [input.key, input.requestHash, input.mode, input.chatId, input.callId, input.owner],
   );
   return rowCount === 1;
 }
 
 /** The live (unexpired) record of `key` with its LlmCall's status, or null. */
-export async function readIdempotencyKey(db: Queryable, key: string, owner = ADMIN_USER_ID): Promise<IdempotencyRecord | null> {
+export async function readIdempotencyKey(db: Queryable, key: string, owner: string): Promise<IdempotencyRecord | null> {
   const { rows } = await db.query<Row>(
     `SELECT k.key, k.request_hash, k.mode, k.chat_id, k.call_id, k.status, k.response,
             (extract(epoch FROM now() - k.created_at) * 1000)::float8 AS age_ms,
@@ -104,17 +103,17 @@ export async function readIdempotencyKey(db: Queryable, key: string, owner = ADM
 /** Records how the key's run ended. Only the owner (same call) can finish it. */
 export async function finishIdempotencyKey(
   db: Queryable,
-  input: { key: string; callId: string | null; status: Exclude<RunStatus, 'running'>; response: unknown; owner?: string },
+  input: { key: string; callId: string | null; status: Exclude<RunStatus, 'running'>; response: unknown; owner: string },
 ): Promise<void> {
   await db.query(
     `UPDATE idempotency_keys SET status = $3, response = $4::jsonb
       WHERE owner_id = $5 AND key = $1 AND call_id IS NOT DISTINCT FROM $2 AND status = 'running'`,
-    [input.key, input.callId, input.status, toJson(input.response), input.owner ?? ADMIN_USER_ID],
+    [input.key, input.callId, input.status, toJson(input.response), input.owner],
   );
 }
 
 /** Forgets a claim whose run never started (a 4xx/5xx before launch), so the key can be used again. */
-export async function releaseIdempotencyKey(db: Queryable, key: string, callId: string | null, owner = ADMIN_USER_ID): Promise<void> {
+export async function releaseIdempotencyKey(db: Queryable, key: string, callId: string | null, owner: string): Promise<void> {
   await db.query(`DELETE FROM idempotency_keys WHERE owner_id = $3 AND key = $1 AND call_id IS NOT DISTINCT FROM $2 AND status = 'running'`, [
     key,
     callId,

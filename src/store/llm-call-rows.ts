@@ -25,7 +25,8 @@ export function lastRunSql(c: string): string {
   return `(SELECT json_build_object('id', l.id, 'provider', l.provider, 'model', l.model, 'status', l.status,
                                     'error', l.error, 'started_at', l.started_at, 'finished_at', l.finished_at,
                                     'latency_ms', l.latency_ms, 'input_tokens', l.input_tokens,
-                                    'output_tokens', l.output_tokens, 'total_tokens', l.total_tokens)
+                                    'output_tokens', l.output_tokens, 'total_tokens', l.total_tokens,
+                                    'fallback', (SELECT m.metadata->'fallback' FROM messages m WHERE m.id = l.message_id))
              FROM llm_calls l WHERE l.chat_id = ${c}.id AND l.purpose = 'completion'
             ORDER BY l.started_at DESC LIMIT 1) AS last_run`;
 }
@@ -34,6 +35,8 @@ export function lastRunSql(c: string): string {
 export type LastRunRow = Pick<LlmCallRow, 'id' | 'provider' | 'model' | 'status' | 'error' | 'latency_ms' | 'input_tokens' | 'output_tokens' | 'total_tokens'> & {
   started_at: string;
   finished_at: string | null;
+  /** The answer's metadata.fallback: the run went on on another model (PROVIDER_FALLBACKS). */
+  fallback?: LastRun['fallback'];
 };
 
 export function toLastRun(row: LastRunRow | null): LastRun | null {
@@ -51,5 +54,6 @@ export function toLastRun(row: LastRunRow | null): LastRun | null {
     finishedAt: isoOrNull(row.finished_at),
     latencyMs: row.latency_ms,
     usage,
+    fallback: row.fallback ?? null,
   };
 }

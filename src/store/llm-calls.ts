@@ -15,9 +15,9 @@ import { finishCalls, type FinishRecord, type FinishRow } from './run-groups.ts'
 import { cleanText, toJson } from './values.ts';
 import { noteRunWrites } from './first-analyze.ts';
 import { recoverLostCalls, type RecoveredRuns, type TransactionDb } from './recovery.ts';
-import { ADMIN_USER_ID } from '../auth/caller.ts';
 import { spentSql } from './day-tokens.ts';
 import { CHAT_NOT_FOUND } from '../messages.ts';
+import { ErrorCodes, ServiceError } from '../errors.ts';
 
 
 export { INTERRUPTED_ERROR } from './recovery.ts';
@@ -59,9 +59,9 @@ export function insertCallSql(chat: string, provider: string, model: string, id:
 }
 
 /** A call's chat was deleted before the call was recorded: to its caller, the spec's `chat not found`. */
-export class ChatGoneError extends Error {
+export class ChatGoneError extends ServiceError {
   constructor(readonly chatId: string) {
-    super(CHAT_NOT_FOUND);
+    super(ErrorCodes.CHAT_GONE, CHAT_NOT_FOUND);
     this.name = 'ChatGoneError';
   }
 }
@@ -81,7 +81,7 @@ export async function startLlmCall(
     /** `title`: a title suggestion, which chat.lastRun does not count as the chat's run. */
     purpose?: 'completion' | 'title';
     /** The user whose usage the call is (the built-in admin when not given). */
-    owner?: string;
+    owner: string;
   },
 ): Promise<string> {
   const id = input.id ?? randomUUID();
@@ -93,7 +93,7 @@ export async function startLlmCall(
       input.model,
       input.instanceId ?? null,
       input.purpose ?? 'completion',
-      input.owner ?? ADMIN_USER_ID,
+      input.owner,
     ]);
   } catch (err) {
     if (input.chatId !== null && (err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) throw new ChatGoneError(input.chatId);

@@ -6,7 +6,6 @@ import type { Message, Role } from '../types.ts';
 import { FencedWriteError } from './fencing.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { cleanText, isIssuedId, toJson } from './values.ts';
-import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 export interface NewMessage {
   role: Role;
@@ -58,8 +57,8 @@ export async function appendMessages(
   db: Queryable,
   chatId: string,
   msgs: readonly NewMessage[],
+  owner: string,
   runToken: number | null = null,
-  owner = ADMIN_USER_ID,
 ): Promise<Message[] | null> {
   if (!isIssuedId(chatId)) return null;
   if (msgs.length === 0) {

@@ -1,7 +1,7 @@
 // Recovery of the LlmCalls a dead instance left running: at the start of an instance with its
 // INSTANCE_ID (llm-calls.ts, markInterruptedLlmCalls), or by any live instance's sweeper once its
 // heartbeat stopped (instances.ts, sweepDeadInstances). Each such call is failed with an error that
-// starts with "instance lost", and a chat run's checkpointed text (sql/011_checkpoints.sql) becomes
+// starts with "instance lost", and a chat run's checkpointed text (sql/011_checkpoints.sql, its chunks joined: sql/018) becomes
 // its chat's assistant message with `metadata.interrupted` and `metadata.reason: "instance lost"`,
 // through the same statement that stores a drained or fenced run's partial answer (run-groups.ts).
 //
@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Queryable } from '../db/types.ts';
+import { checkpointedTextSql } from './checkpoints.ts';
 import { finishCalls, type FinishRecord } from './run-groups.ts';
 import { continueLostRun, type ContinuedRun } from './takeover.ts';
 
@@ -66,13 +67,15 @@ interface ClaimedRow {
 }
 
 // The latency of a lost call runs to its last checkpoint, the last moment it is known to have been alive.
+// Its text is its chunks joined (sql/018_checkpoint_chunks.sql), read here under the statement's
+// snapshot; the call's end (status failed) then drops them.
 const claimSql = (where: string) => `UPDATE llm_calls l
        SET status = 'failed', finished_at = now(), error = $1,
            latency_ms = (extract(epoch FROM coalesce(l.checkpoint_at, now()) - l.started_at) * 1000)::int
      WHERE l.id = ANY (ARRAY(
              SELECT c.id FROM llm_calls c WHERE c.status = 'running' AND (${where})
               ORDER BY c.id FOR UPDATE SKIP LOCKED))
-    RETURNING l.id, l.chat_id, l.instance_id, l.purpose, l.checkpoint_text, l.checkpoint_token, l.latency_ms AS latency,
+    RETURNING l.id, l.chat_id, l.instance_id, l.purpose, ${checkpointedTextSql('l')} AS checkpoint_text, l.checkpoint_token, l.latency_ms AS latency,
               l.provider, l.model, l.owner_id, l.continues_call_id, l.trace_parent`;
 
 // A search run of a lost instance (searches.run_instance_id, set while it runs) reads as failed with the

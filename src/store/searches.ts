@@ -7,7 +7,6 @@ import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } fr
 import { searchDetailColumns, searchSummaryColumns, toSearchDetail, toSearchSummary, type SearchDetailRow, type SearchSummaryRow } from './search-rows.ts';
 import { starJoin } from './stars-sql.ts';
 import { cleanText, isIssuedId, toJson, trimToNull } from './values.ts';
-import { ADMIN_USER_ID } from '../auth/caller.ts';
 import { ErrorCodes, ServiceError } from '../errors.ts';
 
 /** One run's outcome, stored over the previous one. `requestId` is null when the search call failed. */
@@ -41,19 +40,19 @@ const DETAIL = `SELECT ${searchDetailColumns('s')}, star.created_at AS starred_a
 
 export async function createSearch(
   db: Queryable,
-  input: { title?: string | null; query?: string | null; owner?: string } = {},
+  input: { title?: string | null; query?: string | null; owner: string },
 ): Promise<SearchSummary> {
   const query = trimToNull(input.query);
   const { rows } = await db.query<SearchSummaryRow>(
     `INSERT INTO searches (id, title, query, normalized_query, owner_id) VALUES ($1, $2, $3, $4, $5)
      RETURNING ${searchSummaryColumns('searches')}, NULL::timestamptz AS starred_at`,
-    [randomUUID(), trimToNull(input.title), query, query === null ? null : normalizeQuery(query), input.owner ?? ADMIN_USER_ID],
+    [randomUUID(), trimToNull(input.title), query, query === null ? null : normalizeQuery(query), input.owner],
   );
   return toSearchSummary(rows[0]!);
 }
 
 /** The search when it exists and belongs to `owner` (another user's search reads as absent). */
-export async function getSearch(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<SearchSummary | null> {
+export async function getSearch(db: Queryable, id: string, owner: string): Promise<SearchSummary | null> {
   if (!isIssuedId(id)) return null;
   const { rows } = await db.query<SearchSummaryRow>(
     `${SUMMARY} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1 AND s.owner_id = $2`,
@@ -63,7 +62,7 @@ export async function getSearch(db: Queryable, id: string, owner = ADMIN_USER_ID
 }
 
 /** The search with its stored run; a search never run gets the spec's string defaults ('' and 0). */
-export async function getSearchDetail(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<SearchDetail | null> {
+export async function getSearchDetail(db: Queryable, id: string, owner: string): Promise<SearchDetail | null> {
   if (!isIssuedId(id)) return null;
   const { rows } = await db.query<SearchDetailRow>(`${DETAIL} FROM searches s ${starJoin('search', 's')} WHERE s.id = $1 AND s.owner_id = $2`, [
     id,
@@ -73,19 +72,19 @@ export async function getSearchDetail(db: Queryable, id: string, owner = ADMIN_U
 }
 
 /** Newest updatedAt first. No limit unless given. */
-export async function listSearches(db: Queryable, opts: { limit?: number; owner?: string } = {}): Promise<SearchSummary[]> {
+export async function listSearches(db: Queryable, opts: { limit?: number; owner: string }): Promise<SearchSummary[]> {
   const { rows } = await db.query<SearchSummaryRow>(
     `${SUMMARY} FROM searches s ${starJoin('search', 's')}
       WHERE s.owner_id = $2
       ORDER BY s.updated_at DESC, s.id DESC
       LIMIT $1`,
-    [opts.limit ?? null, opts.owner ?? ADMIN_USER_ID],
+    [opts.limit ?? null, opts.owner],
   );
   return rows.map(toSearchSummary);
 }
 
 /** Deletes the search and its project memberships. False when unknown. */
-export async function deleteSearch(db: Queryable, id: string, owner = ADMIN_USER_ID): Promise<boolean> {
+export async function deleteSearch(db: Queryable, id: string, owner: string): Promise<boolean> {
   if (!isIssuedId(id)) return false;
   const { rows } = await db.query<{ n: number }>(
     `WITH d AS (DELETE FROM searches WHERE id = $1 AND owner_id = $2 RETURNING id),
@@ -100,7 +99,7 @@ export async function deleteSearch(db: Queryable, id: string, owner = ADMIN_USER
  * The most recently updated search whose query normalizes to the same text (`query` is normalized
  * here, so raw input is fine), without loading its results. Null when none.
  */
-export async function findLatestByNormalizedQuery(db: Queryable, query: string, owner = ADMIN_USER_ID): Promise<ReusableSearch | null> {
+export async function findLatestByNormalizedQuery(db: Queryable, query: string, owner: string): Promise<ReusableSearch | null> {
   const normalized = normalizeQuery(query);
   if (!normalized) return null;
   const { rows } = await db.query<SearchSummaryRow & { has_results: boolean }>(
@@ -124,9 +123,9 @@ export async function findLatestByNormalizedQuery(db: Queryable, query: string, 
  */
 export async function reuseOrCreateSearch(
   db: TransactionDb,
-  input: { title?: string | null; query: string; owner?: string },
+  input: { title?: string | null; query: string; owner: string },
 ): Promise<ReusableSearch & { reused: boolean }> {
-  const owner = input.owner ?? ADMIN_USER_ID;
+  const { owner } = input;
   const client = await db.connect();
   try {
     await client.query('BEGIN');
@@ -196,7 +195,7 @@ export async function recordSearchRunFailure(db: Queryable, id: string, mark: Se
  * clears the newer run's mark); null (the run could not mark) saves only while no run holds a mark.
  * Refused: SearchRunFencedError. Omitted: unfenced (a store outside a run).
  */
-export async function saveSearchRun(db: Queryable, id: string, run: SearchRun, owner = ADMIN_USER_ID, mark?: SearchRunMark | null): Promise<SearchDetail | null> {
+export async function saveSearchRun(db: Queryable, id: string, run: SearchRun, owner: string, mark?: SearchRunMark | null): Promise<SearchDetail | null> {
   if (!isIssuedId(id)) return null;
   const query = cleanText(run.query.trim());
   const { rows } = await db.query<SearchDetailRow>(

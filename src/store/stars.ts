@@ -6,7 +6,6 @@ import { chatColumns, toChatSummary, type ChatRow } from './chat-rows.ts';
 import { searchSummaryColumns, toSearchSummary, type SearchSummaryRow } from './search-rows.ts';
 import { STARRED_PROJECT, type ItemType } from './stars-sql.ts';
 import { isIssuedId } from './values.ts';
-import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 const ITEMS = {
   chat: { table: 'chats', columns: chatColumns('i') },
@@ -42,13 +41,13 @@ async function star<R>(db: Queryable, type: ItemType, id: string, starred: boole
 }
 
 /** Stars or unstars a chat; returns it as it now is, or null when unknown. */
-export async function starChat(db: Queryable, id: string, starred: boolean, owner = ADMIN_USER_ID): Promise<ChatSummary | null> {
+export async function starChat(db: Queryable, id: string, starred: boolean, owner: string): Promise<ChatSummary | null> {
   const row = await star<ChatRow>(db, 'chat', id, starred, owner);
   return row ? toChatSummary(row) : null;
 }
 
 /** Stars or unstars a search; returns it as it now is, or null when unknown. */
-export async function starSearch(db: Queryable, id: string, starred: boolean, owner = ADMIN_USER_ID): Promise<SearchSummary | null> {
+export async function starSearch(db: Queryable, id: string, starred: boolean, owner: string): Promise<SearchSummary | null> {
   const row = await star<SearchSummaryRow>(db, 'search', id, starred, owner);
   return row ? toSearchSummary(row) : null;
 }

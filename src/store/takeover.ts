@@ -1,8 +1,9 @@
-// Takeover (ARCHITECTURE.md, "Answers outlive their instance"): inside the recovery's transaction
+// Takeover (docs/operations.md, "Answers that outlive their instance"): inside the recovery's transaction
 // (recovery.ts), a lost provider_b chat run with checkpointed text is handed to this instance instead
 // of ending as interrupted text. One statement per run: the chat's next fencing token is taken (only
 // while the chat still holds the lost run's, i.e. no later run started on it), the continuing LlmCall
-// is inserted as running on this instance with the checkpointed text as its own first checkpoint, the
+// is inserted as running on this instance with the checkpointed text as its own first checkpoint (the
+// chunk at 0: the continuation's run streams that text first, and checkpoints what follows it), the
 // lost call's error says who continues it, and the run's Idempotency-Key points at the new call so that
 // a retry with it attaches. Because the new call is running here from the same commit on, this
 // instance dying before the continuation starts leaves it to the next recovery, as interrupted text
@@ -34,9 +35,12 @@ const CONTINUE_RUN = `WITH chat AS (
        UPDATE chats SET run_token = run_token + 1 WHERE id = $1 AND run_token = $2 RETURNING run_token
      ),
      call AS (
-       INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id, checkpoint_text, checkpoint_token, checkpoint_at, continues_call_id)
-       SELECT $3, $1, $4, $5, $6, $7, $8, chat.run_token, now(), $9 FROM chat
+       INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id, checkpoint_token, checkpoint_at, continues_call_id)
+       SELECT $3, $1, $4, $5, $6, $7, chat.run_token, now(), $9 FROM chat
        RETURNING id
+     ),
+     first_chunk AS (
+       INSERT INTO llm_call_checkpoint_chunks (call_id, pos, text) SELECT id, 0, $8 FROM call
      ),
      lost AS (
        UPDATE llm_calls SET error = $10 WHERE id = $9 AND EXISTS (SELECT 1 FROM call) RETURNING id

@@ -5,14 +5,13 @@ import type { WorkspaceItem } from '../types.ts';
 import { chatColumns, toChatSummary, type ChatRow } from './chat-rows.ts';
 import { toSearchSummary } from './search-rows.ts';
 import { starJoin } from './stars-sql.ts';
-import { ADMIN_USER_ID } from '../auth/caller.ts';
 
 /** The spec's cap, per kind. */
 export const WORKSPACE_LIMIT = 100;
 
 type WorkspaceRow = ChatRow & { type: 'chat' | 'search'; query: string | null };
 
-export async function listWorkspaceItems(db: Queryable, limitPerType = WORKSPACE_LIMIT, owner = ADMIN_USER_ID): Promise<WorkspaceItem[]> {
+export async function listWorkspaceItems(db: Queryable, owner: string, limitPerType = WORKSPACE_LIMIT): Promise<WorkspaceItem[]> {
   const { rows } = await db.query<WorkspaceRow>(
     `(SELECT 'chat' AS type, ${chatColumns('c')}, NULL::text AS query, star.created_at AS starred_at
         FROM chats c ${starJoin('chat', 'c')}

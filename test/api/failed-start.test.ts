@@ -90,7 +90,7 @@ describe('a start that fails half-way', () => {
       assert.equal(code, 1, out);
       assert.match(out, new RegExp(`failed to start: Redis is unavailable .*redis://127\\.0\\.0\\.1:${redis.port}`));
       assert.match(out, new RegExp(`port ${port} is free`));
-      assert.deepEqual(closedOrder(out), ['callers', 'supervisor', 'sse streams', 'cluster', 'write retries', 'heartbeat', 'control database', 'database', 'cpu pool', 'upstreams']);
+      assert.deepEqual(closedOrder(out), ['callers', 'supervisor', 'sse streams', 'provider resilience', 'cluster', 'write retries', 'heartbeat', 'control database', 'database', 'cpu pool', 'upstreams']);
       assert.doesNotMatch(out, /closing failed/);
     } finally {
       await redis.close();

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { readSse, sim, startTestServer, waitFor, type SseEvent, type TestServer } from '../helpers/server.ts';
+import { CHECKPOINTED_TEXT } from '../helpers/store.ts';
 import { gateName } from '../helpers/wait.ts';
 
 describe('faults', () => {
@@ -111,8 +112,8 @@ describe('an actor host that dies: what its runs had stored', () => {
     );
     await waitFor(() => events.filter((e) => e.event === 'delta').length === 3, 10_000, 'three deltas');
     const { chatId, callId } = events[0]!.data as { chatId: string; callId: string };
-    const call = async () => (await pool.query('SELECT status, error, checkpoint_text FROM llm_calls WHERE id = $1', [callId])).rows[0];
-    await waitFor(async () => Boolean((await call())?.checkpoint_text), 10_000, 'a checkpoint');
+    const call = async () => (await pool.query('SELECT status, error FROM llm_calls WHERE id = $1', [callId])).rows[0];
+    await waitFor(async () => Boolean((await pool.query(CHECKPOINTED_TEXT, [callId])).rows[0]?.checkpoint_text), 10_000, 'a checkpoint');
     const { supervisor } = t.server.ctx;
     // An unknown run kind throws inside the worker's message handler: an uncaught error kills it.
     const crash = supervisor.start({ kind: 'no_such_kind' as never, key: null, request: {} as never, ifRunning: 'reject', label: 'test' });

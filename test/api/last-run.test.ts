@@ -25,7 +25,8 @@ for (const v of runVariants()) {
       });
       assert.equal(r.status, 200);
       const run = (await chatOf(chatId)).lastRun;
-      assert.deepEqual(Object.keys(run).sort(), ['callId', 'error', 'finishedAt', 'latencyMs', 'model', 'provider', 'startedAt', 'status', 'usage']);
+      assert.deepEqual(Object.keys(run).sort(), ['callId', 'error', 'fallback', 'finishedAt', 'latencyMs', 'model', 'provider', 'startedAt', 'status', 'usage']);
+      assert.equal(run.fallback, null);
       assert.deepEqual([run.provider, run.model, run.status, run.error], ['provider_c', 'sim-c-large', 'succeeded', null]);
       assert.deepEqual(run.usage, r.body.usage);
       assert.ok(Number.isInteger(run.latencyMs) && run.latencyMs >= 0);

@@ -46,7 +46,7 @@ describe('two servers in one process', () => {
     simulator = await startSimulator({ defaultReply: { mode: 'echo' } });
     const dir = await migratedEmbeddedDataDir();
     cleanup = dir.cleanup;
-    const config = loadConfig({ ...simEnv(simulator), PORT: '0', HOST: '127.0.0.1', ACTOR_THREADS: '1', OVERLOAD_LAG_MS: '0', DATA_DIR: dir.dataDir });
+    const config = loadConfig({ ...simEnv(simulator), PORT: '0', HOST: '127.0.0.1', ACTOR_THREADS: '1', DATA_DIR: dir.dataDir });
     a = await startServer(config, { log: pino({ level: 'debug' }, { write: (line: string) => lines.push(line) }) });
     b = await startTestServer({ sim: simulator });
   });
@@ -72,6 +72,7 @@ describe('two servers in one process', () => {
       'callers',
       'supervisor',
       'sse streams',
+      'provider resilience',
       'cluster',
       'write retries',
       'heartbeat',

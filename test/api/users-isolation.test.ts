@@ -31,6 +31,9 @@ const NAMES_NONE = new Set([
   'GET /v1/chats', 'POST /v1/chats', 'GET /v1/searches', 'POST /v1/searches', 'GET /v1/models',
   'POST /v1/users', 'GET /v1/users', 'GET /v1/users/:userId', 'PATCH /v1/users/:userId', 'POST /v1/users/:userId/keys',
   'DELETE /v1/users/:userId', 'GET /v1/users/:userId/usage', 'GET /v1/usage', 'GET /', 'GET /assets/:version/:name', 'GET /metrics', 'GET /v1/openapi.json',
+  'GET /openai/v1/models', 'GET /openai/v1/models/:id', 'GET /openai/v1/models/:provider/:model', 'POST /openai/v1/chat/completions',
+  // A response of another user (by id, or as previous_response_id): test/api/openai-responses.test.ts.
+  'POST /openai/v1/responses', 'GET /openai/v1/responses/:id', 'POST /openai/v1/responses/:id/cancel',
 ]);
 
 /** Valid bodies of the routes that take one, so that only the owner check can refuse. */

@@ -3,7 +3,8 @@
 // itself runs in `make bench`; these pin its rules, and how repeated searches make one figure.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { capacityRatio, decisive, median, miss, nextK, searchOrder, spread, verdict } from '../../bench/load/capacity.ts';
+import { capacityRatio, decisive, median, miss, nextK, searchOrder, spread, spreadPct, verdict } from '../../bench/load/capacity.ts';
+import { pinPlan } from '../../bench/load/pin.ts';
 import type { Row } from '../../bench/load/measure.ts';
 
 const row = (o: Partial<Row>): Row => ({
@@ -79,14 +80,33 @@ test('the searches alternate between targets round by round, the floor searched 
   assert.deepEqual(searchOrder(['nginx', 'service'], 1).map((s) => `${s.target}${s.search}`), ['nginx1', 'service1']);
 });
 
-test('the capacity ratio is the service\'s median over nginx\'s, passing at 0.7', () => {
+test('the capacity ratio is the service\'s median over nginx\'s, passing at 0.6, each target\'s spread in % of its median', () => {
   const cap = (target: Row['target'], searches: number[], variant?: string): Row =>
     row({ target, scenario: 'capacity', capacityStreams: median(searches), capacitySearches: searches, capacitySpread: spread(searches), ...(variant ? { variant } : {}) });
   const r = capacityRatio([cap('floor', [2700]), cap('nginx', [1740, 2260, 2070]), cap('service', [1040, 1130, 1500]), cap('service', [3000, 3000, 3000], 'h2c')])!;
   assert.equal(r.ratio, 0.55);
   assert.equal(r.pass, false);
-  assert.deepEqual(r.service, { median: 1130, searches: [1040, 1130, 1500], spread: [1040, 1500] });
+  assert.deepEqual(r.service, { median: 1130, searches: [1040, 1130, 1500], spread: [1040, 1500], spreadPct: 33, atFloorCap: 0 });
   assert.deepEqual(r.nginx.spread, [1740, 2260]);
-  assert.equal(capacityRatio([cap('nginx', [1000, 1000, 1000]), cap('service', [700, 650, 900])])!.pass, true);
+  assert.equal(r.spreadsWithin, false);
+  const close = capacityRatio([cap('nginx', [1000, 1100, 950]), { ...cap('service', [620, 600, 640]), pinned: 'on CPU 0' }])!;
+  assert.equal(close.pass, true);
+  assert.equal(close.spreadsWithin, true);
+  assert.equal(close.pinned, 'on CPU 0');
+  assert.equal(capacityRatio([cap('nginx', [1000, 1000, 1000]), cap('service', [590, 650, 500])])!.pass, false);
   assert.equal(capacityRatio([cap('service', [700])]), null);
+});
+
+test('a spread is the farthest search from the median, in % of it', () => {
+  assert.equal(spreadPct([1230, 1040, 1135]), 8);
+  assert.equal(spreadPct([480, 570]), 9);
+  assert.equal(spreadPct([700]), 0);
+  assert.equal(spreadPct([0, 0, 100]), 100);
+});
+
+test('the search is pinned only with two cores or more and taskset there', () => {
+  const two = pinPlan(2, true);
+  assert.ok('note' in two && two.targetCpus === '0' && two.loadCpus === '1', JSON.stringify(two));
+  assert.match((pinPlan(1, true) as { none: string }).none, /1 core/);
+  assert.match((pinPlan(2, false) as { none: string }).none, /taskset/);
 });

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { clusterSuite, openStream, rebuilt, slow, startInstance, type Instance } from '../helpers/cluster.ts';
 import { simEnv, waitFor } from '../helpers/server.ts';
+import { CHECKPOINTED_TEXT } from '../helpers/store.ts';
 import { gateName } from '../helpers/wait.ts';
 
 const TTL_MS = 3000;
@@ -24,7 +25,7 @@ describe('cluster mode: a second process under a live instance’s INSTANCE_ID',
     const run = await openStream(live, '/v1/chat-completions/stream', slow(20, 0, {}, { gate, gateAfter: 3 }));
     const callId = run.meta.data.callId as string;
     const chatId = run.meta.data.chatId as string;
-    await waitFor(async () => ((await db.query('SELECT checkpoint_text FROM llm_calls WHERE id = $1', [callId])).rows[0]?.checkpoint_text ?? '') !== '', 30_000, 'a checkpoint');
+    await waitFor(async () => ((await db.query(CHECKPOINTED_TEXT, [callId])).rows[0]?.checkpoint_text ?? '') !== '', 30_000, 'a checkpoint');
 
     const duplicate = startInstance('dup', {
       HOST: '127.0.0.1',

@@ -1,4 +1,4 @@
-// Takeover (ARCHITECTURE.md, "Answers outlive their instance"), with real processes and a real
+// Takeover (docs/operations.md, "Answers that outlive their instance"), with real processes and a real
 // SIGKILL: two instances on one Postgres and one Redis; a provider_b stream (started with an
 // Idempotency-Key) and a provider_c stream run on i0, each held by a simulator gate after a few deltas,
 // with a client following the provider_b run through i1. Once both runs have checkpointed text, i0 is
@@ -15,6 +15,7 @@ import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { clusterSuite, rebuilt, slow, type ClusterSuite, type Instance } from '../helpers/cluster.ts';
 import { sqlRows } from '../helpers/pg-cluster.ts';
+import { CHECKPOINTED_TEXT } from '../helpers/store.ts';
 import { readSse, sim, type SseEvent } from '../helpers/server.ts';
 import { gateName, waitFor } from '../helpers/wait.ts';
 
@@ -39,7 +40,7 @@ async function startStream(inst: Instance, body: unknown, headers: Record<string
 }
 
 const checkpoint = async (suite: ClusterSuite, callId: string) =>
-  (await sqlRows(suite.cluster.databaseUrl, 'SELECT checkpoint_text FROM llm_calls WHERE id = $1', [callId]))[0]?.checkpoint_text ?? '';
+  (await sqlRows(suite.cluster.databaseUrl, CHECKPOINTED_TEXT, [callId]))[0]?.checkpoint_text ?? '';
 
 const chatOf = async (inst: Instance, chatId: string) => (await inst.call('GET', `/v1/chats/${chatId}`)).body.chat;
 

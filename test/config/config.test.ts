@@ -97,3 +97,21 @@ describe('CHAT_ENGINE_B_BASE_URL', () => {
     assert.equal(loadConfig({ CHAT_WEB_SEARCH_ENGINE: 'engine_b', NODE_ENV: 'production', CHAT_ENGINE_B_BASE_URL: 'http://search.internal:8888' }).CHAT_WEB_SEARCH_ENGINE, 'engine_b');
   });
 });
+
+describe('provider resilience', () => {
+  it('has the published defaults', () => {
+    const c = loadConfig({});
+    assert.deepEqual(
+      [c.PROVIDER_RETRIES, c.PROVIDER_RETRY_BASE_MS, c.PROVIDER_RETRY_MAX_WAIT_MS, c.PROVIDER_RETRY_BUDGET_PERCENT, c.PROVIDER_BREAKER_FAILURES, c.PROVIDER_BREAKER_OPEN_MS, c.PROVIDER_FALLBACKS],
+      [2, 250, 10_000, 20, 5, 15_000, {}],
+    );
+  });
+
+  it('reads PROVIDER_FALLBACKS as each provider\'s next model, and names what is wrong with a bad one', () => {
+    const c = loadConfig({ PROVIDER_FALLBACKS: ' provider_a=provider_c/sim-c-large ; provider_c=provider_b/sim-b-large;' });
+    assert.deepEqual(c.PROVIDER_FALLBACKS, { provider_a: { provider: 'provider_c', model: 'sim-c-large' }, provider_c: { provider: 'provider_b', model: 'sim-b-large' } });
+    for (const bad of ['provider_a=provider_x/m', 'provider_a=provider_a/m', 'provider_a=provider_c', 'provider_a=provider_c/m;provider_a=provider_b/m']) {
+      assert.match(configError({ PROVIDER_FALLBACKS: bad }), /^invalid configuration: PROVIDER_FALLBACKS: must be provider=provider\/model pairs joined by ';'/);
+    }
+  });
+});

@@ -1,8 +1,10 @@
 // The READMEs as a newcomer reads them: every link stays inside the repository and leads to a
-// file that is there, and the browser SSE client of docs/clients.md really works against the service, over a
+// file that is there, every repository path a doc or a source comment names is there (or, when it names
+// one dropped since, in git at the commit it cites), and the browser SSE client of docs/clients.md really works against the service, over a
 // stream that carries the `: open` comment and `: ping` heartbeats.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,6 +31,78 @@ describe('README links', () => {
         const resolved = path.resolve(path.dirname(path.join(root, file)), target);
         if (!resolved.startsWith(root)) problems.push(`${file}: ${target} leaves the repository`);
         else if (!existsSync(resolved)) problems.push(`${file}: ${target} does not exist`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+});
+
+/** The files whose prose names repository paths: the docs whole, and the comments of the code, SQL and scripts. */
+function citingFiles(): string[] {
+  const walk = (dir: string): string[] =>
+    readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((e) =>
+      e.name === 'node_modules' ? [] : e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)],
+    );
+  const docs = readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => path.join('docs', f));
+  const code = ['src', 'actors', 'bench', 'test', 'sql'].flatMap(walk).filter((f) => /\.(ts|mts|mjs|cjs|sql)$|README\.md$/.test(f));
+  return ['README.md', ...docs, ...code, 'Makefile', '.ci/run', 'tsconfig.json'];
+}
+
+/** What of `text` is prose: a Markdown file whole, else its comment lines (and a line's trailing comment). */
+function prose(file: string, text: string): string {
+  if (file.endsWith('.md')) return text;
+  const comment = file.endsWith('.sql') ? /^\s*--|\s--\s/ : /^\s*(\/\/|\*|\/\*|#)|\s\/\/\s/;
+  return text
+    .split('\n')
+    .map((line) => (comment.test(line) ? line : ''))
+    .join('\n');
+}
+
+const CITED = /(?<![\w./-])(?:src|actors|bench|test|docs|sql|web|deploy|\.ci)\/[\w.@-]+(?:\/[\w.@-]+)*/g;
+/** Not cited as a file: written by a run (git ignores them), or a pattern (`bench/results.*`, `sql/NNN_name.sql`). */
+const NOT_A_FILE = /^(bench\/out|data)(\/|$)/;
+
+/** Whether `cited` names a file or folder of the repository (a module or a test file may be named without its .ts or .test.ts, a migration by its number). */
+function cites(cited: string): boolean {
+  if (['', '.ts', '.test.ts'].some((ext) => existsSync(path.join(root, cited + ext)))) return true;
+  const migration = /^sql\/(\d{3})$/.exec(cited);
+  return migration !== null && readdirSync(path.join(root, 'sql')).some((f) => f.startsWith(`${migration[1]}_`));
+}
+
+/** A path dropped since, named near the commit that has it ("… in git at d8cf097"): true when git has it there. */
+function inGitAt(cited: string, around: string): boolean {
+  return [...around.matchAll(/\bat\s+([0-9a-f]{7,40})\b/g)].some(([, commit]) => {
+    try {
+      execFileSync('git', ['cat-file', '-e', `${commit}:${cited}`], { cwd: root, stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe('paths the docs and the comments name', () => {
+  it('are files of the repository (or, dropped since, in git at the commit they cite)', async () => {
+    const problems: string[] = [];
+    for (const file of citingFiles()) {
+      const text = prose(file, await readFile(path.join(root, file), 'utf8'));
+      for (const m of text.matchAll(CITED)) {
+        const cited = m[0].replace(/[.,:;]+$/, '');
+        const next = text[m.index + m[0].length];
+        if (NOT_A_FILE.test(cited) || /NNN/.test(cited) || next === '*' || next === '{') continue;
+        if (cites(cited) || inGitAt(cited, text.slice(Math.max(0, m.index - 300), m.index + 300))) continue;
+        problems.push(`${file}: ${cited}`);
+      }
+      // A root document by its name (README.md, a design file that is not in the repository).
+      for (const m of text.matchAll(/(?<![\w./-])([A-Z][A-Z_-]+\.md)\b/g)) if (!existsSync(path.join(root, m[1]!))) problems.push(`${file}: ${m[1]}`);
+      // A section cited by its heading, or the heading's part before a colon: (docs/operations.md, "Answers that outlive their instance").
+      for (const m of text.matchAll(/\b(docs\/[\w-]+\.md|README(?:\.md)?),? "([^"]+)"/g)) {
+        const doc = m[1]!.startsWith('README') ? 'README.md' : m[1]!;
+        if (!existsSync(path.join(root, doc))) continue;
+        const headings = (await readFile(path.join(root, doc), 'utf8')).split('\n').filter((l) => l.startsWith('#'));
+        const cited = m[2]!.replace(/\s+/g, ' ');
+        const named = (h: string) => [h.replace(/^#+\s*/, '').trim(), h.replace(/^#+\s*/, '').split(':')[0]!.trim()].includes(cited);
+        if (!headings.some(named)) problems.push(`${file}: ${doc} has no section "${m[2]}"`);
       }
     }
     assert.deepEqual(problems, []);

@@ -51,6 +51,9 @@ export async function startCluster(o: ClusterOptions): Promise<TestCluster> {
     REDIS_URL: o.redisUrl,
     REDIS_KEY_PREFIX: o.prefix,
     INSTANCE_ID: id,
+    // As startTestServer: quick retries, no breakers unless a test sets them.
+    PROVIDER_RETRY_BASE_MS: '1',
+    PROVIDER_BREAKER_FAILURES: '0',
     ...simEnv(o.sim),
     ...o.env,
   });

@@ -10,6 +10,8 @@ export interface Counted<T> {
   value: T;
   /** The text of each query sent, in order. */
   queries: string[];
+  /** The parameters of each, in the same order (undefined: none). */
+  params: Array<unknown[] | undefined>;
   /** Clients checked out by the caller (a transaction), beside the ones `query` takes itself. */
   checkouts: number;
 }
@@ -18,11 +20,13 @@ export async function countQueries<T>(pool: Queryable, fn: () => Promise<T>): Pr
   const p = pool as unknown as { query: Method; connect: Method };
   const { query, connect } = p;
   const queries: string[] = [];
+  const params: Array<unknown[] | undefined> = [];
   let checkouts = 0;
   // pg's pool.query checks a client out itself, synchronously: only the other checkouts are a caller's.
   let inQuery = false;
   p.query = (text, ...rest) => {
     queries.push(typeof text === 'string' ? text : (text as { text: string }).text);
+    params.push((typeof text === 'string' ? rest[0] : ((text as { values?: unknown[] }).values ?? rest[0])) as unknown[] | undefined);
     inQuery = true;
     try {
       return query.call(pool, text, ...rest);
@@ -32,7 +36,7 @@ export async function countQueries<T>(pool: Queryable, fn: () => Promise<T>): Pr
   };
   p.connect = (...a) => (inQuery || checkouts++, connect.apply(pool, a));
   try {
-    return { value: await fn(), queries, checkouts };
+    return { value: await fn(), queries, params, checkouts };
   } finally {
     delete (p as Partial<typeof p>).query;
     delete (p as Partial<typeof p>).connect;

@@ -20,9 +20,9 @@ export interface ServiceProcess {
 export function startService(env: Record<string, string>, startTimeoutMs = 100_000): Promise<ServiceProcess> {
   const child = spawn(process.execPath, entryArgs('src/main.ts'), {
     cwd: root,
-    // Overload shedding off unless a test sets it: on a machine shared with other suites its 503s would be
-    // noise. An unkeyed service serves from its own simulator: its instant one-line answer keeps tests fast.
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', OVERLOAD_LAG_MS: '0', OVERLOAD_START_BACKLOG: '0', OVERLOAD_BUSY_PERCENT: '0', SIM_DEFAULT_REPLY: 'echo', ...env },
+    // The admission's defaults, as a deployment has them. An unkeyed service serves from its own
+    // simulator: its instant one-line answer keeps tests fast.
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SIM_DEFAULT_REPLY: 'echo', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -2,12 +2,14 @@
 // chat, reads one LlmCall, or stars without returning the item. Kept here so src/ holds no dead code.
 import type { Queryable } from '../../src/db/types.ts';
 import type { ProviderName } from '../../src/providers/types.ts';
+import { checkpointedTextSql } from '../../src/store/checkpoints.ts';
 import { type LlmCallRow } from '../../src/store/llm-call-rows.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from '../../src/store/message-rows.ts';
 import { type ItemType } from '../../src/store/stars-sql.ts';
 import { isIssuedId, iso, isoOrNull } from '../../src/store/values.ts';
 import { starChat, starSearch } from '../../src/store/stars.ts';
 import type { Message, RunStatus } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 /** One LlmCall as stored (the spec leaves its fields open). */
 export interface LlmCall {
@@ -58,7 +60,7 @@ export async function listMessages(db: Queryable, chatId: string): Promise<Messa
 
 /** Idempotent. False when the item does not exist. */
 export async function setStarred(db: Queryable, type: ItemType, id: string, starred: boolean): Promise<boolean> {
-  const item = type === 'chat' ? await starChat(db, id, starred) : await starSearch(db, id, starred);
+  const item = type === 'chat' ? await starChat(db, id, starred, ADMIN_USER_ID) : await starSearch(db, id, starred, ADMIN_USER_ID);
   return item !== null;
 }
 
@@ -72,3 +74,9 @@ export async function storedRows(db: Queryable): Promise<Record<string, number>>
   );
   return rows[0]!;
 }
+
+/**
+ * A call's checkpointed text, its chunks joined as recovery reads them (`checkpoint_text`, $1 the call):
+ * '' when nothing was checkpointed, and once the call has ended (its chunks go with it).
+ */
+export const CHECKPOINTED_TEXT = `SELECT ${checkpointedTextSql('l')} AS checkpoint_text FROM llm_calls l WHERE l.id = $1`;

@@ -1,16 +1,18 @@
 // Refusals that the supervisor's counts decide, on a real uWS app with the real router, early refusal,
 // admission and supervisor.
-// - Overload by backlog (OVERLOAD_START_BACKLOG): the actor host reads nothing of its mailbox until the
-//   test lets it (a thread busy elsewhere), so the starts handed to it wait at a known point. While as
-//   many wait as the bound, a start is answered 503 with the contract's message and Retry-After, from
-//   its headers or, for one whose body was already on its way, after it; once the host takes them up,
-//   starts are taken.
+// - Overload, a flood that lasts: the actor host reads nothing of its mailbox until the test lets it (a
+//   thread busy elsewhere), so the starts handed to it stay in flight at a known point. Starts past the
+//   limit are taken and wait their turn; once the oldest waiting has waited longer than the queue's
+//   interval (the test's clock), a start is answered 503 with the contract's message and Retry-After,
+//   from its headers or, for one whose body was already on its way, after it; once the host takes them
+//   up and the queue drains, starts are taken.
 // - Capacity (MAX_ACTIVE_RUNS): at the limit a start is answered from its headers too, with the
 //   capacity message; once a run ends, starts are taken.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { Admission } from '../../src/admission.ts';
+import { Admission } from '../../src/admission/admission.ts';
+import { QUEUE_DEFAULTS } from '../../src/admission/start-queue.ts';
 import { ADMIN_CALLER } from '../../src/auth/caller.ts';
 import { CpuPool } from '../../src/cpu-pool.ts';
 import { BodyPool } from '../../src/http/body-pool.ts';
@@ -34,7 +36,7 @@ function holdRoute(sup: ReturnType<typeof supervisor>['sup'], onHandled: () => v
     handler: async (req, reply) => {
       await req.body();
       onHandled();
-      const started = sup.start({ kind: 'hold', key: `hold-${++n}`, request: { until: null }, ifRunning: 'reject' });
+      const started = sup.start({ kind: 'hold', key: `hold-${++n}`, request: { until: null }, ifRunning: 'reject', owner: req.caller.userId });
       if (!started.ok) throw outcomeError(started);
       reply.json(200, { runId: started.handle.runId });
     },
@@ -70,27 +72,31 @@ function serving(admission: Admission, sup: ReturnType<typeof supervisor>['sup']
 /** Headers and the first byte of a start's body; the rest follows when the test sends it. */
 const startHead = `POST /v1/start HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{`;
 
-describe('refusal while starts wait for the actor threads', () => {
-  const admission = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadStartBacklog: BOUND });
+describe('refusal of a flood that lasts while starts wait for the actor threads', () => {
+  const clock = { t: 0 };
+  const admission = new Admission({ maxActiveRuns: 100, adaptive: true, now: () => clock.t, limit: { initial: BOUND, min: BOUND, max: BOUND } });
   const { sup, hosts } = supervisor({ held: true, admission });
   admission.watchRuns(sup);
   const served = serving(admission, sup);
+  const WAITING = 3;
 
-  it('refuses at the bound, from the headers and after a body, and takes starts again once the host has taken them up', async () => {
+  it('takes a burst past the limit, refuses once its oldest start has waited the interval, and takes starts again once the queue drained', async () => {
     // A start whose body is still coming passes the early check while nothing waits.
     const late = net.connect(served.port, '127.0.0.1');
     let lateAnswer = '';
     late.on('data', (d) => (lateAnswer += d.toString('latin1')));
     late.write(startHead);
 
-    for (let i = 0; i < BOUND; i++) assert.equal((await rawExchange(served.port, start)).status, 200, `start ${i + 1} of the bound`);
-    assert.equal(sup.startBacklog, BOUND, 'both wait in the host\'s mailbox');
+    for (let i = 0; i < BOUND + WAITING; i++) assert.equal((await rawExchange(served.port, start)).status, 200, `start ${i + 1}`);
+    assert.equal(sup.startBacklog, BOUND, 'the limit\'s worth in the host\'s mailbox');
+    assert.equal(admission.waiting, WAITING, 'the rest wait their turn');
 
+    clock.t += QUEUE_DEFAULTS.intervalMs + 1;
     const refused = await rawExchange(served.port, start);
     assert.equal(refused.status, 503, refused.head);
     assert.deepEqual(JSON.parse(refused.body), { message: 'server is overloaded, retry later' });
     assert.match(refused.head, /\r\nretry-after: 1\r\n/i);
-    assert.equal(served.handled, BOUND, 'refused from its headers: the handler never ran');
+    assert.equal(served.handled, BOUND + WAITING, 'refused from its headers: the handler never ran');
     assert.equal(admission.refused.overload, 1);
 
     // The body of the start that came before the bound was reached: the supervisor's own decision refuses it.
@@ -103,15 +109,15 @@ describe('refusal while starts wait for the actor threads', () => {
     assert.equal(admission.refused.overload, 2);
 
     hosts.deliver();
-    await waitFor(() => sup.startBacklog === 0, 10_000, 'the host to take the starts up');
+    await waitFor(() => sup.startBacklog === 0 && admission.waiting === 0, 10_000, 'the host to take every start up');
     assert.equal((await rawExchange(served.port, start)).status, 200, 'taken again');
-    assert.equal(sup.activeCount, BOUND + 1);
+    assert.equal(sup.activeCount, BOUND + WAITING + 1);
   });
 });
 
 describe('refusal at MAX_ACTIVE_RUNS', () => {
   const LIMIT = 2;
-  const admission = new Admission({ maxActiveRuns: LIMIT, overloadLagMs: 0, overloadStartBacklog: 0 });
+  const admission = new Admission({ maxActiveRuns: LIMIT, adaptive: true });
   const { sup } = supervisor({ maxActiveRuns: LIMIT, admission });
   admission.watchRuns(sup);
   const served = serving(admission, sup);

@@ -1,11 +1,12 @@
 // The refusal of a start before its body is read (src/http/early-refusal.ts), on a real uWS app with
-// the real router and admission: while draining or overloaded, a start route answers from the
-// headers alone (a body that never finishes still gets its 503, and the handler never runs); a start
-// carrying an Idempotency-Key, which may be the retry of a running run, goes the ordinary way.
+// the real router and admission: while draining, or shedding a flood the caller is part of, a start
+// route answers from the headers alone (a body that never finishes still gets its 503, and the
+// handler never runs); another user's start is taken; a start carrying an Idempotency-Key, which may
+// be the retry of a running run, goes the ordinary way.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { LagBoard, REPORT_MS } from '../../actors/lag-report.ts';
-import { Admission } from '../../src/admission.ts';
+import { Admission } from '../../src/admission/admission.ts';
+import { QUEUE_DEFAULTS } from '../../src/admission/start-queue.ts';
 import { ADMIN_CALLER } from '../../src/auth/caller.ts';
 import { CpuPool } from '../../src/cpu-pool.ts';
 import { BodyPool } from '../../src/http/body-pool.ts';
@@ -24,10 +25,10 @@ const whole = (headers = '') => `POST /v1/start HTTP/1.1\r\nhost: x\r\ncontent-t
 describe('early refusal of starts', () => {
   let listen: us_listen_socket;
   let port: number;
-  let clock = 0;
-  const board = new LagBoard(() => clock);
-  const admission = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadBusyPercent: 80 });
-  admission.watch(board);
+  const clock = { t: 0 };
+  const admission = new Admission({ maxActiveRuns: 100, adaptive: true, now: () => clock.t, limit: { initial: 1, min: 1, max: 1 } });
+  /** `Bearer other` is another user than the admin. */
+  const authenticate = (authorization: string) => (authorization === 'Bearer other' ? { ...ADMIN_CALLER, userId: 'other', admin: false } : ADMIN_CALLER);
   /** Bodies the start handler has read to the end. */
   const handled: number[] = [];
 
@@ -49,23 +50,25 @@ describe('early refusal of starts', () => {
         },
         { method: 'GET', path: '/v1/other', handler: (_req, reply) => reply.json(200, { other: true }) },
       ],
-      { defaultBodyLimit: 1 << 20, bodies: new BodyPool(new CpuPool()), authenticate: () => ADMIN_CALLER, onError: (err) => err as never, shed: startShedding(admission) },
+      { defaultBodyLimit: 1 << 20, bodies: new BodyPool(new CpuPool()), authenticate, onError: (err) => err as never, shed: startShedding(admission) },
     );
     listen = await listenExclusive(app, '127.0.0.1', 0);
     port = uws.us_socket_local_port(listen);
   });
   after(() => uws.us_listen_socket_close(listen));
 
-  it('takes starts the ordinary way while on time', async () => {
-    board.fold(0);
+  it('takes starts the ordinary way while no flood is judged to last', async () => {
     const res = await rawExchange(port, whole());
     assert.equal(res.status, 200, res.head);
     assert.deepEqual(handled, [2]);
   });
 
-  it('answers an overloaded start at once, without its body, from a stall the board has not folded yet', async () => {
-    // The main loop last folded at 0; a question asked REPORT_MS + 150 ms later finds it 150 ms late.
-    clock += REPORT_MS + 150;
+  it('answers a start of the flooding user at once, without its body, and takes another user\'s', async () => {
+    // One start in flight (the limit), one waiting: once it has waited longer than the interval the
+    // starts come faster than they go.
+    assert.equal(admission.take('in flight', 'admin'), true);
+    assert.equal(admission.take('waiting', 'admin'), false);
+    clock.t += QUEUE_DEFAULTS.intervalMs + 1;
     const res = await rawExchange(port, unfinished());
     assert.equal(res.status, 503, res.head);
     assert.equal(res.complete, true);
@@ -73,20 +76,12 @@ describe('early refusal of starts', () => {
     assert.match(res.head, /\r\nretry-after: 1\r\n/i);
     assert.deepEqual(handled, [2], 'the handler never ran');
     assert.equal(admission.refused.overload, 1);
-    // The loop folds again, on time: starts are taken.
-    board.fold(0);
-    assert.equal((await rawExchange(port, whole())).status, 200);
-  });
-
-  it('answers a start from its headers while an actor thread reports a loop busier than OVERLOAD_BUSY_PERCENT', async () => {
-    board.fold(0);
-    board.report(0, 0, 0.95);
-    const res = await rawExchange(port, unfinished());
-    assert.equal(res.status, 503, res.head);
-    assert.deepEqual(JSON.parse(res.body), { message: 'server is overloaded, retry later' });
-    assert.equal(admission.refused.overload, 2);
-    // Its next report is below the bound: taken.
-    board.report(0, 0, 0.5);
+    // Another user holds no share of the queue: taken.
+    assert.equal((await rawExchange(port, whole('authorization: Bearer other\r\n'))).status, 200);
+    // The queue drains (the start in flight settles, the waiting one goes, and it settles): taken again.
+    admission.settled(1);
+    assert.equal(admission.next(), 'waiting');
+    admission.settled(1);
     assert.equal((await rawExchange(port, whole())).status, 200);
     assert.deepEqual(handled, [2, 2, 2]);
   });

@@ -132,3 +132,24 @@ describe('run result codecs', () => {
     assert.throws(() => decodeRunResult('chat', { ok: false, outcome: 'exploded', message: 'x' }), RunResultDecodeError);
   });
 });
+
+describe('every error class of the service', () => {
+  it('carries a stable code (a ServiceError, or a `code` of its own where the module may import nothing of the service)', async () => {
+    const { readdir, readFile } = await import('node:fs/promises');
+    const path = await import('node:path');
+    const root = path.resolve(import.meta.dirname, '../..');
+    const uncoded: string[] = [];
+    for (const top of ['src', 'actors']) {
+      for (const file of await readdir(path.join(root, top), { recursive: true })) {
+        if (!/\.(ts|mts)$/.test(file)) continue;
+        const text = await readFile(path.join(root, top, file), 'utf8');
+        // A class straight off Error must say `code` in its body (up to its closing brace at column 0).
+        for (const m of text.matchAll(/class (\w+) extends Error \{\n([\s\S]*?)\n\}/g)) {
+          if (!/\bcode\b/.test(m[2]!)) uncoded.push(`${top}/${file}: ${m[1]}`);
+        }
+        for (const m of text.matchAll(/class (\w+) extends Error \{\}/g)) uncoded.push(`${top}/${file}: ${m[1]}`);
+      }
+    }
+    assert.deepEqual(uncoded, []);
+  });
+});

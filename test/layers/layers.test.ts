@@ -2,10 +2,11 @@
 // tsconfig, run on a small tree shaped like the project's. A clean tree passes; the same tree with an
 // import of each forbidden kind added fails, naming exactly those imports. So a rule that stopped matching
 // (a renamed folder, a broken pattern, type-only imports no longer seen) fails here instead of letting
-// `make deps` pass silently.
+// `make deps` pass silently. The fixture names its imports by repository path (`@{src/config.ts}`, made
+// relative when the tree is written), so it reads as the real tree does and moves with it.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -18,40 +19,56 @@ describe('layers/layers', () => {
   /** A tree with one module per layer, each importing the layers below it as the real code does. */
   const CLEAN: Record<string, string> = {
     'actors/runtime/mailbox.ts': `export const mailbox = [];`,
+    'actors/runtime/internal.ts': `export const internal = 1;`,
+    // The runtime as a package: what the service may import of it (when the rules check its exports).
+    'actors/runtime/package.json': JSON.stringify({ type: 'module', exports: { './mailbox': './mailbox.ts' } }),
     'src/config.ts': `export const config = {};`,
     'src/errors.ts': `export class ServiceError extends Error {}`,
     'src/sim/server.ts': `export const sim = 1;`,
-    'src/db/pool.ts': `import { config } from '../config.ts';\nexport const pool = config;`,
-    'src/store/chats.ts': `import { pool } from '../db/pool.ts';\nexport const chats = pool;`,
-    'actors/chat-run.ts': `import { mailbox } from './runtime/mailbox.ts';\nimport { chats } from '../src/store/chats.ts';\nexport const chatRun = [mailbox, chats];`,
-    'src/http/to-http-error.ts': `import { ServiceError } from '../errors.ts';\nimport { pool } from '../db/pool.ts';\nexport const map = [ServiceError, pool];`,
-    'src/runs.ts': `import { chatRun } from '../actors/chat-run.ts';\nexport const runs = chatRun;`,
-    'src/metrics.ts': `import { map } from './http/to-http-error.ts';\nexport const metrics = map;`,
-    'src/routes/system.ts': `import type { runs } from '../runs.ts';\nexport type Runs = typeof runs;`,
-    'src/app.ts': `import type { Runs } from './routes/system.ts';\nimport { sim } from './sim/server.ts';\nexport const app = (r: Runs) => [r, sim];`,
-    'test/helpers/procs.ts': `import { app } from '../../src/app.ts';\nexport const procs = app;`,
+    'src/db/pool.ts': `import { config } from '@{src/config.ts}';\nexport const pool = config;`,
+    'src/store/chats.ts': `import { pool } from '@{src/db/pool.ts}';\nexport const chats = pool;`,
+    'actors/chat-run.ts': `import { mailbox } from '@{actors/runtime/mailbox.ts}';\nimport { chats } from '@{src/store/chats.ts}';\nexport const chatRun = [mailbox, chats];`,
+    'src/http/to-http-error.ts': `import { ServiceError } from '@{src/errors.ts}';\nimport { pool } from '@{src/db/pool.ts}';\nexport const map = [ServiceError, pool];`,
+    'src/runs.ts': `import { chatRun } from '@{actors/chat-run.ts}';\nexport const runs = chatRun;`,
+    'src/metrics.ts': `import { map } from '@{src/http/to-http-error.ts}';\nexport const metrics = map;`,
+    'src/routes/system.ts': `import type { runs } from '@{src/runs.ts}';\nexport type Runs = typeof runs;`,
+    'src/app.ts': `import type { Runs } from '@{src/routes/system.ts}';\nimport { sim } from '@{src/sim/server.ts}';\nexport const app = (r: Runs) => [r, sim];`,
+    'test/helpers/procs.ts': `import { app } from '@{src/app.ts}';\nexport const procs = app;`,
     'test/helpers/ports.ts': `export const ports = 1;`,
     'test/runtime/fake.ts': `export const fake = 1;`,
-    'bench/load/bench.ts': `import { procs } from '../../test/helpers/procs.ts';\nexport const bench = procs;`,
-    'test/api/chats.test.ts': `import { procs } from '../helpers/procs.ts';\nimport { bench } from '../../bench/load/bench.ts';\nexport const t = [procs, bench];`,
+    'bench/load/bench.ts': `import { procs } from '@{test/helpers/procs.ts}';\nexport const bench = procs;`,
+    'test/api/chats.test.ts': `import { procs } from '@{test/helpers/procs.ts}';\nimport { bench } from '@{bench/load/bench.ts}';\nexport const t = [procs, bench];`,
   };
+  /** A module of the service the actor runtime must not import. */
+  const CONFIG = 'src/config.ts';
+
+  /** `text` with each `@{path}` as the relative specifier from `file` to that path. */
+  const relative = (file: string, text: string) =>
+    text.replace(/@\{([^}]+)\}/g, (_, to: string) => {
+      const spec = path.posix.relative(path.posix.dirname(file), to);
+      return spec.startsWith('.') ? spec : `./${spec}`;
+    });
 
   /** Each forbidden kind of import, added alone to the clean tree: the lines to prepend, and the violations expected. */
   const BROKEN: Array<{ what: string; add: Array<[file: string, line: string]>; expect: string[] }> = [
-    { what: 'http importing a service module', add: [['src/http/to-http-error.ts', `import { runs } from '../runs.ts';`]], expect: ['layer-http: src/http/to-http-error.ts → src/runs.ts'] },
-    { what: 'http importing a run kind, type-only', add: [['src/http/outcomes.ts', `import type { chatRun } from '../../actors/chat-run.ts';`]], expect: ['layer-http: src/http/outcomes.ts → actors/chat-run.ts'] },
-    { what: 'the actor runtime importing the service', add: [['actors/runtime/host.ts', `import { config } from '../../src/config.ts';`]], expect: ['layer-runtime: actors/runtime/host.ts → src/config.ts'] },
-    { what: 'storage importing HTTP, type-only', add: [['src/store/chats.ts', `import type { map } from '../http/to-http-error.ts';`]], expect: ['layer-domain: src/store/chats.ts → src/http/to-http-error.ts'] },
-    { what: 'the simulator importing the service', add: [['src/sim/server.ts', `import { config } from '../config.ts';`]], expect: ['layer-sim: src/sim/server.ts → src/config.ts'] },
+    { what: 'http importing a service module', add: [['src/http/to-http-error.ts', `import { runs } from '@{src/runs.ts}';`]], expect: ['layer-http: src/http/to-http-error.ts → src/runs.ts'] },
+    { what: 'http importing a run kind, type-only', add: [['src/http/outcomes.ts', `import type { chatRun } from '@{actors/chat-run.ts}';`]], expect: ['layer-http: src/http/outcomes.ts → actors/chat-run.ts'] },
+    { what: 'the actor runtime importing the service', add: [['actors/runtime/host.ts', `import { config } from '@{src/config.ts}';`]], expect: ['layer-runtime: actors/runtime/host.ts → src/config.ts'] },
+    { what: 'storage importing HTTP, type-only', add: [['src/store/chats.ts', `import type { map } from '@{src/http/to-http-error.ts}';`]], expect: ['layer-domain: src/store/chats.ts → src/http/to-http-error.ts'] },
+    { what: 'the simulator importing the service', add: [['src/sim/server.ts', `import { config } from '@{src/config.ts}';`]], expect: ['layer-sim: src/sim/server.ts → src/config.ts'] },
     {
       what: 'a circle inside one layer',
-      add: [['src/db/pool.ts', `import { retry } from './retry.ts';`], ['src/db/retry.ts', `import { pool } from './pool.ts';\nexport const retry = pool;`]],
+      add: [['src/db/pool.ts', `import { retry } from '@{src/db/retry.ts}';`], ['src/db/retry.ts', `import { pool } from '@{src/db/pool.ts}';\nexport const retry = pool;`]],
       expect: ['no-circular: src/db/pool.ts → src/db/retry.ts'],
     },
-    { what: 'a module outside every layer', add: [['src/new-thing.ts', `import { config } from './config.ts';`]], expect: ['in-a-layer: src/new-thing.ts → src/config.ts'] },
-    { what: 'product code importing the harness', add: [['src/runs.ts', `import { ports } from '../test/helpers/ports.ts';`]], expect: ['service-imports-no-tests: src/runs.ts → test/helpers/ports.ts'] },
-    { what: 'bench importing a suite’s own file', add: [['bench/load/bench.ts', `import { fake } from '../../test/runtime/fake.ts';`]], expect: ['bench-imports-only-the-harness: bench/load/bench.ts → test/runtime/fake.ts'] },
-    { what: 'the harness importing a suite’s own file', add: [['test/helpers/ports.ts', `import { fake } from '../runtime/fake.ts';`]], expect: ['harness-imports-no-tests: test/helpers/ports.ts → test/runtime/fake.ts'] },
+    { what: 'a module outside every layer', add: [['src/new-thing.ts', `import { config } from '@{src/config.ts}';`]], expect: ['in-a-layer: src/new-thing.ts → src/config.ts'] },
+    { what: 'product code importing the harness', add: [['src/runs.ts', `import { ports } from '@{test/helpers/ports.ts}';`]], expect: ['service-imports-no-tests: src/runs.ts → test/helpers/ports.ts'] },
+    { what: 'bench importing a suite’s own file', add: [['bench/load/bench.ts', `import { fake } from '@{test/runtime/fake.ts}';`]], expect: ['bench-imports-only-the-harness: bench/load/bench.ts → test/runtime/fake.ts'] },
+    { what: 'the harness importing a suite’s own file', add: [['test/helpers/ports.ts', `import { fake } from '@{test/runtime/fake.ts}';`]], expect: ['harness-imports-no-tests: test/helpers/ports.ts → test/runtime/fake.ts'] },
+    // Once the rules hold the runtime to its package's exports (layers by folder), a module it does not export.
+    ...(readFileSync(path.join(ROOT, '.dependency-cruiser.cjs'), 'utf8').includes('runtime-through-its-exports')
+      ? [{ what: 'http importing a module the runtime does not export', add: [['src/http/sse.ts', `import { internal } from '@{actors/runtime/internal.ts}';`]] as Array<[string, string]>, expect: ['runtime-through-its-exports: src/http/sse.ts → actors/runtime/internal.ts'] }]
+      : []),
   ];
 
   const dirs: string[] = [];
@@ -67,7 +84,7 @@ describe('layers/layers', () => {
     for (const [file, line] of extra) files.set(file, `${line}\n${files.get(file) ?? ''}`);
     for (const [file, text] of files) {
       mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-      writeFileSync(path.join(dir, file), text);
+      writeFileSync(path.join(dir, file), relative(file, text));
     }
     for (const config of ['.dependency-cruiser.cjs', 'tsconfig.json', 'package.json', 'actors/runtime/tsconfig.json']) cpSync(path.join(ROOT, config), path.join(dir, config));
     symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
@@ -111,12 +128,13 @@ describe('layers/layers', () => {
     }
 
     it('fails when the actor runtime imports from outside actors/runtime (its own tsconfig)', async () => {
-      const { code, out } = await run('tsc', ['-p', 'actors/runtime'], tree([['actors/runtime/mailbox.ts', `import { config } from '../../src/config.ts';\nexport const c = config;`]]));
+      const { code, out } = await run('tsc', ['-p', 'actors/runtime'], tree([['actors/runtime/mailbox.ts', `import { config } from '@{${CONFIG}}';\nexport const c = config;`]]));
       assert.notEqual(code, 0);
       // The only complaint is the one the rule is for: a file outside the runtime's root.
       const errors = out.split('\n').filter((l) => /error TS\d+/.test(l));
       assert.equal(errors.length, 1, out);
-      assert.match(errors[0]!, /error TS6059: File '.*\/src\/config\.ts' is not under 'rootDir'/);
+      assert.match(errors[0]!, /error TS6059: File '.*' is not under 'rootDir'/);
+      assert.ok(errors[0]!.includes(`/${CONFIG}'`), errors[0]);
     });
   });
 });

@@ -19,6 +19,9 @@ export async function setup(extra: { AGENT_PROVIDER_MODEL?: string } = {}): Prom
   const sim = await startSimulator();
   const providers = createProviders({
     PROVIDER_TIMEOUT_MS: 10_000,
+    // Adapter tests: a retry costs a millisecond, and their scripted failures open no breaker.
+    PROVIDER_RETRY_BASE_MS: 1,
+    PROVIDER_BREAKER_FAILURES: 0,
     PROVIDER_A_API_KEY: 'test-a',
     PROVIDER_A_BASE_URL: sim.urls.provider_a,
     PROVIDER_B_API_KEY: 'test-b',

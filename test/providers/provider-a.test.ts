@@ -104,7 +104,7 @@ describe('providers/provider-a', () => {
     });
   }
 
-  test('HTTP errors keep their status; 5xx is retried by the SDK first', async () => {
+  test('HTTP errors keep their status; 5xx is retried by the service first (PROVIDER_RETRIES, the SDK retries none)', async () => {
     const e4 = await failure(a.startSession(request({ status: 400 })));
     assert.ok(e4 instanceof ProviderError);
     assert.equal(e4.status, 400);
@@ -114,7 +114,8 @@ describe('providers/provider-a', () => {
     const e5 = await failure(a.startSession(request({ status: 503, retryAfterMs: 1 }, { stream: false })));
     assert.equal((e5 as ProviderError).status, 503);
     assert.match(e5.message, /^provider_a error 503: /);
-    assert.deepEqual(sim.requests.map((r) => r.retryCount ?? '0'), ['0', '1', '2']);
+    // Three identical calls: the first and PROVIDER_RETRIES (2) more, none of them an SDK retry.
+    assert.deepEqual(sim.requests.map((r) => r.retryCount ?? '0'), ['0', '0', '0']);
   });
 
   test('mid-stream error event, response.failed and disconnect all reject with ProviderError', async () => {

@@ -1,90 +1,251 @@
-// The start decision (src/admission.ts) and the lag signal it reads (actors/lag-report.ts).
+// The start decision and its pacing (src/admission/): the limit on starts in flight and how their
+// latency and the threads' lag move it, the start queue that lets a burst through and refuses a flood
+// that lasts, fairly between users, and the lag signal (actors/lag-report.ts). Every clock here is
+// the test's own: scripted latencies and arrivals, never a wait.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BUSY_WINDOW_MS, BusyWindow, LagBoard, LagSampler, LagWindow, REPORT_MS, WINDOW_MS } from '../../actors/lag-report.ts';
-import { Admission } from '../../src/admission.ts';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { Admission } from '../../src/admission/admission.ts';
+import { LIMIT_DEFAULTS, StartLimit } from '../../src/admission/limit.ts';
+import { QUEUE_DEFAULTS, StartQueue } from '../../src/admission/start-queue.ts';
+import { ConfigError, loadConfig, retiredVariablesWarning } from '../../src/config.ts';
 import { waitFor } from '../helpers/wait.ts';
 
+/** A clock the test moves. */
+function clock(at = 0) {
+  const c = { t: at, now: () => c.t };
+  return c;
+}
+
+/** One window of starts: `n` settle `ms` after they went with the limit in use; the last one closes the window. */
+function window(limit: StartLimit, c: { t: number }, ms: number, n = limit.value): void {
+  for (let i = 0; i < n; i++) {
+    if (i === n - 1) c.t += LIMIT_DEFAULTS.windowMs;
+    limit.sample(ms, limit.value);
+  }
+}
+
+describe('StartLimit (scripted latencies)', () => {
+  it('grows while starts settle on time and the limit is used', () => {
+    const c = clock();
+    const limit = new StartLimit(c.now);
+    const seen = [limit.value];
+    for (let w = 0; w < 30; w++) {
+      window(limit, c, 4);
+      seen.push(limit.value);
+    }
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! >= seen[i - 1]!, `never down: ${seen.join(' ')}`);
+    assert.ok(seen.at(-1)! >= 2 * LIMIT_DEFAULTS.initial, `grew: ${seen.join(' ')}`);
+    assert.equal(limit.baselineMs, 4);
+  });
+
+  it('does not grow while fewer than half of it are in flight: nothing shows more would be carried', () => {
+    const c = clock();
+    const limit = new StartLimit(c.now);
+    for (let w = 0; w < 30; w++) {
+      limit.sample(4, 1);
+      c.t += LIMIT_DEFAULTS.windowMs;
+      limit.sample(4, 1);
+    }
+    assert.equal(limit.latencyMs, 4, 'windows were measured');
+    assert.equal(limit.value, LIMIT_DEFAULTS.initial);
+  });
+
+  it('shrinks when the starts settle past twice the baseline, down to its floor, and grows back once they are on time', () => {
+    const c = clock();
+    const limit = new StartLimit(c.now);
+    for (let w = 0; w < 20; w++) window(limit, c, 4);
+    const grown = limit.value;
+    window(limit, c, 40);
+    const once = limit.value;
+    assert.ok(once < grown, `${once} < ${grown}`);
+    assert.ok(once >= Math.floor(grown * 0.75), `a tenfold latency takes at most a quarter a window: ${once} of ${grown}`);
+    for (let w = 0; w < 60; w++) window(limit, c, 40);
+    assert.equal(limit.value, LIMIT_DEFAULTS.min);
+    for (let w = 0; w < 30; w++) window(limit, c, 4);
+    assert.ok(limit.value > 2 * LIMIT_DEFAULTS.min, `back up: ${limit.value}`);
+  });
+
+  it('holds within the tolerance: latency up to twice the baseline is on time', () => {
+    const c = clock();
+    const limit = new StartLimit(c.now);
+    window(limit, c, 4);
+    const before = limit.value;
+    for (let w = 0; w < 10; w++) window(limit, c, 7.9);
+    assert.ok(limit.value > before, `${limit.value} > ${before}`);
+  });
+
+  it('shrinks while a thread\'s event loop is late, whatever the starts\' latency', () => {
+    const c = clock();
+    let lag = 0;
+    const limit = new StartLimit(c.now, () => lag);
+    for (let w = 0; w < 20; w++) window(limit, c, 4);
+    const grown = limit.value;
+    lag = LIMIT_DEFAULTS.lagTargetMs + 1;
+    for (let w = 0; w < 5; w++) window(limit, c, 4);
+    assert.ok(limit.value < grown, `${limit.value} < ${grown}`);
+    lag = LIMIT_DEFAULTS.lagTargetMs;
+    const low = limit.value;
+    window(limit, c, 4);
+    assert.ok(limit.value >= low, 'at the target: on time again');
+  });
+
+  it('says how fast the limit lets starts through (Little: limit / latency)', () => {
+    const c = clock();
+    const limit = new StartLimit(c.now);
+    assert.equal(limit.ratePerMs, 0, 'nothing measured: no prediction');
+    window(limit, c, 8, 2);
+    assert.equal(limit.ratePerMs, limit.value / 8);
+  });
+});
+
+/**
+ * Arrivals and departures by the millisecond: each ms `arrive` starts of `owner` are offered (asked
+ * `refuses` first, pushed when not refused) and `leave` go. Returns per ms what was refused.
+ */
+function drive(q: StartQueue<number>, c: { t: number }, ms: number, arrive: number, leave: number, owner = 'u', rate = 0): boolean[] {
+  const refusedAt: boolean[] = [];
+  for (let i = 0; i < ms; i++) {
+    c.t++;
+    let refused = false;
+    for (let a = 0; a < arrive; a++) {
+      if (q.refuses(owner, c.t, rate)) refused = true;
+      else q.push(c.t, owner, c.t);
+    }
+    for (let l = 0; l < leave; l++) q.shift();
+    refusedAt.push(refused);
+  }
+  return refusedAt;
+}
+
+describe('StartQueue (scripted arrivals)', () => {
+  it('lets a burst of 1,000 at once through, and it drains', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    for (let i = 0; i < 1000; i++) {
+      assert.equal(q.refuses('u', c.t, 0.5), false, `start ${i}`);
+      q.push(i, 'u', c.t);
+    }
+    // They leave at 0.5 per ms: the last after 2 s. Nothing else comes, nothing is refused.
+    const refused = drive(q, c, 2000, 0, 1);
+    assert.equal(q.length, 0);
+    assert.equal(refused.includes(true), false);
+    assert.equal(q.refuses('u', c.t, 0.5), false);
+  });
+
+  it('lets through a burst whose arrival takes a second and a half, even while none leaves', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    const refused = drive(q, c, 1500, 1, 0).concat(drive(q, c, 1500, 0, 1));
+    assert.equal(q.length, 0);
+    assert.equal(refused.includes(true), false);
+  });
+
+  it('refuses a flood that lasts as soon as its oldest start has waited an interval, at once from then on', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    // Two starts a ms offered, one leaves: the oldest waits half a ms longer each ms.
+    const refused = drive(q, c, 4 * QUEUE_DEFAULTS.intervalMs, 2, 1);
+    const first = refused.indexOf(true);
+    assert.ok(first > 0, 'the start of the flood is taken');
+    // At 2 offered and 1 gone a ms, the oldest has waited the interval after twice the interval.
+    assert.ok(Math.abs(first - 2 * QUEUE_DEFAULTS.intervalMs) <= 2, `refused from the ms its oldest start has waited longer than the interval: ${first}`);
+    assert.equal(refused.slice(first).includes(false), false, 'every ms after: refused');
+    assert.equal(q.shedding, true);
+    assert.ok(q.length <= 2, `the flood refused, what it had queued went on: ${q.length} left`);
+  });
+
+  it('takes starts again once the queue is back within the target (CoDel\'s hysteresis)', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    drive(q, c, 3 * QUEUE_DEFAULTS.intervalMs, 2, 1);
+    assert.equal(q.shedding, true);
+    // The flood stops; one start is offered now and then while the queue drains.
+    let takenAt = -1;
+    for (let i = 0; i < 4 * QUEUE_DEFAULTS.intervalMs && takenAt < 0; i++) {
+      c.t++;
+      q.shift();
+      if (i % 10 === 0 && !q.refuses('u', c.t, 0)) takenAt = i;
+    }
+    assert.ok(takenAt > 0, 'taken again');
+    assert.ok(q.oldestWaitMs(c.t) <= QUEUE_DEFAULTS.targetMs, `within the target: ${q.oldestWaitMs(c.t)} ms`);
+  });
+
+  it('refuses a start predicted to wait past MAX_WAIT, and takes the part of a burst that fits', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    const rate = 0.1; // starts per ms
+    let taken = 0;
+    for (let i = 0; i < 1000; i++) {
+      if (q.refuses('u', c.t, rate)) continue;
+      q.push(i, 'u', c.t);
+      taken++;
+    }
+    assert.equal(taken, QUEUE_DEFAULTS.maxWaitMs * rate, 'the burst up to MAX_WAIT at the rate');
+  });
+
+  it('does not refuse another user for one user\'s flood, and gives every user\'s line its turn', () => {
+    const c = clock();
+    const q = new StartQueue<string>();
+    drive(q as unknown as StartQueue<number>, c, 3 * QUEUE_DEFAULTS.intervalMs, 2, 1, 'noisy');
+    assert.equal(q.refuses('noisy', c.t, 0), true, 'the flood is shed');
+    assert.equal(q.refuses('quiet', c.t, 0), false, 'another user is not');
+    q.push('quiet-1', 'quiet', c.t);
+    assert.equal(q.refuses('quiet', c.t, 0), false, 'one waiting of thousands is far from an equal share');
+    q.push('quiet-2', 'quiet', c.t);
+    // Turns: the quiet user's starts leave within two departures of each, not behind the noisy thousands.
+    const out = [q.shift(), q.shift(), q.shift(), q.shift()];
+    assert.deepEqual(out.filter((x) => typeof x === 'string'), ['quiet-1', 'quiet-2']);
+  });
+});
+
 describe('Admission', () => {
-  it('admits below capacity and on time, and refuses by reason: draining, then capacity, then overload', () => {
-    const a = new Admission({ maxActiveRuns: 2, overloadLagMs: 100 });
+  it('admits below capacity, and refuses by reason: draining, then capacity, then overload', () => {
+    const c = clock();
+    const a = new Admission({ maxActiveRuns: 2, adaptive: true, now: c.now, limit: { initial: 1, min: 1 } });
     assert.equal(a.admit(1), null);
     assert.equal(a.admit(2)?.outcome, 'capacity');
-    a.lagMs = 150;
-    assert.deepEqual(a.admit(0), { ok: false, outcome: 'overloaded', message: 'server is overloaded, retry later' });
-    assert.equal(a.admit(2)?.outcome, 'capacity', 'capacity is the more precise reason');
+    // A start in flight, one waiting, and the waiting one's wait runs past the interval: a flood.
+    assert.equal(a.take('first', 'u'), true);
+    assert.equal(a.take('second', 'u'), false);
+    c.t += QUEUE_DEFAULTS.intervalMs + 1;
+    assert.equal(a.shedding('u'), 'overload');
+    assert.deepEqual(a.refused.overload, 0, 'shedding() counts nothing');
+    assert.deepEqual(a.admit(0, 'u'), { ok: false, outcome: 'overloaded', message: 'server is overloaded, retry later' });
+    assert.equal(a.admit(0, 'other'), null, 'another user is not refused for it');
+    assert.equal(a.admit(2, 'u')?.outcome, 'capacity', 'capacity is the more precise reason');
+    a.count('overload');
     a.drain();
     assert.deepEqual(a.admit(0), { ok: false, outcome: 'draining', message: 'server is draining' });
-    assert.deepEqual(a.refused, { capacity: 2, overload: 1, draining: 1, user_runs: 0, user_tokens: 0, user_cost: 0 });
-  });
-
-  it('judges overload by its signal at each decision, and says why it sheds without counting it', () => {
-    let lagNow = 0;
-    const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 100 });
-    a.watch({ lagNow: () => lagNow, busyNow: () => 0 });
-    assert.equal(a.shedding(), null);
-    lagNow = 101;
-    assert.equal(a.shedding(), 'overload');
-    assert.equal(a.admit(0)?.outcome, 'overloaded');
-    assert.deepEqual(a.refused, { capacity: 0, overload: 1, draining: 0, user_runs: 0, user_tokens: 0, user_cost: 0 }, 'shedding() counted nothing');
-    a.count('overload');
-    assert.equal(a.refused.overload, 2);
-    lagNow = 0;
-    assert.equal(a.admit(0), null);
-    a.drain();
     assert.equal(a.shedding(), 'draining');
+    assert.deepEqual(a.refused, { capacity: 2, overload: 2, draining: 1, user_runs: 0, user_tokens: 0, user_cost: 0 });
   });
 
-  it('refuses while the starts waiting for the actor threads reach the bound, and takes starts again as they are taken up', () => {
-    const backlog = { activeCount: 0, startBacklog: 0 };
-    const a = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadStartBacklog: 3 });
-    a.watchRuns(backlog);
-    backlog.startBacklog = 2;
-    assert.equal(a.shedding(), null, 'two waiting: a third may go');
-    assert.equal(a.admit(2), null);
-    backlog.startBacklog = 3;
-    assert.equal(a.shedding(), 'overload');
-    assert.deepEqual(a.admit(3), { ok: false, outcome: 'overloaded', message: 'server is overloaded, retry later' });
-    assert.equal(a.refused.overload, 1);
-    backlog.startBacklog = 0;
-    assert.equal(a.admit(3), null, 'the threads caught up: no window to wait out');
+  it('sends starts while fewer than the limit are in flight; the next waits its turn and goes when one settles', () => {
+    const c = clock();
+    const a = new Admission({ maxActiveRuns: 100, adaptive: true, now: c.now, limit: { initial: 2, min: 2 } });
+    assert.equal(a.take(1), true);
+    assert.equal(a.take(2), true);
+    assert.equal(a.take(3), false);
+    assert.equal(a.take(4), false);
+    assert.deepEqual([a.inFlight, a.waiting], [2, 2]);
+    assert.equal(a.next(), undefined, 'no place free');
+    a.settled(5);
+    assert.equal(a.next(), 3);
+    assert.equal(a.next(), undefined);
+    a.settled(-1);
+    assert.equal(a.next(), 4, 'a start lost with its host frees its place too');
+    assert.deepEqual([a.inFlight, a.waiting], [2, 0]);
   });
 
-  it('the backlog bound holds with the lag signal off, and 0 turns it off', () => {
-    const backlog = { activeCount: 0, startBacklog: 50 };
-    const lagOff = new Admission({ maxActiveRuns: 100, overloadLagMs: 0, overloadStartBacklog: 10 });
-    lagOff.watchRuns(backlog);
-    assert.equal(lagOff.admit(0)?.outcome, 'overloaded');
-    const backlogOff = new Admission({ maxActiveRuns: 100, overloadLagMs: 100, overloadStartBacklog: 0 });
-    backlogOff.watchRuns(backlog);
-    assert.equal(backlogOff.admit(0), null);
-    assert.equal(backlogOff.shedding(), null);
-  });
-
-  it('refuses while a thread is busier than OVERLOAD_BUSY_PERCENT, and takes starts again when it is not', () => {
-    let busy = 0.85;
-    const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 100, overloadBusyPercent: 80 });
-    a.watch({ lagNow: () => 0, busyNow: () => busy });
-    assert.equal(a.admit(0)?.outcome, 'overloaded');
-    assert.equal(a.shedding(), 'overload', 'the router refuses it from the headers too');
-    assert.equal(a.busyNow(), 0.85, 'the gauge reads it');
-    busy = 0.8;
-    assert.equal(a.admit(0), null, 'at the bound: taken');
-    assert.deepEqual(a.refused.overload, 1);
-    const off = new Admission({ maxActiveRuns: 10, overloadLagMs: 100, overloadBusyPercent: 0 });
-    off.watch({ lagNow: () => 0, busyNow: () => 1 });
-    assert.equal(off.admit(0), null, 'OVERLOAD_BUSY_PERCENT=0: never');
-    assert.equal(off.busyNow(), 1, 'the gauge still reads');
-  });
-
-  it('OVERLOAD_LAG_MS=0 never refuses for lag', () => {
-    const a = new Admission({ maxActiveRuns: 10, overloadLagMs: 0 });
-    a.lagMs = 10_000;
-    a.watch({ lagNow: () => 10_000, busyNow: () => 0 });
-    assert.equal(a.admit(0), null);
-    assert.equal(a.overloaded, false);
+  it('ADMISSION=off: every start goes at once and none is refused for overload', () => {
+    const c = clock();
+    const a = new Admission({ maxActiveRuns: 100, adaptive: false, now: c.now, limit: { initial: 1, min: 1 } });
+    for (let i = 0; i < 50; i++) assert.equal(a.take(i), true);
+    c.t += 60_000;
     assert.equal(a.shedding(), null);
+    assert.equal(a.admit(0), null);
+    assert.equal(a.waiting, 0);
   });
 });
 
@@ -110,6 +271,19 @@ describe('LagBoard (a clock the test advances)', () => {
     assert.equal(board.lagNow(), 0);
     now = REPORT_MS + 250;
     assert.equal(board.lagNow(), 250);
+  });
+
+  it('hostsLagNow is the actor threads\' lag, or the main thread\'s while none reports (runs on the main thread)', () => {
+    let now = 0;
+    const board = new LagBoard(() => now);
+    board.fold(120);
+    assert.equal(board.hostsLagNow(), 120, 'no actor thread: the main thread runs the runs');
+    board.report(0, 3);
+    assert.equal(board.hostsLagNow(), 3, 'the main thread\'s own lag is not the hosts\'');
+    assert.equal(board.lagNow(), 120);
+    now += REPORT_MS + 70;
+    board.fold(0);
+    assert.equal(board.hostsLagNow(), 70, 'a host overdue counts as late as its silence');
   });
 
   it('busyNow is the busiest of the main thread and the reporting threads', () => {
@@ -175,13 +349,25 @@ describe('LagBoard (a clock the test advances)', () => {
   });
 });
 
-describe('drain and overload configuration', () => {
-  it('defaults to a 30 s grace and a lag limit; bad values name the variable', () => {
-    const c = loadConfig({});
-    assert.equal(c.SHUTDOWN_GRACE_MS, 30_000);
-    assert.ok(c.OVERLOAD_LAG_MS > 0);
-    assert.equal(loadConfig({ SHUTDOWN_GRACE_MS: '0', OVERLOAD_LAG_MS: '0' }).OVERLOAD_LAG_MS, 0);
+describe('admission configuration', () => {
+  it('ADMISSION is adaptive by default or off, and a bad value names the variable', () => {
+    assert.equal(loadConfig({}).ADMISSION, 'adaptive');
+    assert.equal(loadConfig({ ADMISSION: 'off' }).ADMISSION, 'off');
+    assert.throws(() => loadConfig({ ADMISSION: 'fixed' }), (e: Error) => e instanceof ConfigError && /ADMISSION/.test(e.message));
+  });
+
+  it('accepts the retired thresholds, whatever their value, with a warning that names them', () => {
+    const c = loadConfig({ OVERLOAD_LAG_MS: '100', OVERLOAD_START_BACKLOG: 'soon' });
+    assert.equal(c.ADMISSION, 'adaptive');
+    assert.equal(
+      retiredVariablesWarning(c),
+      'OVERLOAD_LAG_MS, OVERLOAD_START_BACKLOG are no longer used and ignored: admission adapts on its own (ADMISSION=off turns shedding off)',
+    );
+    assert.equal(retiredVariablesWarning(loadConfig({})), null);
+  });
+
+  it('defaults to a 30 s grace; a bad value names the variable', () => {
+    assert.equal(loadConfig({}).SHUTDOWN_GRACE_MS, 30_000);
     assert.throws(() => loadConfig({ SHUTDOWN_GRACE_MS: '-1' }), (e: Error) => e instanceof ConfigError && /SHUTDOWN_GRACE_MS/.test(e.message));
-    assert.throws(() => loadConfig({ OVERLOAD_LAG_MS: 'soon' }), (e: Error) => e instanceof ConfigError && /OVERLOAD_LAG_MS/.test(e.message));
   });
 });

@@ -8,8 +8,9 @@ import { RunError } from '../../actors/run-failure.ts';
 import { ProviderError, type RoundEnd, type ToolCallRequest } from '../../src/providers/types.ts';
 import { Actor } from '../../actors/runtime/actor.ts';
 import { call, fakeDeps, FakeTimers, fakeTool, machine, RecordingSink } from '../helpers/fake-io.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
-const request: ChatRunRequest = {
+const request: ChatRunRequest = { owner: ADMIN_USER_ID,
   chatId: 'chat-1',
   createChat: false,
   storeChat: true,

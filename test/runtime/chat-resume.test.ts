@@ -6,8 +6,9 @@ import { test } from 'node:test';
 import { chatBehavior, type ChatRunRequest } from '../../actors/chat-run.ts';
 import { ProviderError, type CompletionRequest, type ProviderAdapter } from '../../src/providers/types.ts';
 import { fakeDeps, machine } from '../helpers/fake-io.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
-const resumed: ChatRunRequest = {
+const resumed: ChatRunRequest = { owner: ADMIN_USER_ID,
   chatId: 'chat-1',
   createChat: false,
   storeChat: true,

@@ -11,6 +11,7 @@ import { titleBehavior } from '../../actors/title-run.ts';
 import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
 import type { ChatSummary, SearchDetail } from '../../src/types.ts';
 import { call, fakeDeps, fakeTool, machine } from '../helpers/fake-io.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 /** Runs `play` with the process's timers, clocks and randomness replaced by functions that throw. */
 function withoutTimeOrChance<T>(play: () => T): T {
@@ -61,7 +62,7 @@ function playsTheSame(play: () => string): string {
   return first;
 }
 
-const chatReq: ChatRunRequest = { chatId: 'chat-1', createChat: false, storeChat: true, callId: 'llm-1', provider: 'provider_a', model: 'm', messages: [{ role: 'user', content: 'hi' }], mode: 'stream' };
+const chatReq: ChatRunRequest = { owner: ADMIN_USER_ID, chatId: 'chat-1', createChat: false, storeChat: true, callId: 'llm-1', provider: 'provider_a', model: 'm', messages: [{ role: 'user', content: 'hi' }], mode: 'stream' };
 const usage = { inputTokens: 1, outputTokens: 2, totalTokens: 3 };
 
 test('chat: a tool round, the hold released by its timer, the answer stored', () => {
@@ -101,7 +102,7 @@ test('search: both engines, then the run stored', () => {
 test('title: the call opened, the model answered, the title set; and one that times out', () => {
   const chat = { id: 'chat-1', title: 'Tides' } as ChatSummary;
   playsTheSame(() => {
-    const m = machine(titleBehavior, { chatId: 'chat-1', content: 'how do tides work?' }, fakeDeps());
+    const m = machine(titleBehavior, { owner: ADMIN_USER_ID, chatId: 'chat-1', content: 'how do tides work?' }, fakeDeps());
     m.tell({ t: 'start' });
     m.tell({ t: 'chat_read', chat: { id: 'chat-1', title: null } as ChatSummary });
     m.tell({ t: 'call_started', callId: 'llm-t' });
@@ -109,7 +110,7 @@ test('title: the call opened, the model answered, the title set; and one that ti
     m.tell({ t: 'call_finished' });
     m.tell({ t: 'titled', chat });
     assert.equal(m.sink.result?.ok, true);
-    const slow = machine(titleBehavior, { chatId: 'chat-2', content: 'x' }, fakeDeps());
+    const slow = machine(titleBehavior, { owner: ADMIN_USER_ID, chatId: 'chat-2', content: 'x' }, fakeDeps());
     slow.tell({ t: 'start' });
     slow.tell({ t: 'chat_read', chat: { id: 'chat-2', title: '' } as ChatSummary });
     slow.tell({ t: 'call_started', callId: 'llm-u' });

@@ -12,10 +12,11 @@ import { Supervisor, type HostFactory } from '../../actors/runtime/supervisor.ts
 import { searchBehavior, type SearchMsg, type SearchRunRequest } from '../../actors/search-run.ts';
 import { FakeSubscriber } from './fake.ts';
 import { fakeDeps, machine } from '../helpers/fake-io.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
-const chatReq: ChatRunRequest = { chatId: null, createChat: false, storeChat: false, callId: null, provider: 'provider_a', model: 'm', messages: [{ role: 'user', content: 'hi' }], mode: 'stream' };
-const searchReq = { searchId: 'search-1', endpoint: { baseUrl: 'http://engine', apiKey: 'k' }, query: 'q' } as SearchRunRequest;
-const requests = { chat: chatReq, search: searchReq, title: { chatId: 'chat-1', content: 'hi' } } satisfies { [K in RunKind]: RunTypes[K]['request'] };
+const chatReq: ChatRunRequest = { owner: ADMIN_USER_ID, chatId: null, createChat: false, storeChat: false, callId: null, provider: 'provider_a', model: 'm', messages: [{ role: 'user', content: 'hi' }], mode: 'stream' };
+const searchReq = { owner: ADMIN_USER_ID, searchId: 'search-1', endpoint: { baseUrl: 'http://engine', apiKey: 'k' }, query: 'q' } as SearchRunRequest;
+const requests = { chat: chatReq, search: searchReq, title: { owner: ADMIN_USER_ID, chatId: 'chat-1', content: 'hi' } } satisfies { [K in RunKind]: RunTypes[K]['request'] };
 
 /** The spec's shape of each kind's terminal error (the title run has no stream: the search's shape). */
 const shapes: { [K in RunKind]: (message: string) => Record<string, unknown> } = {

@@ -23,6 +23,18 @@ test('the event buffer coalesces deltas into one and keeps only the latest state
   assert.ok(b.replay().endsWith(sseFrame('done', { text: 'abcd' })));
 });
 
+test('the event buffer hands its one reader the text appended since its last read, the whole text unchanged', () => {
+  const b = new EventBuffer();
+  b.appendText('ab');
+  assert.equal(b.newText(), 'ab', 'the first read: everything so far');
+  assert.equal(b.newText(), '');
+  for (const piece of ['c', 'de', 'f']) b.appendText(piece);
+  assert.equal(b.newText(), 'cdef');
+  b.appendText('g');
+  assert.equal(b.newText(), 'g');
+  assert.equal(b.deltaText, 'abcdefg');
+});
+
 test('the event buffer is empty only until a run\'s first frame of any kind', () => {
   const kinds: Array<(b: EventBuffer) => void> = [
     (b) => b.push(sseFrame('meta', {})),
@@ -97,26 +109,27 @@ test('held frames with nothing after them cross when the hold is over', async ()
   assert.deepEqual(batchItems(batches[0]!), [{ t: 'frames', runId: 'r1', data: 'meta', events: 1 }]);
 });
 
-test('starts taken up ride the next batch as a count, and alone cross when the hold is over', async () => {
+test('starts taken up ride the next batch as a count with their latencies\' sum, and alone cross when the hold is over', async () => {
   const batches: Batch[] = [];
   const out = new Outbox((b) => batches.push(b), { holdMs: 600_000 });
-  out.started();
+  out.started(2);
   out.frames('r1', 'meta', true);
-  out.started();
+  out.started(5);
   await turn();
   assert.equal(batches.length, 0, 'a start taken up is held as a first frame is');
   out.frames('r1', 'delta');
   await waitFor(() => batches.length === 1, 10_000, 'the batch the delta makes');
   assert.equal(batches[0]!.started, 2);
+  assert.equal(batches[0]!.startedMs, 7);
   out.frames('r2', 'x');
   await waitFor(() => batches.length === 2, 10_000, 'a batch with no start');
   assert.equal(batches[1]!.started, undefined, 'counted once');
 
   const quick: Batch[] = [];
   const alone = new Outbox((b) => quick.push(b), { holdMs: 1 });
-  alone.started();
+  alone.started(3);
   await waitFor(() => quick.length === 1, 10_000, 'the start said alone');
-  assert.deepEqual(quick[0], { t: 'batch', items: [], started: 1 });
+  assert.deepEqual(quick[0], { t: 'batch', items: [], started: 1, startedMs: 3 });
 });
 
 test('a replay closes the run\'s open item, so frames after it land after it, in order', async () => {

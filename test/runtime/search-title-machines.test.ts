@@ -9,9 +9,10 @@ import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
 import { SEARCH_RUN_STOPPED } from '../../src/messages.ts';
 import type { ChatSummary, SearchDetail } from '../../src/types.ts';
 import { fakeDeps, machine } from '../helpers/fake-io.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 const SHUTDOWN = 'run cancelled: server is shutting down';
-const searchReq: SearchRunRequest = { searchId: 'search-1', endpoint: { baseUrl: 'http://engine', apiKey: 'k' } as SearchRunRequest['endpoint'], query: 'q' };
+const searchReq: SearchRunRequest = { owner: ADMIN_USER_ID, searchId: 'search-1', endpoint: { baseUrl: 'http://engine', apiKey: 'k' } as SearchRunRequest['endpoint'], query: 'q' };
 const detail = { id: 'search-1', query: 'q' } as SearchDetail;
 const found = { requestId: 'r1', results: [] };
 const answer = { answerText: 'A', answerRequestId: 'r2', answerCitations: [] };
@@ -134,7 +135,7 @@ test('search: an engine outcome twice, or a store outcome while running, is unex
   assert.deepEqual(m.unexpected.splice(0), ["'search_done' in state 'running'", "'saved' in state 'running'"]);
 });
 
-const title = () => machine(titleBehavior, { chatId: 'chat-1', content: 'how do tides work?' }, fakeDeps());
+const title = () => machine(titleBehavior, { owner: ADMIN_USER_ID, chatId: 'chat-1', content: 'how do tides work?' }, fakeDeps());
 const chat = { id: 'chat-1', title: 'Tides' } as ChatSummary;
 const untitled = { id: 'chat-1', title: null } as ChatSummary;
 

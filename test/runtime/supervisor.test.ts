@@ -3,6 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { deltaFrame } from '../../actors/runtime/frame.ts';
+import type { ToHost } from '../../actors/runtime/protocol.ts';
+import { Admission } from '../../src/admission/admission.ts';
 import { FakeSubscriber, gate, supervisor, turn } from './fake.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -224,4 +226,61 @@ test('a host that dies takes its starts\' backlog with it', async () => {
   hosts.kill[0]!(new Error('boom'));
   assert.deepEqual(await started.handle.result, { ok: false, outcome: 'internal', message: 'run host failed: boom' });
   assert.equal(sup.startBacklog, 0, 'the fresh host owes nothing');
+});
+
+/** Adaptive admission held at `limit` starts in flight (a clock that never moves: the limit stays). */
+const pacedAt = (limit: number) => new Admission({ maxActiveRuns: 100, adaptive: true, now: () => 0, limit: { initial: limit, min: limit, max: limit } });
+const startsSent = (sent: ToHost[]) => sent.filter((m) => m.t === 'start').length;
+
+test('starts beyond the admission\'s limit wait their turn and go as the earlier ones settle; every one ends', async () => {
+  const admission = pacedAt(2);
+  const { sup, hosts } = supervisor({ held: true, admission });
+  const subs = [0, 1, 2, 3, 4].map(() => new FakeSubscriber());
+  const runs = subs.map((subscriber, i) => sup.start({ kind: 'echo', key: `k${i}`, request: { parts: [`r${i}`] }, ifRunning: 'reject', subscriber }));
+  assert.ok(runs.every((r) => r.ok), 'all five are taken');
+  assert.equal(sup.activeCount, 5);
+  assert.deepEqual([startsSent(hosts.sent), sup.startBacklog, admission.waiting], [2, 2, 3], 'two sent, three wait');
+  hosts.deliver();
+  await waitFor(() => subs.every((s) => s.ended), 10_000, 'every run to end');
+  assert.deepEqual(subs.map((s) => text(s)), ['r0', 'r1', 'r2', 'r3', 'r4']);
+  assert.ok(subs.every((s) => s.events().at(-1)![0] === 'done'));
+  assert.deepEqual([startsSent(hosts.sent), admission.inFlight, admission.waiting], [5, 0, 0]);
+});
+
+test('a stop and an attach for a run whose start waits are held behind its start, in order', async () => {
+  const admission = pacedAt(1);
+  const { sup, hosts } = supervisor({ held: true, admission });
+  const first = sup.start({ kind: 'hold', key: 'a', request: { until: null }, ifRunning: 'reject' });
+  const waitingSub = new FakeSubscriber();
+  const waiting = sup.start({ kind: 'hold', key: 'b', request: { until: null }, ifRunning: 'reject', subscriber: waitingSub });
+  assert.ok(first.ok && waiting.ok);
+  const late = new FakeSubscriber();
+  assert.equal(sup.attachNow('hold', 'b', late), true);
+  assert.equal(sup.stopNow('hold', 'b'), true);
+  assert.deepEqual(hosts.sent.map((m) => m.t), ['start'], 'nothing of b went before its start');
+  hosts.deliver();
+  assert.deepEqual(await waiting.handle.result, { ok: true, value: { why: 'stop' } });
+  assert.deepEqual(hosts.sent.filter((m) => m.t !== 'release').map((m) => m.t), ['start', 'start', 'attach', 'cancel']);
+  await waitFor(() => late.ended && waitingSub.ended, 10_000, 'both subscribers to end');
+  assert.equal(waitingSub.events().at(-1)![0], 'done');
+  assert.equal(late.events().at(-1)![0], 'done');
+  sup.stopNow('hold', 'a');
+  assert.ok((await first.handle.result).ok);
+});
+
+test('a host that dies frees the places of its starts, and a run whose start waited there ends too', async () => {
+  const admission = pacedAt(1);
+  const { sup, hosts } = supervisor({ held: true, admission });
+  const sent = sup.start({ kind: 'hold', key: null, request: { until: null }, ifRunning: 'reject' });
+  const waiting = sup.start({ kind: 'hold', key: null, request: { until: null }, ifRunning: 'reject' });
+  assert.ok(sent.ok && waiting.ok);
+  assert.deepEqual([admission.inFlight, admission.waiting], [1, 1]);
+  hosts.kill[0]!(new Error('boom'));
+  assert.deepEqual(await waiting.handle.result, { ok: false, outcome: 'internal', message: 'run host failed: boom' });
+  assert.deepEqual([admission.inFlight, admission.waiting], [0, 0]);
+  assert.equal(startsSent(hosts.sent), 1, 'the ended run\'s start never went');
+  hosts.deliver();
+  const next = sup.start({ kind: 'echo', key: null, request: { parts: ['after'] }, ifRunning: 'reject' });
+  assert.ok(next.ok);
+  assert.deepEqual(await next.handle.result, { ok: true, value: { text: 'after' } });
 });

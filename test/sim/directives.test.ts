@@ -49,3 +49,16 @@ test('tool rounds count result runs after the last user turn', () => {
   assert.equal(p.calls, null);
   assert.equal(p.deltas.text, 'Tool results: last output');
 });
+
+test('replyChars: a short reply repeated to exactly that many characters, in the scripted deltas', () => {
+  const ask = (sim: string) => plan({ system: [], turns: [{ kind: 'user', text: `x\nSIM ${sim}`, parts: ['string'], attachments: [] }] });
+  const long = ask('{"reply":"tide pool","replyChars":1000000,"deltas":400}');
+  assert.equal(long.deltas.text.length, 1_000_000);
+  assert.equal(long.deltas.count, 400);
+  assert.equal(long.deltas.pieces.join(''), long.deltas.text);
+  assert.ok(long.deltas.text.startsWith('tide pool tide pool '));
+  assert.equal(ask('{"reply":"abcdef","replyChars":3}').deltas.text, 'abc');
+  // A cut between the halves of a surrogate pair would leave a lone half: the cut ends on a plain character.
+  assert.equal(ask('{"reply":"a😀","replyChars":2}').deltas.text, 'a.');
+  assert.match(parseDirective('SIM {"replyChars":0}').error!, /'replyChars' must be a positive integer/);
+});

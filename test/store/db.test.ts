@@ -19,6 +19,7 @@ import { PGBOUNCER, startPgBouncer } from '../helpers/pgbouncer.ts';
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { entryArgs } from '../helpers/entry.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 async function tempDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'migrations-'));
@@ -102,14 +103,14 @@ describe('embedded database', () => {
       // The instance serving us runs with the small buffer cache (src/db/embedded.ts, START_SETTINGS).
       const { rows: settings } = await first.pool.query('SHOW shared_buffers');
       assert.equal(settings[0].shared_buffers, '16MB');
-      const chat = await createChat(first.pool, { title: 'kept', enabledTools: ['a'], messages: [{ role: 'user', content: 'hello' }] });
-      const before = await getChatDetail(first.pool, chat.id);
+      const chat = await createChat(first.pool, { owner: ADMIN_USER_ID, title: 'kept', enabledTools: ['a'], messages: [{ role: 'user', content: 'hello' }] });
+      const before = await getChatDetail(first.pool, chat.id, ADMIN_USER_ID);
       await first.close();
       await first.close(); // idempotent
 
       const second = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
       try {
-        assert.deepEqual(await getChatDetail(second.pool, chat.id), before);
+        assert.deepEqual(await getChatDetail(second.pool, chat.id, ADMIN_USER_ID), before);
         const { rows } = await second.pool.query('SELECT count(*)::int AS n FROM schema_migrations');
         assert.equal(rows[0].n, (await readMigrations()).length);
       } finally {
@@ -190,8 +191,8 @@ describe('embedded database after a crash during initdb', () => {
 
       const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
       try {
-        const chat = await createChat(db.pool, { title: 'after the crash', enabledTools: [] });
-        assert.equal((await getChatDetail(db.pool, chat.id))?.title, 'after the crash');
+        const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, title: 'after the crash', enabledTools: [] });
+        assert.equal((await getChatDetail(db.pool, chat.id, ADMIN_USER_ID))?.title, 'after the crash');
       } finally {
         await db.close();
       }
@@ -258,8 +259,8 @@ describe('concurrent start on one Postgres', { skip: !process.env.TEST_DATABASE_
       );
       const { rows } = await opened[0]!.pool.query('SELECT name, count(*)::int AS n FROM schema_migrations GROUP BY name ORDER BY name');
       assert.deepEqual(rows, (await readMigrations()).map((m) => ({ name: m.name, n: 1 })));
-      const chat = await createChat(opened[3]!.pool, { enabledTools: [] });
-      assert.equal((await getChatDetail(opened[1]!.pool, chat.id))?.id, chat.id);
+      const chat = await createChat(opened[3]!.pool, { owner: ADMIN_USER_ID, enabledTools: [] });
+      assert.equal((await getChatDetail(opened[1]!.pool, chat.id, ADMIN_USER_ID))?.id, chat.id);
       await Promise.all(opened.map((d) => d.close()));
     } finally {
       await scratch.drop();

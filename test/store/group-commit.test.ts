@@ -12,6 +12,7 @@ import { CREATE_CHATS, FINISH_MANY } from '../../src/store/run-groups.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 /** The pool behind an object that counts the statements sent through it (a group is keyed by it). */
 function counting(pool: Queryable): { db: Queryable; statements: () => number } {
@@ -31,7 +32,7 @@ for (const target of await testDatabases()) {
     });
 
     const start = (q: Queryable, id: string = randomUUID(), callId: string = randomUUID()) =>
-      createChat(q, { id, provider: 'provider_c', model: 'm', enabledTools: ['t'], messages: [{ role: 'user', content: `q ${id}` }, { role: 'user', content: 'q2' }], call: { id: callId, instanceId: 'i' } });
+      createChat(q, { owner: ADMIN_USER_ID, id, provider: 'provider_c', model: 'm', enabledTools: ['t'], messages: [{ role: 'user', content: `q ${id}` }, { role: 'user', content: 'q2' }], call: { id: callId, instanceId: 'i' } });
     const answer = (q: Queryable, o: { callId: string; chatId: string; content: string; runToken: number | null }) =>
       finishLlmCallWithMessage(q, { ...o, assistant: { content: o.content }, usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3 }, latencyMs: 5 });
 
@@ -53,7 +54,7 @@ for (const target of await testDatabases()) {
       const call = await getLlmCall(db.pool, ids[1]!.callId);
       assert.equal(call?.status, 'succeeded');
       // The next run on a chat takes the token after the first: the group gave each chat the first.
-      const next = await startChatRun(db.pool, { chatId: ids[0]!.chatId, provider: 'provider_c', model: 'm', messages: [], call: null });
+      const next = await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: ids[0]!.chatId, provider: 'provider_c', model: 'm', messages: [], call: null });
       assert.equal(next, FIRST_RUN_TOKEN + 1);
     });
 
@@ -81,7 +82,7 @@ for (const target of await testDatabases()) {
       const staleCall = randomUUID();
       const moved = await start(db.pool, randomUUID(), staleCall);
       const later = randomUUID();
-      const token = await startChatRun(db.pool, { chatId: moved.id, provider: 'provider_c', model: 'm', messages: [], call: { id: later, instanceId: 'i' } });
+      const token = await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: moved.id, provider: 'provider_c', model: 'm', messages: [], call: { id: later, instanceId: 'i' } });
       const freshCall = randomUUID();
       const fresh = await start(db.pool, randomUUID(), freshCall);
       const { db: q, statements } = counting(db.pool);

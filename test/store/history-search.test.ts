@@ -11,6 +11,7 @@ import { createSearch, deleteSearch, reuseOrCreateSearch, saveSearchRun } from '
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
 import { clockPast } from '../helpers/wait.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 const ids = (items: HistoryItem[]) => items.map((i) => i.id);
 
@@ -29,22 +30,22 @@ for (const target of await testDatabases()) {
     });
 
     const chatWith = (title: string | null, ...contents: string[]) =>
-      createChat(db.pool, { title, enabledTools: [], messages: contents.map((content, i) => ({ role: i % 2 ? 'assistant' : 'user', content })) });
+      createChat(db.pool, { owner: ADMIN_USER_ID, title, enabledTools: [], messages: contents.map((content, i) => ({ role: i % 2 ? 'assistant' : 'user', content })) });
 
     it('stores text of any length: history search reads the first 65,536 characters of each', async () => {
       // About 2 MB of distinct words: over Postgres's 1 MB tsvector limit were the whole text indexed.
       const words = (tag: string) => Array.from({ length: 260_000 }, (_, i) => `${tag}${i.toString(36)}`).join(' ');
       const long = words('qlong');
       const chat = await chatWith(`quolongtitle ${words('qt')}`, `quolongfirst ${long} quolonglast`);
-      await appendMessages(db.pool, chat.id, [{ role: 'assistant', content: `quolonganswer ${long}` }]);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongfirst', 50)), [chat.id], 'a word in the first part');
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quolonglast', 50)), [], 'a word past the first 65,536 characters');
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongtitle', 50)), [chat.id]);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quolonganswer', 50)), [chat.id]);
-      const search = await createSearch(db.pool, { title: `quolongsearch ${long}`, query: `quolongquery ${long}` });
-      await saveSearchRun(db.pool, search.id, searchRun(`quolongquery ${long}`, `quolongreply ${long}`));
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongreply', 50)), [search.id]);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongquery', 50)), [search.id]);
+      await appendMessages(db.pool, chat.id, [{ role: 'assistant', content: `quolonganswer ${long}` }], ADMIN_USER_ID);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongfirst', 50, ADMIN_USER_ID)), [chat.id], 'a word in the first part');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolonglast', 50, ADMIN_USER_ID)), [], 'a word past the first 65,536 characters');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongtitle', 50, ADMIN_USER_ID)), [chat.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolonganswer', 50, ADMIN_USER_ID)), [chat.id]);
+      const search = await createSearch(db.pool, { owner: ADMIN_USER_ID, title: `quolongsearch ${long}`, query: `quolongquery ${long}` });
+      await saveSearchRun(db.pool, search.id, searchRun(`quolongquery ${long}`, `quolongreply ${long}`), ADMIN_USER_ID);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongreply', 50, ADMIN_USER_ID)), [search.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quolongquery', 50, ADMIN_USER_ID)), [search.id]);
     });
 
     it('cuts each snippet from the first 65,536 characters of its field, where every hit is', async () => {
@@ -57,16 +58,16 @@ for (const target of await testDatabases()) {
       const big = (word: string) => `${head} ${word} ${tail}`;
       await chatWith(big('quobigtitle'), 'x');
       await chatWith(null, big('quobigmessage'));
-      await createSearch(db.pool, { title: big('quobigsearchtitle'), query: 'x' });
-      await createSearch(db.pool, { query: big('quobigquery') });
-      const answered = await createSearch(db.pool, { query: 'y' });
-      await saveSearchRun(db.pool, answered.id, searchRun('y', big('quobiganswer')));
+      await createSearch(db.pool, { owner: ADMIN_USER_ID, title: big('quobigsearchtitle'), query: 'x' });
+      await createSearch(db.pool, { owner: ADMIN_USER_ID, query: big('quobigquery') });
+      const answered = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'y' });
+      await saveSearchRun(db.pool, answered.id, searchRun('y', big('quobiganswer')), ADMIN_USER_ID);
       for (const word of ['quobigtitle', 'quobigmessage', 'quobigsearchtitle', 'quobigquery', 'quobiganswer']) {
-        const { text, values } = historySearchStatement(word, 50);
+        const { text, values } = historySearchStatement(word, 50, ADMIN_USER_ID);
         const { rows } = await db.pool.query<{ highlighted: string }>(text, values);
         assert.equal(rows.length, 1, word);
         assert.ok(rows[0]!.highlighted.length <= 65_536 + 2, `${word}: ${rows[0]!.highlighted.length} characters read for a snippet`);
-        const [item] = await searchHistory(db.pool, word, 50);
+        const [item] = await searchHistory(db.pool, word, 50, ADMIN_USER_ID);
         assert.ok(item!.match.snippet.includes(` ${word} `), `${word}: the snippet holds the hit`);
       }
     });
@@ -74,11 +75,11 @@ for (const target of await testDatabases()) {
     it('reuses a search by a query longer than an index entry (about 2.7 KB)', async () => {
       // 1,000 different CJK characters: 3,000 bytes of UTF-8 that do not compress.
       const query = `长查询 ${Array.from({ length: 1_000 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7919) % 20_000))).join('')}`;
-      const first = await reuseOrCreateSearch(db.pool, { query });
+      const first = await reuseOrCreateSearch(db.pool, { owner: ADMIN_USER_ID, query });
       assert.equal(first.reused, false);
-      const again = await reuseOrCreateSearch(db.pool, { query: `  ${query.toUpperCase()} ` });
+      const again = await reuseOrCreateSearch(db.pool, { owner: ADMIN_USER_ID, query: `  ${query.toUpperCase()} ` });
       assert.deepEqual([again.reused, again.search.id], [true, first.search.id]);
-      const other = await reuseOrCreateSearch(db.pool, { query: `${query}!` });
+      const other = await reuseOrCreateSearch(db.pool, { owner: ADMIN_USER_ID, query: `${query}!` });
       assert.equal(other.reused, false, 'only the same normalized query is reused');
     });
 
@@ -86,12 +87,12 @@ for (const target of await testDatabases()) {
       const both = await chatWith(null, 'Planning the ZANZIBAR trip with a BUDGET spreadsheet');
       await chatWith(null, 'zanzibar beaches only');
       await chatWith(null, 'budget for groceries only');
-      assert.deepEqual(ids(await searchHistory(db.pool, 'zanzibar budget', 50)), [both.id]);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'Zanzibar BUDG', 50)), [both.id], 'last word as a prefix');
-      assert.deepEqual(ids(await searchHistory(db.pool, 'zanz budget', 50)), [], 'only the last word is a prefix');
-      assert.deepEqual(ids(await searchHistory(db.pool, 'ÉCOLE', 50)), []);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'zanzibar budget', 50, ADMIN_USER_ID)), [both.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'Zanzibar BUDG', 50, ADMIN_USER_ID)), [both.id], 'last word as a prefix');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'zanz budget', 50, ADMIN_USER_ID)), [], 'only the last word is a prefix');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'ÉCOLE', 50, ADMIN_USER_ID)), []);
       const accented = await chatWith('Inscription à l’école', 'hello');
-      assert.deepEqual(ids(await searchHistory(db.pool, 'ÉCOLE', 50)), [accented.id], 'non-ASCII letters fold too');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'ÉCOLE', 50, ADMIN_USER_ID)), [accented.id], 'non-ASCII letters fold too');
     });
 
     it('takes a last word of several parts (hyphenated, a URL) as a prefix too, while it is typed', async () => {
@@ -99,38 +100,38 @@ for (const target of await testDatabases()) {
       const covid = await chatWith(null, 'gyrkestrel covid-19 notes');
       const url = await chatWith(null, 'read https://gyrdocs.example.com/guides/intro first');
       for (const q of ['state-of-the', 'gyrfalcon state-of', 'state-o', 'state-of-the-art gyrfal', 'state-of-the-art gyrfal !']) {
-        assert.deepEqual(ids(await searchHistory(db.pool, q, 50)), [hyphen.id], q);
+        assert.deepEqual(ids(await searchHistory(db.pool, q, 50, ADMIN_USER_ID)), [hyphen.id], q);
       }
-      assert.deepEqual(ids(await searchHistory(db.pool, 'gyrkestrel covid-1', 50)), [covid.id]);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'https://gyrdocs.example.com/gui', 50)), [url.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'gyrkestrel covid-1', 50, ADMIN_USER_ID)), [covid.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'https://gyrdocs.example.com/gui', 50, ADMIN_USER_ID)), [url.id]);
       // Only the word being typed: the earlier ones still match whole.
-      assert.deepEqual(ids(await searchHistory(db.pool, 'state-of-th gyrfalcon', 50)), []);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'gyrfalc state-of-the', 50)), []);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'state-of-th gyrfalcon', 50, ADMIN_USER_ID)), []);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'gyrfalc state-of-the', 50, ADMIN_USER_ID)), []);
     });
 
     it('finds words between angle brackets (code, markup), and shows the brackets in the snippet', async () => {
       const code = await chatWith(null, '#include <kiwistdio.h> then List<KiwiString> names');
       const markup = await chatWith('Render <KiwiButton> twice', 'x');
-      const search = await createSearch(db.pool, { query: 'kiwimap<int, kiwilist>' });
-      assert.deepEqual(ids(await searchHistory(db.pool, 'kiwistdio.h', 50)), [code.id]);
-      const [generic] = await searchHistory(db.pool, 'kiwistring names', 50);
+      const search = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'kiwimap<int, kiwilist>' });
+      assert.deepEqual(ids(await searchHistory(db.pool, 'kiwistdio.h', 50, ADMIN_USER_ID)), [code.id]);
+      const [generic] = await searchHistory(db.pool, 'kiwistring names', 50, ADMIN_USER_ID);
       assert.deepEqual([generic?.id, generic?.match], [code.id, { field: 'message', snippet: '#include <kiwistdio.h> then List<KiwiString> names' }]);
       for (const q of ['kiwibutton', '<KiwiButton>']) {
-        const items = await searchHistory(db.pool, q, 50);
+        const items = await searchHistory(db.pool, q, 50, ADMIN_USER_ID);
         assert.deepEqual(items.map((i) => [i.id, i.match]), [[markup.id, { field: 'title', snippet: 'Render <KiwiButton> twice' }]], q);
       }
-      assert.deepEqual(ids(await searchHistory(db.pool, 'kiwilist', 50)), [search.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'kiwilist', 50, ADMIN_USER_ID)), [search.id]);
     });
 
     it('finds each field and says which, with the field around the first hit as the snippet', async () => {
       const title = await chatWith('Quokka photography tips', 'nothing here');
       const userMsg = await chatWith(null, 'first words', 'an assistant line about the wombat burrow');
-      const query = await createSearch(db.pool, { query: 'platypus venom facts' });
-      const answered = await createSearch(db.pool, { query: 'australian animals' });
-      await saveSearchRun(db.pool, answered.id, searchRun('australian animals', 'The echidna lays eggs.'));
+      const query = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'platypus venom facts' });
+      const answered = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'australian animals' });
+      await saveSearchRun(db.pool, answered.id, searchRun('australian animals', 'The echidna lays eggs.'), ADMIN_USER_ID);
 
       const one = async (q: string) => {
-        const items = await searchHistory(db.pool, q, 50);
+        const items = await searchHistory(db.pool, q, 50, ADMIN_USER_ID);
         assert.equal(items.length, 1, `one item for ${q}`);
         return items[0]!;
       };
@@ -147,7 +148,7 @@ for (const target of await testDatabases()) {
       const before = '🦘'.repeat(150); // 300 UTF-16 units
       const content = `${before} the marsupial appears here ${'🦘'.repeat(150)} and marsupial again`;
       const chat = await chatWith(null, content);
-      const [item] = await searchHistory(db.pool, 'marsupial', 50);
+      const [item] = await searchHistory(db.pool, 'marsupial', 50, ADMIN_USER_ID);
       assert.equal(item?.id, chat.id);
       const snippet = item!.match.snippet;
       assert.ok(snippet.length <= SNIPPET_UNITS && snippet.length >= SNIPPET_UNITS - 1, `length ${snippet.length}`);
@@ -159,12 +160,12 @@ for (const target of await testDatabases()) {
     it('puts the most relevant first, ties by updatedAt descending', async () => {
       const inMessage = await chatWith(null, 'a long note that mentions narwhal once among many other words of the day');
       const inTitle = await chatWith('Narwhal', 'x');
-      const tieOld = await createSearch(db.pool, { query: 'narwhal tusk' });
+      const tieOld = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'narwhal tusk' });
       await clockPast(tieOld.updatedAt); // distinct updatedAt: the tie is broken by it, not by id
-      const tieNew = await createSearch(db.pool, { query: 'narwhal tusk' });
-      const order = ids(await searchHistory(db.pool, 'narwhal', 50));
+      const tieNew = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'narwhal tusk' });
+      const order = ids(await searchHistory(db.pool, 'narwhal', 50, ADMIN_USER_ID));
       assert.deepEqual(order, [inTitle.id, tieNew.id, tieOld.id, inMessage.id]);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'narwhal', 2)), [inTitle.id, tieNew.id], 'limit keeps the best');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'narwhal', 2, ADMIN_USER_ID)), [inTitle.id, tieNew.id], 'limit keeps the best');
     });
 
     it('ranks only the newest candidates of each field, by relevance among them', async () => {
@@ -172,49 +173,49 @@ for (const target of await testDatabases()) {
       const old = await chatWith(null, 'quetzal');
       const dense = await chatWith(null, 'quetzal quetzal');
       const passing = await chatWith(null, 'a long line that mentions quetzal once among many other words of the day');
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 50)), [old.id, dense.id, passing.id], 'all ranked');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 50, ADMIN_USER_ID)), [old.id, dense.id, passing.id], 'all ranked');
       // Bounded to the newest two: the oldest is passed over, and the other two are still in relevance
       // order, the more relevant before the newer.
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 50, 2)), [dense.id, passing.id]);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 1, 2)), [dense.id], 'limit within the candidates');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 50, ADMIN_USER_ID, 2)), [dense.id, passing.id]);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 1, ADMIN_USER_ID, 2)), [dense.id], 'limit within the candidates');
       // A message stored now is the newest match, so it is a candidate however small the bound.
-      await appendMessages(db.pool, old.id, [{ role: 'user', content: 'quetzal again' }]);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 50, 1)), [old.id]);
+      await appendMessages(db.pool, old.id, [{ role: 'user', content: 'quetzal again' }], ADMIN_USER_ID);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'quetzal', 50, ADMIN_USER_ID, 1)), [old.id]);
     });
 
     it('never returns deleted items, and finds a message the moment it is stored', async () => {
       const chat = await chatWith(null, 'about the axolotl');
-      const search = await createSearch(db.pool, { query: 'axolotl habitat' });
-      assert.equal((await searchHistory(db.pool, 'axolotl', 50)).length, 2);
-      await deleteChat(db.pool, chat.id);
-      await deleteSearch(db.pool, search.id);
-      assert.deepEqual(await searchHistory(db.pool, 'axolotl', 50), []);
+      const search = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'axolotl habitat' });
+      assert.equal((await searchHistory(db.pool, 'axolotl', 50, ADMIN_USER_ID)).length, 2);
+      await deleteChat(db.pool, chat.id, ADMIN_USER_ID);
+      await deleteSearch(db.pool, search.id, ADMIN_USER_ID);
+      assert.deepEqual(await searchHistory(db.pool, 'axolotl', 50, ADMIN_USER_ID), []);
 
       const fresh = await chatWith(null, 'unrelated start');
-      await appendMessages(db.pool, fresh.id, [{ role: 'user', content: 'now the capybara arrives' }]);
-      assert.deepEqual(ids(await searchHistory(db.pool, 'capybara', 50)), [fresh.id]);
+      await appendMessages(db.pool, fresh.id, [{ role: 'user', content: 'now the capybara arrives' }], ADMIN_USER_ID);
+      assert.deepEqual(ids(await searchHistory(db.pool, 'capybara', 50, ADMIN_USER_ID)), [fresh.id]);
     });
 
     it('ignores system and tool messages', async () => {
-      await createChat(db.pool, {
+      await createChat(db.pool, { owner: ADMIN_USER_ID,
         enabledTools: [],
         messages: [
           { role: 'system', content: 'pangolin instructions' },
           { role: 'tool', name: 'web_search', content: 'pangolin results' },
         ],
       });
-      assert.deepEqual(await searchHistory(db.pool, 'pangolin', 50), []);
+      assert.deepEqual(await searchHistory(db.pool, 'pangolin', 50, ADMIN_USER_ID), []);
     });
 
     it('treats tsquery operators and punctuation in q as plain text, never as syntax', async () => {
       const chat = await chatWith(null, "o'reilly & sons: the ibex | goat! (notes)");
       for (const q of ['!', '&|!():*', "'", '\\', '<->', "ibex & !goat", "o'reilly", 'ibex:*', '(ibex']) {
-        const items = await searchHistory(db.pool, q, 50);
+        const items = await searchHistory(db.pool, q, 50, ADMIN_USER_ID);
         assert.ok(Array.isArray(items), `answered for ${q}`);
       }
-      assert.deepEqual(await searchHistory(db.pool, '&|!():*', 50), [], 'no words, no matches');
-      assert.deepEqual(ids(await searchHistory(db.pool, 'ibex & !goat', 50)), [chat.id], '! is no negation');
-      assert.deepEqual(ids(await searchHistory(db.pool, "o'reilly ibex", 50)), [chat.id]);
+      assert.deepEqual(await searchHistory(db.pool, '&|!():*', 50, ADMIN_USER_ID), [], 'no words, no matches');
+      assert.deepEqual(ids(await searchHistory(db.pool, 'ibex & !goat', 50, ADMIN_USER_ID)), [chat.id], '! is no negation');
+      assert.deepEqual(ids(await searchHistory(db.pool, "o'reilly ibex", 50, ADMIN_USER_ID)), [chat.id]);
     });
 
     it('filters through the GIN indexes of every field (the expressions match sql/006)', async () => {
@@ -223,7 +224,7 @@ for (const target of await testDatabases()) {
         await client.query('BEGIN');
         // Tiny tables make a sequential scan cheapest; forbidding it shows whether the indexes can serve.
         await client.query('SET LOCAL enable_seqscan = off');
-        const { text, values } = historySearchStatement('some words', 50);
+        const { text, values } = historySearchStatement('some words', 50, ADMIN_USER_ID);
         const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values);
         const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
         // Each field is read through an index: its GIN index, or (sql/010) the owner's own rows newest
@@ -242,19 +243,19 @@ for (const target of await testDatabases()) {
     });
 
     it('maps chat and search items with their own fields, and starred', async () => {
-      const chat = await createChat(db.pool, { title: 'Okapi', provider: 'provider_a', model: 'm1', enabledTools: ['web_search'] });
-      const [item] = await searchHistory(db.pool, 'okapi', 50);
+      const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, title: 'Okapi', provider: 'provider_a', model: 'm1', enabledTools: ['web_search'] });
+      const [item] = await searchHistory(db.pool, 'okapi', 50, ADMIN_USER_ID);
       assert.deepEqual(item, {
         type: 'chat', id: chat.id, title: 'Okapi', createdAt: chat.createdAt, updatedAt: chat.updatedAt, starred: false, starredAt: null,
         initiatedProvider: 'provider_a', initiatedModel: 'm1', lastUsedProvider: 'provider_a', lastUsedModel: 'm1',
         additionalSystemPrompt: null, enabledTools: ['web_search'], match: { field: 'title', snippet: 'Okapi' },
       });
       await setStarred(db.pool, 'chat', chat.id, true);
-      const [starred] = await searchHistory(db.pool, 'okapi', 50);
+      const [starred] = await searchHistory(db.pool, 'okapi', 50, ADMIN_USER_ID);
       assert.equal(starred?.starred, true);
       assert.ok(starred?.starredAt);
-      const search = await createSearch(db.pool, { query: 'tapir' });
-      const [found] = await searchHistory(db.pool, 'tapir', 50);
+      const search = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'tapir' });
+      const [found] = await searchHistory(db.pool, 'tapir', 50, ADMIN_USER_ID);
       assert.deepEqual(found, {
         type: 'search', id: search.id, title: null, query: 'tapir', createdAt: search.createdAt, updatedAt: search.updatedAt,
         starred: false, starredAt: null, match: { field: 'query', snippet: 'tapir' },

@@ -9,6 +9,7 @@ import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } fr
 import { testDatabases } from '../helpers/db.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
 import { getLlmCall } from '../helpers/store.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 const DEAD_AFTER = 15_000;
 
@@ -18,7 +19,7 @@ for (const target of await testDatabases()) {
     sweptDatabase(target, (opened) => (db = opened));
 
     const call = (instanceId: string | null, ageMs = 60_000) =>
-      startLlmCall(db.pool, { chatId: null, provider: 'provider_a', model: 'm', instanceId }).then(async (id) => {
+      startLlmCall(db.pool, { owner: ADMIN_USER_ID, chatId: null, provider: 'provider_a', model: 'm', instanceId }).then(async (id) => {
         await db.pool.query(`UPDATE llm_calls SET started_at = now() - make_interval(secs => $2::double precision / 1000) WHERE id = $1`, [id, ageMs]);
         return id;
       });

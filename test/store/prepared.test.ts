@@ -11,6 +11,7 @@ import { createChat, getChat } from '../../src/store/chats.ts';
 import { analyzeIfNeverAnalyzed, FIRST_ANALYZE_AFTER, noteRunWrites, RUN_TABLES } from '../../src/store/first-analyze.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { testDatabases } from '../helpers/db.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 /** The test database's URL, to open more pools on it. */
 const urlOf = (db: Database) => (db.pool as unknown as { options: { connectionString: string } }).options.connectionString;
@@ -29,8 +30,8 @@ for (const target of await testDatabases()) {
     if (target.name === 'embedded') {
       it('are not used: one PGlite session serves every pool client', async () => {
         assert.equal(prepared(db.pool, 'SELECT 1'), 'SELECT 1');
-        const chat = await createChat(db.pool, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
-        assert.equal((await getChat(db.pool, chat.id))?.id, chat.id);
+        const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
+        assert.equal((await getChat(db.pool, chat.id, ADMIN_USER_ID))?.id, chat.id);
         assert.deepEqual(await preparedStatements(db.pool), []);
       });
       return;
@@ -50,12 +51,12 @@ for (const target of await testDatabases()) {
       const plain = new pg.Pool({ connectionString, max: 1 });
       usePreparedStatements(marked);
       try {
-        const chat = await createChat(marked, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
-        for (let i = 0; i < 3; i++) assert.equal((await getChat(marked, chat.id))?.id, chat.id);
+        const chat = await createChat(marked, { owner: ADMIN_USER_ID, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }] });
+        for (let i = 0; i < 3; i++) assert.equal((await getChat(marked, chat.id, ADMIN_USER_ID))?.id, chat.id);
         const named = await preparedStatements(marked);
         assert.equal(named.filter((s) => s.includes('INSERT INTO chats')).length, 1);
         assert.equal(named.filter((s) => s.includes('WHERE c.id = $1')).length, 1);
-        assert.equal((await getChat(plain, chat.id))?.id, chat.id);
+        assert.equal((await getChat(plain, chat.id, ADMIN_USER_ID))?.id, chat.id);
         assert.deepEqual(await preparedStatements(plain), []);
       } finally {
         await Promise.all([marked.end(), plain.end()]);
@@ -76,7 +77,7 @@ for (const target of await testDatabases()) {
         // The pool's count stands just below the mark (ten thousand real starts would take a minute
         // here); the next run write, a start through the store, is the one that passes it.
         noteRunWrites(pool, FIRST_ANALYZE_AFTER - 1);
-        await createChat(pool, { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call: { id: randomUUID(), instanceId: 'i' } });
+        await createChat(pool, { owner: ADMIN_USER_ID, provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call: { id: randomUUID(), instanceId: 'i' } });
         await waitFor(async () => (await analysed()) === RUN_TABLES.length, 20_000, 'the run tables\' first ANALYZE');
         assert.equal(await analyzeIfNeverAnalyzed(pool), false, 'an analysed database is left to autovacuum');
       } finally {
@@ -90,7 +91,7 @@ for (const target of await testDatabases()) {
       const off = await openDatabase({ DATABASE_URL: connectionString, DATA_DIR: '', DATABASE_PREPARED_STATEMENTS: false }, { poolMax: 1 });
       try {
         assert.equal(prepared(off.pool, 'SELECT 1 AS one'), 'SELECT 1 AS one');
-        assert.equal(await getChat(off.pool, randomUUID()), null);
+        assert.equal(await getChat(off.pool, randomUUID(), ADMIN_USER_ID), null);
         assert.deepEqual(await preparedStatements(off.pool), []);
       } finally {
         await off.close();

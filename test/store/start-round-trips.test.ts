@@ -16,6 +16,7 @@ import { countQueries } from '../helpers/count-queries.ts';
 import { fakeDeps } from '../helpers/fake-deps.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 const user = (content: string): InputMessage => ({ role: 'user', content });
 
@@ -30,7 +31,7 @@ for (const target of await testDatabases()) {
     });
 
     const deps = () => ({ ...fakeDeps(), pool: db.pool });
-    const request = (chatId: string, messages: InputMessage[], o: Partial<ChatStorageRequest> = {}): ChatStorageRequest => ({
+    const request = (chatId: string, messages: InputMessage[], o: Partial<ChatStorageRequest> = {}): ChatStorageRequest => ({ owner: ADMIN_USER_ID,
       chatId, createChat: false, storeChat: true, callId: randomUUID(), provider: 'provider_c', model: 'sim-c', messages, ...o,
     });
     /** The run's prepare, counted: it must be one query and no transaction. */
@@ -54,7 +55,7 @@ for (const target of await testDatabases()) {
 
     it('an existing chat: only the new input appended, provider use and updatedAt recorded, its call running, the next token, in one statement', async () => {
       const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'user', content: 'q1' }], owner: 'u-old' });
-      await appendMessages(db.pool, chat.id, [{ role: 'assistant', content: 'a1' }], null, 'u-old');
+      await appendMessages(db.pool, chat.id, [{ role: 'assistant', content: 'a1' }], 'u-old');
       const req = request(chat.id, [user('q1'), { role: 'assistant', content: 'a1' }, user('q2')], { owner: 'u-old' });
       assert.deepEqual(await start(req), { runToken: 1 });
       assert.deepEqual(await transcript(chat.id), ['user:q1', 'assistant:a1', 'user:q2']);
@@ -80,13 +81,13 @@ for (const target of await testDatabases()) {
     });
 
     it('the new input of a supplied history: matched in order by role and content, skipping what the client leaves out', async () => {
-      const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'system', content: 'hidden' }, { role: 'user', content: 'q1' }] });
+      const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, enabledTools: [], messages: [{ role: 'system', content: 'hidden' }, { role: 'user', content: 'q1' }] });
       await appendMessages(db.pool, chat.id, [
         { role: 'tool', content: 'web_search "x"', metadata: { kind: 'tool_call' } },
         { role: 'tool', content: 'plain tool' },
         { role: 'assistant', content: 'a1' },
         { role: 'user', content: 'q2' },
-      ]);
+      ], ADMIN_USER_ID);
       const history: InputMessage[] = [
         user('q1'),
         // A tool log is never matched: the same text supplied is new.
@@ -103,7 +104,7 @@ for (const target of await testDatabases()) {
     });
 
     it('a supplied history out of the stored order: what comes before the last match again is new', async () => {
-      const chat = await createChat(db.pool, { enabledTools: [], messages: [{ role: 'user', content: 'q1' }, { role: 'user', content: 'q2' }] });
+      const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, enabledTools: [], messages: [{ role: 'user', content: 'q1' }, { role: 'user', content: 'q2' }] });
       await start(request(chat.id, [user('q2'), user('q1'), { role: 'system', content: 'q2' }]));
       assert.deepEqual(await transcript(chat.id), ['user:q1', 'user:q2', 'user:q1', 'system:q2']);
     });

@@ -14,6 +14,7 @@ import type { ContinuedRun } from '../../src/store/takeover.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 for (const target of await testDatabases()) {
   describe(`takeover handoff ${target.tag}`, () => {
@@ -23,8 +24,8 @@ for (const target of await testDatabases()) {
     /** A chat whose running call of `instanceId` has checkpointed `text`. */
     const lostRun = async (provider: 'provider_b' | 'provider_c', text: string, instanceId = 'dead') => {
       const call = { id: randomUUID(), instanceId };
-      const chat = await createChat(db.pool, { provider, model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call });
-      await writeCheckpoints(db.pool, [{ callId: call.id, chatId: chat.id, runToken: 1, from: 0, text }]);
+      const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, provider, model: 'm', enabledTools: [], messages: [{ role: 'user', content: 'q' }], call });
+      await writeCheckpoints(db.pool, [{ callId: call.id, chatId: chat.id, runToken: 1, at: 0, text }]);
       return { callId: call.id, chatId: chat.id };
     };
     const lostOf = (instanceId: string) => ({ where: 'c.instance_id = $2', params: [instanceId] });
@@ -34,7 +35,7 @@ for (const target of await testDatabases()) {
     it('hands a provider_b run to the peer: a new running call, the next token, the key; nothing stored', async () => {
       const b = await lostRun('provider_b', 'Half an answer ');
       const c = await lostRun('provider_c', 'Half of another');
-      assert.ok(await claimIdempotencyKey(db.pool, { key: 'k', requestHash: 'h', mode: 'stream', chatId: b.chatId, callId: b.callId }));
+      assert.ok(await claimIdempotencyKey(db.pool, { owner: ADMIN_USER_ID, key: 'k', requestHash: 'h', mode: 'stream', chatId: b.chatId, callId: b.callId }));
       const started: ContinuedRun[] = [];
       const recovered = await recoverLostCalls(db.pool, lostOf('dead'), { takeover: policy(started) });
       assert.deepEqual(started, recovered.continued);
@@ -43,23 +44,23 @@ for (const target of await testDatabases()) {
       const fresh = await getLlmCall(db.pool, run!.newCallId);
       assert.equal(fresh?.status, 'running');
       assert.match((await getLlmCall(db.pool, b.callId))!.error!, new RegExp(`^instance lost: .*continued by call ${run!.newCallId}$`));
-      assert.equal((await readIdempotencyKey(db.pool, 'k'))?.callId, run!.newCallId, 'a retry with the key finds the continuation');
+      assert.equal((await readIdempotencyKey(db.pool, 'k', ADMIN_USER_ID))?.callId, run!.newCallId, 'a retry with the key finds the continuation');
       assert.deepEqual(await answers(b.chatId), [], 'the continuation stores the answer, not the recovery');
       assert.deepEqual(await answers(c.chatId), [['Half of another', { interrupted: true, reason: 'instance lost' }]]);
     });
 
     it('a continuation that cannot start because a new run took its chat ends its call and its key', async () => {
       const b = await lostRun('provider_b', 'Half an answer');
-      assert.ok(await claimIdempotencyKey(db.pool, { key: 'k2', requestHash: 'h', mode: 'stream', chatId: b.chatId, callId: b.callId }));
+      assert.ok(await claimIdempotencyKey(db.pool, { owner: ADMIN_USER_ID, key: 'k2', requestHash: 'h', mode: 'stream', chatId: b.chatId, callId: b.callId }));
       const started: ContinuedRun[] = [];
       await recoverLostCalls(db.pool, lostOf('dead'), { takeover: policy(started) });
       const [run] = started;
       // The user's new stream won the chat's lease before the continuation could start.
-      await startChatRun(db.pool, { chatId: b.chatId, provider: 'provider_b', model: 'm', messages: [{ role: 'user', content: 'again' }], call: { id: randomUUID(), instanceId: 'peer' } });
+      await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: b.chatId, provider: 'provider_b', model: 'm', messages: [{ role: 'user', content: 'again' }], call: { id: randomUUID(), instanceId: 'peer' } });
       await endAsInterrupted(db.pool, run!);
       const call = await getLlmCall(db.pool, run!.newCallId);
       assert.deepEqual([call?.status, /^instance lost/.test(call?.error ?? '')], ['failed', true], 'not left running on a live instance for good');
-      const key = await readIdempotencyKey(db.pool, 'k2');
+      const key = await readIdempotencyKey(db.pool, 'k2', ADMIN_USER_ID);
       assert.deepEqual([key?.callId, key?.callStatus], [run!.newCallId, 'failed'], 'a retry with the key reads the run failed, not running');
       assert.deepEqual(await answers(b.chatId), [], 'the new run keeps the chat');
     });
@@ -75,7 +76,7 @@ for (const target of await testDatabases()) {
       assert.deepEqual(await answers(b.chatId), [['Half an answer', { interrupted: true, reason: 'instance lost' }]]);
 
       const taken = await lostRun('provider_b', 'Stale');
-      await startChatRun(db.pool, { chatId: taken.chatId, provider: 'provider_b', model: 'm', messages: [], call: null });
+      await startChatRun(db.pool, { owner: ADMIN_USER_ID, chatId: taken.chatId, provider: 'provider_b', model: 'm', messages: [], call: null });
       const none: ContinuedRun[] = [];
       await recoverLostCalls(db.pool, lostOf('dead'), { takeover: policy(none) });
       assert.deepEqual(none, []);

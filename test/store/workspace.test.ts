@@ -7,6 +7,7 @@ import { listWorkspaceItems } from '../../src/store/workspace.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
 import { clockPast } from '../helpers/wait.ts';
+import { ADMIN_USER_ID } from '../../src/types.ts';
 
 
 for (const target of await testDatabases()) {
@@ -20,20 +21,20 @@ for (const target of await testDatabases()) {
     });
 
     it('is empty on a new database', async () => {
-      assert.deepEqual(await listWorkspaceItems(db.pool), []);
+      assert.deepEqual(await listWorkspaceItems(db.pool, ADMIN_USER_ID), []);
     });
 
     it('merges chats and searches by updatedAt with their own fields', async () => {
-      const a = await createChat(db.pool, { title: 'A', provider: 'provider_a', model: 'm', enabledTools: ['web_search'] });
+      const a = await createChat(db.pool, { owner: ADMIN_USER_ID, title: 'A', provider: 'provider_a', model: 'm', enabledTools: ['web_search'] });
       await clockPast(a.updatedAt);
-      const b = await createSearch(db.pool, { query: 'B' });
+      const b = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'B' });
       await clockPast(b.updatedAt);
-      const c = await createChat(db.pool, { title: 'C', enabledTools: [] });
+      const c = await createChat(db.pool, { owner: ADMIN_USER_ID, title: 'C', enabledTools: [] });
       await clockPast(c.updatedAt);
-      await updateChat(db.pool, a.id, { title: 'A2' });
+      await updateChat(db.pool, a.id, { title: 'A2' }, ADMIN_USER_ID);
       await setStarred(db.pool, 'search', b.id, true);
 
-      const items = await listWorkspaceItems(db.pool);
+      const items = await listWorkspaceItems(db.pool, ADMIN_USER_ID);
       assert.deepEqual(items.map((i) => [i.type, i.id]), [['chat', a.id], ['chat', c.id], ['search', b.id]]);
       const [first, , search] = items;
       assert.equal(first?.type, 'chat');
@@ -51,34 +52,34 @@ for (const target of await testDatabases()) {
       // so no timestamp tie decides the cut) 99 chats and 99 searches, then one more of each.
       const oldChats: string[] = [];
       const oldSearches: string[] = [];
-      for (let i = 0; i < 4; i++) oldChats.push((await createChat(db.pool, { title: `old${i}`, enabledTools: [] })).id);
+      for (let i = 0; i < 4; i++) oldChats.push((await createChat(db.pool, { owner: ADMIN_USER_ID, title: `old${i}`, enabledTools: [] })).id);
       let last = '';
       for (let i = 0; i < 3; i++) {
-        const old = await createSearch(db.pool, { query: `old${i}` });
+        const old = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: `old${i}` });
         oldSearches.push(old.id);
         last = old.updatedAt;
       }
       await clockPast(last);
       const chats: string[] = [];
       const searches: string[] = [];
-      for (let i = 0; i < 99; i++) chats.push((await createChat(db.pool, { title: `c${i}`, enabledTools: [] })).id);
+      for (let i = 0; i < 99; i++) chats.push((await createChat(db.pool, { owner: ADMIN_USER_ID, title: `c${i}`, enabledTools: [] })).id);
       for (let i = 0; i < 99; i++) {
-        const s = await createSearch(db.pool, { query: `s${i}` });
+        const s = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: `s${i}` });
         searches.push(s.id);
         last = s.updatedAt;
       }
       await clockPast(last);
-      const freshChat = (await createChat(db.pool, { title: 'fresh', enabledTools: [] })).id;
-      const fresh = await createSearch(db.pool, { query: 'fresh' });
+      const freshChat = (await createChat(db.pool, { owner: ADMIN_USER_ID, title: 'fresh', enabledTools: [] })).id;
+      const fresh = await createSearch(db.pool, { owner: ADMIN_USER_ID, query: 'fresh' });
       const freshSearch = fresh.id;
       await clockPast(fresh.updatedAt);
       // A run bumps updatedAt: the search just created goes before the chat just created.
       await saveSearchRun(db.pool, freshSearch, {
         query: 'fresh', requestId: null, latencyMs: 1, error: null, answerText: 'x', answerRequestId: null,
         answerCitations: [], answerError: null, results: [],
-      });
+      }, ADMIN_USER_ID);
 
-      const items = await listWorkspaceItems(db.pool);
+      const items = await listWorkspaceItems(db.pool, ADMIN_USER_ID);
       assert.equal(items.length, 200);
       assert.equal(items.filter((i) => i.type === 'chat').length, 100);
       assert.equal(items.filter((i) => i.type === 'search').length, 100);

@@ -1,0 +1,126 @@
+// The starts waiting for a place under the limit (limit.ts), and the judgement of that wait. A burst
+// is let in and drains; a flood is told from it by how long the oldest waiting start has waited, not
+// by how many wait (CoDel's sojourn time): once the oldest has waited longer than INTERVAL the starts
+// come faster than they go, and new ones are refused until the queue is back within TARGET (as CoDel
+// leaves its dropping state), so a flood meets a 503 at once rather than a wait that grows. A start
+// whose predicted wait is past MAX_WAIT is refused too: a burst bigger than the instance can take in a
+// few seconds gets the part it can.
+//
+// Fair between users: each user's starts wait in their own line and the lines take turns, so one
+// user's thousand waiting starts do not stand in front of another's one; and while the queue sheds, a
+// user holding less than an equal share of it is not refused for the others' flood. Pure: the time
+// is handed in.
+
+export interface QueueTuning {
+  /** Shedding ends once the oldest waiting start has waited no longer than this. */
+  targetMs: number;
+  /** Shedding begins once the oldest waiting start has waited longer than this. */
+  intervalMs: number;
+  /** A start predicted to wait longer than this is refused. */
+  maxWaitMs: number;
+}
+
+export const QUEUE_DEFAULTS: Readonly<QueueTuning> = Object.freeze({ targetMs: 100, intervalMs: 2000, maxWaitMs: 10_000 });
+
+/** One user's waiting starts, oldest first (arrays with a moving head: a start in and out allocates nothing once warm). */
+interface Line<T> {
+  owner: string;
+  items: T[];
+  at: number[];
+  head: number;
+}
+
+export class StartQueue<T> {
+  private readonly t: QueueTuning;
+  private readonly lines = new Map<string, Line<T>>();
+  /** The lines with starts waiting, in turn order. */
+  private readonly turns: Line<T>[] = [];
+  private turn = 0;
+  /** Starts waiting, all users. */
+  length = 0;
+  /** CoDel's state: refusing until the oldest waiting start is back within targetMs. */
+  private sheddingNow = false;
+
+  constructor(tuning: Partial<QueueTuning> = {}) {
+    this.t = { ...QUEUE_DEFAULTS, ...tuning };
+  }
+
+  /** `item` of `owner` waits from `now`. */
+  push(item: T, owner: string, now: number): void {
+    let line = this.lines.get(owner);
+    if (line === undefined) {
+      line = { owner, items: [], at: [], head: 0 };
+      this.lines.set(owner, line);
+      this.turns.push(line);
+    }
+    line.items.push(item);
+    line.at.push(now);
+    this.length++;
+  }
+
+  /** The next start by turns (each user's oldest first), or undefined. */
+  shift(): T | undefined {
+    if (this.length === 0) return undefined;
+    if (this.turn >= this.turns.length) this.turn = 0;
+    const line = this.turns[this.turn]!;
+    const item = line.items[line.head]!;
+    line.items[line.head] = undefined as T;
+    line.head++;
+    this.length--;
+    if (line.head === line.items.length) {
+      this.lines.delete(line.owner);
+      this.turns.splice(this.turn, 1);
+    } else {
+      // A line that never empties (a user always waiting) would grow without end: drop its gone head now and then.
+      if (line.head >= 1024 && line.head * 2 >= line.items.length) {
+        line.items.splice(0, line.head);
+        line.at.splice(0, line.head);
+        line.head = 0;
+      }
+      this.turn++;
+    }
+    if (this.length === 0) this.sheddingNow = false;
+    return item;
+  }
+
+  /** Starts of `owner` waiting. */
+  waitingFor(owner: string): number {
+    const line = this.lines.get(owner);
+    return line === undefined ? 0 : line.items.length - line.head;
+  }
+
+  /** How long the oldest waiting start has waited (ms); 0 when none waits. */
+  oldestWaitMs(now: number): number {
+    let oldest = now;
+    for (let i = 0; i < this.turns.length; i++) {
+      const line = this.turns[i]!;
+      const at = line.at[line.head]!;
+      if (at < oldest) oldest = at;
+    }
+    return now - oldest;
+  }
+
+  /** True while a flood is judged to last (the CoDel state as of the last `refuses`). */
+  get shedding(): boolean {
+    return this.sheddingNow;
+  }
+
+  /**
+   * Whether a new start of `owner` would be refused now, the starts leaving at `ratePerMs` (0: not
+   * known yet, no prediction). Moves the shedding state; counts nothing.
+   */
+  refuses(owner: string, now: number, ratePerMs: number): boolean {
+    if (this.length === 0) {
+      this.sheddingNow = false;
+      return false;
+    }
+    const oldest = this.oldestWaitMs(now);
+    if (this.sheddingNow ? oldest <= this.t.targetMs : oldest > this.t.intervalMs) this.sheddingNow = !this.sheddingNow;
+    const mine = this.waitingFor(owner);
+    const lines = this.lines.size + (mine === 0 ? 1 : 0);
+    // At least an equal share of the waiting starts: this user is (part of) the flood.
+    if (this.sheddingNow && mine > 0 && mine * lines >= this.length) return true;
+    // Taking turns, this start goes after the user's own waiting ones and, ahead of each, one of every other line's.
+    return ratePerMs > 0 && Math.min((mine + 1) * lines, this.length + 1) / ratePerMs > this.t.maxWaitMs;
+  }
+}

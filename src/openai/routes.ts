@@ -1,0 +1,10 @@
+// The OpenAI-compatible API (`/openai/v1`, also under `/api`): a second door to the same runs.
+import type { AppContext } from '../context.ts';
+import type { Route } from '../http/router.ts';
+import { chatCompletionRoutes } from './chat-completions.ts';
+import { modelRoutes } from './models.ts';
+import { responseRoutes } from './responses.ts';
+
+export function openaiRoutes(app: AppContext): Route[] {
+  return [...modelRoutes(app), ...chatCompletionRoutes(app), ...responseRoutes(app)];
+}

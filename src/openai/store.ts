@@ -1,0 +1,188 @@
+// The stored responses of the OpenAI-compatible API (sql/020_openai_responses.sql): one statement each.
+import type { Queryable } from '../db/types.ts';
+import type { ToolCallRequest, Usage } from '../providers/types.ts';
+import type { RunMessage } from '../schemas.ts';
+import { INSTANCE_LOST } from '../store/recovery.ts';
+
+export type ResponseStatus = 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
+
+/** What the response object repeats of its request. */
+export interface ResponseRequest {
+  model: string;
+  instructions: string | null;
+  metadata: Record<string, unknown> | null;
+  tools: unknown[];
+  tool_choice: unknown;
+  temperature: number | null;
+  top_p: number | null;
+  max_output_tokens: number | null;
+  background: boolean;
+}
+
+export interface StoredResponse {
+  id: string;
+  owner: string;
+  chatId: string;
+  callId: string;
+  previousResponseId: string | null;
+  status: ResponseStatus;
+  input: RunMessage[];
+  request: ResponseRequest;
+  outputText: string | null;
+  toolCalls: ToolCallRequest[] | null;
+  deltas: number[] | null;
+  usage: Usage | null;
+  error: string | null;
+  createdAt: number;
+}
+
+interface Row {
+  id: string;
+  owner_id: string;
+  chat_id: string;
+  call_id: string;
+  previous_response_id: string | null;
+  status: ResponseStatus;
+  input: RunMessage[];
+  request: ResponseRequest;
+  output_text: string | null;
+  tool_calls: ToolCallRequest[] | null;
+  deltas: number[] | null;
+  usage: Usage | null;
+  error: string | null;
+  created_at: Date | string;
+}
+
+const toResponse = (r: Row): StoredResponse => ({
+  id: r.id,
+  owner: r.owner_id,
+  chatId: r.chat_id,
+  callId: r.call_id,
+  previousResponseId: r.previous_response_id,
+  status: r.status,
+  input: r.input,
+  request: r.request,
+  outputText: r.output_text,
+  toolCalls: r.tool_calls,
+  deltas: r.deltas,
+  usage: r.usage,
+  error: r.error,
+  createdAt: Math.floor(new Date(r.created_at).getTime() / 1000),
+});
+
+export async function insertResponse(
+  db: Queryable,
+  r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'request'> & { instanceId: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO openai_responses (id, owner_id, chat_id, call_id, instance_id, previous_response_id, status, input, request)
+     VALUES ($1, $2, $3, $4, $5, $6, 'in_progress', $7::jsonb, $8::jsonb)`,
+    [r.id, r.owner, r.chatId, r.callId, r.instanceId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request)],
+  );
+}
+
+export interface ResponseEnd {
+  status: Exclude<ResponseStatus, 'in_progress'>;
+  outputText: string;
+  toolCalls: ToolCallRequest[] | null;
+  /** Null: the text's cuts are not known (an end read from the LlmCall): a resume past its first delta is lost. */
+  deltas: number[] | null;
+  usage: Usage | null;
+  error: string | null;
+}
+
+/** The run's end, once: a response that already ended (recovered as lost meanwhile) keeps its end. */
+export async function finishResponse(db: Queryable, id: string, end: ResponseEnd): Promise<void> {
+  await db.query(
+    `UPDATE openai_responses SET status = $2, output_text = $3, tool_calls = $4::jsonb, deltas = $5::jsonb, usage = $6::jsonb, error = $7, completed_at = now()
+      WHERE id = $1 AND status = 'in_progress'`,
+    [id, end.status, end.outputText, end.toolCalls && JSON.stringify(end.toolCalls), JSON.stringify(end.deltas), end.usage && JSON.stringify(end.usage), end.error],
+  );
+}
+
+/** The caller's response; another user's reads as absent. */
+export async function getResponse(db: Queryable, id: string, owner: string): Promise<StoredResponse | null> {
+  const { rows } = await db.query<Row>('SELECT * FROM openai_responses WHERE id = $1 AND owner_id = $2', [id, owner]);
+  return rows[0] ? toResponse(rows[0]) : null;
+}
+
+/** The newest response of a chat (the one a continuation must name). */
+export async function latestOfChat(db: Queryable, chatId: string): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM openai_responses WHERE chat_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1', [chatId]);
+  return rows[0]?.id ?? null;
+}
+
+/** The turns up to and including `id`, oldest first (its chain of previous_response_id). */
+export async function responseChain(db: Queryable, id: string, owner: string): Promise<StoredResponse[]> {
+  const { rows } = await db.query<Row & { depth: number }>(
+    `WITH RECURSIVE chain AS (
+       SELECT r.*, 0 AS depth FROM openai_responses r WHERE r.id = $1 AND r.owner_id = $2
+       UNION ALL
+       SELECT p.*, chain.depth + 1 FROM openai_responses p JOIN chain ON p.id = chain.previous_response_id AND p.owner_id = $2
+     )
+     SELECT * FROM chain ORDER BY depth DESC`,
+    [id, owner],
+  );
+  return rows.map(toResponse);
+}
+
+/**
+ * A response still `in_progress` whose run is nowhere because its instance died before writing its end: its
+ * end is read from its LlmCall (failed "instance lost" by the recovery), or from the call that continued it
+ * after a takeover, and the chat's answer. Null otherwise: the call still runs, or it ended on a live instance,
+ * which writes the end itself in a moment.
+ */
+export async function settleLost(db: Queryable, s: StoredResponse): Promise<StoredResponse | null> {
+  const { rows } = await db.query<{ status: string; error: string | null; input_tokens: number | null; output_tokens: number | null; total_tokens: number | null; text: string | null }>(
+    `SELECT c.status, c.error, c.input_tokens, c.output_tokens, c.total_tokens,
+            (SELECT m.content FROM messages m WHERE m.chat_id = $2 AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS text
+       FROM llm_calls c
+      WHERE (c.id = $1 AND c.status = 'failed' AND c.error LIKE $3 || '%') OR c.continues_call_id = $1
+      ORDER BY c.started_at DESC LIMIT 1`,
+    [s.callId, s.chatId, INSTANCE_LOST],
+  );
+  const call = rows[0] ?? (await neverStored(db, s));
+  if (!call || call.status === 'running') return null;
+  const usage = call.total_tokens === null ? null : { inputTokens: call.input_tokens ?? 0, outputTokens: call.output_tokens ?? 0, totalTokens: call.total_tokens };
+  const text = call.text ?? '';
+  const end: ResponseEnd =
+    call.status === 'succeeded'
+      ? { status: 'completed', outputText: text, toolCalls: null, deltas: null, usage, error: null }
+      : { status: 'failed', outputText: '', toolCalls: null, deltas: null, usage, error: call.error ?? 'instance lost' };
+  await finishResponse(db, s.id, end);
+  return getResponse(db, s.id, s.owner);
+}
+
+/** How long an instance may go without a heartbeat before it counts as dead (its row's own span, else this). */
+const DEAD_AFTER_MS = 15_000;
+
+/**
+ * A response whose LlmCall was never written, though its instance has stopped beating: that instance died
+ * before its run stored anything. Null while the instance lives (its run may be about to write).
+ */
+async function neverStored(db: Queryable, s: StoredResponse): Promise<{ status: string; error: string; input_tokens: null; output_tokens: null; total_tokens: null; text: null } | null> {
+  const { rows } = await db.query<{ dead: boolean }>(
+    `SELECT NOT EXISTS (SELECT 1 FROM llm_calls WHERE id = r.call_id)
+        AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = r.instance_id
+                           AND i.last_beat >= now() - make_interval(secs => coalesce(i.dead_after_ms, $2::double precision) / 1000)) AS dead
+       FROM openai_responses r WHERE r.id = $1`,
+    [s.id, DEAD_AFTER_MS],
+  );
+  if (!rows[0]?.dead) return null;
+  return { status: 'failed', error: `${INSTANCE_LOST}: the instance stopped before the response's run stored anything`, input_tokens: null, output_tokens: null, total_tokens: null, text: null };
+}
+
+/** The caller's response whose run is LlmCall `callId` (a keyed request's retry finds the first one's by it). */
+export async function responseOfCall(db: Queryable, callId: string, owner: string): Promise<StoredResponse | null> {
+  const { rows } = await db.query<Row>('SELECT * FROM openai_responses WHERE call_id = $1 AND owner_id = $2', [callId, owner]);
+  return rows[0] ? toResponse(rows[0]) : null;
+}
+
+/** At a start: the responses this instance was running when it last stopped have no run any more. */
+export async function failInterruptedResponses(db: Queryable, instanceId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE openai_responses SET status = 'failed', error = $2, completed_at = now() WHERE instance_id = $1 AND status = 'in_progress'`,
+    [instanceId, `${INSTANCE_LOST}: the service instance stopped or restarted during the response`],
+  );
+  return rowCount ?? 0;
+}

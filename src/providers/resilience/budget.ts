@@ -1,0 +1,153 @@
+// The retry budget, as Finagle's and gRPC's: retries to a provider may be at most PERCENT % of its
+// calls over the last WINDOW seconds plus a floor of FLOOR retries a second, so that during an outage
+// the service does not multiply the load on a provider that is down, while a quiet service can still
+// retry. Counted in one-second buckets; with Redis (cluster mode) across every instance, so a fleet's
+// retries stay bounded too.
+import type { Redis } from 'ioredis';
+
+export const BUDGET_WINDOW_S = 10;
+export const BUDGET_FLOOR_PER_S = 10;
+
+export interface RetryBudget {
+  /** A first call to `provider` (retries are not deposits). */
+  deposit(provider: string): void;
+  /** May `provider` be retried once more now? A yes counts the retry. */
+  withdraw(provider: string): Promise<boolean>;
+}
+
+export interface BudgetRule {
+  percent: number;
+  floorPerSecond?: number;
+  windowS?: number;
+  /** Clock in ms (tests pass their own). */
+  now?: () => number;
+}
+
+interface Buckets {
+  /** Second → [calls, retries]. */
+  bySecond: Map<number, [number, number]>;
+}
+
+/** One process's budget (one per actor thread when there is no Redis). */
+export class LocalRetryBudget implements RetryBudget {
+  private readonly providers = new Map<string, Buckets>();
+  private readonly percent: number;
+  private readonly floor: number;
+  private readonly window: number;
+  private readonly now: () => number;
+
+  constructor(rule: BudgetRule) {
+    this.percent = rule.percent;
+    this.floor = rule.floorPerSecond ?? BUDGET_FLOOR_PER_S;
+    this.window = rule.windowS ?? BUDGET_WINDOW_S;
+    this.now = rule.now ?? Date.now;
+  }
+
+  deposit(provider: string): void {
+    this.bucket(provider)[0]++;
+  }
+
+  withdraw(provider: string): Promise<boolean> {
+    return Promise.resolve(this.take(provider));
+  }
+
+  /** The synchronous withdraw (also the Redis budget's answer while Redis is out of reach). */
+  take(provider: string): boolean {
+    const b = this.bucket(provider);
+    let calls = 0;
+    let retries = 0;
+    for (const [c, r] of this.buckets(provider).bySecond.values()) {
+      calls += c;
+      retries += r;
+    }
+    if (!allowed(calls, retries, this.percent, this.floor, this.window)) return false;
+    b[1]++;
+    return true;
+  }
+
+  private buckets(provider: string): Buckets {
+    let b = this.providers.get(provider);
+    if (!b) this.providers.set(provider, (b = { bySecond: new Map() }));
+    return b;
+  }
+
+  /** This second's bucket, after dropping those that left the window. */
+  private bucket(provider: string): [number, number] {
+    const sec = Math.floor(this.now() / 1000);
+    const { bySecond } = this.buckets(provider);
+    for (const s of bySecond.keys()) if (s <= sec - this.window) bySecond.delete(s);
+    let b = bySecond.get(sec);
+    if (!b) bySecond.set(sec, (b = [0, 0]));
+    return b;
+  }
+}
+
+function allowed(calls: number, retries: number, percent: number, floor: number, window: number): boolean {
+  return retries + 1 <= (calls * percent) / 100 + floor * window;
+}
+
+// One hash per provider: fields `c:<second>` (calls) and `r:<second>` (retries). The withdraw sums
+// the window, drops older fields and counts the retry in one step.
+const DEPOSIT = `
+redis.call('HINCRBY', KEYS[1], 'c:' .. ARGV[1], 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`;
+const WITHDRAW = `
+local sec, window, percent, floor = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local calls, retries = 0, 0
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local field, n = all[i], tonumber(all[i + 1])
+  local at = tonumber(string.sub(field, 3))
+  if at <= sec - window then redis.call('HDEL', KEYS[1], field)
+  elseif string.sub(field, 1, 1) == 'c' then calls = calls + n
+  else retries = retries + n end
+end
+if retries + 1 > calls * percent / 100 + floor * window then return 0 end
+redis.call('HINCRBY', KEYS[1], 'r:' .. sec, 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1`;
+
+/**
+ * The cluster's budget in Redis. Every count also goes to a local budget, which answers while Redis
+ * cannot (a retry is then judged by this instance's share alone, never refused for Redis's sake).
+ */
+export class RedisRetryBudget implements RetryBudget {
+  private readonly local: LocalRetryBudget;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly rule: BudgetRule,
+  ) {
+    this.local = new LocalRetryBudget(rule);
+    this.now = rule.now ?? Date.now;
+  }
+
+  private key(provider: string): string {
+    return `${this.prefix}retrybudget:${provider}`;
+  }
+
+  private get windowS(): number {
+    return this.rule.windowS ?? BUDGET_WINDOW_S;
+  }
+
+  deposit(provider: string): void {
+    this.local.deposit(provider);
+    const sec = Math.floor(this.now() / 1000);
+    this.redis.eval(DEPOSIT, 1, this.key(provider), sec, this.windowS * 2000).catch(() => {});
+  }
+
+  async withdraw(provider: string): Promise<boolean> {
+    const sec = Math.floor(this.now() / 1000);
+    const { percent, floorPerSecond = BUDGET_FLOOR_PER_S } = this.rule;
+    try {
+      const ok = (await this.redis.eval(WITHDRAW, 1, this.key(provider), sec, this.windowS, percent, floorPerSecond, this.windowS * 2000)) === 1;
+      if (ok) this.local.take(provider);
+      return ok;
+    } catch {
+      return this.local.take(provider);
+    }
+  }
+}

@@ -1,0 +1,88 @@
+// The Responses events as a function of a run's frames (src/openai/response-events.ts): a reader from any
+// sequence number gets exactly the tail of a full read, live or from what was stored; and a reader past the
+// first delta of a run whose text was recut (a takeover's continuation, an end read from the LlmCall) gets
+// `resume_point_lost`, never different text under the same numbers. The sink records what it was given.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
+import type { SseSink } from '../../src/http/sse.ts';
+import { ResponseEventStream, type ResponseBase } from '../../src/openai/response-events.ts';
+import type { StoredResponse } from '../../src/openai/store.ts';
+
+const base: ResponseBase = {
+  id: 'resp_abc',
+  createdAt: 1_700_000_000,
+  previousResponseId: null,
+  store: true,
+  chatId: 'chat-1',
+  request: { model: 'provider_c/m', instructions: null, metadata: null, tools: [], tool_choice: 'auto', temperature: null, top_p: null, max_output_tokens: null, background: true },
+};
+
+function recordingSink() {
+  let out = '';
+  let ended = false;
+  const sink = { dropped: false, write: (s: string) => void (out += s), end: () => void (ended = true), onClose: () => {} } as unknown as SseSink;
+  const events = () =>
+    out
+      .split('\n\n')
+      .filter((f) => f.startsWith('event: '))
+      .map((f) => JSON.parse(f.slice(f.indexOf('\ndata: ') + 7)) as { type: string; sequence_number: number; code?: string; delta?: string });
+  return { sink, events, ended: () => ended };
+}
+
+const DELTAS = ['Hel', 'lo, ', 'wor', 'ld'];
+const runFrames = (callId: string) =>
+  sseFrame('meta', { type: 'meta', chatId: 'chat-1', callId, provider: 'provider_c', model: 'm' }) +
+  DELTAS.map(deltaFrame).join('') +
+  sseFrame('done', { type: 'done', text: DELTAS.join(''), usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 } });
+
+const stored = (deltas: number[] | null): StoredResponse => ({
+  id: base.id, owner: 'admin', chatId: 'chat-1', callId: 'call-1', previousResponseId: null, status: 'completed', input: [], request: base.request,
+  outputText: DELTAS.join(''), toolCalls: null, deltas, usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 }, error: null, createdAt: base.createdAt,
+});
+
+function live(startingAfter: number, callId = 'call-1') {
+  const r = recordingSink();
+  const s = new ResponseEventStream(r.sink, base, startingAfter, 'call-1');
+  s.write(runFrames(callId));
+  s.end();
+  return r;
+}
+
+describe('Responses events of a run', () => {
+  it('a full read numbers every event once, created … completed, the deltas as they came', () => {
+    const all = live(-1).events();
+    assert.deepEqual(all.map((e) => e.sequence_number), all.map((_, i) => i));
+    assert.equal(all[0]!.type, 'response.created');
+    assert.equal(all.at(-1)!.type, 'response.completed');
+    assert.deepEqual(all.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta), DELTAS);
+  });
+
+  it('from any N, live or stored, a reader gets exactly the tail of the full read', () => {
+    const all = live(-1).events();
+    for (let n = -1; n <= all.length; n++) {
+      assert.deepEqual(live(n).events(), all.filter((e) => e.sequence_number > n), `live from ${n}`);
+      const r = recordingSink();
+      new ResponseEventStream(r.sink, base, n).replayStored(stored(DELTAS.map((d) => d.length)));
+      assert.deepEqual(r.events(), all.filter((e) => e.sequence_number > n), `stored from ${n}`);
+      assert.ok(r.ended());
+    }
+  });
+
+  it('a recut text: exact up to its first delta, resume_point_lost past it', () => {
+    const all = live(-1).events();
+    const firstDelta = all.find((e) => e.type === 'response.output_text.delta')!.sequence_number;
+    for (let n = -1; n < firstDelta; n++) {
+      const events = live(n, 'call-2').events();
+      assert.deepEqual(events.slice(0, firstDelta - n - 1), all.filter((e) => e.sequence_number > n && e.sequence_number < firstDelta), `before the text, from ${n}`);
+      assert.ok(!events.some((e) => e.type === 'error'));
+    }
+    for (const n of [firstDelta, firstDelta + 2, all.length - 2]) {
+      for (const r of [live(n, 'call-2'), (() => { const x = recordingSink(); new ResponseEventStream(x.sink, base, n).replayStored(stored(null)); return x; })()]) {
+        const events = r.events();
+        assert.deepEqual(events.map((e) => [e.type, e.code]), [['error', 'resume_point_lost']], `from ${n}`);
+        assert.ok(r.ended());
+      }
+    }
+  });
+});
