@@ -1,4 +1,4 @@
--- 019_cost: what calls cost in money (ARCHITECTURE.md, "Seeing what runs do: traces, and cost").
+-- 019_cost: what calls cost in money (docs/operations.md, "Users and single sign-on", Prices).
 --
 -- An LlmCall's cached input tokens, apart from its input_tokens (which include them): read from the
 -- provider's prompt cache (provider_b's cache_read_input_tokens, the others' cached_tokens) and
@@ -13,7 +13,7 @@ ALTER TABLE llm_calls
 ALTER TABLE user_day_tokens ADD COLUMN cost double precision NOT NULL DEFAULT 0;
 
 -- The W3C traceparent of a chat run's span (tracing on), written with its first checkpoint: a peer that
--- takes the run over links its own run's span to it (ARCHITECTURE.md, traces "linked from a takeover").
+-- takes the run over links its own run's span to it (docs/operations.md, "Traces and GenAI metrics", Takeover).
 ALTER TABLE llm_calls ADD COLUMN trace_parent text;
 
 -- null: the service-wide default (USER_COST_PER_DAY)

@@ -1,4 +1,4 @@
-// OpenTelemetry traces (ARCHITECTURE.md, "Seeing what runs do"): on when OTEL_EXPORTER_OTLP_ENDPOINT or
+// OpenTelemetry traces (docs/operations.md, "Traces and GenAI metrics"): on when OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, configured by the standard OTEL_* variables only (the SDK
 // reads the sampler, the batch processor's timings, the exporter's headers and timeout itself). Off,
 // no SDK module is loaded and every helper here returns at its first line: the API's no-op is not even

@@ -1,7 +1,7 @@
-// Prompt caching on provider_b (docs/operations.md, "Prices"): the service marks the stable prefix of
-// each request (system prompt and history) with cache_control, so a long chat reads its history from
-// the provider's cache instead of paying it as fresh input every turn; measured on the simulator's
-// usage, which keeps a prompt cache as the Messages API does.
+// Prompt caching on provider_b (docs/operations.md, "Users and single sign-on", Prices): the service
+// marks the stable prefix of each request (system prompt and history) with cache_control, so a long chat
+// reads its history from the provider's cache instead of paying it as fresh input every turn; measured
+// on the simulator's usage, which keeps a prompt cache as the Messages API does.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { apiDatabases, startTestServer, type TestServer, variantTag } from '../helpers/server.ts';

@@ -1,6 +1,7 @@
-// Cost in money (docs/operations.md, "Cost"): MODEL_PRICES prices each LlmCall as the provider
-// reported its usage, cached input apart from fresh; GET /v1/usage shows cachedInputTokens and cost;
-// a daily cost budget (USER_COST_PER_DAY, a user's costPerDay) refuses as the token budget does.
+// Cost in money (docs/operations.md, "Users and single sign-on", Prices): MODEL_PRICES prices each
+// LlmCall as the provider reported its usage, cached input apart from fresh; GET /v1/usage shows
+// cachedInputTokens and cost; a daily cost budget (USER_COST_PER_DAY, a user's costPerDay) refuses as
+// the token budget does.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

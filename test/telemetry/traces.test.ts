@@ -1,4 +1,4 @@
-// Traces (docs/operations.md, "Traces"): the spans a stream sends to an OTLP receiver form one trace
+// Traces (docs/operations.md, "Traces and GenAI metrics"): the spans a stream sends to an OTLP receiver form one trace
 // with the right parents, from the HTTP request through the run (in an actor thread) to its provider
 // calls, its tool and its database statement; an incoming traceparent is continued; an attach links to
 // the run it follows; no prompt or answer text is recorded unless asked.
