@@ -6,7 +6,8 @@
 //   runtime  actors/runtime/        the actor runtime (mailbox, supervisor, host, transport): a package of
 //                                   its own that imports nothing of the service (also its own tsconfig)
 //   base     src/config, log, clock, text, types, messages, errors, cpu-pool, open-files, attachments,
-//            lifecycle (start and stop in one place, with no import of its own)
+//            lifecycle (start and stop in one place, with no import of its own), src/cost/ (prices),
+//            src/telemetry/ (traces and GenAI metrics: every layer may record a span)
 //   sim      src/sim/                the offline simulator, a program of its own: imports only itself
 //   clients  src/db, providers, engines, tools     the outside world: database, models, engines, tools
 //   domain   src/domain (the service's own words: its resources as values), store, chat, search, models, auth (who is calling),
@@ -26,7 +27,7 @@
 
 const layers = [
   { name: 'runtime', paths: ['^actors/runtime/'], may: [] },
-  { name: 'base', paths: ['^src/(config|log|clock|text|types|messages|errors|cpu-pool|open-files|attachments|lifecycle)\\.ts$'], may: [] },
+  { name: 'base', paths: ['^src/(config|log|clock|text|types|messages|errors|cpu-pool|open-files|attachments|lifecycle)\\.ts$', '^src/(cost|telemetry)/'], may: [] },
   { name: 'sim', paths: ['^src/sim/'], may: [] },
   { name: 'clients', paths: ['^src/(db|providers|engines|tools)/'], may: ['base'] },
   { name: 'domain', paths: ['^src/(domain|store|chat|search|models|auth)/', '^src/(schemas|run-deps|checkpoints)\\.ts$'], may: ['base', 'clients'] },

@@ -15,6 +15,10 @@ export interface ChatRunRequest extends ChatStorageRequest {
   enabledTools?: string[];
   temperature?: number;
   maxTokens?: number;
+  /** The W3C traceparent of the run's span (tracing on: src/telemetry/run-spans.ts sets it). */
+  traceparent?: string;
+  /** A takeover: the traceparent of the lost run's span, which this run's span links to. */
+  continues?: string;
   /**
    * Functions an OpenAI client declared (src/openai/): offered to the model beside the service's tools,
    * and a round that calls one ends the run with the calls for the client to run (ChatRunValue.toolCalls).
@@ -31,6 +35,8 @@ export interface ChatRunValue {
   model: string;
   text: string;
   usage: Usage | null;
+  /** USD under MODEL_PRICES (null: no usage or no price): what an unpersisted run adds to its user's day. */
+  cost?: number | null;
   raw: unknown;
   /** A user stopped the run: `text` is the partial answer. */
   stopped: boolean;
@@ -67,10 +73,10 @@ export type ChatCommand =
   | { c: 'store_tool'; round: number; index: number; chatId: string; owner: string; message: NewMessage; runToken: number | null }
   /**
    * `fallback`: the answer came (partly) from a fallback model, kept as the message's metadata.fallback;
-   * `fallbackCalls`: the calls that failed and the model that answered, each stored as its own LlmCall.
+   * `fallbackCalls`: the calls that failed and the model that answered (`model`), each stored as its own LlmCall.
    */
-  | { c: 'store_answer'; callId: string; chatId: string | null; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null; fallback?: FallbackNote; fallbackCalls?: FallbackCalls }
+  | { c: 'store_answer'; callId: string; chatId: string | null; model: string; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null; fallback?: FallbackNote; fallbackCalls?: FallbackCalls }
   /** The text streamed before a shutdown or fencing cut, kept as the assistant message, the LlmCall failed. */
-  | { c: 'store_interrupted'; callId: string; chatId: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null; reason?: string }
+  | { c: 'store_interrupted'; callId: string; chatId: string; model: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null; reason?: string }
   /** `usage`: of the rounds that completed before the failure (the provider was paid for them). */
-  | { c: 'fail_call'; callId: string; error: string; started: number; usage: Usage | null };
+  | { c: 'fail_call'; callId: string; model: string; error: string; started: number; usage: Usage | null };

@@ -11,8 +11,9 @@
 // The state is data: each state holds what it needs, and a transition makes the next state instead
 // of changing the last one. What every state after the start shares is its Base.
 import { resolveToolNames } from '../src/chat/tools.ts';
+import { costOf } from '../src/cost/prices.ts';
 import { toProviderMessages } from '../src/chat/transcript.ts';
-import type { FallbackCalls, FallbackNote, ProviderMessage, ProviderSession, RoundEnd, ToolCallRequest, Usage } from '../src/providers/types.ts';
+import { specUsage, type FallbackCalls, type FallbackNote, type ProviderMessage, type ProviderSession, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { normalizePrompt } from '../src/schemas.ts';
 import { FencedWriteError } from '../src/store/fencing.ts';
@@ -100,7 +101,12 @@ const tokenOf = (input: Input): number | null => (input.at === 'stored' ? input.
 function addUsage(total: Usage | null, u: Usage | null): Usage | null {
   if (!u) return total;
   if (!total) return u;
-  return { inputTokens: total.inputTokens + u.inputTokens, outputTokens: total.outputTokens + u.outputTokens, totalTokens: total.totalTokens + u.totalTokens };
+  const sum: Usage = { inputTokens: total.inputTokens + u.inputTokens, outputTokens: total.outputTokens + u.outputTokens, totalTokens: total.totalTokens + u.totalTokens };
+  const read = (total.cacheReadTokens ?? 0) + (u.cacheReadTokens ?? 0);
+  const write = (total.cacheWriteTokens ?? 0) + (u.cacheWriteTokens ?? 0);
+  if (read) sum.cacheReadTokens = read;
+  if (write) sum.cacheWriteTokens = write;
+  return sum;
 }
 
 const initial = (req: ChatRunRequest): ChatState => ({ s: 'idle', req });
@@ -241,19 +247,23 @@ function storeAnswer(b: Base, stopped: boolean, io: ChatIo): ChatState {
   const { callId } = run.req;
   if (!callId) return done(b, stopped, io);
   const { fallback, fallbackCalls } = b.rounds;
-  io.perform({ c: 'store_answer', callId, chatId: run.chatId, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input), ...(fallback && { fallback, fallbackCalls }) });
+  // After a fallback the usage is the answering model's, and so is its price.
+  const model = fallbackCalls?.model ?? run.req.model;
+  io.perform({ c: 'store_answer', callId, chatId: run.chatId, model, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input), ...(fallback && { fallback, fallbackCalls }) });
   return { ...b, s: 'storing', stopped };
 }
 
 function done({ run, rounds }: Base, stopped: boolean, io: ChatIo): ChatState {
   const { req } = run;
-  const { usage } = rounds;
+  // The cache's share of the input is the LlmCall's (usage, cost), not the spec's `done`.
+  const usage = rounds.usage && specUsage(rounds.usage);
   const text = io.deltaText;
   const data: Record<string, unknown> = { type: 'done', text };
   if (usage) data.usage = usage;
   if (stopped) data.stopped = true;
   const raw = stopped ? null : rounds.raw;
-  const value: ChatRunValue = { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, raw, stopped };
+  const cost = costOf(io.deps.config.modelPrices, req.model, rounds.usage);
+  const value: ChatRunValue = { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, cost, raw, stopped };
   // Only a run with client functions (the OpenAI-compatible API) ever has them: the spec's `done` is unchanged.
   if (rounds.clientCalls && !stopped) data.toolCalls = value.toolCalls = rounds.clientCalls;
   if (req.keepDeltas && io.deltaLengths) value.deltas = [...io.deltaLengths];
@@ -296,13 +306,13 @@ function failing(b: Base, failure: RunFailure, step: Step, io: ChatIo): ChatStat
     if (input.at === 'stored' && run.chatId && callId && text && (interruptionOf(io.signal) || resume)) {
       const { usage } = b.rounds;
       const lost = resume ? { error: `${INSTANCE_LOST}: the continuation by a peer failed: ${failure.message}`, reason: INSTANCE_LOST } : { error: failure.message };
-      io.perform({ c: 'store_interrupted', callId, chatId: run.chatId, text, usage, started: run.started, runToken: input.runToken, ...lost });
+      io.perform({ c: 'store_interrupted', callId, chatId: run.chatId, model: run.req.model, text, usage, started: run.started, runToken: input.runToken, ...lost });
       return { ...b, s: 'failing', failure, step: 'interrupt' };
     }
     step = 'interrupt';
   }
   if (step === 'interrupt' && callId) {
-    io.perform({ c: 'fail_call', callId, error: failure.message, started: run.started, usage: b.rounds.usage });
+    io.perform({ c: 'fail_call', callId, model: run.req.model, error: failure.message, started: run.started, usage: b.rounds.usage });
     return { ...b, s: 'failing', failure, step: 'record' };
   }
   io.fail(failure);

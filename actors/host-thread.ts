@@ -8,12 +8,18 @@ import { startLagReport } from './lag-report.ts';
 import { reportStats, threadStats } from '../src/providers/resilience/index.ts';
 import type { ToHost } from './runtime/protocol.ts';
 import { handleWithin } from './runtime/turn-budget.ts';
-import type { CheckpointReport } from './hosts.ts';
+import type { CheckpointReport, FLUSH, GenAiReport } from './hosts.ts';
+import { stopTracing } from '../src/telemetry/tracing.ts';
 
 const port = parentPort!;
 // One small message per checkpoint statement (at most one per CHECKPOINT_MS): /metrics counts them on the main thread.
 const checkpointed: CheckpointReport = { t: 'checkpoint' };
-const deps = await createRunDeps(workerData as RunDepsInput, () => port.postMessage(checkpointed));
+const deps = await createRunDeps(
+  workerData as RunDepsInput,
+  () => port.postMessage(checkpointed),
+  // One small message per provider call, when it ends: the main thread's /metrics records it.
+  (o) => port.postMessage({ t: 'genai', o } satisfies GenAiReport),
+);
 const host = createHost(runners, deps, (batch) => port.postMessage(batch));
 
 /** How long one turn may spend on the main thread's messages before the thread's own I/O goes first. */
@@ -29,7 +35,9 @@ const drainInbox = (): void => {
   inbox.splice(0, handleWithin(inbox, 0, receive, HOST_TURN_BUDGET_MS));
   if (inbox.length > 0) setImmediate(drainInbox);
 };
-port.on('message', (msgs: ToHost[]) => {
+port.on('message', (msgs: ToHost[] | typeof FLUSH) => {
+  // The thread is about to be terminated: its batched spans go first.
+  if (!Array.isArray(msgs)) return void stopTracing().then(() => port.postMessage({ t: 'flushed' }));
   // The common case, nothing waiting and a turn within budget, handles the array itself: no copy.
   const done = inbox.length > 0 ? 0 : handleWithin(msgs, 0, receive, HOST_TURN_BUDGET_MS);
   if (done === msgs.length) return;

@@ -7,6 +7,8 @@ import type { Batch, ToHost } from './runtime/protocol.ts';
 import { runners } from './runners.ts';
 import type { HostFactory } from './runtime/supervisor.ts';
 import type { LagReport } from './lag-report.ts';
+import type { GenAiObservation } from '../src/telemetry/genai-metrics.ts';
+import { tracingConfigured } from '../src/telemetry/tracing.ts';
 import type { ProviderStatsReport, ResilienceStats } from '../src/providers/resilience/index.ts';
 
 export function inlineHosts(deps: RunDeps): HostFactory {
@@ -66,12 +68,23 @@ export interface CheckpointReport {
   t: 'checkpoint';
 }
 
+/** Asks a worker to send its batched spans before it is terminated; it answers `{ t: 'flushed' }`. */
+export const FLUSH = { t: 'flush' } as const;
+const FLUSH_WAIT_MS = 2000;
+
+/** What a worker posts when one of its provider calls has ended (GenAI metrics). */
+export interface GenAiReport {
+  t: 'genai';
+  o: GenAiObservation;
+}
+
 export function workerHosts(
   setup: () => WorkerSetup,
   onLog: (msg: string, err?: unknown) => void,
   onLag?: (index: number, p99Ms: number, busy: number) => void,
   onCheckpoint?: () => void,
   onProviderStats?: (index: number, stats: ResilienceStats) => void,
+  onGenAi?: (o: GenAiObservation) => void,
 ): HostFactory {
   return (index, onBatch, onExit) => {
     const { input, transferList, cleanup } = setup();
@@ -88,10 +101,13 @@ export function workerHosts(
       failBoot = reject;
     });
     ready.catch(() => {}); // a boot failure is also reported through onExit
-    worker.on('message', (msg: Batch | LagReport | CheckpointReport | ProviderStatsReport | { t: 'ready' }) => {
+    let flushed: (() => void) | null = null;
+    worker.on('message', (msg: Batch | LagReport | CheckpointReport | ProviderStatsReport | GenAiReport | { t: 'ready' } | { t: 'flushed' }) => {
       if (msg.t === 'batch') onBatch(msg);
+      else if (msg.t === 'flushed') flushed?.();
       else if (msg.t === 'lag') onLag?.(index, msg.p99Ms, msg.busy);
       else if (msg.t === 'checkpoint') onCheckpoint?.();
+      else if (msg.t === 'genai') onGenAi?.(msg.o);
       else if (msg.t === 'provider_stats') onProviderStats?.(index, msg.stats);
       else markReady();
     });
@@ -108,6 +124,12 @@ export function workerHosts(
       send: batched((msgs) => worker.postMessage(msgs)),
       terminate: async () => {
         stopping = true;
+        // Tracing on: the thread sends the spans it still batches first (a bounded wait: it may be stuck).
+        if (tracingConfigured()) {
+          const done = new Promise<void>((r) => (flushed = r));
+          worker.postMessage(FLUSH);
+          await Promise.race([done, new Promise((r) => setTimeout(r, FLUSH_WAIT_MS).unref())]);
+        }
         await worker.terminate();
       },
     };

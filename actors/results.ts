@@ -19,6 +19,7 @@ export const chatRunValue = z.object({
   model: z.string(),
   text: z.string(),
   usage: usage.nullable(),
+  cost: z.number().nullable().optional(),
   raw: z.unknown(),
   stopped: z.boolean(),
 }) satisfies z.ZodType<ChatRunValue>;

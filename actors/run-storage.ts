@@ -11,6 +11,7 @@ import { CHAT_NOT_FOUND } from '../src/messages.ts';
 import type { FallbackCalls, FallbackNote, ProviderName, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import type { RunMessage } from '../src/schemas.ts';
+import { costOf } from '../src/cost/prices.ts';
 import { createChat, startChatRun } from '../src/store/chats.ts';
 import { splitFallbackCall } from '../src/store/fallback-calls.ts';
 import { FIRST_RUN_TOKEN } from '../src/store/fencing.ts';
@@ -86,6 +87,8 @@ export async function prepareChat(req: ChatStorageRequest, deps: RunDeps): Promi
 interface StreamedAnswer {
   callId: string;
   chatId: string | null;
+  /** The model called: its price (MODEL_PRICES) gives the call's cost. */
+  model: string;
   text: string;
   usage: Usage | null;
   started: number;
@@ -123,6 +126,7 @@ async function finishWithAnswer(deps: RunDeps, o: StreamedAnswer, end: { stopped
     chatId: o.chatId,
     assistant: { content: o.text, ...(metadata && { metadata }) },
     usage: o.usage,
+    cost: costOf(deps.config.modelPrices, o.model, o.usage),
     latencyMs: sinceMs(o.started),
     runToken: o.runToken ?? null,
     ...end,
@@ -135,15 +139,17 @@ export function startCall(deps: RunDeps, o: { chatId: string; owner: string; pro
 }
 
 /** Ends such a call succeeded; false when it is unknown or already ended (recovered as lost). */
-export function finishCall(deps: RunDeps, o: { callId: string; usage: Usage | null; started: number }): Promise<boolean> {
-  return finishLlmCall(deps.pool, { callId: o.callId, usage: o.usage, latencyMs: sinceMs(o.started) });
+export function finishCall(deps: RunDeps, o: { callId: string; model: string; usage: Usage | null; started: number }): Promise<boolean> {
+  return finishLlmCall(deps.pool, { callId: o.callId, usage: o.usage, cost: costOf(deps.config.modelPrices, o.model, o.usage), latencyMs: sinceMs(o.started) });
 }
 
 /**
  * Marks the call failed. Never rejects: during a database outage the write is retried once the
  * database is back (recordLlmCallFailure), so the run can end now.
  */
-export async function failCall(deps: RunDeps, o: { callId: string; error: string; started: number; usage?: Usage | null }): Promise<void> {
-  await recordLlmCallFailure(deps.pool, { callId: o.callId, error: o.error, latencyMs: sinceMs(o.started), usage: o.usage ?? null }, deps.writes);
+export async function failCall(deps: RunDeps, o: { callId: string; model?: string; error: string; started: number; usage?: Usage | null }): Promise<void> {
+  const usage = o.usage ?? null;
+  const cost = o.model === undefined ? null : costOf(deps.config.modelPrices, o.model, usage);
+  await recordLlmCallFailure(deps.pool, { callId: o.callId, error: o.error, latencyMs: sinceMs(o.started), usage, cost }, deps.writes);
 }
 

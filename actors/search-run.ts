@@ -14,6 +14,7 @@ import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { interruptionOf } from './run-failure.ts';
 import { sliceUnits } from '../src/text.ts';
+import { endEngineSpan, engineSpan } from '../src/telemetry/actor-spans.ts';
 
 export interface SearchRunRequest {
   searchId: string;
@@ -29,6 +30,8 @@ export interface SearchRunRequest {
   numResults?: number;
   includeDomains?: string[];
   excludeDomains?: string[];
+  /** The W3C traceparent of the run's span (tracing on: src/telemetry/run-spans.ts sets it). */
+  traceparent?: string;
 }
 
 export interface SearchRunValue {
@@ -98,20 +101,35 @@ async function executeSearch(cmd: SearchCommand, deps: Deps, _tell: unknown, run
       // The outcome waits for that write (the save that clears it must follow it, fenced by it); a failed
       // mark means a crash would not be seen, and the save goes through only while no run holds a mark.
       const marked = markSearchRunning(deps.pool, req.searchId, deps.config.instanceId).catch(() => null);
+      const span = engineSpan(req.traceparent, 'search');
       const found = engineASearch(search, { signal: run.signal, timeoutMs: SEARCH_TIMEOUT_MS }).then(
-        (r): Outcome<Found> => ({ ok: true, value: { requestId: r.requestId, results: r.results } }),
-        (err: unknown): Outcome<Found> => ({ ok: false, error: messageOf(err) }),
+        (r): Outcome<Found> => {
+          endEngineSpan(span, null);
+          return { ok: true, value: { requestId: r.requestId, results: r.results } };
+        },
+        (err: unknown): Outcome<Found> => {
+          const error = messageOf(err);
+          endEngineSpan(span, error);
+          return { ok: false, error };
+        },
       );
       return Promise.all([found, marked]).then(([outcome, mark]): SearchMsg => ({ t: 'search_done', outcome, mark }));
     }
-    case 'answer':
+    case 'answer': {
+      const span = engineSpan(cmd.req.traceparent, 'answer');
       return engineAAnswer({ ...cmd.req.endpoint, query: cmd.req.query }, { signal: run.signal, timeoutMs: ANSWER_TIMEOUT_MS }).then(
         (r): SearchMsg => {
+          endEngineSpan(span, null);
           const answerCitations = r.citations.map((c) => ({ ...c, text: clip(c.text, CITATION_TEXT_CHARS) }));
           return { t: 'answer_done', outcome: { ok: true, value: { answerText: r.answerText, answerRequestId: r.answerRequestId, answerCitations } } };
         },
-        (err: unknown): SearchMsg => ({ t: 'answer_done', outcome: { ok: false, error: messageOf(err) } }),
+        (err: unknown): SearchMsg => {
+          const error = messageOf(err);
+          endEngineSpan(span, error);
+          return { t: 'answer_done', outcome: { ok: false, error } };
+        },
       );
+    }
     case 'save':
       return saveSearchRun(deps.pool, cmd.searchId, cmd.row, cmd.owner, cmd.mark).then(
         (detail): SearchMsg => ({ t: 'saved', detail }),

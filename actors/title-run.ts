@@ -46,7 +46,7 @@ export type TitleCommand =
   | { c: 'read_chat'; chatId: string; owner: string }
   | { c: 'start_call'; chatId: string; owner: string; model: string }
   | { c: 'generate'; adapter: ProviderAdapter; model: string; content: string; signal: AbortSignal }
-  | { c: 'finish_call'; callId: string; usage: Usage | null; started: number }
+  | { c: 'finish_call'; callId: string; model: string; usage: Usage | null; started: number }
   | { c: 'set_title'; chatId: string; owner: string; title: string }
   | { c: 'fail_call'; callId: string; error: string; started: number };
 
@@ -173,7 +173,7 @@ function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): Title
       const { callId } = state;
       const title = cleanTitle(msg.text);
       if (!title) return fail(run, callId, new RunError(`${run.model} returned no usable title`, 'provider_error'), io);
-      io.perform({ c: 'finish_call', callId, usage: msg.usage, started: run.started });
+      io.perform({ c: 'finish_call', callId, model: run.model, usage: msg.usage, started: run.started });
       return { s: 'closing', run, callId, title };
     }
     case 'call_finished':

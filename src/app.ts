@@ -60,6 +60,10 @@ import { markInterruptedLlmCalls, recoverRunsById } from './store/llm-calls.ts';
 import { newRecoveredRuns, type RecoveredRuns } from './store/recovery.ts';
 import { availableTools } from './tools/registry.ts';
 import { resolveUpstreams } from './upstreams.ts';
+import { runLogFields } from './telemetry/run-spans.ts';
+import type { GenAiObservation } from './telemetry/genai-metrics.ts';
+import { startTracing } from './telemetry/tracing.ts';
+import { otlpMetricsConfigured, releaseOtlpMetrics, startOtlpMetrics } from './telemetry/otlp-metrics.ts';
 import { UserLimits, UserRevocations } from './users.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -102,6 +106,11 @@ export async function startServer(baseConfig: Config, opts: ServerOptions = {}):
 
 /** Every start step, in order; each registers its close on `lc` as soon as it has opened something. */
 async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: ServerOptions): Promise<Server> {
+  // OTEL_EXPORTER_OTLP_ENDPOINT set: this thread's SDK (the actor threads start their own). It is the
+  // process's, not this server's (tests run two in one process): main.ts sends its last spans at exit.
+  await startTracing();
+  // The GenAI histograms through OTLP too, while this server runs (the last server's close sends them).
+  if (otlpMetricsConfigured()) await lc.open('otlp metrics', () => startOtlpMetrics(), () => releaseOtlpMetrics());
   const upstreams = await lc.open('upstreams', () => resolveUpstreams(baseConfig), (u) => u.close());
   const config = upstreams.config;
   warnAboutConfig(config, upstreams.simulated, log);
@@ -283,6 +292,7 @@ function startSupervisor(
   let metrics: Metrics | undefined;
   let runs: Runs | undefined;
   const checkpointed = () => metrics?.checkpoints.inc();
+  const genAiObserved = (o: GenAiObservation) => metrics?.observeGenAi(o);
   // The actor threads' provider stats as each last posted them; this thread's are read when scraped.
   const workerStats = new Map<number, ResilienceStats>();
   const supervisor = new Supervisor<RunTypes>({
@@ -291,15 +301,16 @@ function startSupervisor(
     maxActiveRuns: config.MAX_ACTIVE_RUNS,
     factory:
       config.actorThreads === 0
-        ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed))
+        ? inlineHosts(runDepsFrom(config, db.pool, cpu, writes, providers, checkpointed, genAiObserved))
         : workerHosts(
             workerSetup,
             (msg, err) => log.error({ err }, msg),
             lag ? (index, p99Ms, busy) => lag.report(index, p99Ms, busy) : undefined,
             checkpointed,
             (index, stats) => workerStats.set(index, stats),
+            genAiObserved,
           ),
-    log: (level, message, err) => log[level]({ err }, message),
+    log: (level, message, err, runId) => log[level]({ err, ...runLogFields(runId) }, message),
     // Its runs' calls would stay `running` until the next restart, their checkpointed text unused.
     onHostLost: (lost) => {
       const ids = runs?.storedIds(lost) ?? [];

@@ -26,6 +26,8 @@ export interface CheckpointedRun {
   runToken: number;
   /** UTF-16 units at the start of the run's text that its call already holds (a takeover's resumed text). */
   stored?: number;
+  /** The run's traceparent (tracing on), stored with its first chunk for a takeover to link to. */
+  trace?: string;
 }
 
 /**
@@ -198,8 +200,10 @@ export class Checkpoints {
     entries.forEach((entry, i) => {
       const text = allowed[i]! > 0 ? head(entry, allowed[i]!) : '';
       if (text === '') return;
-      const { callId, chatId, runToken } = entry.ids;
-      batch.push({ entry, units: text.length, write: { callId, chatId, runToken, at: entry.at, text: cleanText(text) } });
+      const { callId, chatId, runToken, stored, trace } = entry.ids;
+      // The run's first chunk carries its traceparent (a takeover's span links to it).
+      const first = entry.at === (stored ?? 0);
+      batch.push({ entry, units: text.length, write: { callId, chatId, runToken, at: entry.at, text: cleanText(text), trace: first ? (trace ?? null) : null } });
     });
     if (batch.length === 0) return;
     this.writing = true;

@@ -3,6 +3,7 @@
 import os from 'node:os';
 import { z } from 'zod';
 import { ErrorCodes, ServiceError } from './errors.ts';
+import { PriceTableError, readPriceTable, type PriceTable } from './cost/prices.ts';
 import { PROVIDERS, type ProviderName } from './types.ts';
 
 const bool = z
@@ -125,6 +126,15 @@ const schema = z.object({
   USER_MAX_ACTIVE_RUNS: int(1).default(20),
   /** Tokens one user's LlmCalls may use per UTC day, unless the user has their own tokensPerDay; unset: no budget. */
   USER_TOKENS_PER_DAY: int(1).optional(),
+  /** USD one user's LlmCalls may cost per UTC day (priced by MODEL_PRICES), unless the user has their own costPerDay; unset: no budget. */
+  USER_COST_PER_DAY: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, 'must be a positive number of USD')
+    .transform(Number)
+    .refine((n) => n > 0, 'must be a positive number of USD')
+    .optional(),
+  /** A JSON price table in LiteLLM's keys (src/cost/prices.ts); unset: the simulator's models, free. */
+  MODEL_PRICES: optionalText,
   /** Names this process's LlmCalls and heartbeat row; unique per live process. */
   INSTANCE_ID: z.string().min(1).optional(),
   /** Interval of this instance's heartbeat in the database; silent for 3 intervals = stopped. */
@@ -240,7 +250,7 @@ const schema = z.object({
   FETCH_URL_ALLOW_PRIVATE: bool.default(false),
 });
 
-export type Config = z.infer<typeof schema> & { actorThreads: number; instanceId: string; runTakeover: boolean };
+export type Config = z.infer<typeof schema> & { actorThreads: number; instanceId: string; runTakeover: boolean; modelPrices: PriceTable };
 
 export class ConfigError extends ServiceError {
   constructor(message: string) {
@@ -297,5 +307,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const instanceId = c.INSTANCE_ID ?? `${os.hostname()}:${c.PORT}`;
   // A takeover needs a peer to hand the run's chat to: without a cluster there is none.
   const runTakeover = (c.RUN_TAKEOVER ?? true) && c.REDIS_URL !== undefined;
-  return { ...c, actorThreads, instanceId, runTakeover };
+  return { ...c, actorThreads, instanceId, runTakeover, modelPrices: priceTable(c.MODEL_PRICES) };
+}
+
+function priceTable(path: string | undefined): PriceTable {
+  try {
+    return readPriceTable(path);
+  } catch (err) {
+    if (err instanceof PriceTableError) throw new ConfigError(`invalid configuration: MODEL_PRICES: ${err.message}`);
+    throw err;
+  }
 }

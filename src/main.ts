@@ -3,6 +3,7 @@ import { startServer } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { ListenError, NativeServerError } from './http/uws.ts';
 import { createLogger } from './log.ts';
+import { stopTracing } from './telemetry/tracing.ts';
 
 async function main(): Promise<void> {
   let config;
@@ -28,6 +29,8 @@ async function main(): Promise<void> {
     }
     log.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'stopping');
     await server.drain(config.SHUTDOWN_GRACE_MS);
+    // The spans of the drained runs, still batched, go before the process does.
+    await stopTracing();
     log.info('stopped');
     process.exit(0);
   };

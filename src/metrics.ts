@@ -6,6 +6,7 @@ import type { Admission, RefusalReason } from './admission/admission.ts';
 import type { SseStreams } from './http/sse.ts';
 import type { ResilienceStats } from './providers/resilience/index.ts';
 import type { RecoveredRuns } from './store/recovery.ts';
+import { genAiMetrics, type GenAiObservation } from './telemetry/genai-metrics.ts';
 
 export interface Metrics {
   registry: client.Registry;
@@ -18,6 +19,8 @@ export interface Metrics {
   startConflicts: client.Counter<'kind'>;
   /** Checkpoint statements written by this process's actor hosts (CHECKPOINT_MS). */
   checkpoints: client.Counter;
+  /** A provider call ended (the GenAI histograms). */
+  observeGenAi(o: GenAiObservation): void;
   /** Requests of the OpenAI-compatible API (`api`: models, chat_completions, responses) by answer status. */
   openaiRequests: client.Counter<'api' | 'status'>;
 }
@@ -128,6 +131,7 @@ export function createMetrics(
     idempotentReplays,
     startConflicts,
     checkpoints,
+    observeGenAi: genAiMetrics(registry),
     observeRun(kind, provider, ok, seconds) {
       runDuration.observe({ kind, provider, outcome: ok ? 'ok' : 'error' }, seconds);
       if (!ok) runErrors.inc({ kind, provider });
@@ -163,7 +167,7 @@ function resilienceMetrics(registry: client.Registry, stats: () => ResilienceSta
   countsFrom(registry, 'css_runs_fallback_total', 'Runs that went on on the next model of PROVIDER_FALLBACKS', ['from', 'to'], () => stats().fallbacks);
 }
 
-const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining', 'user_runs', 'user_tokens'];
+const REFUSAL_REASONS: RefusalReason[] = ['capacity', 'overload', 'draining', 'user_runs', 'user_tokens', 'user_cost'];
 
 /** What the admission decided: draining or not, the limit on starts in flight and what moves it, the starts waiting, and its refusals. */
 function admissionMetrics(registry: client.Registry, admission: Admission, supervisor: RunSupervisor): void {
@@ -210,7 +214,7 @@ function admissionMetrics(registry: client.Registry, admission: Admission, super
   });
   new client.Counter({
     name: 'css_runs_refused_total',
-    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: a flood that lasts, judged by the start queue (ADMISSION); draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget)',
+    help: 'New runs refused, by reason (503 capacity: MAX_ACTIVE_RUNS; overload: a flood that lasts, judged by the start queue (ADMISSION); draining: after SIGTERM; 429 user_runs: a user\'s active runs; user_tokens: a user\'s daily token budget; user_cost: their daily cost budget)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {

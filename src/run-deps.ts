@@ -13,6 +13,8 @@ import { createProviders } from './providers/index.ts';
 import type { ProviderAdapter, ProviderName } from './providers/types.ts';
 import { availableTools } from './tools/registry.ts';
 import type { ServiceTool } from './tools/types.ts';
+import { startTracing } from './telemetry/tracing.ts';
+import type { GenAiObservation } from './telemetry/genai-metrics.ts';
 
 export interface RunDeps {
   config: Config;
@@ -25,6 +27,8 @@ export interface RunDeps {
   writes: WriteRetryQueue;
   /** The host's checkpoint timer (CHECKPOINT_MS): persisted chat runs register with it once stored. */
   checkpoints?: Checkpoints;
+  /** Told of each provider call when it ends (GenAI metrics, src/telemetry/genai-metrics.ts). */
+  observeGenAi?: (o: GenAiObservation) => void;
 }
 
 /** Plain data handed to a worker thread (structured-cloned). */
@@ -47,12 +51,13 @@ export function runDepsFrom(
   writes: WriteRetryQueue,
   providers = createProviders(config),
   onCheckpoint?: () => void,
+  observeGenAi?: (o: GenAiObservation) => void,
 ): RunDeps {
   const checkpoints = new Checkpoints(pool, config.CHECKPOINT_MS, undefined, onCheckpoint);
-  return { config, pool, providers, tools: availableTools(config), cpu, writes, checkpoints };
+  return { config, pool, providers, tools: availableTools(config), cpu, writes, checkpoints, observeGenAi };
 }
 
-export async function createRunDeps(input: RunDepsInput, onCheckpoint?: () => void): Promise<RunDeps> {
+export async function createRunDeps(input: RunDepsInput, onCheckpoint?: () => void, observeGenAi?: (o: GenAiObservation) => void): Promise<RunDeps> {
   let pool: pg.Pool;
   if (input.databaseUrl) {
     pool = postgresPool(input.databaseUrl, {
@@ -66,6 +71,8 @@ export async function createRunDeps(input: RunDepsInput, onCheckpoint?: () => vo
   } else {
     throw new Error('actor host has neither a database URL nor a database port');
   }
+  // An actor thread's own SDK (tracing on): its provider, tool and database spans are sent from here.
+  await startTracing();
   // The thread's own: they end with the thread (a worker serves one server).
-  return runDepsFrom(input.config, pool, new CpuPool(), new WriteRetryQueue(), undefined, onCheckpoint);
+  return runDepsFrom(input.config, pool, new CpuPool(), new WriteRetryQueue(), undefined, onCheckpoint, observeGenAi);
 }

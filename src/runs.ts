@@ -9,6 +9,7 @@ import type { RunInfo, RunRegistry, Started, StartOptions, StartRefusal } from '
 import type { Subscriber } from '../actors/runtime/subscriber.ts';
 import type { LocalRunPort } from './cluster/port.ts';
 import { ErrorCodes, ServiceError } from './errors.ts';
+import { linkToRun, runSpanStarted, startRunSpan, type TracedRequest } from './telemetry/run-spans.ts';
 
 export type Kind = KindOf<RunTypes>;
 
@@ -58,7 +59,11 @@ export interface Runs extends RunRegistry<RunTypes> {
 /** What the cluster serves other instances from: the supervisor's operations by key. */
 export function localRunPort(supervisor: RunSupervisor): LocalRunPort {
   return {
-    attach: (kind, key, sub) => supervisor.attachNow(kind, key, sub) === true,
+    attach: (kind, key, sub) => {
+      const attached = supervisor.attachNow(kind, key, sub) === true;
+      if (attached) linkToRun(kind, key);
+      return attached;
+    },
     outcome: (kind, key) => supervisor.resultOf(kind, key),
     stop: (kind, key, reason, cancel) => endHere(supervisor, kind, key, reason, cancel === true),
     fence: (kind, key, message) => supervisor.cancelNow(kind, key, 'fenced', message),
@@ -100,7 +105,13 @@ export class RunLedger {
   /** Every start ends here, synchronously after its waits, so a deletion heard during them still counts. */
   spawn<K extends Kind>(opts: StartOptions<RunTypes, K>): Started<K, RunTypes[K]['value']> {
     if (opts.owner !== undefined && this.deletedOwners.has(opts.owner)) return { ok: false, outcome: 'unauthorized', message: 'unauthorized' };
+    // Tracing: the run's span, its context carried by the request into the actor thread.
+    const span = startRunSpan(opts.kind, opts.request as TracedRequest);
     const started = this.supervisor.start(opts);
+    if (span !== null && started.ok) {
+      if (started.handle.joined) linkToRun(opts.kind, started.handle.key ?? '');
+      else runSpanStarted(span, started.handle, started.handle.result);
+    }
     const stored = opts.kind === 'chat' ? (opts.request as RunTypes['chat']['request']).callId : opts.kind === 'search' ? opts.key : null;
     if (started.ok && !started.handle.joined && stored) this.storedAs.set(started.handle.runId, stored);
     return started;
@@ -179,7 +190,9 @@ export class LocalRuns extends LedgerRuns implements Runs {
   }
 
   async attach(kind: Kind, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {
-    return this.supervisor.attachNow(kind, key, subscriber);
+    const here = this.supervisor.attachNow(kind, key, subscriber);
+    if (here === true) linkToRun(kind, key);
+    return here;
   }
 
   async stop(kind: Kind, key: string): Promise<boolean> {

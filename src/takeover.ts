@@ -101,6 +101,8 @@ export class Takeovers {
       stored: { additionalSystemPrompt: chat.additionalSystemPrompt, enabledTools: chat.enabledTools },
       owner: run.owner,
       resume: { text: run.text, runToken: run.runToken },
+      // Tracing: the continuation's run span links to the lost run's.
+      ...(run.trace !== null && { continues: run.trace }),
     };
     const until = performance.now() + this.o.leaseTtlMs + RETRY_MS;
     for (;;) {

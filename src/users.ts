@@ -1,7 +1,7 @@
 // What users mean beyond the database: a revoked user's cached keys stop resolving and a deleted user's
 // runs end, on this instance at once and on every other one through the cluster; and each user's limits
 // (docs/operations.md, "Users and single sign-on", Limits): runs going at once, cluster-wide (counted by
-// the run registry, src/runs.ts), and tokens per UTC day (user_day_tokens). The admin has none. Runs already going are
+// the run registry, src/runs.ts), and tokens and USD per UTC day (user_day_tokens). The admin has none. Runs already going are
 // never cut by a limit: only starts are refused.
 import type { Logger } from 'pino';
 import type { Admission } from './admission/admission.ts';
@@ -11,7 +11,7 @@ import type { Cluster } from './cluster/cluster.ts';
 import type { Config } from './config.ts';
 import type { Queryable } from './db/types.ts';
 import { USER_TOKENS_EXHAUSTED } from './http/errors.ts';
-import { spendToday, tokensToday } from './store/day-tokens.ts';
+import { spendToday, spentToday } from './store/day-tokens.ts';
 
 export const USER_DELETED_MESSAGE = 'run cancelled: user deleted';
 const TOPIC = 'users';
@@ -71,15 +71,22 @@ export class UserRevocations {
 }
 
 export const TOKEN_BUDGET_MESSAGE = 'daily token budget exhausted';
+export const COST_BUDGET_MESSAGE = 'daily cost budget exhausted';
+
+/** What an unpersisted run spent: its tokens and their cost in USD (null: a model without a price). */
+export interface RunSpending {
+  tokens: number;
+  cost: number | null;
+}
 
 export class UserLimits {
-  private readonly config: Pick<Config, 'USER_MAX_ACTIVE_RUNS' | 'USER_TOKENS_PER_DAY'>;
+  private readonly config: Pick<Config, 'USER_MAX_ACTIVE_RUNS' | 'USER_TOKENS_PER_DAY' | 'USER_COST_PER_DAY'>;
   private readonly db: Queryable;
   private readonly admission: Pick<Admission, 'refusedForUser'>;
   private readonly log: Pick<Logger, 'warn'>;
 
   constructor(
-    config: Pick<Config, 'USER_MAX_ACTIVE_RUNS' | 'USER_TOKENS_PER_DAY'>,
+    config: Pick<Config, 'USER_MAX_ACTIVE_RUNS' | 'USER_TOKENS_PER_DAY' | 'USER_COST_PER_DAY'>,
     db: Queryable,
     admission: Pick<Admission, 'refusedForUser'>,
     log: Pick<Logger, 'warn'>,
@@ -97,18 +104,24 @@ export class UserLimits {
   }
 
   /**
-   * Rejects with the 429 when the caller's LlmCalls of this UTC day have reached their budget (a run
-   * that calls a model). Null, synchronously, when the caller has no budget: a start without one
-   * reads nothing and awaits nothing.
+   * Rejects with the 429 when the caller's LlmCalls of this UTC day have reached their token or their
+   * cost budget (a run that calls a model). Null, synchronously, when the caller has neither: a start
+   * without one reads nothing and awaits nothing.
    */
-  checkTokens(caller: Caller): Promise<void> | null {
+  checkBudgets(caller: Caller): Promise<void> | null {
     if (caller.admin) return null;
-    const budget = caller.tokensPerDay ?? this.config.USER_TOKENS_PER_DAY;
-    if (budget === undefined) return null;
-    return tokensToday(this.db, caller.userId).then((used) => {
-      if (used < budget) return;
-      this.admission.refusedForUser('user_tokens');
-      throw USER_TOKENS_EXHAUSTED(TOKEN_BUDGET_MESSAGE);
+    const tokens = caller.tokensPerDay ?? this.config.USER_TOKENS_PER_DAY;
+    const cost = caller.costPerDay ?? this.config.USER_COST_PER_DAY;
+    if (tokens === undefined && cost === undefined) return null;
+    return spentToday(this.db, caller.userId).then((spent) => {
+      if (tokens !== undefined && spent.tokens >= tokens) {
+        this.admission.refusedForUser('user_tokens');
+        throw USER_TOKENS_EXHAUSTED(TOKEN_BUDGET_MESSAGE);
+      }
+      if (cost !== undefined && spent.cost >= cost) {
+        this.admission.refusedForUser('user_cost');
+        throw USER_TOKENS_EXHAUSTED(COST_BUDGET_MESSAGE);
+      }
     });
   }
 
@@ -117,10 +130,10 @@ export class UserLimits {
    * of it) go to the caller's daily total when it ends, or such runs would spend past any budget.
    * Written once: a retry after a lost reply could count them twice; a failed write only warns.
    */
-  spendUnrecorded(caller: Caller, tokens: Promise<number>): void {
+  spendUnrecorded(caller: Caller, spending: Promise<RunSpending>): void {
     if (caller.admin) return;
-    void tokens
-      .then((n) => (n > 0 ? spendToday(this.db, caller.userId, n) : undefined))
+    void spending
+      .then((s) => (s.tokens > 0 ? spendToday(this.db, caller.userId, s.tokens, s.cost ?? 0) : undefined))
       .catch((err: unknown) => this.log.warn({ err, userId: caller.userId }, "an unpersisted run's tokens were not added to the user's daily total"));
   }
 }

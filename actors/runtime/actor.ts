@@ -50,7 +50,8 @@ export interface FrameSink {
   replay(runId: string, subId: number, data: string, ended: boolean): void;
   replayFailed(runId: string, subId: number, message: string): void;
   end(runId: string, result: RunResult): void;
-  log(level: 'warn' | 'error', message: string, err?: unknown): void;
+  /** `runId`: the run the line is about (its trace id joins the line on the main thread). */
+  log(level: 'warn' | 'error', message: string, err?: unknown, runId?: string): void;
   /**
    * The run's start is settled, `ms` after the actor was made: it is no longer in flight (outbox.ts),
    * and its latency here, free of the main thread's own delays, is what the admission's limit reads.
@@ -404,7 +405,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   }
 
   log(level: 'warn' | 'error', message: string, err?: unknown): void {
-    this.sink.log(level, message, err);
+    this.sink.log(level, message, err, this.runId);
   }
 }
 

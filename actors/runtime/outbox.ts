@@ -83,9 +83,9 @@ export class Outbox {
   }
 
   /** A host's failure, logged on the main thread. */
-  log(level: 'warn' | 'error', message: string, err?: unknown): void {
+  log(level: 'warn' | 'error', message: string, err?: unknown, runId?: string): void {
     const error = err === undefined ? null : err instanceof Error ? (err.stack ?? err.message) : String(err);
-    this.enqueue({ t: 'log', level, message, error });
+    this.enqueue(runId === undefined ? { t: 'log', level, message, error } : { t: 'log', level, message, error, runId });
   }
 
   end(runId: string, result: RunResult): void {

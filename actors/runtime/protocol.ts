@@ -65,7 +65,7 @@ export type KindOf<T extends RunTypeMap> = keyof T & string;
 export type CancelWhy = 'stop' | 'shutdown' | 'disconnect' | 'fenced';
 
 /** Failures the runtime cannot hand to anyone are logged through this (pino in the service). */
-export type RuntimeLog = (level: 'warn' | 'error', message: string, err?: unknown) => void;
+export type RuntimeLog = (level: 'warn' | 'error', message: string, err?: unknown, runId?: string) => void;
 
 export type ToHost =
   | { t: 'start'; runId: string; kind: string; request: unknown }
@@ -83,7 +83,7 @@ export type OutItem =
   | { t: 'end'; runId: string; result: RunResult }
   | { t: 'gone'; runId: string; subId: number }
   /** A failure inside a host, logged by the supervisor (a worker has no logger of its own). */
-  | { t: 'log'; level: 'warn' | 'error'; message: string; error: string | null };
+  | { t: 'log'; level: 'warn' | 'error'; message: string; error: string | null; runId?: string };
 
 /**
  * A batch's items as they cross the thread boundary. A run's frames, nearly every item, cross as

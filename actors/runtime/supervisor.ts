@@ -363,7 +363,7 @@ export class Supervisor<T extends RunTypeMap> {
           break;
         }
         case 'log':
-          this.opts.log(item.level, item.message, item.error ?? undefined);
+          this.opts.log(item.level, item.message, item.error ?? undefined, item.runId);
           break;
       }
     }

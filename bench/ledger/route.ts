@@ -26,7 +26,7 @@ export function startRouteServer(): Promise<{ port: number; close(): void }> {
     metrics: { startConflicts: noop, runsStopped: noop },
     config: { SSE_MAX_QUEUED_BYTES: 1024 * 1024 },
     sse: new SseStreams({ heartbeatMs: 15_000 }),
-    limits: { checkTokens: () => null, runOptions: () => ({ owner: ADMIN_CALLER.userId }) },
+    limits: { checkBudgets: () => null, runOptions: () => ({ owner: ADMIN_CALLER.userId }) },
   } as unknown as AppContext;
   const app = uws.App();
   mountRoutes(app, completionRoutes(ctx), {

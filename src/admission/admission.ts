@@ -17,7 +17,7 @@ import { StartQueue, type QueueTuning } from './start-queue.ts';
 export const DRAINING_MESSAGE = 'server is draining';
 export const OVERLOADED_MESSAGE = 'server is overloaded, retry later';
 
-export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' | 'user_tokens';
+export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' | 'user_tokens' | 'user_cost';
 
 /** The threads' saturation as of the question (LagBoard). */
 export interface LagSignal {
@@ -55,7 +55,7 @@ export class Admission implements StartPacer {
   private readonly queue: StartQueue<unknown>;
   private readonly refusals: Record<'capacity' | 'overload' | 'draining', StartRefusal>;
   /** Refusals so far, by reason (css_runs_refused_total). */
-  readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0, user_runs: 0, user_tokens: 0 };
+  readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0, user_runs: 0, user_tokens: 0, user_cost: 0 };
   private drainingNow = false;
   /** Starts handed to the threads and not yet settled (as the supervisor reports them). */
   private inFlightNow = 0;
@@ -145,7 +145,7 @@ export class Admission implements StartPacer {
   }
 
   /** A user's own limit refused a start (src/users.ts, src/runs.ts): counted beside the instance's refusals. */
-  refusedForUser(reason: 'user_runs' | 'user_tokens'): void {
+  refusedForUser(reason: 'user_runs' | 'user_tokens' | 'user_cost'): void {
     this.refused[reason]++;
   }
 

@@ -143,7 +143,7 @@ export class Callers {
     }
     if (found === null) return null;
     const { user, until } = found;
-    const caller: Caller = { userId: user.id, admin: false, maxActiveRuns: user.maxActiveRuns, tokensPerDay: user.tokensPerDay };
+    const caller: Caller = { userId: user.id, admin: false, maxActiveRuns: user.maxActiveRuns, tokensPerDay: user.tokensPerDay, costPerDay: user.costPerDay };
     if (epoch === this.epoch) this.keep(id, caller, until);
     return caller;
   }

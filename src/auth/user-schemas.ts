@@ -12,10 +12,18 @@ const limit = z
   .max(MAX_LIMIT, `must be at most ${MAX_LIMIT}`)
   .nullable();
 
-export const createUserSchema = z.object({ name, maxActiveRuns: limit.optional(), tokensPerDay: limit.optional() });
+// USD: a fraction of a dollar is a budget too.
+const usd = z
+  .number({ error: 'must be a number of USD > 0 or null' })
+  .positive('must be a number of USD > 0 or null')
+  .max(1e12, 'must be at most 1e12 USD')
+  .nullable();
+
+export const createUserSchema = z.object({ name, maxActiveRuns: limit.optional(), tokensPerDay: limit.optional(), costPerDay: usd.optional() });
 export const patchUserSchema = z.object({
   name: name.optional(),
   maxActiveRuns: limit.optional(),
   tokensPerDay: limit.optional(),
+  costPerDay: usd.optional(),
   disabled: z.boolean({ error: 'must be a boolean' }).optional(),
 });

@@ -8,7 +8,8 @@ import { asRedisError } from './redis.ts';
 
 /** Requests to the owner of a run. `sub` is the sender's own subscription number. */
 export type Request =
-  | { t: 'attach'; from: string; sub: number; kind: RunKind; key: string }
+  /** `tp`: the attaching request's traceparent (tracing on): the owner's side of the attach is in its trace. */
+  | { t: 'attach'; from: string; sub: number; kind: RunKind; key: string; tp?: string }
   | { t: 'wait'; from: string; sub: number; kind: RunKind; key: string }
   | { t: 'detach'; from: string; sub: number }
   /** `cancel`: the run ends with `reason` as its error (its chat was deleted), not as a stopped answer. */

@@ -10,6 +10,7 @@ import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import { ClusterUnavailableError, endHere, LedgerRuns, type ActiveRunsScope, type Kind, type Runs, type UserRefusals } from '../runs.ts';
 import { OwnerUnreachableError, type Cluster } from './cluster.ts';
 import { RedisUnavailableError } from './redis.ts';
+import { linkToRun } from '../telemetry/run-spans.ts';
 
 /** Cluster failures as the registry's own error; anything else is left as it is. */
 function clusterFailure(err: unknown): unknown {
@@ -150,6 +151,7 @@ export class ClusterRuns extends LedgerRuns implements Runs {
   async attach(kind: Kind, key: string, subscriber: Subscriber): Promise<boolean | 'not_found'> {
     await this.starting.get(`${kind}:${key}`);
     const here = this.supervisor.attachNow(kind, key, subscriber);
+    if (here === true) linkToRun(kind, key);
     if (here !== 'not_found') return here;
     const owner = await this.remoteOwner(kind, key);
     if (!owner) return 'not_found';

@@ -10,6 +10,7 @@ import type { Bus, Reply, Request } from './bus.ts';
 import type { RunKind } from './keys.ts';
 import { RedisUnavailableError } from './redis.ts';
 import { ErrorCodes, ServiceError } from '../errors.ts';
+import { activeTraceparent } from '../telemetry/tracing.ts';
 
 /** The owner of a run did not answer (it may be dying: its lease has not expired yet). */
 export class OwnerUnreachableError extends ServiceError {
@@ -64,7 +65,8 @@ export class Follower {
    * answered (so a run that just ended can still be a 404). False when the owner no longer runs it.
    */
   follow(kind: RunKind, key: string, owner: string, open: () => Subscriber): Promise<boolean> {
-    return this.ask(owner, (sub) => ({ t: 'attach', from: this.instanceId, sub, kind, key }), (settle) => ({ t: 'follow', kind, owner, next: 0, open, sink: null, settle }));
+    const tp = activeTraceparent();
+    return this.ask(owner, (sub) => ({ t: 'attach', from: this.instanceId, sub, kind, key, ...(tp !== undefined && { tp }) }), (settle) => ({ t: 'follow', kind, owner, next: 0, open, sink: null, settle }));
   }
 
   /** The outcome of the run held by `owner`, when it ends; null when it no longer runs there. */

@@ -11,6 +11,8 @@
 import type { Redis } from 'ioredis';
 import { parseRunMember, runMember, type ClusterKeys, type RunKind } from './keys.ts';
 import { asRedisError } from './redis.ts';
+import { SpanKind, type Span } from '@opentelemetry/api';
+import { markError, startChildSpan } from '../telemetry/tracing.ts';
 
 // KEYS: lease, run set, run users. ARGV: me, ttl, member, user ('' for none). → {1} won, {0, owner} held by another.
 const ACQUIRE = `
@@ -86,12 +88,17 @@ export class Leases {
 
   /** Takes the lease (for `user`'s run, when it has one): null when won, else the id of the instance that holds it. */
   async acquire(kind: RunKind, key: string, user?: string): Promise<string | null> {
+    const span = leaseSpan('acquire', kind, key);
     try {
       const r = (await this.redis.eval(ACQUIRE, 3, this.keys.lease(kind, key), this.keys.runs(this.instanceId), this.keys.runUsers(this.instanceId), this.instanceId, this.ttlMs, runMember(kind, key), user ?? '')) as [number, string?];
       // The lease can expire between SET and GET: report it as held by nobody known.
+      span?.setAttribute('lease.won', r[0] === 1);
       return r[0] === 1 ? null : (r[1] ?? '');
     } catch (err) {
+      if (span) markError(span, err);
       throw asRedisError(err);
+    } finally {
+      span?.end();
     }
   }
 
@@ -234,4 +241,12 @@ export class Leases {
       throw asRedisError(err);
     }
   }
+}
+
+/** A lease operation's span, under the request or run that asked for it (tracing on). */
+function leaseSpan(operation: string, kind: RunKind, key: string): Span | null {
+  return startChildSpan(`lease ${operation}`, {
+    kind: SpanKind.CLIENT,
+    attributes: { 'db.system.name': 'redis', 'db.operation.name': 'EVAL', 'lease.operation': operation, 'lease.run': `${kind}:${key}` },
+  });
 }

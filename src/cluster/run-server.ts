@@ -8,6 +8,8 @@ import type { Logger } from 'pino';
 import type { Bus, Message, Reply, Request } from './bus.ts';
 import type { LocalRunPort } from './port.ts';
 import { RemoteSink } from './remote-sink.ts';
+import { SpanKind } from '@opentelemetry/api';
+import { startSpan, withSpan } from '../telemetry/tracing.ts';
 
 export class RunServer {
   private readonly bus: Bus;
@@ -30,7 +32,11 @@ export class RunServer {
         const id = `${m.from}/${m.sub}`;
         this.sinks.set(id, sink);
         sink.onClose(() => this.sinks.delete(id));
-        if (!this.local.attach(m.kind, m.key, sink)) {
+        // Tracing: the owner's side of the attach, a child of the attaching request, linked to the run.
+        const span = m.tp === undefined ? null : startSpan('attach', { kind: SpanKind.SERVER, parent: m.tp, attributes: { 'run.key': `${m.kind}:${m.key}`, 'attach.from': m.from } });
+        const attached = withSpan(span, () => this.local.attach(m.kind, m.key, sink));
+        span?.end();
+        if (!attached) {
           sink.close();
           this.reply(m.from, { t: 'gone', sub: m.sub });
         }

@@ -6,6 +6,8 @@ import type { Caller } from '../auth/caller.ts';
 import type { HeaderList } from './cors.ts';
 import { BODY_LONGER_THAN_DECLARED, BODY_TOO_LARGE, CLIENT_CLOSED, statusLine, type HttpError } from './errors.ts';
 import type { HttpResponse } from './uws.ts';
+import type { Span } from '@opentelemetry/api';
+import { endRequestSpan } from '../telemetry/http-spans.ts';
 
 export interface Req {
   method: string;
@@ -49,12 +51,15 @@ export class Reply {
    */
   bodyUnread = false;
   private abortHooks: Array<() => void> | null = null;
+  /** The request's span while tracing is on (src/telemetry/http-spans.ts): ended with the response. */
+  span: Span | null = null;
 
   constructor(res: HttpResponse) {
     this.res = res;
     // Registered before any await, as uWS requires for every async handler.
     res.onAborted(() => {
       this.aborted = true;
+      if (this.span !== null) this.finishSpan(0);
       const hooks = this.abortHooks;
       this.abortHooks = null;
       if (hooks) for (const h of hooks) h();
@@ -81,10 +86,19 @@ export class Reply {
     this.send(status, body, contentType, headers);
   }
 
+  /** Ends the request's span (a stream's when it closes): `status` 0 when the client went first. */
+  finishSpan(status: number): void {
+    const span = this.span;
+    if (span === null) return;
+    this.span = null;
+    endRequestSpan(span, status);
+  }
+
   /** A response without a body (a CORS preflight's 204). */
   empty(status: number, headers: HeaderList): void {
     if (this.aborted || this.started) return;
     this.started = true;
+    if (this.span !== null) this.finishSpan(status);
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
@@ -101,6 +115,7 @@ export class Reply {
   private send(status: number, body: string | Buffer, contentType: string, headers?: Record<string, string>): void {
     if (this.aborted || this.started) return;
     this.started = true;
+    if (this.span !== null) this.finishSpan(status);
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);

@@ -9,6 +9,8 @@ import type { StartShedding } from './early-refusal.ts';
 import { HttpError, METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, UNAUTHORIZED } from './errors.ts';
 import { bodyReader, Reply, type ErrorShape, type Req } from './reply.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.ts';
+import { startRequestSpan, TRACE_ID_HEADER, traceIdOf } from '../telemetry/http-spans.ts';
+import { tracingOn, withSpan } from '../telemetry/tracing.ts';
 
 export type Handler = (req: Req, reply: Reply) => unknown;
 
@@ -123,6 +125,7 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
       return reply.error(MALFORMED_PATH());
     }
     const req: Req = { method, path, query, params, authorization, contentType, contentLength, headers: {}, body: EMPTY_BODY, offload: opts.bodies, caller: PUBLIC_CALLER };
+    if (found && tracingOn()) traceRequest(reply, method, found.route.path, path, uReq.getHeader('traceparent'));
     // Auth before 404/405, so an unauthenticated client cannot map the API.
     const who = found?.route.public ? PUBLIC_CALLER : opts.authenticate(authorization);
     if (who === null) return reply.error(UNAUTHORIZED());
@@ -171,7 +174,21 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
   });
 }
 
+/** Tracing: the request's span, its trace id answered in `x-trace-id` on every response of the exchange. */
+function traceRequest(reply: Reply, method: string, route: string, path: string, traceparent: string): void {
+  const span = startRequestSpan(method, route, path, traceparent);
+  if (span === null) return;
+  reply.span = span;
+  reply.shared = [...(reply.shared ?? []), TRACE_ID_HEADER, traceIdOf(span)];
+}
+
 function handle(route: Route, req: Req, reply: Reply, opts: RouterOptions): void {
+  // The handler runs with the request's span active: the spans it starts (a run's) are its children.
+  if (reply.span !== null) return withSpan(reply.span, () => handleNow(route, req, reply, opts));
+  handleNow(route, req, reply, opts);
+}
+
+function handleNow(route: Route, req: Req, reply: Reply, opts: RouterOptions): void {
   let result: unknown;
   try {
     result = route.handler(req, reply);

@@ -337,6 +337,7 @@ export class SseSink implements Subscriber {
   private markClosed(): void {
     if (this.closed) return;
     this.closed = true;
+    this.reply.finishSpan(this.reply.aborted ? 0 : 200);
     this.streams.closed(this);
     const hooks = this.closeHooks;
     this.closeHooks = [];

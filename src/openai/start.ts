@@ -18,7 +18,7 @@ export interface StartedRun {
  * throws the status the spec's API gives it (409 for a chat whose run is going).
  */
 export async function startChatRun(app: AppContext, caller: Caller, request: ChatRunRequest, subscriber?: Subscriber, cancelWhenAlone = false): Promise<StartedRun> {
-  const budget = app.limits.checkTokens(caller);
+  const budget = app.limits.checkBudgets(caller);
   if (budget) await budget;
   const limits = app.limits.runOptions(caller);
   const started = await app.runs.start({ kind: 'chat', key: request.chatId, request, ifRunning: 'reject', label: request.provider, subscriber, cancelWhenAlone, ...limits });

@@ -138,6 +138,7 @@ export const user = named(
     disabled: z.boolean(),
     maxActiveRuns: z.number().int().nullable().meta({ description: 'runs at once, cluster-wide; null: USER_MAX_ACTIVE_RUNS' }),
     tokensPerDay: z.number().int().nullable().meta({ description: 'tokens per UTC day; null: USER_TOKENS_PER_DAY' }),
+    costPerDay: z.number().nullable().meta({ description: 'USD per UTC day (MODEL_PRICES); null: USER_COST_PER_DAY' }),
     source: z.enum(['key', 'jwt']),
   }) satisfies z.ZodType<User>,
 );
@@ -152,6 +153,8 @@ export const usageRow = named(
     inputTokens: z.number().int(),
     outputTokens: z.number().int(),
     totalTokens: z.number().int(),
+    cachedInputTokens: z.number().int().meta({ description: 'of inputTokens, read from or written to the provider\'s prompt cache' }),
+    cost: z.number().nullable().meta({ description: 'USD under MODEL_PRICES; null when a call of the model has no price' }),
   }) satisfies z.ZodType<UsageRow>,
 );
 

@@ -83,7 +83,10 @@ function toUsage(u: unknown): Usage | null {
   const inputTokens = typeof u.prompt_tokens === 'number' ? u.prompt_tokens : 0;
   const outputTokens = typeof u.completion_tokens === 'number' ? u.completion_tokens : 0;
   const totalTokens = typeof u.total_tokens === 'number' ? u.total_tokens : inputTokens + outputTokens;
-  return { inputTokens, outputTokens, totalTokens };
+  const usage: Usage = { inputTokens, outputTokens, totalTokens };
+  const cached: unknown = isObject(u.prompt_tokens_details) ? u.prompt_tokens_details.cached_tokens : undefined;
+  if (typeof cached === 'number' && cached > 0) usage.cacheReadTokens = cached;
+  return usage;
 }
 
 /** The text a custom (choice-less) frame carries, if any; see ChatCompletionsOptions.textFromCustomFrames. */

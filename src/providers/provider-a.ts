@@ -65,7 +65,10 @@ function toUsage(u: ResponseUsage | null | undefined): Usage | null {
   if (!u) return null;
   const inputTokens = u.input_tokens ?? 0;
   const outputTokens = u.output_tokens ?? 0;
-  return { inputTokens, outputTokens, totalTokens: u.total_tokens ?? inputTokens + outputTokens };
+  const usage: Usage = { inputTokens, outputTokens, totalTokens: u.total_tokens ?? inputTokens + outputTokens };
+  const cached = u.input_tokens_details?.cached_tokens;
+  if (cached) usage.cacheReadTokens = cached;
+  return usage;
 }
 
 function functionCalls(output: Response['output'] | undefined, into: Map<string, ToolCallRequest>): void {

@@ -2,6 +2,7 @@
 // so every session is a single round and tool-role history becomes plain user text.
 import type Anthropic from '@anthropic-ai/sdk';
 import type {
+  CacheControlEphemeral,
   ContentBlockParam,
   Message,
   MessageCreateParamsNonStreaming,
@@ -93,6 +94,35 @@ function trimPrefill(last: { role: string; content: ContentBlockParam[] } | unde
   if (block?.type === 'text') block.text = block.text.trimEnd();
 }
 
+const EPHEMERAL: CacheControlEphemeral = { type: 'ephemeral' };
+
+/**
+ * Prompt caching: the stable prefix of a request, the system prompt and the history before the last
+ * user turn, is marked with `cache_control` on its last block, so the next turn of the chat (which
+ * repeats that prefix and adds to it) reads it from the cache at a tenth of the input price instead
+ * of paying its whole history again; the API finds the previous turn's mark by itself. Two marks of
+ * the API's four. The messages' blocks are this request's own (toMessagesParams made them).
+ */
+export function markStablePrefix(params: { system: string | undefined; messages: MessageParam[] }): {
+  system: MessageCreateParamsNonStreaming['system'];
+  messages: MessageParam[];
+} {
+  const { messages } = params;
+  let lastUser = -1;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i]!.role === 'user') {
+      lastUser = i;
+      break;
+    }
+  }
+  const history = lastUser > 0 ? (messages[lastUser - 1]!.content as ContentBlockParam[]) : null;
+  const last = history?.[history.length - 1];
+  // Every block messagesBlocks makes (text, image, document) takes a mark.
+  if (last && (last.type === 'text' || last.type === 'image' || last.type === 'document')) history![history!.length - 1] = { ...last, cache_control: EPHEMERAL };
+  const system = params.system === undefined ? undefined : [{ type: 'text' as const, text: params.system, cache_control: EPHEMERAL }];
+  return { system, messages };
+}
+
 type UsageLike = {
   input_tokens?: number | null;
   output_tokens?: number | null;
@@ -105,8 +135,13 @@ function inputTokens(u: UsageLike): number {
   return (u.input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
 }
 
-function usage(input: number, output: number): Usage {
-  return { inputTokens: input, outputTokens: output, totalTokens: input + output };
+/** The round's usage; the cache's part of the input is kept apart when the API reported one. */
+function usage(u: UsageLike, output: number): Usage {
+  const input = inputTokens(u);
+  const out: Usage = { inputTokens: input, outputTokens: output, totalTokens: input + output };
+  if (u.cache_read_input_tokens) out.cacheReadTokens = u.cache_read_input_tokens;
+  if (u.cache_creation_input_tokens) out.cacheWriteTokens = u.cache_creation_input_tokens;
+  return out;
 }
 
 class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
@@ -123,7 +158,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     if (toolResults || this.done) throw new ProviderError(`${NAME} has no tool rounds`);
     this.done = true;
     const { req } = this;
-    const { system, messages } = toMessagesParams(req.messages);
+    const { system, messages } = markStablePrefix(toMessagesParams(req.messages));
     return {
       model: req.model,
       max_tokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,
@@ -146,7 +181,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     const u = message.usage;
     return {
       toolCalls: [],
-      usage: u ? usage(inputTokens(u), u.output_tokens ?? 0) : null,
+      usage: u ? usage(u, u.output_tokens ?? 0) : null,
       finishReason: message.stop_reason ?? null,
       raw: message,
     };
@@ -156,7 +191,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     const { signal } = this.req;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.messages.create({ ...body, stream: true }, { signal }).asResponse();
-    const s = { id: null as string | null, model: null as string | null, input: 0, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null, texted: false };
+    const s = { id: null as string | null, model: null as string | null, input: {} as UsageLike, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null, texted: false };
     const sse = new SseFrames(response.headers, anthropicFrames, this.idle);
     await eachFrame<RawMessageStreamEvent>(response, sse, signal, (ev) => {
       switch (ev.type) {
@@ -172,7 +207,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
         case 'message_start':
           s.id = ev.message.id;
           s.model = ev.message.model;
-          s.input = inputTokens(ev.message.usage ?? {});
+          s.input = ev.message.usage ?? {};
           s.output = ev.message.usage?.output_tokens ?? 0;
           break;
         case 'message_delta':

@@ -43,9 +43,19 @@ export interface ToolResultInput {
 }
 
 export interface Usage {
+  /** Every input token, cached ones included. */
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
+  /** Of inputTokens, read from the provider's prompt cache; set only when the provider reported some. */
+  cacheReadTokens?: number;
+  /** Of inputTokens, written to the provider's prompt cache (provider_b); set only when reported. */
+  cacheWriteTokens?: number;
+}
+
+/** The spec's usage (inputTokens, outputTokens, totalTokens): what the API shows of a Usage. */
+export function specUsage(u: Usage): Usage {
+  return u.cacheReadTokens === undefined && u.cacheWriteTokens === undefined ? u : { inputTokens: u.inputTokens, outputTokens: u.outputTokens, totalTokens: u.totalTokens };
 }
 
 /** How a round ended. Its text went to the round's text callback, in order, before it resolved. */

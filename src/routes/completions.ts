@@ -129,16 +129,16 @@ export function completionRoutes(app: AppContext): Route[] {
     const sink = app.sse.create(reply);
     // An unpersisted stream cannot be re-attached: when its client goes, stop paying for it.
     const started = await startRun(req.caller, keyed, request, body.provider, sink, !persist);
-    if (!persist) app.limits.spendUnrecorded(req.caller, started.handle.result.then((r) => (r.ok ? (r.value.usage?.totalTokens ?? 0) : 0)));
+    if (!persist) app.limits.spendUnrecorded(req.caller, started.handle.result.then((r) => (r.ok ? { tokens: r.value.usage?.totalTokens ?? 0, cost: r.value.cost ?? null } : { tokens: 0, cost: null })));
     sink.open();
   }
 
   /**
-   * The caller's daily token budget, checked once the key is claimed: a retry of a keyed start replays
+   * The caller's daily token and cost budgets, checked once the key is claimed: a retry of a keyed start replays
    * its run's answer even when that run spent the last of the budget. A refusal frees the key.
    */
   async function withinBudget(caller: Caller, keyed: KeyedRequest | null): Promise<void> {
-    const budget = app.limits.checkTokens(caller);
+    const budget = app.limits.checkBudgets(caller);
     if (!budget) return;
     await budget.catch(async (err: unknown) => {
       if (keyed) await releaseKey(app, keyed);

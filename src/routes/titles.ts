@@ -25,7 +25,7 @@ export function titleRoutes(app: AppContext): Route[] {
         if (!body.content.trim()) throw badRequest('content must not be blank: the title is made from it');
         if (!app.providers.has('provider_a')) throw TITLE_PROVIDER_MISSING(providerKeyVariable('provider_a'));
 
-        await app.limits.checkTokens(req.caller);
+        await app.limits.checkBudgets(req.caller);
         const owner = req.caller.userId;
         const request = { chatId: chat.id, content: body.content, owner };
         // Not counted among the user's active runs (chat streams, completions and search runs are).

@@ -45,7 +45,7 @@ export function userRoutes(app: AppContext, revocations: UserRevocations): Route
       handler: admin(async (req, reply) => {
         const body = await readJson(req, createUserSchema);
         const apiKey = newApiKey();
-        const user = await createUser(pool, { name: body.name, maxActiveRuns: body.maxActiveRuns ?? null, tokensPerDay: body.tokensPerDay ?? null, keyHash: keyHash(apiKey) });
+        const user = await createUser(pool, { name: body.name, maxActiveRuns: body.maxActiveRuns ?? null, tokensPerDay: body.tokensPerDay ?? null, costPerDay: body.costPerDay ?? null, keyHash: keyHash(apiKey) });
         reply.json(201, { user, apiKey });
       }),
     },
@@ -73,7 +73,7 @@ export function userRoutes(app: AppContext, revocations: UserRevocations): Route
         if (!user) throw USER_NOT_FOUND();
         // A disabled user's cached keys must stop now, and new limits apply from the next request (the
         // cache holds them); re-enabling alone needs nothing (keys are looked up).
-        if (body.disabled === true || body.maxActiveRuns !== undefined || body.tokensPerDay !== undefined) await revocations.revoke(user.id, false);
+        if (body.disabled === true || body.maxActiveRuns !== undefined || body.tokensPerDay !== undefined || body.costPerDay !== undefined) await revocations.revoke(user.id, false);
         reply.json(200, { user });
       }),
     },

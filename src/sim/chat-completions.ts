@@ -67,12 +67,12 @@ class ChatRun {
   }
 
   usage(): Record<string, unknown> {
-    const { inputTokens, outputTokens } = this.p;
+    const { inputTokens, outputTokens, cachedTokens } = this.p;
     return {
       prompt_tokens: inputTokens,
       completion_tokens: outputTokens,
       total_tokens: inputTokens + outputTokens,
-      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+      prompt_tokens_details: { cached_tokens: cachedTokens, audio_tokens: 0 },
       completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
     };
   }

@@ -37,7 +37,7 @@ export interface Directive {
   /** With `gate`: a stream holds after every this many deltas, the k-th time at gate `${gate}-${k}`. */
   gateEvery?: number;
   custom?: boolean;
-  usage?: { input?: number; output?: number };
+  usage?: { input?: number; output?: number; cached?: number };
   noUsage?: boolean;
   echoSystem?: boolean;
   echoInput?: boolean;
@@ -150,7 +150,7 @@ function validate(raw: unknown): Directive | string {
   if (raw.usage !== undefined) {
     const u = raw.usage;
     if (!isObject(u)) return `'usage' must be an object`;
-    for (const k of ['input', 'output'] as const) {
+    for (const k of ['input', 'output', 'cached'] as const) {
       if (u[k] !== undefined && (!Number.isInteger(u[k]) || (u[k] as number) < 0)) {
         return `'usage.${k}' must be a non-negative integer`;
       }

@@ -2,6 +2,7 @@
 // into the simulator's conversation model.
 import { base64Bytes } from './attachments.ts';
 import { isObject } from './http.ts';
+import type { PromptBlock } from './prompt-cache.ts';
 import type { AttachmentInfo, Conversation } from './script.ts';
 
 export interface MessagesInput {
@@ -9,6 +10,8 @@ export interface MessagesInput {
   model: string;
   conv: Conversation;
   stream: boolean;
+  /** The prompt's blocks for the prompt cache (prompt-cache.ts). */
+  blocks: PromptBlock[];
 }
 
 export interface MessagesInvalid {
@@ -44,25 +47,46 @@ export function readMessagesRequest(body: unknown): MessagesInput | MessagesInva
   if (body.messages.length === 0) return bad('messages: at least one message is required');
 
   const conv: Conversation = { system: [], turns: [] };
+  const blocks: PromptBlock[] = [];
   const sys = body.system;
   if (typeof sys === 'string') {
     if (sys !== '') conv.system.push(sys);
+    blocks.push(promptBlock('system', { type: 'text', text: sys }));
   } else if (Array.isArray(sys)) {
     for (let i = 0; i < sys.length; i++) {
       const b = sys[i];
       if (!isObject(b) || b.type !== 'text' || typeof b.text !== 'string') {
         return bad(`system.${i}: Input should be a valid dictionary with type 'text'`);
       }
+      const e = cacheControlError(b, `system.${i}`);
+      if (e) return e;
       conv.system.push(b.text);
+      blocks.push(promptBlock('system', b));
     }
   } else if (sys != null) {
     return bad('system: Input should be a valid string');
   }
-  const err = readMessages(body.messages, conv);
-  return err ?? { invalid: false, model: body.model, conv, stream: body.stream === true };
+  const err = readMessages(body.messages, conv, blocks);
+  return err ?? { invalid: false, model: body.model, conv, stream: body.stream === true, blocks };
 }
 
-function readMessages(messages: unknown[], conv: Conversation): MessagesInvalid | null {
+/** A block as the prompt cache sees it: its content (cache_control aside) and its size. */
+function promptBlock(role: string, b: Record<string, unknown>): PromptBlock {
+  const { cache_control, ...content } = b;
+  const chars = typeof b.text === 'string' ? b.text.length : typeof b.content === 'string' ? b.content.length : 16;
+  return { key: role + JSON.stringify(content), chars, marked: cache_control != null };
+}
+
+/** The API's one kind of cache_control: `{"type":"ephemeral"}`, with an optional `ttl`. */
+function cacheControlError(b: Record<string, unknown>, at: string): MessagesInvalid | null {
+  const cc = b.cache_control;
+  if (cc == null) return null;
+  if (!isObject(cc) || cc.type !== 'ephemeral') return bad(`${at}.cache_control.type: Input should be 'ephemeral'`);
+  if (cc.ttl !== undefined && cc.ttl !== '5m' && cc.ttl !== '1h') return bad(`${at}.cache_control.ttl: Input should be '5m' or '1h'`);
+  return null;
+}
+
+function readMessages(messages: unknown[], conv: Conversation, prompt: PromptBlock[]): MessagesInvalid | null {
   /** tool_use ids of the previous assistant message: the next user message must answer them all. */
   let pendingUse: string[] = [];
   for (let i = 0; i < messages.length; i++) {
@@ -93,8 +117,9 @@ function readMessages(messages: unknown[], conv: Conversation): MessagesInvalid 
         );
       }
       if (typeof m.content !== 'string') parts.push(b.type);
-      const e = readBlock(b, at, texts, attachments, uses, results);
+      const e = cacheControlError(b, at) ?? readBlock(b, at, texts, attachments, uses, results);
       if (e) return e;
+      prompt.push(promptBlock(m.role, b));
     }
 
     if (m.role === 'user') {

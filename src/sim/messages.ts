@@ -5,6 +5,7 @@ import { newId, ParseFailure, sendJson } from './http.ts';
 import { beforeStatus } from './gates.ts';
 import { readMessagesRequest, type MessagesInput } from './messages-input.ts';
 import { argFragments, continuation, fullText, plan, type Plan } from './script.ts';
+import { usePromptCache, type CacheUse } from './prompt-cache.ts';
 import { frame, sendFrames, startStream, planned } from './sse.ts';
 import type { Ctx } from './state.ts';
 
@@ -34,7 +35,11 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
   const f = callFailure(ctx.state.faults, ctx, d);
   if (f?.kind === 'reset') return resetConnection(ctx.res);
   if (f?.kind === 'status') return anthropicError(res, f.status, anthropicScriptedMessage(f.status), undefined, f.headers);
-  new MessageRun(ctx, input, { ...p, directive: streamDirective(d, f) }).run();
+  // A refused request reads and writes no cache; an accepted one does, once, before its first byte.
+  const cache = usePromptCache(ctx.state.promptCache, input.blocks, p.inputTokens);
+  // A scripted `usage.cached` is read from the cache too (on top of what cache_control found).
+  const read = Math.min(p.inputTokens - cache.write, cache.read + p.cachedTokens);
+  new MessageRun(ctx, input, { ...p, directive: streamDirective(d, f) }, { read, write: cache.write }).run();
 }
 
 class MessageRun {
@@ -46,6 +51,7 @@ class MessageRun {
     readonly ctx: Ctx,
     readonly input: MessagesInput,
     readonly p: Plan,
+    readonly cache: CacheUse,
   ) {}
 
   run(): void {
@@ -64,9 +70,9 @@ class MessageRun {
       stop_reason: stopReason,
       stop_sequence: null,
       usage: {
-        input_tokens: this.p.inputTokens,
-        cache_creation_input_tokens: 0,
-        cache_read_input_tokens: 0,
+        input_tokens: this.p.inputTokens - this.cache.read - this.cache.write,
+        cache_creation_input_tokens: this.cache.write,
+        cache_read_input_tokens: this.cache.read,
         output_tokens: outputTokens,
         service_tier: 'standard',
       },

@@ -83,10 +83,10 @@ class ResponseRun {
   }
 
   usage(): Item {
-    const { inputTokens, outputTokens } = this.p;
+    const { inputTokens, outputTokens, cachedTokens } = this.p;
     return {
       input_tokens: inputTokens,
-      input_tokens_details: { cached_tokens: 0 },
+      input_tokens_details: { cached_tokens: cachedTokens },
       output_tokens: outputTokens,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: inputTokens + outputTokens,

@@ -48,6 +48,8 @@ export interface Plan {
   deltas: Deltas;
   inputTokens: number;
   outputTokens: number;
+  /** Of inputTokens, read from the prompt cache as `usage.cached` scripts it (provider_b also has its own cache: prompt-cache.ts). */
+  cachedTokens: number;
 }
 
 export function stampNow(): string {
@@ -92,6 +94,7 @@ export function plan(conv: Conversation, defaults: DefaultReply = { mode: 'echo'
 
   const inputChars = conv.system.reduce((n, s) => n + s.length, 0) + conversationChars(conv.turns);
   const inputTokens = d.usage?.input ?? tokensFor(inputChars);
+  const cachedTokens = Math.min(d.usage?.cached ?? 0, inputTokens);
 
   if (d.tools && roundsDone < (d.toolRounds ?? 1)) {
     const calls = d.tools.map((t) => ({ name: t.name, arguments: JSON.stringify(t.args) }));
@@ -101,6 +104,7 @@ export function plan(conv: Conversation, defaults: DefaultReply = { mode: 'echo'
       calls,
       deltas: splitDeltas('', undefined, false),
       inputTokens,
+      cachedTokens,
       outputTokens: d.usage?.output ?? tokensFor(argChars),
     };
   }
@@ -111,7 +115,7 @@ export function plan(conv: Conversation, defaults: DefaultReply = { mode: 'echo'
   const deltas = splitDeltas(text, d.deltas, d.stamp === true);
   // The pace rides on the directive, which is what the stream writers read.
   const directive = markdown && defaults.rate > 0 ? { ...d, rate: defaults.rate } : d;
-  return { directive, calls: null, deltas, inputTokens, outputTokens: d.usage?.output ?? deltas.count };
+  return { directive, calls: null, deltas, inputTokens, cachedTokens, outputTokens: d.usage?.output ?? deltas.count };
 }
 
 /**

@@ -59,6 +59,8 @@ export type Upstream = (typeof UPSTREAMS)[number];
 
 export class SimState {
   readonly responses = new Lru<StoredResponse>(10_000);
+  /** provider_b's prompt cache: the prefixes written, by hash (prompt-cache.ts). */
+  readonly promptCache = new Lru<true>(10_000);
   failModels = new Set<string>();
   readonly gates = new Gates();
   /** Failures set by `POST /sim/faults`, and the attempt counts of `failAttempts`. */

@@ -14,6 +14,8 @@ export interface CheckpointWrite {
   /** Where `text` starts in the run's streamed text, in UTF-16 code units: the chunk's place and key. */
   at: number;
   text: string;
+  /** The run's traceparent, sent with its first checkpoint only (null otherwise, or tracing off). */
+  trace?: string | null;
 }
 
 // Each member's chunk is keyed by its call and place, so a statement applied twice (its reply lost,
@@ -24,10 +26,10 @@ export interface CheckpointWrite {
 // drops its chunks (the trigger of sql/018_checkpoint_chunks.sql), or before it, and nothing is written.
 // Calls are probed by `id = ANY(array)`, never by joining the unnest (see run-groups.ts on plans).
 const WRITE_CHECKPOINTS = `WITH v AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[]) AS v(call_id, chat_id, token, pos, text)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[]) AS v(call_id, chat_id, token, pos, text, trace)
      ),
      live AS (
-       UPDATE llm_calls l SET checkpoint_token = v.token, checkpoint_at = now()
+       UPDATE llm_calls l SET checkpoint_token = v.token, checkpoint_at = now(), trace_parent = coalesce(v.trace, l.trace_parent)
          FROM v, chats c
         WHERE l.id = ANY ($1::text[]) AND l.id = v.call_id AND l.status = 'running'
           AND c.id = v.chat_id AND c.run_token = v.token
@@ -46,6 +48,7 @@ export async function writeCheckpoints(db: Queryable, writes: readonly Checkpoin
     writes.map((w) => w.runToken),
     writes.map((w) => w.at),
     writes.map((w) => w.text),
+    writes.map((w) => w.trace ?? null),
   ]);
   return new Set(rows.map((r) => r.call_id));
 }

@@ -3,7 +3,7 @@
 // model's tokens under that model and lastRun names the model that answered. The run stores its answer
 // on its first call as any run does (llm-calls.ts: the message, the usage and the day's total in one
 // statement); this statement then moves the answer, its usage and its outcome to a new call on the
-// answering model, and leaves the first failed with its error. The chain's calls in between are
+// answering model (its cost priced by that model), and leaves the first failed with its error. The chain's calls in between are
 // inserted failed. Each call starts where the one before it ended (`continues_call_id` names the first).
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/types.ts';
@@ -20,7 +20,8 @@ const SPLIT = `WITH first AS (
      ),
      later AS (
        INSERT INTO llm_calls (id, chat_id, provider, model, instance_id, owner_id, purpose, status, started_at, finished_at,
-                              latency_ms, error, input_tokens, output_tokens, total_tokens, message_id, continues_call_id)
+                              latency_ms, error, input_tokens, output_tokens, total_tokens, cache_read_tokens, cache_write_tokens,
+                              cost, message_id, continues_call_id)
        SELECT c.id, f.chat_id, c.provider, c.model, f.instance_id, f.owner_id, f.purpose,
               CASE WHEN c.ms IS NULL THEN f.status ELSE 'failed' END,
               f.started_at + make_interval(secs => c.at),
@@ -28,12 +29,15 @@ const SPLIT = `WITH first AS (
               COALESCE(c.ms, GREATEST(f.latency_ms - round(c.at * 1000)::int, 0)),
               CASE WHEN c.ms IS NULL THEN f.error ELSE c.error END,
               CASE WHEN c.ms IS NULL THEN f.input_tokens END, CASE WHEN c.ms IS NULL THEN f.output_tokens END,
-              CASE WHEN c.ms IS NULL THEN f.total_tokens END, CASE WHEN c.ms IS NULL THEN f.message_id END, f.id
+              CASE WHEN c.ms IS NULL THEN f.total_tokens END, CASE WHEN c.ms IS NULL THEN f.cache_read_tokens END,
+              CASE WHEN c.ms IS NULL THEN f.cache_write_tokens END, CASE WHEN c.ms IS NULL THEN f.cost END,
+              CASE WHEN c.ms IS NULL THEN f.message_id END, f.id
          FROM calls c, first f
      )
      UPDATE llm_calls l
         SET status = 'failed', error = $3, latency_ms = $4::int, finished_at = l.started_at + make_interval(secs => $4::int / 1000.0),
-            input_tokens = NULL, output_tokens = NULL, total_tokens = NULL, message_id = NULL
+            input_tokens = NULL, output_tokens = NULL, total_tokens = NULL, cache_read_tokens = NULL, cache_write_tokens = NULL,
+            cost = NULL, message_id = NULL
        FROM first WHERE l.id = first.id`;
 
 /**

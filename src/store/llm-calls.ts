@@ -30,6 +30,8 @@ export interface FinishLlmCall {
   chatId: string | null;
   assistant: { content: string; metadata?: Record<string, unknown> | null };
   usage: TokenUsage | null;
+  /** USD under MODEL_PRICES (src/cost/prices.ts); null or absent: no price, or no usage. */
+  cost?: number | null;
   latencyMs: number;
   /**
    * The user stopped the run: the call ends `stopped`, the partial answer is stored with
@@ -119,9 +121,10 @@ const FINISH_WITH_MESSAGE = `WITH held AS (SELECT run_token FROM chats WHERE id 
             UPDATE llm_calls
                SET status = $10::text, finished_at = now(), error = $13::text,
                    latency_ms = $6::int, input_tokens = $7::int, output_tokens = $8::int, total_tokens = $9::int,
+                   cache_read_tokens = $14::int, cache_write_tokens = $15::int, cost = $16::double precision,
                    message_id = (SELECT id FROM msg)
              WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM stale)
-             RETURNING id, owner_id, started_at, total_tokens
+             RETURNING id, owner_id, started_at, total_tokens, cost
           ),
           spent AS (${spentSql('call')})
      SELECT msg.*, (SELECT count(*) FROM call)::int AS call_found, (SELECT count(*) FROM stale)::int AS stale
@@ -156,11 +159,18 @@ function toFinishRecord(input: FinishLlmCall): FinishRecord {
     input_tokens: input.usage?.inputTokens ?? null,
     output_tokens: input.usage?.outputTokens ?? null,
     total_tokens: input.usage?.totalTokens ?? null,
+    ...cachedColumns(input.usage, input.cost),
     status: cut ? 'failed' : stopped ? 'stopped' : 'succeeded',
     store: !(stopped || cut) || input.assistant.content !== '',
     token: input.runToken ?? null,
     error: cut ? cleanText(input.interrupted!) : null,
   };
+}
+
+/** The columns of the cache's share of the input and of the cost (null without usage). */
+function cachedColumns(usage: TokenUsage | null, cost: number | null | undefined): Pick<FinishRecord, 'cache_read' | 'cache_write' | 'cost'> {
+  if (!usage) return { cache_read: null, cache_write: null, cost: null };
+  return { cache_read: usage.cacheReadTokens ?? 0, cache_write: usage.cacheWriteTokens ?? 0, cost: cost ?? null };
 }
 
 /** A member's outcome from its row: the message, null, or the error its call gets. */
@@ -176,6 +186,7 @@ async function finishAlone(db: Queryable, input: FinishLlmCall): Promise<Message
   const { rows } = await db.query<FinishRow>(prepared(db, FINISH_WITH_MESSAGE), [
     r.call_id, r.chat_id, r.msg_id, r.content, r.metadata == null ? null : toJson(r.metadata), r.latency,
     r.input_tokens, r.output_tokens, r.total_tokens, r.status, r.store, r.token, r.error,
+    r.cache_read, r.cache_write, r.cost,
   ]);
   const outcome = finishOutcome(input, rows[0]!);
   if (outcome instanceof Error) throw outcome;
@@ -197,15 +208,17 @@ const finishGrouped = groupCommit<FinishLlmCall, Message | null>(finishAlone, as
  */
 export async function finishLlmCall(
   db: Queryable,
-  input: { callId: string; usage: TokenUsage | null; latencyMs: number },
+  input: { callId: string; usage: TokenUsage | null; cost?: number | null; latencyMs: number },
 ): Promise<boolean> {
+  const c = cachedColumns(input.usage, input.cost);
   const { rows } = await db.query<{ n: number }>(
     prepared(db, `WITH call AS (
        UPDATE llm_calls
           SET status = 'succeeded', finished_at = now(), error = NULL, latency_ms = $2::int,
-              input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int
+              input_tokens = $3::int, output_tokens = $4::int, total_tokens = $5::int,
+              cache_read_tokens = $6::int, cache_write_tokens = $7::int, cost = $8::double precision
         WHERE id = $1 AND status = 'running'
-        RETURNING owner_id, started_at, total_tokens
+        RETURNING owner_id, started_at, total_tokens, cost
      ),
      spent AS (${spentSql('call')})
      SELECT count(*)::int AS n FROM call`),
@@ -215,6 +228,9 @@ export async function finishLlmCall(
       input.usage?.inputTokens ?? null,
       input.usage?.outputTokens ?? null,
       input.usage?.totalTokens ?? null,
+      c.cache_read,
+      c.cache_write,
+      c.cost,
     ],
   );
   return rows[0]!.n === 1;
@@ -227,8 +243,9 @@ export async function finishLlmCall(
  */
 export async function failLlmCall(
   db: Queryable,
-  input: { callId: string; error: string; latencyMs: number; sinceFailureMs?: number; usage?: TokenUsage | null },
+  input: { callId: string; error: string; latencyMs: number; sinceFailureMs?: number; usage?: TokenUsage | null; cost?: number | null },
 ): Promise<boolean> {
+  const c = cachedColumns(input.usage ?? null, input.cost);
   // The usage of the rounds that completed before the failure (a tool round, say) is the call's and
   // its owner's: the provider was paid for them. Only a running call is failed, so a repeat of this
   // write (a retry after a lost reply) adds nothing twice.
@@ -236,9 +253,10 @@ export async function failLlmCall(
     prepared(db, `WITH call AS (
        UPDATE llm_calls
           SET status = 'failed', finished_at = now() - make_interval(secs => $4::double precision / 1000),
-              error = $2, latency_ms = $3::int, input_tokens = $5::int, output_tokens = $6::int, total_tokens = $7::int
+              error = $2, latency_ms = $3::int, input_tokens = $5::int, output_tokens = $6::int, total_tokens = $7::int,
+              cache_read_tokens = $8::int, cache_write_tokens = $9::int, cost = $10::double precision
         WHERE id = $1 AND status = 'running'
-        RETURNING owner_id, started_at, total_tokens
+        RETURNING owner_id, started_at, total_tokens, cost
      ),
      spent AS (${spentSql('call')})
      SELECT count(*)::int AS n FROM call`),
@@ -250,6 +268,9 @@ export async function failLlmCall(
       input.usage?.inputTokens ?? null,
       input.usage?.outputTokens ?? null,
       input.usage?.totalTokens ?? null,
+      c.cache_read,
+      c.cache_write,
+      c.cost,
     ],
   );
   return rows[0]!.n === 1;
@@ -262,7 +283,7 @@ export async function failLlmCall(
  */
 export function recordLlmCallFailure(
   db: Queryable,
-  input: { callId: string; error: string; latencyMs: number; usage?: TokenUsage | null },
+  input: { callId: string; error: string; latencyMs: number; usage?: TokenUsage | null; cost?: number | null },
   queue: WriteRetryQueue,
 ): Promise<'written' | 'queued' | 'failed'> {
   return queue

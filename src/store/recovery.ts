@@ -63,6 +63,7 @@ interface ClaimedRow {
   model: string;
   owner_id: string;
   continues_call_id: string | null;
+  trace_parent: string | null;
 }
 
 // The latency of a lost call runs to its last checkpoint, the last moment it is known to have been alive.
@@ -75,7 +76,7 @@ const claimSql = (where: string) => `UPDATE llm_calls l
              SELECT c.id FROM llm_calls c WHERE c.status = 'running' AND (${where})
               ORDER BY c.id FOR UPDATE SKIP LOCKED))
     RETURNING l.id, l.chat_id, l.instance_id, l.purpose, ${checkpointedTextSql('l')} AS checkpoint_text, l.checkpoint_token, l.latency_ms AS latency,
-              l.provider, l.model, l.owner_id, l.continues_call_id`;
+              l.provider, l.model, l.owner_id, l.continues_call_id, l.trace_parent`;
 
 // A search run of a lost instance (searches.run_instance_id, set while it runs) reads as failed with the
 // same error; the results and answer of its search's earlier run, if any, stay. The search's columns
@@ -108,6 +109,9 @@ function interruptedAnswer(a: { callId: string; chatId: string; text: string; la
     input_tokens: null,
     output_tokens: null,
     total_tokens: null,
+    cache_read: null,
+    cache_write: null,
+    cost: null,
     status: 'failed',
     store: true,
     // A later run on the chat (a new stream after the lease expired) keeps the chat: the text is dropped.
@@ -156,6 +160,7 @@ const lostRun = (r: ClaimedRow & { chat_id: string; checkpoint_text: string }) =
   owner: r.owner_id,
   text: r.checkpoint_text.trimEnd(),
   token: r.checkpoint_token!,
+  trace: r.trace_parent,
 });
 
 export interface Recovered {

@@ -71,6 +71,10 @@ export interface FinishRecord {
   input_tokens: number | null;
   output_tokens: number | null;
   total_tokens: number | null;
+  /** The cache's share of input_tokens, and the cost in USD (019_cost.sql). */
+  cache_read: number | null;
+  cache_write: number | null;
+  cost: number | null;
   status: string;
   store: boolean;
   token: number | null;
@@ -93,7 +97,8 @@ export type FinishRow = MessageRow & { call_found: number; stale: number };
 export const FINISH_MANY = `WITH input AS (
        SELECT * FROM json_to_recordset($1::json)
          AS x(ord int, call_id text, chat_id text, msg_id text, content text, metadata jsonb, latency int,
-              input_tokens int, output_tokens int, total_tokens int, status text, store boolean, token int, error text)
+              input_tokens int, output_tokens int, total_tokens int, cache_read int, cache_write int, cost double precision,
+              status text, store boolean, token int, error text)
      ),
      held AS (SELECT id, run_token FROM chats WHERE id = ANY (ARRAY(SELECT chat_id FROM input)) ORDER BY id FOR UPDATE),
      stale AS (SELECT i.ord FROM input i JOIN held h ON h.id = i.chat_id WHERE i.token IS NOT NULL AND h.run_token <> i.token),
@@ -115,9 +120,10 @@ export const FINISH_MANY = `WITH input AS (
        UPDATE llm_calls l
           SET status = ok.status, finished_at = now(), error = ok.error,
               latency_ms = ok.latency, input_tokens = ok.input_tokens, output_tokens = ok.output_tokens,
-              total_tokens = ok.total_tokens, message_id = (SELECT msg.id FROM msg WHERE msg.id = ok.msg_id)
+              total_tokens = ok.total_tokens, cache_read_tokens = ok.cache_read, cache_write_tokens = ok.cache_write,
+              cost = ok.cost, message_id = (SELECT msg.id FROM msg WHERE msg.id = ok.msg_id)
          FROM ok WHERE l.id = ANY (ARRAY(SELECT call_id FROM ok)) AND l.id = ok.call_id
-       RETURNING l.id, l.owner_id, l.started_at, l.total_tokens
+       RETURNING l.id, l.owner_id, l.started_at, l.total_tokens, l.cost
      ),
      spent AS (${spentSql('call')})
      SELECT i.ord, msg.*,

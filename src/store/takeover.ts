@@ -20,6 +20,8 @@ export interface LostRun {
   owner: string;
   text: string;
   token: number;
+  /** The lost run's traceparent, when it was traced (its first checkpoint stored it). */
+  trace: string | null;
 }
 
 /** A lost run handed to this instance: the continuing call, running, under `runToken`. */

@@ -12,6 +12,8 @@ export interface User {
   disabled: boolean;
   maxActiveRuns: number | null;
   tokensPerDay: number | null;
+  /** USD per UTC day (sql/019_cost.sql). */
+  costPerDay: number | null;
   source: 'key' | 'jwt';
 }
 
@@ -19,6 +21,7 @@ export interface UserPatch {
   name?: string;
   maxActiveRuns?: number | null;
   tokensPerDay?: number | null;
+  costPerDay?: number | null;
   disabled?: boolean;
 }
 
@@ -29,10 +32,11 @@ interface Row {
   disabled: boolean;
   max_active_runs: number | null;
   tokens_per_day: number | null;
+  cost_per_day: number | null;
   source: 'key' | 'jwt';
 }
 
-const COLUMNS = 'id, name, created_at, disabled, max_active_runs, tokens_per_day, source';
+const COLUMNS = 'id, name, created_at, disabled, max_active_runs, tokens_per_day, cost_per_day, source';
 
 const toUser = (r: Row): User => ({
   id: r.id,
@@ -41,17 +45,18 @@ const toUser = (r: Row): User => ({
   disabled: r.disabled,
   maxActiveRuns: r.max_active_runs,
   tokensPerDay: r.tokens_per_day,
+  costPerDay: r.cost_per_day,
   source: r.source,
 });
 
 /** A user with an API key (its hash given). */
 export async function createUser(
   db: Queryable,
-  input: { name: string; maxActiveRuns: number | null; tokensPerDay: number | null; keyHash: Buffer },
+  input: { name: string; maxActiveRuns: number | null; tokensPerDay: number | null; costPerDay?: number | null; keyHash: Buffer },
 ): Promise<User> {
   const { rows } = await db.query<Row>(
-    `INSERT INTO users (id, name, max_active_runs, tokens_per_day, source, key_hash) VALUES ($1, $2, $3, $4, 'key', $5) RETURNING ${COLUMNS}`,
-    [randomUUID(), input.name, input.maxActiveRuns, input.tokensPerDay, input.keyHash],
+    `INSERT INTO users (id, name, max_active_runs, tokens_per_day, cost_per_day, source, key_hash) VALUES ($1, $2, $3, $4, $5, 'key', $6) RETURNING ${COLUMNS}`,
+    [randomUUID(), input.name, input.maxActiveRuns, input.tokensPerDay, input.costPerDay ?? null, input.keyHash],
   );
   return toUser(rows[0]!);
 }
@@ -98,6 +103,7 @@ export async function updateUser(db: Queryable, id: string, patch: UserPatch): P
   if (patch.name !== undefined) set('name', patch.name);
   if (patch.maxActiveRuns !== undefined) set('max_active_runs', patch.maxActiveRuns);
   if (patch.tokensPerDay !== undefined) set('tokens_per_day', patch.tokensPerDay);
+  if (patch.costPerDay !== undefined) set('cost_per_day', patch.costPerDay);
   if (patch.disabled !== undefined) set('disabled', patch.disabled);
   if (sets.length === 0) return getUser(db, id);
   const { rows } = await db.query<Row>(`UPDATE users SET ${sets.join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`, params);

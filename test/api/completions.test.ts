@@ -124,7 +124,7 @@ for (const threads of [0, 2]) {
       await t.call('POST', '/v1/chat-completions', { chatId: chat.id, provider: 'provider_a', model: 'm', additionalSystemPrompt: 'One-off.', messages: [{ role: 'user', content: 'b' }] });
       assert.equal(lastRequest('provider_a').body.instructions, 'One-off.');
       await t.call('POST', '/v1/chat-completions', { chatId: chat.id, provider: 'provider_b', model: 'm', messages: [{ role: 'user', content: 'c' }] });
-      assert.equal(JSON.stringify(lastRequest('provider_b').body.system), JSON.stringify('Stored prompt.'));
+      assert.deepEqual(lastRequest('provider_b').body.system, [{ type: 'text', text: 'Stored prompt.', cache_control: { type: 'ephemeral' } }]);
       const detail = (await t.call('GET', `/v1/chats/${chat.id}`)).body.chat;
       assert.ok(detail.messages.every((m: any) => m.role !== 'system'));
       assert.equal(detail.additionalSystemPrompt, 'Stored prompt.');

@@ -24,7 +24,7 @@ for (const db of apiDatabases()) {
       const r = await admin.call('POST', '/v1/users', { name: '  Carol  ', maxActiveRuns: 3, tokensPerDay: null });
       assert.equal(r.status, 201);
       const { user, apiKey } = r.body;
-      assert.deepEqual(Object.keys(user).sort(), ['createdAt', 'disabled', 'id', 'maxActiveRuns', 'name', 'source', 'tokensPerDay']);
+      assert.deepEqual(Object.keys(user).sort(), ['costPerDay', 'createdAt', 'disabled', 'id', 'maxActiveRuns', 'name', 'source', 'tokensPerDay']);
       assert.equal(user.name, 'Carol');
       assert.equal(user.maxActiveRuns, 3);
       assert.equal(user.tokensPerDay, null);

@@ -57,8 +57,8 @@ for (const target of await testDatabases()) {
       const callers = new Callers({ adminToken: ADMIN, pool: db.pool });
       const first = callers.authenticate(bearer(key));
       assert.ok(first instanceof Promise, 'the first use asks the database');
-      assert.deepEqual(await first, { userId: user.id, admin: false, maxActiveRuns: 2, tokensPerDay: null });
-      assert.deepEqual(callers.authenticate(bearer(key)), { userId: user.id, admin: false, maxActiveRuns: 2, tokensPerDay: null }, 'then a synchronous hit');
+      assert.deepEqual(await first, { userId: user.id, admin: false, maxActiveRuns: 2, tokensPerDay: null, costPerDay: null });
+      assert.deepEqual(callers.authenticate(bearer(key)), { userId: user.id, admin: false, maxActiveRuns: 2, tokensPerDay: null, costPerDay: null }, 'then a synchronous hit');
       await updateUser(db.pool, user.id, { disabled: true });
       callers.revoke(user.id);
       const after = callers.authenticate(bearer(key));

@@ -22,7 +22,7 @@ export function fakeTool(name: string): ServiceTool {
 export function fakeDeps(opts: { tools?: ServiceTool[]; maxToolRounds?: number; provider?: ProviderName; session?: ProviderSession } = {}): RunDeps {
   const session: ProviderSession = opts.session ?? { round: () => Promise.reject(new Error('a machine test never calls a provider')) };
   const adapter = { name: opts.provider ?? 'provider_a', startSession: () => session, listModels: async () => [] } as ProviderAdapter;
-  const config = { CHAT_MAX_TOOL_ROUNDS: opts.maxToolRounds ?? 3, TOOL_TEXT_HOLD_MS: 250, TOOL_TEXT_HOLD_CHARS: 512, TITLE_MODEL: 'title-model', instanceId: 'test' } as Partial<Config> as Config;
+  const config = { CHAT_MAX_TOOL_ROUNDS: opts.maxToolRounds ?? 3, TOOL_TEXT_HOLD_MS: 250, TOOL_TEXT_HOLD_CHARS: 512, TITLE_MODEL: 'title-model', instanceId: 'test', modelPrices: {} } as Partial<Config> as Config;
   return { config, pool: null as unknown as RunDeps['pool'], providers: new Map([[adapter.name, adapter]]), tools: opts.tools ?? [], cpu: new CpuPool(), writes: new WriteRetryQueue() };
 }
 

@@ -132,7 +132,7 @@ describe('refusal at MAX_ACTIVE_RUNS', () => {
     assert.deepEqual(JSON.parse(refused.body), { message: `server is at capacity (${LIMIT} active runs); retry shortly` });
     assert.match(refused.head, /\r\nretry-after: 1\r\n/i);
     assert.equal(served.handled, LIMIT, 'the handler never ran');
-    assert.deepEqual(admission.refused, { capacity: 1, overload: 0, draining: 0, user_runs: 0, user_tokens: 0 });
+    assert.deepEqual(admission.refused, { capacity: 1, overload: 0, draining: 0, user_runs: 0, user_tokens: 0, user_cost: 0 });
 
     assert.ok(sup.stopNow('hold', 'hold-1'), 'the first run is stopped');
     await waitFor(() => sup.activeCount < LIMIT, 10_000, 'the cancelled run to end');

@@ -58,8 +58,11 @@ describe('providers/provider-b', () => {
     const r = await collect(b.startSession(req));
     assert.equal(r.text, 'SYSTEM:Be terse.\n\nCite sources.');
     const [body] = bodies();
-    assert.equal(body.system, 'Be terse.\n\nCite sources.');
+    // The system prompt and the history before the last user turn are the stable prefix, cached (prompt caching).
+    assert.deepEqual(body.system, [{ type: 'text', text: 'Be terse.\n\nCite sources.', cache_control: { type: 'ephemeral' } }]);
     assert.deepEqual(body.messages.map((m: { role: string }) => m.role), ['user', 'assistant', 'user']);
+    assert.deepEqual(body.messages[1].content, [{ type: 'text', text: 'answer', cache_control: { type: 'ephemeral' } }]);
+    assert.ok(body.messages[2].content.every((b: Record<string, unknown>) => !('cache_control' in b)), 'the new turn is not part of the prefix');
     assert.equal(body.messages[2].content[0].text, 'Tool result (fetch_url):\nresult text');
     assert.equal(body.messages[2].content.length, 2);
   });

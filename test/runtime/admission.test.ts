@@ -218,7 +218,7 @@ describe('Admission', () => {
     a.drain();
     assert.deepEqual(a.admit(0), { ok: false, outcome: 'draining', message: 'server is draining' });
     assert.equal(a.shedding(), 'draining');
-    assert.deepEqual(a.refused, { capacity: 2, overload: 2, draining: 1, user_runs: 0, user_tokens: 0 });
+    assert.deepEqual(a.refused, { capacity: 2, overload: 2, draining: 1, user_runs: 0, user_tokens: 0, user_cost: 0 });
   });
 
   it('sends starts while fewer than the limit are in flight; the next waits its turn and goes when one settles', () => {

@@ -57,7 +57,7 @@ test('a plain answer: meta, deltas as they come, the answer stored once the inpu
   m.tell({ t: 'round_end', round: 1, end: end() });
   assert.equal(m.sent('store_answer').length, 0, 'the answer waits for the input to be stored');
   m.tell({ t: 'prepared', runToken: 1 });
-  assert.deepEqual(m.sent('store_answer'), [{ c: 'store_answer', callId: 'llm-1', chatId: 'chat-1', text: 'Hello world', usage, started: 0, stopped: false, runToken: 1 }]);
+  assert.deepEqual(m.sent('store_answer'), [{ c: 'store_answer', callId: 'llm-1', chatId: 'chat-1', model: 'model-a', text: 'Hello world', usage, started: 0, stopped: false, runToken: 1 }]);
   assert.equal(m.sink.result, null, 'done waits for the answer to be stored');
   m.tell({ t: 'answer_stored' });
   assert.deepEqual(m.sink.names(), ['meta', 'delta', 'delta', 'done']);
@@ -66,7 +66,7 @@ test('a plain answer: meta, deltas as they come, the answer stored once the inpu
   assert.equal(m.sink.ends, 1);
   assert.deepEqual(m.sink.result, {
     ok: true,
-    value: { chatId: 'chat-1', callId: 'llm-1', provider: 'provider_a', model: 'model-a', text: 'Hello world', usage, raw: { id: 'resp' }, stopped: false },
+    value: { chatId: 'chat-1', callId: 'llm-1', provider: 'provider_a', model: 'model-a', text: 'Hello world', usage, cost: null, raw: { id: 'resp' }, stopped: false },
   });
 });
 
@@ -289,7 +289,7 @@ for (const [why, message] of [
     m.tell({ t: 'cancel', why, message });
     m.tell({ t: 'round_failed', round: 1, error: aborted() });
     const [store] = m.sent('store_interrupted');
-    assert.deepEqual(store, { c: 'store_interrupted', callId: 'llm-1', chatId: 'chat-1', text: 'Half an ans', usage: null, started: 0, error: message, runToken: 1 });
+    assert.deepEqual(store, { c: 'store_interrupted', callId: 'llm-1', chatId: 'chat-1', model: 'model-a', text: 'Half an ans', usage: null, started: 0, error: message, runToken: 1 });
     m.tell({ t: 'interrupted_stored', error: null });
     assert.equal(m.sent('fail_call').length, 0, 'the store failed the call in the same statement');
     assert.deepEqual(m.sink.events().at(-1), ['error', { type: 'error', message }]);

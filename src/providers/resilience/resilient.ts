@@ -27,6 +27,7 @@ import type { RetryBudget } from './budget.ts';
 import type { RoundRetry } from '../session.ts';
 import { isTransientFailure, outcomeOf, retryWaitMs, type ResilienceSettings } from './policy.ts';
 import { bump, type ResilienceStats } from './stats.ts';
+import { noteRetry } from '../../telemetry/retry-events.ts';
 
 /** What every resilient session of a thread shares. */
 export interface Resilience {
@@ -122,6 +123,7 @@ export function retryLoop(r: Resilience): RoundRetry {
         const wait = retryWaitMs(retry + 1, err, settings);
         if (wait === null || !(await r.budget.withdraw(provider))) throw err;
         bump(stats.retries, provider);
+        noteRetry(retry + 1);
         try {
           await sleep(wait, undefined, { signal: req.signal });
         } catch (abort) {

@@ -1,0 +1,12 @@
+// The resource every OTLP export of this process describes itself by: the service's name unless
+// OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise. Loaded only when an export is on.
+import type { Resource } from '@opentelemetry/resources';
+
+export const DEFAULT_SERVICE_NAME = 'conversation-search-service';
+
+export async function serviceResource(): Promise<Resource> {
+  const { defaultResource, resourceFromAttributes, detectResources, envDetector } = await import('@opentelemetry/resources');
+  return defaultResource()
+    .merge(resourceFromAttributes({ 'service.name': DEFAULT_SERVICE_NAME }))
+    .merge(detectResources({ detectors: [envDetector] }));
+}
