@@ -1,6 +1,6 @@
 // The chat run's protocol: its request and value, every message it receives besides the runtime's
 // own, and every command (I/O) its receive can start. The compiler holds receive and the executor to it.
-import type { FallbackNote, ProviderName, ProviderSession, RoundEnd, RoundHint, ToolCallRequest, ToolResultInput, ToolSpec, Usage } from '../src/providers/types.ts';
+import type { FallbackCalls, FallbackNote, ProviderName, ProviderSession, RoundEnd, RoundHint, ToolCallRequest, ToolResultInput, ToolSpec, Usage } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
 import type { ToolCommand, ToolDone } from './chat-tools.ts';
 import type { ChatStorageRequest } from './run-storage.ts';
@@ -71,8 +71,11 @@ export type ChatCommand =
   | { c: 'round'; session: ProviderSession; round: number; results: ToolResultInput[] | null }
   | ToolCommand
   | { c: 'store_tool'; round: number; index: number; chatId: string; owner: string; message: NewMessage; runToken: number | null }
-  /** `fallback`: the answer came (partly) from a fallback model, kept as the message's metadata.fallback. */
-  | { c: 'store_answer'; callId: string; chatId: string | null; model: string; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null; fallback?: FallbackNote }
+  /**
+   * `fallback`: the answer came (partly) from a fallback model, kept as the message's metadata.fallback;
+   * `fallbackCalls`: the calls that failed and the model that answered (`model`), each stored as its own LlmCall.
+   */
+  | { c: 'store_answer'; callId: string; chatId: string | null; model: string; text: string; usage: Usage | null; started: number; stopped: boolean; runToken: number | null; fallback?: FallbackNote; fallbackCalls?: FallbackCalls }
   /** The text streamed before a shutdown or fencing cut, kept as the assistant message, the LlmCall failed. */
   | { c: 'store_interrupted'; callId: string; chatId: string; model: string; text: string; usage: Usage | null; started: number; error: string; runToken: number | null; reason?: string }
   /** `usage`: of the rounds that completed before the failure (the provider was paid for them). */

@@ -13,7 +13,7 @@
 import { resolveToolNames } from '../src/chat/tools.ts';
 import { costOf } from '../src/cost/prices.ts';
 import { toProviderMessages } from '../src/chat/transcript.ts';
-import { specUsage, type FallbackNote, type ProviderMessage, type ProviderSession, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
+import { specUsage, type FallbackCalls, type FallbackNote, type ProviderMessage, type ProviderSession, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import { normalizePrompt } from '../src/schemas.ts';
 import { FencedWriteError } from '../src/store/fencing.ts';
@@ -65,6 +65,7 @@ interface Rounds {
   readonly usage: Usage | null;
   readonly raw: unknown;
   readonly fallback?: FallbackNote;
+  readonly fallbackCalls?: FallbackCalls;
   readonly clientCalls?: ToolCallRequest[];
 }
 
@@ -156,7 +157,8 @@ function nextRound(b: Base, slots: readonly ToolSlot[] | null, io: ChatIo): Chat
 
 function roundEnded(state: Streaming, end: RoundEnd, io: ChatIo): ChatState {
   const fallback = end.fallback ?? state.rounds.fallback;
-  const rounds: Rounds = { n: state.rounds.n, usage: addUsage(state.rounds.usage, end.usage), raw: end.raw, ...(fallback && { fallback }) };
+  const fallbackCalls = end.fallbackCalls ?? state.rounds.fallbackCalls;
+  const rounds: Rounds = { n: state.rounds.n, usage: addUsage(state.rounds.usage, end.usage), raw: end.raw, ...(fallback && { fallback, fallbackCalls }) };
   const b: Base = { run: state.run, input: state.input, rounds };
   const calls = end.toolCalls;
   if (calls.length === 0) {
@@ -244,8 +246,10 @@ function storeAnswer(b: Base, stopped: boolean, io: ChatIo): ChatState {
   const { run } = b;
   const { callId } = run.req;
   if (!callId) return done(b, stopped, io);
-  const { fallback } = b.rounds;
-  io.perform({ c: 'store_answer', callId, chatId: run.chatId, model: run.req.model, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input), ...(fallback && { fallback }) });
+  const { fallback, fallbackCalls } = b.rounds;
+  // After a fallback the usage is the answering model's, and so is its price.
+  const model = fallbackCalls?.model ?? run.req.model;
+  io.perform({ c: 'store_answer', callId, chatId: run.chatId, model, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input), ...(fallback && { fallback, fallbackCalls }) });
   return { ...b, s: 'storing', stopped };
 }
 

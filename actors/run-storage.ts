@@ -8,11 +8,12 @@
 // refused: that row is the run's alone.
 import { toStoredMessage } from '../src/chat/transcript.ts';
 import { CHAT_NOT_FOUND } from '../src/messages.ts';
-import type { FallbackNote, ProviderName, Usage } from '../src/providers/types.ts';
+import type { FallbackCalls, FallbackNote, ProviderName, Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/run-deps.ts';
 import type { RunMessage } from '../src/schemas.ts';
 import { costOf } from '../src/cost/prices.ts';
 import { createChat, startChatRun } from '../src/store/chats.ts';
+import { splitFallbackCall } from '../src/store/fallback-calls.ts';
 import { FIRST_RUN_TOKEN } from '../src/store/fencing.ts';
 import { finishLlmCall, finishLlmCallWithMessage, recordLlmCallFailure, startLlmCall } from '../src/store/llm-calls.ts';
 import { RunError } from './run-failure.ts';
@@ -96,10 +97,14 @@ interface StreamedAnswer {
 
 /**
  * The answer stored in the chat with its LlmCall ended, atomically (`stopped`: the partial answer).
- * Rejects with FencedWriteError, writing nothing, when `runToken` is no longer the chat's.
+ * Rejects with FencedWriteError, writing nothing, when `runToken` is no longer the chat's. After a
+ * fallback the call is then split into one LlmCall per model called (store/fallback-calls.ts): written
+ * once the database can take it, the answer being stored already (until then its usage is the first model's).
  */
-export async function storeAnswer(deps: RunDeps, o: StreamedAnswer & { stopped: boolean; fallback?: FallbackNote }): Promise<void> {
+export async function storeAnswer(deps: RunDeps, o: StreamedAnswer & { stopped: boolean; fallback?: FallbackNote; fallbackCalls?: FallbackCalls }): Promise<void> {
   await finishWithAnswer(deps, o, { stopped: o.stopped }, o.fallback && { fallback: o.fallback });
+  const calls = o.fallbackCalls;
+  if (calls) await deps.writes.write(`the fallback calls of LlmCall ${o.callId}`, () => splitFallbackCall(deps.pool, o.callId, calls)).catch(() => undefined);
 }
 
 /**

@@ -69,6 +69,27 @@ export interface RoundEnd {
   raw: unknown;
   /** The round went on on another model than the session's (PROVIDER_FALLBACKS). */
   fallback?: FallbackNote;
+  /** With `fallback`: the calls that failed before it and the model that answered, each an LlmCall of its own. */
+  fallbackCalls?: FallbackCalls;
+}
+
+/**
+ * A call of a fallback chain that failed, `ms` after it began. No usage: the providers report it at a
+ * stream's end (Chat Completions' last chunk, the Responses' `response.completed`), so a call that failed
+ * told none that the adapters keep.
+ */
+export interface FailedCall {
+  provider: ProviderName;
+  model: string;
+  error: string;
+  ms: number;
+}
+
+/** The calls of a round that fell back: those that failed, first first, then the model that answered. */
+export interface FallbackCalls {
+  failed: FailedCall[];
+  provider: ProviderName;
+  model: string;
 }
 
 /** A run that went on on another model: `from` and `to` are `provider/model`, `reason` the failure's message. */

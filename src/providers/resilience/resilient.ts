@@ -11,6 +11,7 @@ import { isAbortError, ProviderAbortError } from '../errors.ts';
 import {
   ProviderUnavailableError,
   type CompletionRequest,
+  type FailedCall,
   type FallbackNote,
   type HintSink,
   type ProviderAdapter,
@@ -153,6 +154,8 @@ class ResilientSession implements ProviderSession {
   private rounds = 0;
   /** The fallback taken (its `to` the last model moved to). */
   private fallback: FallbackNote | undefined;
+  /** The calls that failed before the current target, each to be stored as its own LlmCall. */
+  private readonly failed: FailedCall[] = [];
   private readonly used = new Set<ProviderName>();
 
   constructor(
@@ -174,6 +177,7 @@ class ResilientSession implements ProviderSession {
     const keep = this.nextTarget(true) !== null;
     let streamed = '';
     let out = false;
+    let began = performance.now();
     const sink: TextSink = (text) => {
       out = true;
       if (keep) streamed += text;
@@ -183,12 +187,16 @@ class ResilientSession implements ProviderSession {
       try {
         // A failed call reports no usage: the round's is the call that answered.
         const end = await this.session.round(results, sink, onHint);
-        return this.fallback ? { ...end, fallback: this.fallback } : end;
+        if (!this.fallback) return end;
+        const { provider, model } = this.target;
+        return { ...end, fallback: this.fallback, fallbackCalls: { failed: this.failed, provider, model } };
       } catch (err) {
         // After output only a model that continues the text may go on (never one that starts it again).
         const next = !isAbortError(err) && !this.req.signal.aborted ? this.nextTarget(out) : null;
         if (!next) throw err;
-        this.moveTo(next, out ? streamed : '', err);
+        const now = performance.now();
+        this.moveTo(next, out ? streamed : '', err, now - began);
+        began = now;
       }
     }
   }
@@ -204,9 +212,10 @@ class ResilientSession implements ProviderSession {
     return null;
   }
 
-  private moveTo(next: Target, streamed: string, err: unknown): void {
+  private moveTo(next: Target, streamed: string, err: unknown, ms: number): void {
     const from = this.target;
     const reason = err instanceof Error ? err.message : String(err);
+    this.failed.push({ provider: from.provider, model: from.model, error: reason, ms });
     this.fallback = { from: this.fallback?.from ?? label(from), to: label(next), reason: this.fallback?.reason ?? reason };
     bump(this.r.stats.fallbacks, `${from.provider}|${next.provider}`);
     // After output the next model continues the text as its own assistant turn (a prefill).
