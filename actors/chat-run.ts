@@ -116,7 +116,8 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
   io.perform({ c: 'prepare', req });
   const resumed = req.resume ? resumedCuts(req.resume) : null;
   const meta = { type: 'meta', chatId: req.storeChat ? req.chatId : null, callId: req.callId, provider: req.provider, model: req.model };
-  io.emit('meta', resumed ? { ...meta, resumedDeltas: resumed.exact } : meta);
+  // Only for readers that number deltas (the lost run kept its cuts): the spec's own meta is unchanged.
+  io.emit('meta', req.resume?.deltas ? { ...meta, resumedDeltas: resumed!.exact } : meta);
   // A takeover: the lost run's text is this run's first deltas, so attach replays it and the answer holds it.
   if (resumed) for (const text of resumed.pieces) io.emitDelta(text);
   const adapter = deps.providers.get(req.provider);
