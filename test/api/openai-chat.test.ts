@@ -94,7 +94,7 @@ for (const db of apiDatabases()) {
       assert.doesNotMatch(text, /^event:/m);
     });
 
-    it("hands a client function's call back with finish_reason tool_calls, then answers with its result", async () => {
+    for (const MODEL of ['provider_c/sim-c-large', 'provider_d/sim-d-agent']) it(`${MODEL.split('/')[0]} hands a client function's call back with finish_reason tool_calls, then answers with its result`, async () => {
       const tools: OpenAI.ChatCompletionTool[] = [
         { type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
       ];
