@@ -248,7 +248,10 @@ export class Checkpoints {
       const text = allowed[i]! > 0 ? head(entry, allowed[i]!) : '';
       if (text === '') return;
       const { callId, chatId, runToken } = entry.ids;
-      batch.push({ entry, units: text.length, write: { callId, chatId, runToken, at: entry.at, text: cleanText(text), deltas: chunkDeltas(entry, text.length) } });
+      const stored = cleanText(text);
+      // Text the database cannot hold (U+0000) is stored shorter: its cuts would no longer fit it, so none are kept.
+      const deltas = stored.length === text.length ? chunkDeltas(entry, text.length) : null;
+      batch.push({ entry, units: text.length, write: { callId, chatId, runToken, at: entry.at, text: stored, deltas } });
     });
     if (batch.length === 0) return;
     this.writing = true;
