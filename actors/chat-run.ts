@@ -121,9 +121,12 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
   const { deps } = io;
   // First, so that a failure anywhere after it can wait for the input to settle.
   io.perform({ c: 'prepare', req });
-  io.emit('meta', { type: 'meta', chatId: req.storeChat ? req.chatId : null, callId: req.callId, provider: req.provider, model: req.model });
-  // A takeover: the lost run's text is this run's first delta, so attach replays it and the answer holds it.
-  if (req.resume) io.emitDelta(req.resume.text);
+  const resumed = req.resume ? resumedCuts(req.resume) : null;
+  const meta = { type: 'meta', chatId: req.storeChat ? req.chatId : null, callId: req.callId, provider: req.provider, model: req.model };
+  // Only for readers that number deltas (the lost run kept its cuts): the spec's own meta is unchanged.
+  io.emit('meta', req.resume?.deltas ? { ...meta, resumedDeltas: resumed!.exact } : meta);
+  // A takeover: the lost run's text is this run's first deltas, so attach replays it and the answer holds it.
+  if (resumed) for (const text of resumed.pieces) io.emitDelta(text);
   const adapter = deps.providers.get(req.provider);
   if (!adapter) return caught(begin(req, io), new RunError(`${req.provider} is not configured`, 'invalid'), io);
   const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : (req.stored?.additionalSystemPrompt ?? null);
@@ -141,6 +144,24 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
     signal: call.signal,
   });
   return nextRound(begin(req, io, call, tools, session), null, io);
+}
+
+/**
+ * A takeover's first deltas: the lost run's checkpointed text cut as that run streamed it, as far as its
+ * checkpoint kept the cuts (a reader that numbers deltas, the OpenAI-compatible API, then resumes within
+ * them exactly: the meta's `resumedDeltas` says how many), and what is left of it as one more delta.
+ */
+export function resumedCuts(resume: NonNullable<ChatRunRequest['resume']>): { pieces: string[]; exact: number } {
+  const { text } = resume;
+  const pieces: string[] = [];
+  let at = 0;
+  for (const n of resume.deltas ?? []) {
+    if (at + n > text.length) break;
+    if (n > 0) pieces.push(text.slice(at, (at += n)));
+  }
+  const exact = pieces.length;
+  if (at < text.length) pieces.push(text.slice(at));
+  return { pieces, exact };
 }
 
 /** The Messages API continues a trailing assistant turn: a takeover sends the lost run's text as one. */

@@ -35,9 +35,10 @@ export interface ChatStorageRequest {
   owner: string;
   /**
    * A takeover (src/takeover.ts): the run continues a lost run's checkpointed `text`. Its call is
-   * already running under `runToken` (store/takeover.ts), so its start stores nothing.
+   * already running under `runToken` (store/takeover.ts), so its start stores nothing. `deltas`: the
+   * lengths of the deltas the lost run streamed it in, when its checkpoint kept them.
    */
-  resume?: { text: string; runToken: number };
+  resume?: { text: string; runToken: number; deltas?: readonly number[] | null };
 }
 
 // `started` is the run's clock (Timers.now); the write's time is read on the same clock.

@@ -17,6 +17,8 @@ import { writeCheckpoints, type CheckpointWrite } from './store/checkpoints.ts';
 export interface StreamedText {
   /** The text streamed since the previous call; the first call answers all of it so far. */
   newText(): string;
+  /** The lengths of the deltas newText() answered, for a run that keeps them (keepDeltas); else null. */
+  newDeltaLengths?(): number[] | null;
   readonly finished: boolean;
 }
 
@@ -52,6 +54,13 @@ interface Entry {
   unwritten: string[];
   /** Its length in UTF-16 units. */
   size: number;
+  /**
+   * The lengths of the deltas the unwritten text came in, for a run that keeps them (null: it does not),
+   * the first one less the `cut` units of it already written: each chunk stores its deltas, so that a
+   * takeover streams the checkpointed text in the very deltas (the OpenAI-compatible API numbers them).
+   */
+  lengths: number[] | null;
+  cut: number;
 }
 
 /** Callers waiting for a connection of `db` (a pg.Pool counts them; anything else: none). */
@@ -94,6 +103,40 @@ function head(entry: Entry, max: number): string {
   return last >= 0xd800 && last <= 0xdbff ? text.slice(0, -1) : text;
 }
 
+/**
+ * The deltas of the entry's next `units` as a Postgres array literal: their lengths in order, the first
+ * one negative when it continues a delta the previous chunk began (recovery joins them again).
+ */
+function chunkDeltas(entry: Entry, units: number): string | null {
+  const { lengths } = entry;
+  if (lengths === null) return null;
+  const out: number[] = [];
+  for (let i = 0, left = units; left > 0 && i < lengths.length; i++) {
+    const piece = Math.min(left, lengths[i]! - (i === 0 ? entry.cut : 0));
+    out.push(i === 0 && entry.cut > 0 ? -piece : piece);
+    left -= piece;
+  }
+  return `{${out.join(',')}}`;
+}
+
+/** Drops the first `units` of the entry's delta lengths: written (or skipped). */
+function dropLengths(entry: Entry, units: number): void {
+  const { lengths } = entry;
+  if (lengths === null) return;
+  let n = 0;
+  while (units > 0 && n < lengths.length) {
+    const rest = lengths[n]! - entry.cut;
+    if (rest > units) {
+      entry.cut += units;
+      break;
+    }
+    units -= rest;
+    entry.cut = 0;
+    n++;
+  }
+  lengths.splice(0, n);
+}
+
 /** Drops the first `units` of the entry's unwritten text: they are written. */
 function drop(entry: Entry, units: number): void {
   entry.at += units;
@@ -132,7 +175,7 @@ export class Checkpoints {
   track(run: StreamedText, ids: CheckpointedRun): void {
     if (!(this.intervalMs > 0)) return;
     const stored = ids.stored ?? 0;
-    this.entries.add({ ids, run, skip: stored, at: stored, unwritten: [], size: 0 });
+    this.entries.add({ ids, run, skip: stored, at: stored, unwritten: [], size: 0, lengths: null, cut: 0 });
     if (this.timer) return;
     this.timer = setInterval(this.tick, this.intervalMs);
     // Checkpoints never keep a stopping process alive.
@@ -153,10 +196,16 @@ export class Checkpoints {
   /** Takes what the run streamed since the last tick into its unwritten text. */
   private take(entry: Entry): void {
     let text = entry.run.newText();
+    const lengths = entry.run.newDeltaLengths?.() ?? null;
+    if (lengths !== null) {
+      entry.lengths ??= [];
+      for (const n of lengths) entry.lengths.push(n);
+    }
     if (entry.skip > 0) {
       const skipped = Math.min(entry.skip, text.length);
       text = text.slice(skipped);
       entry.skip -= skipped;
+      dropLengths(entry, skipped);
     }
     if (text.length === 0) return;
     entry.unwritten.push(text);
@@ -203,7 +252,10 @@ export class Checkpoints {
       const { callId, chatId, runToken, stored, trace } = entry.ids;
       // The run's first chunk carries its traceparent (a takeover's span links to it).
       const first = entry.at === (stored ?? 0);
-      batch.push({ entry, units: text.length, write: { callId, chatId, runToken, at: entry.at, text: cleanText(text), trace: first ? (trace ?? null) : null } });
+      const kept = cleanText(text);
+      // Text the database cannot hold (U+0000) is stored shorter: its cuts would no longer fit it, so none are kept.
+      const deltas = kept.length === text.length ? chunkDeltas(entry, text.length) : null;
+      batch.push({ entry, units: text.length, write: { callId, chatId, runToken, at: entry.at, text: kept, deltas, trace: first ? (trace ?? null) : null } });
     });
     if (batch.length === 0) return;
     this.writing = true;
@@ -214,7 +266,10 @@ export class Checkpoints {
           for (const { entry, units } of batch) {
             // Ended meanwhile, or fenced off by a later run: nothing of it may be written any more.
             if (!written.has(entry.ids.callId)) this.entries.delete(entry);
-            else drop(entry, units);
+            else {
+              drop(entry, units);
+              dropLengths(entry, units);
+            }
           }
           this.writing = false;
           // Each such statement writes a budget's worth: the backlog drains, in statements of bounded cost.

@@ -100,7 +100,9 @@ export class Takeovers {
       messages: transcript(chat.messages),
       stored: { additionalSystemPrompt: chat.additionalSystemPrompt, enabledTools: chat.enabledTools },
       owner: run.owner,
-      resume: { text: run.text, runToken: run.runToken },
+      resume: { text: run.text, runToken: run.runToken, deltas: run.deltas },
+      // The lost run's readers numbered its deltas (the OpenAI-compatible API): so do the continuation's.
+      keepDeltas: run.deltas !== null,
       // Tracing: the continuation's run span links to the lost run's.
       ...(run.trace !== null && { continues: run.trace }),
     };

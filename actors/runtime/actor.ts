@@ -147,6 +147,8 @@ export interface RunHandle extends Cancellation {
   readonly deltaText: string;
   /** The delta text streamed since the previous call (the first: all of it); for one reader only. */
   newText(): string;
+  /** The lengths of the deltas newText() answered, when the run keeps them (keepDeltas); else null. */
+  newDeltaLengths(): number[] | null;
   readonly finished: boolean;
   /**
    * The run's start's work is done (a chat run: its first statement answered): it leaves the host's
@@ -254,6 +256,10 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
 
   newText(): string {
     return this.buffer.newText();
+  }
+
+  newDeltaLengths(): number[] | null {
+    return this.buffer.newDeltaLengths();
   }
 
   /**

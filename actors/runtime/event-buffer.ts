@@ -19,6 +19,8 @@ export class EventBuffer {
    * a run nobody checkpoints keeps nothing twice. The pieces are the same strings `text` holds.
    */
   private unread: string[] | null = null;
+  /** How many of `lengths` newDeltaLengths() has answered. */
+  private lengthsRead = 0;
 
   constructor(keepDeltas = false) {
     this.lengths = keepDeltas ? [] : null;
@@ -76,6 +78,18 @@ export class EventBuffer {
     const text = unread.length === 1 ? unread[0]! : unread.join('');
     unread.length = 0;
     return text;
+  }
+
+  /**
+   * The lengths of the deltas appended since the previous call (the first call: all so far), when kept;
+   * read beside newText() by the same reader, so both answer the same deltas.
+   */
+  newDeltaLengths(): number[] | null {
+    const lengths = this.lengths;
+    if (lengths === null) return null;
+    const from = this.lengthsRead;
+    this.lengthsRead = lengths.length;
+    return lengths.slice(from);
   }
 
   replay(): string {

@@ -21,6 +21,7 @@
 //   Issue 48's rows: BENCH_BURSTS=0 BENCH_LONG=0 (burst.ts, long-answer.ts), BENCH_ONLY names burst, longAnswer, startRate
 //   (the start-rate rows alone, with the `nginx + SQL` baseline: start-rate.ts); BENCH_PIN=0 (capacity unpinned: pin.ts)
 //   BENCH_BROWNOUT=0 (issue 51's brownout row: bench/load/brownout.ts)
+//   BENCH_OPENAI=0 (issue 50's façade row, BENCH_ONLY=openai alone: bench/load/openai.ts)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -48,6 +49,7 @@ import { runDefaultPath } from './default-path.ts';
 import { runKillCheck } from './kill-recovery.ts';
 import { runBrownoutCheck } from './brownout.ts';
 import { runNoisyNeighbour } from './noisy.ts';
+import { runOpenaiRow } from './openai.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
 
@@ -59,7 +61,7 @@ const ALL = ONLY === null;
 const CAPACITY_RUN = ALL ? CAPACITY : ONLY.has('capacity');
 const NEW_CHECKS = {
   defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL', flood: 'BENCH_FLOOD',
-  burst: 'BENCH_BURSTS', longAnswer: 'BENCH_LONG', brownout: 'BENCH_BROWNOUT',
+  burst: 'BENCH_BURSTS', longAnswer: 'BENCH_LONG', brownout: 'BENCH_BROWNOUT', openai: 'BENCH_OPENAI',
 } as const;
 const wanted = (check: keyof typeof NEW_CHECKS) => (ONLY ? ONLY.has(check) : env[NEW_CHECKS[check]] !== '0');
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
@@ -274,6 +276,8 @@ async function main(): Promise<void> {
     await newCheck('longAnswer', () => runLongAnswerRow({ sim, dbUrl: db.url, log }));
     // Issue 51: provider_c browned out, then down, with a fallback chain (bench/load/brownout.ts).
     await newCheck('brownout', () => runBrownoutCheck({ sim: sim.urls, dbUrl: db.url, log }));
+    // Issue 50: the OpenAI-compatible API's streams against the native one, CPU per delta (bench/load/openai.ts).
+    await newCheck('openai', () => runOpenaiRow(drive, run));
     (checks as Record<string, unknown>).rollingRestart = ALL && service && env.BENCH_ROLLING !== '0'
       ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };

@@ -20,7 +20,7 @@ export interface GenJob {
   headersByIndex?: Record<string, string>[];
   /** Request body; `__I__` is replaced by the stream's index. */
   body: string;
-  kind: 'sse' | 'cc';
+  kind: 'sse' | 'cc' | 'responses';
   k: number;
   deltas: number;
   rate: number;

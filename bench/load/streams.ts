@@ -29,8 +29,11 @@ export interface StreamJob {
   headers: Record<string, string>;
   body: string;
   deltas: number;
-  /** `sse`: the service's chat stream; `cc`: a raw Chat Completions stream (floor, nginx, peer). */
-  kind: 'sse' | 'cc';
+  /**
+   * `sse`: the service's chat stream; `cc`: a raw Chat Completions stream (floor, nginx, peer, the
+   * OpenAI-compatible API's); `responses`: the OpenAI-compatible API's Responses stream.
+   */
+  kind: 'sse' | 'cc' | 'responses';
   /** Re-attach test: drop the connection after this many deltas, re-attach after `reattachDelayMs`. */
   dropAfter?: number;
   reattachDelayMs?: number;
@@ -71,12 +74,12 @@ export function runStream(job: StreamJob, t: Tally): Promise<void> {
       clearTimeout(timer);
       if (status !== 200) fail(t, status ? `http ${status} ${answer.slice(0, 80)}` : `no response: ${err ?? 'closed'}`);
       else if (job.kind === 'cc' && !sawDone) fail(t, `ended without [DONE]: ${err ?? 'closed'}`);
-      else if (job.kind === 'sse' && errorEvent !== null) fail(t, `error event: ${errorEvent}`);
-      else if (job.kind === 'sse' && done === null) fail(t, `ended without done: ${err ?? 'closed'}`);
-      else if (job.kind === 'sse' && joined !== done) fail(t, phase === 2 ? 'reattach: reassembled text differs from done.text' : 'deltas differ from done.text');
+      else if (job.kind !== 'cc' && errorEvent !== null) fail(t, `error event: ${errorEvent}`);
+      else if (job.kind !== 'cc' && done === null) fail(t, `ended without done: ${err ?? 'closed'}`);
+      else if (job.kind !== 'cc' && joined !== done) fail(t, phase === 2 ? 'reattach: reassembled text differs from done.text' : 'deltas differ from done.text');
       else if (phase === 2 && !done!.startsWith(prefix)) fail(t, 'reattach: text before the drop is not a prefix of done.text');
       else t.ok++;
-      const got = job.kind === 'sse' && done !== null ? countStamps(joined) : n;
+      const got = job.kind !== 'cc' && done !== null ? countStamps(joined) : n;
       if (got < job.deltas) t.lost += job.deltas - got;
       if (got > job.deltas) t.duplicated += got - job.deltas;
       t.deltas += n;
@@ -106,6 +109,7 @@ export function runStream(job: StreamJob, t: Tally): Promise<void> {
         else eachStamp(block, onStamp(at, false));
         return;
       }
+      if (job.kind === 'responses') return onResponsesEvent(block, at);
       if (block.startsWith('event: delta')) {
         const text = JSON.parse(parseBlock(block).data).text as string;
         if (phase === 2 && !replayed) {
@@ -123,6 +127,18 @@ export function runStream(job: StreamJob, t: Tally): Promise<void> {
       if (event === 'meta') chatId = JSON.parse(data).chatId;
       else if (event === 'done') done = JSON.parse(data).text;
       else if (event === 'error') errorEvent = JSON.parse(data).message;
+    };
+
+    // The Responses events: stamps only in the text deltas (the final events repeat the whole text);
+    // the joined deltas must equal the completed response's output_text.
+    const onResponsesEvent = (block: string, at: number): void => {
+      const { event, data } = parseBlock(block);
+      if (event === 'response.output_text.delta') {
+        const text = (JSON.parse(data) as { delta: string }).delta;
+        joined += text;
+        eachStamp(text, onStamp(at, false));
+      } else if (event === 'response.completed') done = (JSON.parse(data) as { response: { output_text: string } }).response.output_text;
+      else if (event === 'response.failed' || event === 'response.incomplete' || event === 'error') errorEvent = `${event} ${data.slice(0, 200)}`;
     };
 
     // Each connection gets its own generation: events still queued from a dropped socket (the

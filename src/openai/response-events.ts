@@ -114,10 +114,13 @@ export class ResponseEventStream extends FrameTranslator {
   private stored: Promise<unknown> | null = null;
   private held = false;
   /**
-   * The text so far is not cut as it was streamed: a takeover's continuation (it sends the checkpointed text
-   * as one delta) or an end read from the LlmCall. A reader that had deltas already cannot resume exactly.
+   * The text so far is not cut as it was streamed: a takeover's continuation (past its first
+   * `resumedDeltas`: the checkpoint's text beyond the cuts it kept, then new text) or an end read from the
+   * LlmCall. A reader that had deltas past those cannot resume exactly.
    */
   private recut = false;
+  /** Of a takeover's continuation: its first deltas that are the lost run's own, cut as it streamed them. */
+  private resumedDeltas = 0;
   /** Ended early (resume_point_lost): later frames are dropped. */
   private cut = false;
   private readonly itemId: string;
@@ -166,7 +169,7 @@ export class ResponseEventStream extends FrameTranslator {
     if ('delta' in f) {
       if (!this.textOpen) {
         this.openText();
-        if (this.recut && this.startingAfter >= this.seq) return this.resumePointLost();
+        if (this.recut && this.startingAfter >= this.seq + this.resumedDeltas) return this.resumePointLost();
       }
       const n = this.seq++;
       // The hot path: the delta's JSON literal spliced in, nothing parsed or built.
@@ -174,7 +177,10 @@ export class ResponseEventStream extends FrameTranslator {
       return;
     }
     if (f.event === 'meta') {
-      if (this.callId !== null && typeof f.data.callId === 'string' && f.data.callId !== this.callId) this.recut = true;
+      if (this.callId !== null && typeof f.data.callId === 'string' && f.data.callId !== this.callId) {
+        this.recut = true;
+        this.resumedDeltas = typeof f.data.resumedDeltas === 'number' ? f.data.resumedDeltas : 0;
+      }
       const started = responseObject(this.base, null);
       this.emit('response.created', { response: started });
       this.emit('response.in_progress', { response: started });

@@ -33,8 +33,6 @@ import {
 export interface ChatCompletionsOptions {
   name: ProviderName;
   client: OpenAI;
-  /** false for provider_d: no `tools` field is ever sent and reported tool calls are ignored. */
-  sendTools: boolean;
   /**
    * Agent endpoints send custom frames (an `event:` name, or data without `choices`). They are dropped
    * unless they carry text as a top-level string `text` or `content`, or a string `delta.content`;
@@ -148,8 +146,10 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
   ) {
     this.name = opts.name;
     this.messages = toChatMessages(req);
+    // Sent only when offered, and only then are reported calls taken: provider_d is never offered service
+    // tools (chat/tools.ts), only an OpenAI-compatible client's functions, so without them it gets none.
     this.tools =
-      opts.sendTools && req.tools.length
+      req.tools.length
         ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
         : undefined;
     this.idle = idleLimit(this.name, opts.idleMs);

@@ -74,7 +74,7 @@ export function createProviders(config: ProviderConfig, resilience: Resilience =
   }
   if (config.PROVIDER_C_API_KEY) {
     const client = openai(config.PROVIDER_C_API_KEY, config.PROVIDER_C_BASE_URL);
-    map.set('provider_c', createChatCompletionsAdapter({ name: 'provider_c', client, sendTools: true, ...stream }));
+    map.set('provider_c', createChatCompletionsAdapter({ name: 'provider_c', client, ...stream }));
   }
   if (config.AGENT_PROVIDER_API_KEY) {
     const client = openai(config.AGENT_PROVIDER_API_KEY, config.AGENT_PROVIDER_API_BASE_URL);
@@ -83,7 +83,6 @@ export function createProviders(config: ProviderConfig, resilience: Resilience =
       createChatCompletionsAdapter({
         name: 'provider_d',
         client,
-        sendTools: false,
         textFromCustomFrames: true,
         extraModel: config.AGENT_PROVIDER_MODEL,
         ...stream,

@@ -1,5 +1,7 @@
 // provider_b: the Messages API through `@anthropic-ai/sdk`. It never gets service tools (spec rule 10),
-// so every session is a single round and tool-role history becomes plain user text.
+// so every session is a single round. It is offered only an OpenAI-compatible client's functions: a call
+// to one ends the round with it (`tool_use`), handed to the client, and the client's history comes back
+// as `tool_use` and `tool_result` blocks; other tool-role history becomes plain user text.
 import type Anthropic from '@anthropic-ai/sdk';
 import type {
   CacheControlEphemeral,
@@ -8,6 +10,7 @@ import type {
   MessageCreateParamsNonStreaming,
   MessageParam,
   RawMessageStreamEvent,
+  Tool,
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { messagesBlocks, toolMessageText, userAttachments } from './attachments.ts';
 import { checkWholeBody, toProviderError, truncatedStream } from './errors.ts';
@@ -20,7 +23,9 @@ import {
   type ProviderMessage,
   type RoundEnd,
   type TextSink,
+  type ToolCallRequest,
   type ToolResultInput,
+  type ToolSpec,
   type Usage,
 } from './types.ts';
 
@@ -34,6 +39,29 @@ export const DEFAULT_MAX_TOKENS = 4096;
  */
 function toolUseRefused(name: string): ProviderError {
   return new ProviderError(`${NAME} answered with a call to the tool \`${name}\` instead of text, but ${NAME} runs without service tools: no answer`);
+}
+
+/** A client's functions as the Messages API's tools (its `input_schema` must be an object schema). */
+const messagesTools = (tools: ToolSpec[]): Tool[] =>
+  tools.map((t) => ({ name: t.name, description: t.description, input_schema: { type: 'object', ...t.parameters } as Tool['input_schema'] }));
+
+/** A call's arguments as a `tool_use` block's input: an object (a call whose JSON is no object sends it as a string field). */
+function toolInput(args: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(args || '{}');
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // Not JSON: kept as it came.
+  }
+  return { arguments: args };
+}
+
+/** The blocks of one history message: an assistant's calls and a tool result as the API's own blocks. */
+function historyBlocks(m: ProviderMessage): ContentBlockParam[] {
+  if (m.role === 'tool' && m.toolCallId !== undefined) return [{ type: 'tool_result', tool_use_id: m.toolCallId, content: m.content }];
+  const blocks = messagesBlocks(m.role === 'tool' ? toolMessageText(m) : m.content, userAttachments(m));
+  if (m.role === 'assistant' && m.toolCalls?.length) for (const c of m.toolCalls) blocks.push({ type: 'tool_use', id: c.callId, name: c.name, input: toolInput(c.arguments) });
+  return blocks;
 }
 
 /**
@@ -75,7 +103,7 @@ export function toMessagesParams(messages: ProviderMessage[]): { system: string 
       continue;
     }
     const role = m.role === 'assistant' ? 'assistant' : 'user';
-    const blocks = messagesBlocks(m.role === 'tool' ? toolMessageText(m) : m.content, userAttachments(m));
+    const blocks = historyBlocks(m);
     if (!blocks.length) continue;
     const last = out[out.length - 1];
     if (last?.role === role) last.content.push(...blocks);
@@ -153,8 +181,14 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     private readonly idle: IdleLimit | undefined,
   ) {}
 
+  /** A call of a function the round offered (a client's); any other is the refused tool_use. */
+  private offered(call: ToolCallRequest): ToolCallRequest {
+    if (!this.req.tools.some((t) => t.name === call.name)) throw toolUseRefused(call.name);
+    return call;
+  }
+
   body(toolResults: ToolResultInput[] | null): MessageCreateParamsNonStreaming {
-    // No tools are ever offered, so the model cannot have asked for results.
+    // Only a client's functions are ever offered, and their calls end the run: no results come back here.
     if (toolResults || this.done) throw new ProviderError(`${NAME} has no tool rounds`);
     this.done = true;
     const { req } = this;
@@ -163,6 +197,7 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
       model: req.model,
       max_tokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,
       messages,
+      ...(req.tools.length > 0 && { tools: messagesTools(req.tools) }),
       ...(system !== undefined && { system }),
       ...(req.temperature !== undefined && { temperature: req.temperature }),
     };
@@ -172,15 +207,16 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     const message: Message = await this.client.messages.create(body, { signal: this.req.signal });
     checkWholeBody(NAME, message, Array.isArray(message?.content), 'content');
     let text = '';
+    const toolCalls: ToolCallRequest[] = [];
     for (const block of message.content) {
       if (block.type === 'text') text += block.text;
-      else if (block.type === 'tool_use') throw toolUseRefused(block.name);
+      else if (block.type === 'tool_use') toolCalls.push(this.offered({ callId: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}) }));
     }
-    checkStop(message.stop_reason, text !== '');
+    checkStop(message.stop_reason, text !== '' || toolCalls.length > 0);
     if (text) onText(text);
     const u = message.usage;
     return {
-      toolCalls: [],
+      toolCalls,
       usage: u ? usage(u, u.output_tokens ?? 0) : null,
       finishReason: message.stop_reason ?? null,
       raw: message,
@@ -191,7 +227,9 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
     const { signal } = this.req;
     // The SDK sends the request and throws its typed error for a non-2xx; the body is read here (sse.ts).
     const response = await this.client.messages.create({ ...body, stream: true }, { signal }).asResponse();
-    const s = { id: null as string | null, model: null as string | null, input: {} as UsageLike, output: 0, stopReason: null as string | null, stopped: false, toolUse: null as string | null, texted: false };
+    const s = { id: null as string | null, model: null as string | null, input: {} as UsageLike, output: 0, stopReason: null as string | null, stopped: false, texted: false };
+    // The calls' blocks by index, their JSON input as it streams (input_json_delta).
+    const calls = new Map<number, ToolCallRequest>();
     const sse = new SseFrames(response.headers, anthropicFrames, this.idle);
     await eachFrame<RawMessageStreamEvent>(response, sse, signal, (ev) => {
       switch (ev.type) {
@@ -199,10 +237,13 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
           if (ev.delta.type === 'text_delta' && ev.delta.text) {
             s.texted = true;
             onText(ev.delta.text);
+          } else if (ev.delta.type === 'input_json_delta') {
+            const call = calls.get(ev.index);
+            if (call) call.arguments += ev.delta.partial_json;
           }
           break;
         case 'content_block_start':
-          if (ev.content_block.type === 'tool_use') s.toolUse ??= ev.content_block.name;
+          if (ev.content_block.type === 'tool_use') calls.set(ev.index, { callId: ev.content_block.id, name: ev.content_block.name, arguments: '' });
           break;
         case 'message_start':
           s.id = ev.message.id;
@@ -221,9 +262,9 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
       }
     });
     if (!s.stopped) throw truncatedStream(NAME, sse);
-    if (s.toolUse !== null) throw toolUseRefused(s.toolUse);
-    checkStop(s.stopReason, s.texted);
+    const toolCalls = [...calls.values()].map((c) => this.offered({ ...c, arguments: c.arguments || '{}' }));
+    checkStop(s.stopReason, s.texted || toolCalls.length > 0);
     const u = usage(s.input, s.output);
-    return { toolCalls: [], usage: u, finishReason: s.stopReason, raw: { id: s.id, model: s.model, stop_reason: s.stopReason, usage: u } };
+    return { toolCalls, usage: u, finishReason: s.stopReason, raw: { id: s.id, model: s.model, stop_reason: s.stopReason, usage: u } };
   }
 }

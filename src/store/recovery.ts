@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Queryable } from '../db/types.ts';
-import { checkpointedTextSql } from './checkpoints.ts';
+import { checkpointedDeltasSql, checkpointedTextSql, joinDeltaLengths } from './checkpoints.ts';
 import { finishCalls, type FinishRecord } from './run-groups.ts';
 import { continueLostRun, type ContinuedRun } from './takeover.ts';
 
@@ -57,6 +57,7 @@ interface ClaimedRow {
   instance_id: string | null;
   purpose: string;
   checkpoint_text: string | null;
+  checkpoint_deltas: string | null;
   checkpoint_token: number | null;
   latency: number;
   provider: string;
@@ -75,7 +76,8 @@ const claimSql = (where: string) => `UPDATE llm_calls l
      WHERE l.id = ANY (ARRAY(
              SELECT c.id FROM llm_calls c WHERE c.status = 'running' AND (${where})
               ORDER BY c.id FOR UPDATE SKIP LOCKED))
-    RETURNING l.id, l.chat_id, l.instance_id, l.purpose, ${checkpointedTextSql('l')} AS checkpoint_text, l.checkpoint_token, l.latency_ms AS latency,
+    RETURNING l.id, l.chat_id, l.instance_id, l.purpose, ${checkpointedTextSql('l')} AS checkpoint_text,
+              ${checkpointedDeltasSql('l')} AS checkpoint_deltas, l.checkpoint_token, l.latency_ms AS latency,
               l.provider, l.model, l.owner_id, l.continues_call_id, l.trace_parent`;
 
 // A search run of a lost instance (searches.run_instance_id, set while it runs) reads as failed with the
@@ -159,6 +161,7 @@ const lostRun = (r: ClaimedRow & { chat_id: string; checkpoint_text: string }) =
   model: r.model,
   owner: r.owner_id,
   text: r.checkpoint_text.trimEnd(),
+  deltas: joinDeltaLengths(r.checkpoint_deltas),
   token: r.checkpoint_token!,
   trace: r.trace_parent,
 });

@@ -19,6 +19,11 @@ export interface LostRun {
   model: string;
   owner: string;
   text: string;
+  /**
+   * The lengths of the deltas the lost run streamed its checkpointed text in (they may cover more than
+   * `text`, which ends trimmed); null when its run did not keep them.
+   */
+  deltas: number[] | null;
   token: number;
   /** The lost run's traceparent, when it was traced (its first checkpoint stored it). */
   trace: string | null;

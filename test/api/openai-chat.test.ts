@@ -94,7 +94,7 @@ for (const db of apiDatabases()) {
       assert.doesNotMatch(text, /^event:/m);
     });
 
-    it("hands a client function's call back with finish_reason tool_calls, then answers with its result", async () => {
+    for (const MODEL of ['provider_c/sim-c-large', 'provider_d/sim-d-agent', 'provider_b/sim-b-large']) it(`${MODEL.split('/')[0]} hands a client function's call back with finish_reason tool_calls, then answers with its result`, async () => {
       const tools: OpenAI.ChatCompletionTool[] = [
         { type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
       ];
@@ -113,6 +113,14 @@ for (const db of apiDatabases()) {
       assert.equal(second.choices[0]!.finish_reason, 'stop');
       assert.equal(second.choices[0]!.message.content, 'It is sunny in Paris.');
       // The provider got the call and its result as the wire's own messages, not as text.
+      if (MODEL.startsWith('provider_b')) {
+        const sent = t.sim.requests.filter((r) => r.path.endsWith('/v1/messages')).at(-1)!.body as any;
+        assert.deepEqual(sent.messages.map((m: any) => m.role), ['user', 'assistant', 'user']);
+        assert.deepEqual(sent.messages[1].content.at(-1), { type: 'tool_use', id: call.id, name: 'get_weather', input: { city: 'Paris' } });
+        assert.deepEqual(sent.messages[2].content, [{ type: 'tool_result', tool_use_id: call.id, content: '{"sky":"clear"}' }]);
+        assert.equal(sent.tools[0].name, 'get_weather');
+        return;
+      }
       const sent = t.sim.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body as any;
       assert.deepEqual(sent.messages.map((m: any) => m.role), ['user', 'assistant', 'tool']);
       assert.equal(sent.messages[2].tool_call_id, call.id);

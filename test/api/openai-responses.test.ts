@@ -67,7 +67,7 @@ for (const db of apiDatabases()) {
       await assert.rejects(ai.responses.create({ model: MODEL, input: 'x', previous_response_id: 'resp_nope' }), OpenAI.NotFoundError);
     });
 
-    it("hands a client function's call over as a function_call item, then answers its output", async () => {
+    for (const MODEL of ['provider_c/sim-c-large', 'provider_b/sim-b-large']) it(`${MODEL.split('/')[0]} hands a client function's call over as a function_call item, then answers its output`, async () => {
       const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];
       const input = sim({ tools: [{ name: 'get_weather', args: { city: 'Oslo' } }], reply: 'Snow in Oslo.' }, 'weather?');
       const first = await ai.responses.stream({ model: MODEL, input, tools }).finalResponse();

@@ -31,8 +31,8 @@ function recordingSink() {
 }
 
 const DELTAS = ['Hel', 'lo, ', 'wor', 'ld'];
-const runFrames = (callId: string) =>
-  sseFrame('meta', { type: 'meta', chatId: 'chat-1', callId, provider: 'provider_c', model: 'm' }) +
+const runFrames = (callId: string, resumedDeltas?: number) =>
+  sseFrame('meta', { type: 'meta', chatId: 'chat-1', callId, provider: 'provider_c', model: 'm', ...(resumedDeltas !== undefined && { resumedDeltas }) }) +
   DELTAS.map(deltaFrame).join('') +
   sseFrame('done', { type: 'done', text: DELTAS.join(''), usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 } });
 
@@ -41,10 +41,10 @@ const stored = (deltas: number[] | null): StoredResponse => ({
   outputText: DELTAS.join(''), toolCalls: null, deltas, usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 }, error: null, createdAt: base.createdAt,
 });
 
-function live(startingAfter: number, callId = 'call-1') {
+function live(startingAfter: number, callId = 'call-1', resumedDeltas?: number) {
   const r = recordingSink();
   const s = new ResponseEventStream(r.sink, base, startingAfter, 'call-1');
-  s.write(runFrames(callId));
+  s.write(runFrames(callId, resumedDeltas));
   s.end();
   return r;
 }
@@ -84,5 +84,13 @@ describe('Responses events of a run', () => {
         assert.ok(r.ended());
       }
     }
+  });
+
+  it('a takeover’s continuation: exact through the deltas it resumed as they were cut, resume_point_lost past them', () => {
+    const all = live(-1).events();
+    const firstDelta = all.find((e) => e.type === 'response.output_text.delta')!.sequence_number;
+    // The continuation streams the same text; its first two deltas are the lost run's own (meta.resumedDeltas).
+    for (let n = -1; n < firstDelta + 2; n++) assert.deepEqual(live(n, 'call-2', 2).events(), all.filter((e) => e.sequence_number > n), `from ${n}`);
+    for (const n of [firstDelta + 2, all.length - 2]) assert.deepEqual(live(n, 'call-2', 2).events().map((e) => [e.type, e.code]), [['error', 'resume_point_lost']], `from ${n}`);
   });
 });

@@ -81,10 +81,12 @@ describe('providers/chat-completions', () => {
     });
   }
 
-  test('provider_d never gets tool definitions', async () => {
+  test('provider_d gets the functions it is offered (only an OpenAI-compatible client’s: service tools never reach it), none otherwise', async () => {
     const r = await collect(get('provider_d').startSession(request({ reply: 'agent answer' }, { tools: TOOLS })));
     assert.equal(r.text, 'agent answer');
-    assert.ok(!('tools' in bodies('provider_d')[0]));
+    assert.deepEqual((bodies('provider_d')[0] as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name), TOOLS.map((t) => t.name));
+    await collect(get('provider_d').startSession(request({ reply: 'agent answer' })));
+    assert.ok(!('tools' in bodies('provider_d')[1]!));
   });
 
   test('provider_d custom agent frames are dropped', async () => {

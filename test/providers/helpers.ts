@@ -111,7 +111,7 @@ export function httpsAdapter(base: string, ca: string, o: { timeoutMs?: number; 
   // A given fetch shares its connections with the caller's other requests (each fetch has its own pool).
   const fetch = o.fetch ?? createProviderFetch({ timeoutMs: o.timeoutMs ?? 10_000, ca, http2: o.http2 ?? true });
   const client = new OpenAI({ apiKey: 'k', baseURL: base, maxRetries: 0, timeout: 30_000, fetch });
-  return createChatCompletionsAdapter({ name: 'provider_c', client, sendTools: true });
+  return createChatCompletionsAdapter({ name: 'provider_c', client });
 }
 
 /** Writes `mb` megabytes to a server response as its client reads them, then ends: a refused body stops mid-way. */

@@ -37,12 +37,14 @@ describe('providers/provider-b', () => {
     });
   }
 
-  test('never sends tools, even when the request has some; maxTokens becomes max_tokens', async () => {
+  test('sends the functions it is offered (a client’s) as Messages tools, none otherwise; maxTokens becomes max_tokens', async () => {
     await collect(b.startSession(request({ reply: 'ok' }, { tools: TOOLS, maxTokens: 99 })));
-    const [body] = bodies();
-    assert.ok(!('tools' in body));
-    assert.ok(!('tool_choice' in body));
-    assert.equal(body.max_tokens, 99);
+    await collect(b.startSession(request({ reply: 'ok' })));
+    const [offered, none] = bodies();
+    assert.deepEqual(offered.tools.map((t: { name: string; input_schema: { type: string } }) => [t.name, t.input_schema.type]), TOOLS.map((t) => [t.name, 'object']));
+    assert.ok(!('tool_choice' in offered));
+    assert.equal(offered.max_tokens, 99);
+    assert.ok(!('tools' in none));
   });
 
   test('system goes to `system`; same-role runs merge; tool history becomes user text', async () => {

@@ -17,7 +17,7 @@ import { migrate, readMigrations } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/pool.ts';
 import type { Database } from '../../src/db/types.ts';
 import { createChat, startChatRun } from '../../src/store/chats.ts';
-import { checkpointedTextSql, writeCheckpoints } from '../../src/store/checkpoints.ts';
+import { checkpointedDeltasSql, checkpointedTextSql, joinDeltaLengths, writeCheckpoints } from '../../src/store/checkpoints.ts';
 import { failLlmCall, finishLlmCall, finishLlmCallWithMessage, markInterruptedLlmCalls } from '../../src/store/llm-calls.ts';
 import { recoverLostCalls } from '../../src/store/recovery.ts';
 import type { ContinuedRun } from '../../src/store/takeover.ts';
@@ -29,10 +29,10 @@ import { sweptDatabase } from '../helpers/swept-db.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /** A run's streamed text as the actor keeps it (the real replay buffer), and its end. */
-function streamed(text = ''): StreamedText & { append(text: string): void; finished: boolean } {
-  const buffer = new EventBuffer();
+function streamed(text = '', keepDeltas = false): StreamedText & { append(text: string): void; finished: boolean } {
+  const buffer = new EventBuffer(keepDeltas);
   if (text) buffer.appendText(text);
-  return { newText: () => buffer.newText(), append: (t) => buffer.appendText(t), finished: false };
+  return { newText: () => buffer.newText(), newDeltaLengths: () => buffer.newDeltaLengths(), append: (t) => buffer.appendText(t), finished: false };
 }
 
 describe('checkpoint budget shares', () => {
@@ -254,6 +254,35 @@ for (const target of await testDatabases()) {
         checkpoints.stop();
         await own?.end();
       }
+    });
+
+    it('keeps the cuts of a run’s deltas, one cut by a chunk joined again; a takeover gets them', async () => {
+      const a = await run('dead', 'provider_b');
+      const pieces = ['Hal', 'f an ', 'an', 'swer. '];
+      // A budget of 4 units ends chunks inside deltas.
+      const checkpoints = new Checkpoints(db.pool, 20, undefined, undefined, 4);
+      const text = streamed('', true);
+      try {
+        checkpoints.track(text, a);
+        for (const p of pieces) text.append(p);
+        await landed(a.callId, pieces.join(''), 'the whole text, over several chunks');
+      } finally {
+        checkpoints.stop();
+      }
+      const joined = (await db.pool.query<{ d: string | null }>(`SELECT ${checkpointedDeltasSql('l')} AS d FROM llm_calls l WHERE l.id = $1`, [a.callId])).rows[0]!.d;
+      assert.ok(joined!.includes('-'), `a delta continued across chunks: ${joined}`);
+      assert.deepEqual(joinDeltaLengths(joined), pieces.map((p) => p.length));
+      const started: ContinuedRun[] = [];
+      await recoverLostCalls(db.pool, { where: 'c.id = $2', params: [a.callId] }, { takeover: { instanceId: 'peer', providers: new Set(['provider_b']), start: (r) => started.push(r) } });
+      assert.deepEqual([started[0]?.text, started[0]?.deltas], ['Half an answer.', pieces.map((p) => p.length)]);
+    });
+
+    it('a run that does not keep its deltas checkpoints no cuts', async () => {
+      const a = await run('dead', 'provider_b');
+      await writeCheckpoints(db.pool, [{ ...a, at: 0, text: 'Half ' }]);
+      const started: ContinuedRun[] = [];
+      await recoverLostCalls(db.pool, { where: 'c.id = $2', params: [a.callId] }, { takeover: { instanceId: 'peer', providers: new Set(['provider_b']), start: (r) => started.push(r) } });
+      assert.deepEqual([started[0]?.text, started[0]?.deltas], ['Half', null]);
     });
 
     it('recovery joins the chunks in order; a takeover’s continuation checkpoints after the resumed text', async () => {

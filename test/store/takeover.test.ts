@@ -40,7 +40,7 @@ for (const target of await testDatabases()) {
       const recovered = await recoverLostCalls(db.pool, lostOf('dead'), { takeover: policy(started) });
       assert.deepEqual(started, recovered.continued);
       const [run] = started;
-      assert.deepEqual({ ...run, newCallId: undefined }, { callId: b.callId, chatId: b.chatId, provider: 'provider_b', model: 'm', owner: 'admin', text: 'Half an answer', token: 1, trace: null, runToken: 2, newCallId: undefined });
+      assert.deepEqual({ ...run, newCallId: undefined }, { callId: b.callId, chatId: b.chatId, provider: 'provider_b', model: 'm', owner: 'admin', text: 'Half an answer', deltas: null, token: 1, trace: null, runToken: 2, newCallId: undefined });
       const fresh = await getLlmCall(db.pool, run!.newCallId);
       assert.equal(fresh?.status, 'running');
       assert.match((await getLlmCall(db.pool, b.callId))!.error!, new RegExp(`^instance lost: .*continued by call ${run!.newCallId}$`));
