@@ -14,7 +14,7 @@ node_modules/.package-lock.json: package-lock.json
 	else npm ci --no-audit --no-fund; fi
 
 run: install
-	node $(NODE_FLAGS) src/main.ts
+	node $(NODE_FLAGS) src/app/main.ts
 
 sim: install
 	node $(NODE_FLAGS) src/sim/main.ts

@@ -1,7 +1,7 @@
 // The chat run's I/O: each command its receive starts, carried out here, and answered with the
 // message that reports its outcome (failures included: an executor never rejects by design). The
 // provider's text callback only pushes messages into the run's mailbox.
-import type { RunDeps } from '../src/run-deps.ts';
+import type { RunDeps } from '../src/domain/run-deps.ts';
 import { appendMessages } from '../src/store/messages.ts';
 import { dbSpan, endProviderSpan, endToolSpan, keepsText, providerSpan, settled, toolSpan, traceRun } from '../src/telemetry/actor-spans.ts';
 import { endWithError, withSpan } from '../src/telemetry/tracing.ts';

@@ -1,7 +1,7 @@
 // A worker thread hosting actors. It builds its own resources (database pool, provider clients)
 // from the plain data the supervisor hands it, and speaks to the main thread in batches.
 import { parentPort, workerData } from 'node:worker_threads';
-import { createRunDeps, type RunDepsInput } from '../src/run-deps.ts';
+import { createRunDeps, type RunDepsInput } from '../src/domain/run-deps.ts';
 import { createHost } from './runtime/host.ts';
 import { runners } from './runners.ts';
 import { startLagReport } from './lag-report.ts';

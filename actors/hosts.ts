@@ -1,7 +1,7 @@
 // The two kinds of actor host the supervisor can run on: worker threads (ACTOR_THREADS ≥ 1) or the
 // main thread itself (ACTOR_THREADS=0, for tests and debugging). Both run the same actors.
 import { Worker } from 'node:worker_threads';
-import type { RunDeps, RunDepsInput } from '../src/run-deps.ts';
+import type { RunDeps, RunDepsInput } from '../src/domain/run-deps.ts';
 import { createHost } from './runtime/host.ts';
 import type { Batch, ToHost } from './runtime/protocol.ts';
 import { runners } from './runners.ts';

@@ -4,13 +4,13 @@
 // and not here fails the typecheck.
 import { z } from 'zod';
 import { chatSummary, searchDetail, usage } from '../src/domain/resources.ts';
-import { providerSchema } from '../src/schemas.ts';
+import { providerSchema } from '../src/domain/schemas.ts';
 import type { ChatRunValue } from './chat-run.ts';
 import type { RunKind, RunTypes } from './runs.ts';
 import type { RunFailure, RunOutcome, RunResult } from './runtime/protocol.ts';
 import type { SearchRunValue } from './search-run.ts';
 import type { TitleRunValue } from './title-run.ts';
-import { ErrorCodes, ServiceError } from '../src/errors.ts';
+import { ErrorCodes, ServiceError } from '../src/base/errors.ts';
 
 export const chatRunValue = z.object({
   chatId: z.string().nullable(),

@@ -3,7 +3,7 @@ import { isDatabaseUnavailable } from '../src/db/unavailable.ts';
 import { ProviderError, ProviderUnavailableError } from '../src/providers/types.ts';
 import { RunCancelled } from './runtime/actor.ts';
 import type { RunFailure, RunOutcome } from './runtime/protocol.ts';
-import { ErrorCodes, ServiceError } from '../src/errors.ts';
+import { ErrorCodes, ServiceError } from '../src/base/errors.ts';
 
 /** A failure the run detects itself, with its outcome. */
 export class RunError extends ServiceError {

@@ -7,10 +7,10 @@
 // FencedWriteError once a later run has started on the chat. Failing the run's own LlmCall is never
 // refused: that row is the run's alone.
 import { toStoredMessage } from '../src/chat/transcript.ts';
-import { CHAT_NOT_FOUND } from '../src/messages.ts';
+import { CHAT_NOT_FOUND } from '../src/base/messages.ts';
 import type { FallbackCalls, FallbackNote, ProviderName, Usage } from '../src/providers/types.ts';
-import type { RunDeps } from '../src/run-deps.ts';
-import type { RunMessage } from '../src/schemas.ts';
+import type { RunDeps } from '../src/domain/run-deps.ts';
+import type { RunMessage } from '../src/domain/schemas.ts';
 import { costOf } from '../src/cost/prices.ts';
 import { createChat, startChatRun } from '../src/store/chats.ts';
 import { splitFallbackCall } from '../src/store/fallback-calls.ts';
@@ -34,7 +34,7 @@ export interface ChatStorageRequest {
   /** The user the run works for: the chat and the LlmCall are theirs. */
   owner: string;
   /**
-   * A takeover (src/takeover.ts): the run continues a lost run's checkpointed `text`. Its call is
+   * A takeover (src/service/takeover.ts): the run continues a lost run's checkpointed `text`. Its call is
    * already running under `runToken` (store/takeover.ts), so its start stores nothing. `deltas`: the
    * lengths of the deltas the lost run streamed it in, when its checkpoint kept them.
    */

@@ -1,6 +1,6 @@
 // The run definitions by kind, shared by every actor host, and each kind's terminal error event for the
 // supervisor (which runs none of them).
-import type { RunDeps } from '../src/run-deps.ts';
+import type { RunDeps } from '../src/domain/run-deps.ts';
 import type { Runners } from './runtime/host.ts';
 import { chatRun } from './chat-run.ts';
 import type { RunKind, RunTypes } from './runs.ts';

@@ -6,14 +6,14 @@
 //                       (a disconnect ends it here, storing nothing)
 import { engineAAnswer, engineASearch, type EngineAEndpoint } from '../src/engines/engine-a.ts';
 import { markSearchRunning, recordSearchRunFailure, saveSearchRun, SearchRunFencedError, type SearchRunMark } from '../src/store/searches.ts';
-import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/types.ts';
-import type { RunDeps as Deps } from '../src/run-deps.ts';
-import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/messages.ts';
+import type { AnswerCitation, SearchDetail, SearchResultItem } from '../src/base/types.ts';
+import type { RunDeps as Deps } from '../src/domain/run-deps.ts';
+import { SEARCH_NOT_FOUND, SEARCH_RUN_STOPPED } from '../src/base/messages.ts';
 import { defineRun, type Cancellation, type Control, type Io } from './runtime/actor.ts';
 import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { interruptionOf } from './run-failure.ts';
-import { sliceUnits } from '../src/text.ts';
+import { sliceUnits } from '../src/base/text.ts';
 import { endEngineSpan, engineSpan } from '../src/telemetry/actor-spans.ts';
 
 export interface SearchRunRequest {

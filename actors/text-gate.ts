@@ -8,7 +8,7 @@
 // The gate is plain data in the run's streaming state; these functions are its only transitions.
 // Its age is a timer message in the run's mailbox, and is also checked as text arrives (a busy loop
 // can delay the timer; the next text must not wait for it).
-import type { Config } from '../src/config.ts';
+import type { Config } from '../src/base/config.ts';
 import type { RoundHint } from '../src/providers/types.ts';
 
 /** The gate's timer, as a message of the chat run's mailbox. */

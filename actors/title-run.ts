@@ -6,12 +6,12 @@
 //   idle ─start─▶ opening (LlmCall) ─▶ generating ─▶ closing (LlmCall succeeded) ─▶ titling ─▶ ended
 //   a failure anywhere ─▶ failing (LlmCall failed) ─▶ ended;  TITLE_TIMEOUT_MS is a timer message
 import { cleanTitle, generateTitle, TITLE_TIMEOUT_MS } from '../src/chat/title.ts';
-import { CHAT_NOT_FOUND } from '../src/messages.ts';
+import { CHAT_NOT_FOUND } from '../src/base/messages.ts';
 import type { ProviderAdapter, Usage } from '../src/providers/types.ts';
-import type { RunDeps } from '../src/run-deps.ts';
+import type { RunDeps } from '../src/domain/run-deps.ts';
 import { getChat, setChatTitleIfEmpty } from '../src/store/chats.ts';
 import { ChatGoneError } from '../src/store/llm-calls.ts';
-import type { ChatSummary } from '../src/types.ts';
+import type { ChatSummary } from '../src/base/types.ts';
 import { defineRun, isControl, messageOf, type Control, type Io } from './runtime/actor.ts';
 import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';

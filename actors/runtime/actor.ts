@@ -16,7 +16,7 @@ import type { CancelWhy, RunFailure, RunResult } from './protocol.ts';
 
 /** The abort reason of a run asked to end early; `why` tells a user's stop from the runtime's cancel. */
 export class RunCancelled extends Error {
-  /** Its stable code, as the service's errors carry one (src/errors.ts lists it; the runtime imports nothing of the service). */
+  /** Its stable code, as the service's errors carry one (src/base/errors.ts lists it; the runtime imports nothing of the service). */
   readonly code = 'CSS_ERR_RUN_CANCELLED';
   constructor(
     readonly why: CancelWhy,

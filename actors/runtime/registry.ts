@@ -1,4 +1,4 @@
-// The registry of active runs, as an interface: src/runs.ts implements it on the supervisor (the
+// The registry of active runs, as an interface: src/service/runs.ts implements it on the supervisor (the
 // in-process core) and, with REDIS_URL, keeps the same promises across instances. Callers never see
 // threads, hosts or instances: they start a run by kind and key, and attach, stop and list by key.
 import type { KindOf, RunOutcome, RunResult, RunTypeMap } from './protocol.ts';

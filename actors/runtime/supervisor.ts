@@ -1,4 +1,4 @@
-// The supervisor, on the main thread: the in-process core of the run registry (src/runs.ts adds the
+// The supervisor, on the main thread: the in-process core of the run registry (src/service/runs.ts adds the
 // cluster). It keeps the one-run-per-key rule for every kind, places runs on actor hosts, and fans
 // each run's pre-encoded frames out to its subscribers. Starting is synchronous, so two starts for one
 // key can never both pass. A host that dies takes only its own runs down; they end with an `error` event.

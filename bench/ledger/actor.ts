@@ -8,7 +8,7 @@ import { defineRun, type RunHandle, type Tell } from '../../actors/runtime/actor
 import { Outbox } from '../../actors/runtime/outbox.ts';
 import { batchItems, type RunResult } from '../../actors/runtime/protocol.ts';
 import type { ProviderSession } from '../../src/providers/types.ts';
-import type { RunDeps } from '../../src/run-deps.ts';
+import type { RunDeps } from '../../src/domain/run-deps.ts';
 import { fakeDeps } from '../../test/helpers/fake-deps.ts';
 import { chatRequest, providerC, ROUND_END, TEXT } from './run-shapes.ts';
 import { simBase } from './upstream.ts';

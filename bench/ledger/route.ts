@@ -4,8 +4,8 @@
 // the sink's head, frames and end are measured together, as they run on the service's main thread.
 // No database (a new chat's start reads none before the run) and no actor thread (own rows).
 import { ADMIN_CALLER } from '../../src/auth/caller.ts';
-import type { AppContext } from '../../src/context.ts';
-import { CpuPool } from '../../src/cpu-pool.ts';
+import type { AppContext } from '../../src/service/context.ts';
+import { CpuPool } from '../../src/base/cpu-pool.ts';
 import { BodyPool } from '../../src/http/body-pool.ts';
 import { mountRoutes } from '../../src/http/router.ts';
 import { SseStreams } from '../../src/http/sse.ts';
@@ -13,7 +13,7 @@ import { toHttpError } from '../../src/http/to-http-error.ts';
 import { uws } from '../../src/http/uws.ts';
 import type { ProviderAdapter, ProviderName } from '../../src/providers/types.ts';
 import { completionRoutes } from '../../src/routes/completions.ts';
-import { LocalRuns } from '../../src/runs.ts';
+import { LocalRuns } from '../../src/service/runs.ts';
 import { shortRunSupervisor } from './supervisor.ts';
 
 export const STREAM_PATH = '/v1/chat-completions/stream';

@@ -7,9 +7,9 @@ import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import { encodeItems, type Batch, type OutItem, type RunResult, type ToHost } from '../../actors/runtime/protocol.ts';
 import { createProviders } from '../../src/providers/index.ts';
 import type { ProviderAdapter, RoundEnd } from '../../src/providers/types.ts';
-import { streamCompletionSchema } from '../../src/schemas.ts';
+import { streamCompletionSchema } from '../../src/domain/schemas.ts';
 import { serviceBody } from '../load/bodies.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 /** The service's provider_c adapter as it builds it (the openai client on the service's fetch), toward `baseUrl`. */
 export function providerC(baseUrl: string): ProviderAdapter {

@@ -18,7 +18,7 @@ import { STREAM_PATH, startRouteServer } from './route.ts';
 import { chatRequest, providerC } from './run-shapes.ts';
 import { simBase } from './upstream.ts';
 import { minus, sum, time, type Stage } from './timing.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const N = Number(process.env.LEDGER_OPS ?? 2000);
 

@@ -18,7 +18,7 @@ import { appendMessages } from '../../src/store/messages.ts';
 import { CANDIDATES, searchHistory } from '../../src/store/history-search.ts';
 import { round, Samples, summarize, type Summary } from './stats.ts';
 import { createBenchDb } from './targets.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const env = process.env;
 const CHATS = Number(env.HISTORY_CHATS ?? 5000);

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { usePreparedStatements } from '../../src/db/prepared.ts';
 import { createChat } from '../../src/store/chats.ts';
 import { finishLlmCallWithMessage } from '../../src/store/llm-calls.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 import { cpuMicros, start, type Child } from '../../test/helpers/procs.ts';
 import type { Beside } from './measure.ts';
 

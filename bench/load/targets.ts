@@ -202,7 +202,7 @@ export async function startService(o: ServiceOptions): Promise<{ child: Child; p
   };
   if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
   else env.DATA_DIR = o.dataDir ?? path.join(OUT, 'data');
-  const { child } = await start('service', process.execPath, [...(o.nodeFlags ?? []), '--import', 'tsx', path.join(SERVICE_ROOT, 'src/main.ts')], {
+  const { child } = await start('service', process.execPath, [...(o.nodeFlags ?? []), '--import', 'tsx', path.join(SERVICE_ROOT, 'src/app/main.ts')], {
     env: { ...env, ...o.env, ACTOR_THREADS: process.env.ACTOR_THREADS },
     cwd: SERVICE_ROOT,
   });

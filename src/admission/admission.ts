@@ -144,7 +144,7 @@ export class Admission implements StartPacer {
     return null;
   }
 
-  /** A user's own limit refused a start (src/users.ts, src/runs.ts): counted beside the instance's refusals. */
+  /** A user's own limit refused a start (src/service/users.ts, src/service/runs.ts): counted beside the instance's refusals. */
   refusedForUser(reason: 'user_runs' | 'user_tokens' | 'user_cost'): void {
     this.refused[reason]++;
   }

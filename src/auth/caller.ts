@@ -1,7 +1,7 @@
 // Who is calling: every request's bearer token resolved once, before its handler, into the user whose
 // workspace it acts in. Stores take `userId` as the owner of what they read and write.
 
-import { ADMIN_USER_ID } from '../types.ts';
+import { ADMIN_USER_ID } from '../base/types.ts';
 
 export interface Caller {
   userId: string;

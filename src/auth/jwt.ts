@@ -3,7 +3,7 @@
 // answers 401 exactly as for a wrong token, and nothing tells a client which check failed.
 import { jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from 'pino';
-import { createLogger } from '../log.ts';
+import { createLogger } from '../base/log.ts';
 import { createJwks } from './jwks.ts';
 import { TokenCache } from './token-cache.ts';
 

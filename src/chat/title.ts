@@ -1,7 +1,7 @@
 // Titles for chats: the instruction given to TITLE_MODEL, the call, and the cleaning of its reply.
 // The title run (actors/title-run.ts) makes the call through the runtime like any other model call.
 import type { ProviderAdapter, Usage } from '../providers/types.ts';
-import { sliceUnits } from '../text.ts';
+import { sliceUnits } from '../base/text.ts';
 
 export const TITLE_INSTRUCTION =
   'You write titles for chat conversations. Reply with a title for the conversation that starts with the ' +

@@ -2,7 +2,7 @@
 // (which of them are new to a stored transcript is decided by the start's statement:
 // sql/012_start_in_one_statement.sql).
 import type { ProviderMessage } from '../providers/types.ts';
-import type { InputMessage, RunMessage } from '../schemas.ts';
+import type { InputMessage, RunMessage } from '../domain/schemas.ts';
 import type { NewMessage } from '../store/messages.ts';
 
 /** The stored form of an input message: attachments go to `metadata.attachments`. */

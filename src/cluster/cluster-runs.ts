@@ -7,7 +7,7 @@ import type { RunSupervisor, RunTypes } from '../../actors/runs.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
 import type { RunHandle, RunInfo, Started, StartOptions, StartRefusal } from '../../actors/runtime/registry.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
-import { ClusterUnavailableError, endHere, LedgerRuns, type ActiveRunsScope, type Kind, type Runs, type UserRefusals } from '../runs.ts';
+import { ClusterUnavailableError, endHere, LedgerRuns, type ActiveRunsScope, type Kind, type Runs, type UserRefusals } from '../service/runs.ts';
 import { OwnerUnreachableError, type Cluster } from './cluster.ts';
 import { RedisUnavailableError } from './redis.ts';
 import { linkToRun } from '../telemetry/run-spans.ts';

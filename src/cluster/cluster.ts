@@ -1,11 +1,11 @@
 // Cluster mode, composed of one part per role: Membership (liveness and the beat), HeldLeases (the
 // leases this instance holds, and fencing), Follower (runs owned elsewhere) and RunServer (this
-// instance's runs served to others). The routes see only this class (through src/runs.ts).
+// instance's runs served to others). The routes see only this class (through src/service/runs.ts).
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 import { Bus } from './bus.ts';
 import { Follower } from './follower.ts';
 import { FENCED_MESSAGE, HeldLeases } from './held-leases.ts';

@@ -9,7 +9,7 @@ import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Bus, Reply, Request } from './bus.ts';
 import type { RunKind } from './keys.ts';
 import { RedisUnavailableError } from './redis.ts';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 import { activeTraceparent } from '../telemetry/tracing.ts';
 
 /** The owner of a run did not answer (it may be dying: its lease has not expired yet). */
@@ -28,7 +28,7 @@ export class BadOwnerReplyError extends ServiceError {
   }
 }
 
-// The envelope is checked here, where the kind is not known; src/runs.ts decodes the value by its kind
+// The envelope is checked here, where the kind is not known; src/service/runs.ts decodes the value by its kind
 // (actors/results.ts decodeRunResult).
 const runResult = runResultOf(z.unknown());
 

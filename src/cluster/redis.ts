@@ -4,7 +4,7 @@
 // reconnecting in the background.
 import type { Redis } from 'ioredis';
 import { redact } from '../db/pool.ts';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
 /** Redis cannot serve a cluster command now (down, unreachable, or too slow). */
 export class RedisUnavailableError extends ServiceError {

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { survivePoolErrors } from './connection-errors.ts';
 import type { Database, QueryRunner } from './types.ts';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
 export interface ControlDb extends QueryRunner {
   /** Ends its connection (the service's pool is closed by its owner). */

@@ -21,7 +21,7 @@
 // the statement is every member's error, as it would be alone: the group may have committed, and a
 // retry could store an answer twice.
 import pg from 'pg';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 import type { Queryable } from './types.ts';
 
 /** Thrown by a multi-row write that will not send a group (e.g. two members on one chat): each is written alone. */

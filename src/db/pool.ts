@@ -1,7 +1,7 @@
 // Opens the service's database: the Postgres of DATABASE_URL, or the embedded PGlite under DATA_DIR.
 // Either way the result is a `pg` Pool on a migrated schema.
 import pg from 'pg';
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import { survivePoolErrors } from './connection-errors.ts';
 import { migrate, DEFAULT_MIGRATIONS_DIR } from './migrate.ts';
 import { postgresPool } from './postgres-pool.ts';

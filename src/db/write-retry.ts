@@ -4,10 +4,10 @@
 // first, with one shared exponential backoff: while the database is away the whole queue waits on a
 // single probe write instead of every write hammering a refused port, and once that probe lands the
 // rest follow at once. Bounded: a write still failing after `giveUpAfterMs` is dropped and reported
-// (the heartbeat sweeper, src/heartbeat.ts, then fails the call when this instance stops).
-// One queue per server, built in its composition root (src/app.ts) for its inline hosts and the
-// outcomes of its keyed runs (src/idempotent-start.ts), and one per actor worker thread
-// (src/run-deps.ts), which serves a single server.
+// (the heartbeat sweeper, src/service/heartbeat.ts, then fails the call when this instance stops).
+// One queue per server, built in its composition root (src/app/app.ts) for its inline hosts and the
+// outcomes of its keyed runs (src/service/idempotent-start.ts), and one per actor worker thread
+// (src/domain/run-deps.ts), which serves a single server.
 // Queued writes must be idempotent: a first attempt may have landed although its reply was lost.
 
 export interface RetryPolicy {

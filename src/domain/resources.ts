@@ -4,8 +4,8 @@
 // which the API's brochure borrows, not the other way round. Each `satisfies` the TypeScript type the
 // code returns, so a field added to a type and not here fails the typecheck.
 import { z } from 'zod';
-import { providerSchema } from '../schemas.ts';
-import type { AnswerCitation, ChatSummary, SearchDetail, SearchResultItem, SearchSummary } from '../types.ts';
+import { providerSchema } from './schemas.ts';
+import type { AnswerCitation, ChatSummary, SearchDetail, SearchResultItem, SearchSummary } from '../base/types.ts';
 
 export const timestamp = z.string().meta({ format: 'date-time', description: 'ISO 8601, UTC, with milliseconds' });
 export const nullableString = z.string().nullable();

@@ -1,11 +1,11 @@
 // Client of engine_a, the search-and-answer engine (wire-formats.md §5):
 // `POST {base}/search` and `POST {base}/answer`, key in `x-api-key`, camelCase JSON.
 // Used by the web_search tool and by search runs, so it returns our own shapes plus `raw`.
-import type { Config } from '../config.ts';
-import type { AnswerCitation, SearchResultItem } from '../types.ts';
+import type { Config } from '../base/config.ts';
+import type { AnswerCitation, SearchResultItem } from '../base/types.ts';
 import { EngineError } from './errors.ts';
 import { arr, engineFetch, errorText, joinUrl, num, obj, parseAnswer, str, webUrl, type EngineRequestOptions } from './http.ts';
-import { sliceUnits, storableText } from '../text.ts';
+import { sliceUnits, storableText } from '../base/text.ts';
 
 export interface EngineAEndpoint {
   baseUrl: string;

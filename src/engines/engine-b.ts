@@ -1,7 +1,7 @@
 // Client of engine_b, a metasearch instance's JSON API (wire-formats.md §6): `GET {base}/search?q=…&format=json`.
 // Instances answer 403 with an HTML page when JSON output is disabled and a plain-text 429 when rate limited,
 // so the status is checked before any parsing and both get messages that say what to fix.
-import type { SearchResultItem } from '../types.ts';
+import type { SearchResultItem } from '../base/types.ts';
 import { EngineError } from './errors.ts';
 import { arr, engineFetch, errorText, excerpt, joinUrl, num, obj, parseAnswer, str, webUrl, type EngineRequestOptions } from './http.ts';
 

@@ -1,6 +1,6 @@
 // One error type for both search engines, so callers (web_search tool, search runs) can show
 // the engine's own message and branch on the HTTP status without knowing which engine failed.
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 export type EngineName = 'engine_a' | 'engine_b';
 
 export class EngineError extends ServiceError {

@@ -1,7 +1,7 @@
 // The plain-HTTP plumbing both engine clients share: URL joining that keeps a base path,
 // timeout/abort handling, reading the body once, and turning failures into EngineError.
 import { EngineError, type EngineName } from './errors.ts';
-import { sliceUnits, storableText } from '../text.ts';
+import { sliceUnits, storableText } from '../base/text.ts';
 
 export interface EngineRequestOptions {
   /** Cancels the request (run cancelled, caller's deadline). */

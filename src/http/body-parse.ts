@@ -1,7 +1,7 @@
 // A JSON body from bytes to a validated value, as a pure function: it runs on the event loop for
 // small bodies and in the CPU pool for big ones (body-pool.ts), with the same answers either way.
 import type { z } from 'zod';
-import { BODY_SCHEMAS, type BodySchemaName } from '../schemas.ts';
+import { BODY_SCHEMAS, type BodySchemaName } from '../domain/schemas.ts';
 import { INVALID_BODY } from './errors.ts';
 import { bodyFingerprint } from './fingerprint.ts';
 import { jsonProblem } from './json-check.ts';

@@ -2,8 +2,8 @@
 // so twenty 30 MB bodies at once leave the event loop free for /health and every stream. Small ones
 // stay on the event loop: below OFFLOAD_BODY_BYTES a worker round trip costs more than the parse.
 import type { z } from 'zod';
-import type { CpuPool } from '../cpu-pool.ts';
-import { BODY_SCHEMAS, type BodySchemaName } from '../schemas.ts';
+import type { CpuPool } from '../base/cpu-pool.ts';
+import { BODY_SCHEMAS, type BodySchemaName } from '../domain/schemas.ts';
 import type { BodyOutcome, BodyTask } from './body-parse.ts';
 
 export const OFFLOAD_BODY_BYTES = 256 * 1024;

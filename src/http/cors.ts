@@ -1,7 +1,7 @@
 // CORS for web pages on other origins (CORS_ORIGINS). The router asks the policy once per request
 // and the reply writes what it got on every response, JSON or SSE, errors included. With CORS off
 // there is no policy at all, so a request pays nothing for it.
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 
 /** Headers as a flat [name, value, name, value, …] list, written in order by the reply. */
 export type HeaderList = readonly string[];

@@ -1,8 +1,8 @@
 // The catalogue of the service's HTTP errors, as fastify's lib/errors.js: each has a code, a status
 // and a message builder, defined once here, so a grep for a code finds every place that answers it and
 // a status cannot drift from its message. Handlers throw `CATALOGUE_ENTRY(args)`; the router answers.
-// The other layers throw their own errors with a code (src/errors.ts); `toHttpError` maps them by code.
-export { ACTIVE_CHAT_STREAM_NOT_FOUND, ACTIVE_SEARCH_STREAM_NOT_FOUND, CHAT_NOT_FOUND, SEARCH_NOT_FOUND } from '../messages.ts';
+// The other layers throw their own errors with a code (src/base/errors.ts); `toHttpError` maps them by code.
+export { ACTIVE_CHAT_STREAM_NOT_FOUND, ACTIVE_SEARCH_STREAM_NOT_FOUND, CHAT_NOT_FOUND, SEARCH_NOT_FOUND } from '../base/messages.ts';
 
 export class HttpError extends Error {
   readonly code: string;

@@ -1,7 +1,7 @@
 // One check over a parsed JSON body, before any schema, route or store sees it: every string and
-// every key must be storable text (src/text.ts), and nesting stops at MAX_JSON_DEPTH, so deep input
+// every key must be storable text (src/base/text.ts), and nesting stops at MAX_JSON_DEPTH, so deep input
 // can overflow no recursive code later (JSON.stringify, zod, the pg driver). Iterative on purpose.
-import { sliceUnits, textProblem } from '../text.ts';
+import { sliceUnits, textProblem } from '../base/text.ts';
 
 /** Levels of nesting a JSON body may have; the body object itself is level 1. */
 export const MAX_JSON_DEPTH = 64;

@@ -30,7 +30,7 @@ export interface SseOptions {
 
 /**
  * One server's SSE streams and what they share: the heartbeat timer, the head timer and the per-turn
- * batch of written sinks. Built once per server (src/app.ts), so two servers in one process (tests)
+ * batch of written sinks. Built once per server (src/app/app.ts), so two servers in one process (tests)
  * share no stream, timer or batch.
  */
 export class SseStreams {

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { describeError } from '../db/pool.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
-import { ErrorCodes, serviceErrorCode, type ErrorCode } from '../errors.ts';
+import { ErrorCodes, serviceErrorCode, type ErrorCode } from '../base/errors.ts';
 import {
   CLUSTER_UNAVAILABLE,
   DATABASE_UNAVAILABLE,
@@ -15,7 +15,7 @@ import {
   INTERNAL,
 } from './errors.ts';
 
-// By code, so this layer imports none of the modules that throw them (src/runs.ts, src/idempotent-start.ts).
+// By code, so this layer imports none of the modules that throw them (src/service/runs.ts, src/service/idempotent-start.ts).
 const BY_CODE: Partial<Record<ErrorCode, (err: Error) => HttpError>> = {
   [ErrorCodes.CLUSTER_UNAVAILABLE]: (err) => CLUSTER_UNAVAILABLE(err.message),
   [ErrorCodes.IDEMPOTENCY_KEY_REUSED]: () => IDEMPOTENCY_KEY_REUSED(),

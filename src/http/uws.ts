@@ -2,7 +2,7 @@
 // silently falls back to a slow pure-JS server, which would void every performance promise.
 import { createRequire } from 'node:module';
 import type * as UWS from 'uWebSockets.js';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
 const require = createRequire(import.meta.url);
 

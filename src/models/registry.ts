@@ -4,8 +4,8 @@
 // and sets `error` to the latest failure; `loadedAt` is the last successful load. Time comes from the
 // AppContext clock, so tests move the clock instead of waiting a day: a due refresh starts on the next
 // timer tick or the next read, whichever comes first.
-import type { Config } from '../config.ts';
-import type { Clock } from '../clock.ts';
+import type { Config } from '../base/config.ts';
+import type { Clock } from '../base/clock.ts';
 import { providerKeyVariable } from '../providers/index.ts';
 import { PROVIDERS, type ProviderAdapter, type ProviderName } from '../providers/types.ts';
 

@@ -2,10 +2,10 @@
 // (bare `data:` chunks, `data: [DONE]`). `store: true` keeps the exchange as a chat of the caller.
 import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { readFingerprintedJson, readJson } from '../http/body.ts';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
-import { claimKey, releaseKey } from '../idempotent-start.ts';
+import { claimKey, releaseKey } from '../service/idempotent-start.ts';
 import { keyedRequest } from '../routes/idempotent-replay.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import { recordChatKey, replayChat } from './chat-keyed.ts';

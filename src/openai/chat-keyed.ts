@@ -5,11 +5,11 @@
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import type { ChatRunValue } from '../../actors/chat-run.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { REPLAYED_HEADERS } from '../http/idempotency.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply } from '../http/reply.ts';
-import { nextRecord, recordedWhole, recordOutcome, type KeyedRequest, type WholeOutcome } from '../idempotent-start.ts';
+import { nextRecord, recordedWhole, recordOutcome, type KeyedRequest, type WholeOutcome } from '../service/idempotent-start.ts';
 import type { ToolCallRequest } from '../providers/types.ts';
 import type { IdempotencyRecord } from '../store/idempotency.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';

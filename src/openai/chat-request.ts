@@ -1,11 +1,11 @@
 // A Chat Completions request body (wire-formats.md §2, served) and its translation into a run's history,
 // client functions and settings. Unknown fields are ignored: clients send many.
 import { z } from 'zod';
-import { attachmentsSchema } from '../attachments.ts';
+import { attachmentsSchema } from '../base/attachments.ts';
 import { describeIssues } from '../http/body.ts';
 import type { ToolSpec } from '../providers/types.ts';
-import type { RunMessage } from '../schemas.ts';
-import type { Attachment } from '../types.ts';
+import type { RunMessage } from '../domain/schemas.ts';
+import type { Attachment } from '../base/types.ts';
 import { invalidParam } from './errors.ts';
 
 const textPart = z.object({ type: z.literal('text'), text: z.string() });

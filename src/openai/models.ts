@@ -1,6 +1,6 @@
 // The façade's models: every model of every enabled provider as `provider/model`, and how a request's
 // `model` names one (that id, or a bare model id exactly one provider lists).
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import type { Route } from '../http/router.ts';
 import { PROVIDERS, type ProviderName } from '../providers/types.ts';
 import { AMBIGUOUS_MODEL, MODEL_NOT_FOUND } from './errors.ts';

@@ -1,6 +1,6 @@
 // css_openai_requests_total{api,status}: each façade request counted once, with the status it answered
 // (a stream that opened counts as 200; an error after that is an event, not a status).
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { HttpError } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 

@@ -2,7 +2,7 @@
 // before writing it), or as its events after a sequence number, replayed then live while its run goes
 // (on any instance: the run is its chat's), from what was stored after.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import type { Reply } from '../http/reply.ts';
 import { RESPONSE_NOT_FOUND, RESPONSE_UNAVAILABLE } from './errors.ts';
 import { baseOfStored, ResponseEventStream } from './response-events.ts';

@@ -5,10 +5,10 @@
 // LlmCall; its outcome, recorded when the run ends, is what a waiting retry wakes up on.
 import type { ChatRunValue } from '../../actors/chat-run.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { REPLAYED_HEADERS } from '../http/idempotency.ts';
 import type { Reply } from '../http/reply.ts';
-import { claimKey, nextRecord, recordOutcome, releaseKey, type KeyedRequest } from '../idempotent-start.ts';
+import { claimKey, nextRecord, recordOutcome, releaseKey, type KeyedRequest } from '../service/idempotent-start.ts';
 import { keyedRequest } from '../routes/idempotent-replay.ts';
 import type { IdempotencyRecord } from '../store/idempotency.ts';
 import { baseOfStored, endOfStored, responseObject } from './response-events.ts';

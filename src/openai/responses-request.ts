@@ -2,7 +2,7 @@
 // client functions and service tools. Unknown fields are ignored.
 import { z } from 'zod';
 import type { ToolSpec } from '../providers/types.ts';
-import type { RunMessage } from '../schemas.ts';
+import type { RunMessage } from '../domain/schemas.ts';
 import { contentOf } from './chat-request.ts';
 import { invalidParam } from './errors.ts';
 import type { ResponseRequest } from './store.ts';

@@ -5,14 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { readFingerprintedJson, readJson } from '../http/body.ts';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { MESSAGE_BODY_LIMIT } from '../routes/chats.ts';
-import type { RunMessage } from '../schemas.ts';
+import type { RunMessage } from '../domain/schemas.ts';
 import { createChat } from '../store/chats.ts';
 import { invalidParam, RESPONSE_NOT_FOUND } from './errors.ts';
 import { resolveModel, type ResolvedModel } from './models.ts';

@@ -1,5 +1,5 @@
 // The OpenAI-compatible API (`/openai/v1`, also under `/api`): a second door to the same runs.
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import type { Route } from '../http/router.ts';
 import { chatCompletionRoutes } from './chat-completions.ts';
 import { modelRoutes } from './models.ts';

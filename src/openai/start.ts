@@ -4,9 +4,9 @@ import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Caller } from '../auth/caller.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { outcomeError } from '../http/outcomes.ts';
-import { ACTIVE_CHAT_STREAM_EXISTS } from '../messages.ts';
+import { ACTIVE_CHAT_STREAM_EXISTS } from '../base/messages.ts';
 
 export interface StartedRun {
   runId: string;

@@ -1,7 +1,7 @@
 // The stored responses of the OpenAI-compatible API (sql/020_openai_responses.sql): one statement each.
 import type { Queryable } from '../db/types.ts';
 import type { ToolCallRequest, Usage } from '../providers/types.ts';
-import type { RunMessage } from '../schemas.ts';
+import type { RunMessage } from '../domain/schemas.ts';
 import { INSTANCE_LOST } from '../store/recovery.ts';
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';

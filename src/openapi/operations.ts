@@ -1,5 +1,5 @@
 // What the OpenAPI document says about each route, keyed by the router's `METHOD /path`. Request
-// bodies are the very zod schemas the routes validate with (src/schemas.ts). A route that is not
+// bodies are the very zod schemas the routes validate with (src/domain/schemas.ts). A route that is not
 // here is missing from GET /v1/openapi.json, and test/api/openapi.test.ts fails: adding a route
 // means adding its entry here.
 import { z } from 'zod';
@@ -15,7 +15,7 @@ import {
   starSchema,
   streamCompletionSchema,
   suggestTitleSchema,
-} from '../schemas.ts';
+} from '../domain/schemas.ts';
 import { createUserSchema, patchUserSchema } from '../auth/user-schemas.ts';
 import {
   chatDetail,

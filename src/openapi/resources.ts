@@ -1,12 +1,12 @@
 // The spec's resources, response bodies and SSE event payloads as the OpenAPI document's named
-// schemas (request bodies are validated by src/schemas.ts and documented from there). The resources
+// schemas (request bodies are validated by src/domain/schemas.ts and documented from there). The resources
 // the run codecs share are the domain's (src/domain/resources.ts), named here; the rest are for the
 // document only. Each one `satisfies` the TypeScript type the code returns, so a field added to a type
 // and not here fails the typecheck instead of leaving the document behind.
 import { z } from 'zod';
 import * as domain from '../domain/resources.ts';
 import { chatFields, nullableString, searchFields, timestamp } from '../domain/resources.ts';
-import { providerSchema, roleSchema } from '../schemas.ts';
+import { providerSchema, roleSchema } from '../domain/schemas.ts';
 import type { ProviderModels } from '../models/registry.ts';
 import type {
   Attachment,
@@ -14,7 +14,7 @@ import type {
   LastRun,
   Message,
   WorkspaceItem,
-} from '../types.ts';
+} from '../base/types.ts';
 import type { HistoryItem, HistoryMatch } from '../store/history-search.ts';
 import type { UsageRow } from '../store/usage.ts';
 import type { User } from '../store/users.ts';

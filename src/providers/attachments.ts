@@ -3,7 +3,7 @@
 import type { ContentBlockParam } from '@anthropic-ai/sdk/resources/messages/messages';
 import type { ChatCompletionContentPart } from 'openai/resources/chat/completions/completions';
 import type { ResponseInputContent } from 'openai/resources/responses/responses';
-import type { Attachment, ImageAttachment, TextAttachment } from '../types.ts';
+import type { Attachment, ImageAttachment, TextAttachment } from '../base/types.ts';
 import type { ProviderMessage } from './types.ts';
 
 /** A text attachment as an explicit block (never a file reference), naming the file so the model can cite it. */

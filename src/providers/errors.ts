@@ -1,7 +1,7 @@
 // Turns whatever the SDKs (or a broken stream) throw into a ProviderError whose message can be shown to
 // the user and stored on the LlmCall. Both SDKs share the same error class names and shapes, so the
 // SDK classes are checked with instanceof; the body fields differ, so those are read by duck typing.
-import { sliceUnits } from '../text.ts';
+import { sliceUnits } from '../base/text.ts';
 import { A, O } from './sdks.ts';
 import { H2_TIMEOUT_CODES } from './h2-fetch.ts';
 import type { SseFrames } from './sse.ts';

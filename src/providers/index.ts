@@ -1,6 +1,6 @@
 // Builds the configured adapters. A provider without a key is left out of the map; the caller answers
 // 400 `<provider> is not configured: set <providerKeyVariable(provider)>`.
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import { createChatCompletionsAdapter } from './chat-completions.ts';
 import { createProviderFetch } from './http-fetch.ts';
 import { createProviderA } from './provider-a.ts';

@@ -5,7 +5,7 @@
 // bodies and whole responses (`text`, `json`, `arrayBuffer`) collect it. It is async-iterable too, so any
 // other consumer (the SDKs' `CancelReadableStream`, a `for await`) still works.
 
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 /** What the transport does for the body. */
 export interface BodySource {
   /** The consumer left before the end: stop the transfer (the connection must not be reused). */

@@ -1,11 +1,11 @@
 // The one interface every provider adapter implements. Adapters translate between the service's
 // normalized messages/events and one provider's wire format through its official SDK. The tool
 // loop lives in the chat actor (actors/chat-run.ts), not here: an adapter only runs rounds.
-import type { Attachment, ProviderName } from '../types.ts';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import type { Attachment, ProviderName } from '../base/types.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
-// The names are the spec's (src/types.ts); the adapters' types build on them, never the other way.
-export { PROVIDERS, type ProviderName } from '../types.ts';
+// The names are the spec's (src/base/types.ts); the adapters' types build on them, never the other way.
+export { PROVIDERS, type ProviderName } from '../base/types.ts';
 
 /** A transcript message as the provider should see it (system prompt already prepended). */
 export interface ProviderMessage {

@@ -2,13 +2,13 @@
 // spec's table and rules for it.
 import { storedToolNames } from '../chat/tools.ts';
 import { toStoredMessage } from '../chat/transcript.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { readJson } from '../http/body.ts';
 import { CHAT_NOT_FOUND, notFound } from '../http/errors.ts';
-import { CHAT_DELETED } from '../messages.ts';
-import { endRunOfDeleted } from '../run-owners.ts';
+import { CHAT_DELETED } from '../base/messages.ts';
+import { endRunOfDeleted } from '../service/run-owners.ts';
 import type { Route } from '../http/router.ts';
-import { appendMessageSchema, createChatSchema, normalizePrompt, patchChatSchema, starSchema } from '../schemas.ts';
+import { appendMessageSchema, createChatSchema, normalizePrompt, patchChatSchema, starSchema } from '../domain/schemas.ts';
 import { createChat, deleteChat, getChatDetail, listChats, updateChat } from '../store/chats.ts';
 import { appendMessages } from '../store/messages.ts';
 import { starChat } from '../store/stars.ts';

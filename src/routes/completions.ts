@@ -6,22 +6,22 @@ import type { z } from 'zod';
 import type { ChatRunRequest } from '../../actors/chat-run.ts';
 import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import type { Caller } from '../auth/caller.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { readFingerprintedJson, readJson } from '../http/body.ts';
 import { badRequest, notFound, PROVIDER_NOT_CONFIGURED, ACTIVE_CHAT_STREAM_NOT_FOUND, CHAT_NOT_FOUND } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
-import { mayReach } from '../run-owners.ts';
+import { mayReach } from '../service/run-owners.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../http/idempotency.ts';
 import { withoutIdempotencyKey } from '../http/early-refusal.ts';
-import { ACTIVE_CHAT_STREAM_EXISTS } from '../messages.ts';
+import { ACTIVE_CHAT_STREAM_EXISTS } from '../base/messages.ts';
 import { providerKeyVariable } from '../providers/index.ts';
 import type { ProviderName } from '../providers/types.ts';
-import { completionSchema, streamCompletionSchema, type CompletionBody } from '../schemas.ts';
+import { completionSchema, streamCompletionSchema, type CompletionBody } from '../domain/schemas.ts';
 import { getChat } from '../store/chats.ts';
 import { MESSAGE_BODY_LIMIT } from './chats.ts';
-import { claimKey, recordOutcome, releaseKey, type KeyedRequest } from '../idempotent-start.ts';
+import { claimKey, recordOutcome, releaseKey, type KeyedRequest } from '../service/idempotent-start.ts';
 import { keyedRequest, replayStream, replayWhole, streamOutcome, wholeOutcome } from './idempotent-replay.ts';
 
 function requireProvider(app: AppContext, provider: ProviderName): void {

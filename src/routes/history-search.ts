@@ -1,7 +1,7 @@
 // The query string of a history search (GET /v1/workspace-items?q=…&limit=…), checked before the store
 // sees it. Without q the route is the plain workspace listing, and limit is not read.
 import { badRequest } from '../http/errors.ts';
-import { textProblem } from '../text.ts';
+import { textProblem } from '../base/text.ts';
 
 export const HISTORY_Q_MAX = 200;
 export const HISTORY_LIMIT_MAX = 200;

@@ -1,12 +1,12 @@
-// The HTTP side of idempotent starts (the service is src/idempotent-start.ts): what a keyed run
+// The HTTP side of idempotent starts (the service is src/service/idempotent-start.ts): what a keyed run
 // records as its answer, and how a retry of the same request replays it: a whole completion gets the
 // first request's answer once there is one; a stream attaches while the run is active, else gets its
 // recorded end as one replay.
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import type { ChatRunValue } from '../../actors/chat-run.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
-import type { AppContext } from '../context.ts';
-import { nextRecord, recordedStream, recordedWhole, type KeyedRequest, type StreamOutcome, type WholeOutcome } from '../idempotent-start.ts';
+import type { AppContext } from '../service/context.ts';
+import { nextRecord, recordedStream, recordedWhole, type KeyedRequest, type StreamOutcome, type WholeOutcome } from '../service/idempotent-start.ts';
 import { REPLAYED_HEADERS, requestHash } from '../http/idempotency.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Reply } from '../http/reply.ts';
@@ -91,7 +91,7 @@ export async function replayStream(app: AppContext, record: IdempotencyRecord, r
 }
 
 /**
- * A continued run's outcome (src/takeover.ts), recorded on the Idempotency-Key of the start it
+ * A continued run's outcome (src/service/takeover.ts), recorded on the Idempotency-Key of the start it
  * continues, as that start would have recorded it: its instance died before it could.
  */
 export async function recordContinuedOutcome(pool: Queryable, run: ContinuedRun, r: RunResult<ChatRunValue>): Promise<void> {

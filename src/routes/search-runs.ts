@@ -3,16 +3,16 @@
 // (spec: "attaches to the existing stream; no second run starts"), so the engine is asked once. The
 // registry decides start-or-join in one call, so two requests arriving together never both start.
 import type { SearchRunRequest } from '../../actors/search-run.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { engineAEndpointFromConfig } from '../engines/engine-a.ts';
 import { readJson } from '../http/body.ts';
 import { badRequest, notFound, SEARCH_ENGINE_MISSING, ACTIVE_SEARCH_STREAM_NOT_FOUND, SEARCH_NOT_FOUND } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
-import { mayReach } from '../run-owners.ts';
+import { mayReach } from '../service/run-owners.ts';
 import type { Reply, Req } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import type { SseSink } from '../http/sse.ts';
-import { searchChatSchema, searchRunSchema } from '../schemas.ts';
+import { searchChatSchema, searchRunSchema } from '../domain/schemas.ts';
 import { defaultSearchChatTitle, searchSeedMessage } from '../search/seed.ts';
 import { createChat } from '../store/chats.ts';
 import { getSearch, getSearchDetail } from '../store/searches.ts';

@@ -1,11 +1,11 @@
 // Searches: list, create (with reuse by query and the cache window), get, delete, star.
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { readJson } from '../http/body.ts';
 import { notFound, SEARCH_NOT_FOUND } from '../http/errors.ts';
-import { SEARCH_DELETED } from '../messages.ts';
-import { endRunOfDeleted } from '../run-owners.ts';
+import { SEARCH_DELETED } from '../base/messages.ts';
+import { endRunOfDeleted } from '../service/run-owners.ts';
 import type { Route } from '../http/router.ts';
-import { createSearchSchema, starSchema } from '../schemas.ts';
+import { createSearchSchema, starSchema } from '../domain/schemas.ts';
 import { starSearch } from '../store/stars.ts';
 import {
   createSearch,

@@ -1,10 +1,10 @@
 // Health (liveness), readiness, session, active runs, chat tools and the workspace listing.
 import type { RunInfo } from '../../actors/runtime/registry.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { badRequest } from '../http/errors.ts';
 import type { Route } from '../http/router.ts';
-import { ownRuns } from '../run-owners.ts';
-import type { ActiveRunsScope } from '../runs.ts';
+import { ownRuns } from '../service/run-owners.ts';
+import type { ActiveRunsScope } from '../service/runs.ts';
 import { searchHistory } from '../store/history-search.ts';
 import { getUser } from '../store/users.ts';
 import { listWorkspaceItems } from '../store/workspace.ts';

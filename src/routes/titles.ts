@@ -2,13 +2,13 @@
 // A chat that already has a title is returned as it is, without a model call, even while new runs are
 // refused (draining, overload): so the route is not refused from its headers. The call itself is a
 // title run (actors/title-run.ts): it counts against the run limit and ends with the service.
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { readJson } from '../http/body.ts';
 import { badRequest, notFound, CHAT_NOT_FOUND, TITLE_PROVIDER_MISSING } from '../http/errors.ts';
 import { outcomeError } from '../http/outcomes.ts';
 import type { Route } from '../http/router.ts';
 import { providerKeyVariable } from '../providers/index.ts';
-import { suggestTitleSchema } from '../schemas.ts';
+import { suggestTitleSchema } from '../domain/schemas.ts';
 import { getChat } from '../store/chats.ts';
 
 export function titleRoutes(app: AppContext): Route[] {

@@ -1,8 +1,8 @@
 // Managing users (docs/operations.md, "Users and single sign-on"): the admin token only. Keys are made here, shown once in
 // the answer, and stored as a hash; rotation, disabling and deletion are announced to every instance.
-import { ADMIN_USER_ID } from '../types.ts';
+import { ADMIN_USER_ID } from '../base/types.ts';
 import { newApiKey, keyHash } from '../auth/keys.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../service/context.ts';
 import { readJson } from '../http/body.ts';
 import { ADMIN_REQUIRED, badRequest, USER_NOT_FOUND, USERS_NEED_ADMIN_TOKEN } from '../http/errors.ts';
 import type { Req } from '../http/reply.ts';
@@ -10,7 +10,7 @@ import type { Route } from '../http/router.ts';
 import { usageByDay } from '../store/usage.ts';
 import { createUser, deleteUser, getUser, listUsers, replaceKey, updateUser } from '../store/users.ts';
 import { createUserSchema, patchUserSchema } from '../auth/user-schemas.ts';
-import type { UserRevocations } from '../users.ts';
+import type { UserRevocations } from '../service/users.ts';
 
 const USER_BODY_LIMIT = 16 * 1024;
 

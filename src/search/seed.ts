@@ -2,8 +2,8 @@
 // /v1/searches/:searchId/chat): the query, the answer with its citations, and the top results, as
 // plain text a model reads well. The UI hides it by role; `metadata.kind` says where it came from.
 import type { NewMessage } from '../store/messages.ts';
-import type { SearchDetail } from '../types.ts';
-import { sliceUnits } from '../text.ts';
+import type { SearchDetail } from '../base/types.ts';
+import { sliceUnits } from '../base/text.ts';
 
 /** How many ranked results go into the seed (the answer's citations all do). */
 export const SEED_TOP_RESULTS = 5;

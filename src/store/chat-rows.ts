@@ -1,6 +1,6 @@
 // A chat's row and its spec shape (ChatSummary), with the columns that produce the row.
 import type { ProviderName } from '../providers/types.ts';
-import type { ChatSummary } from '../types.ts';
+import type { ChatSummary } from '../base/types.ts';
 import { iso, isoOrNull } from './values.ts';
 
 export function chatColumns(c: string): string {

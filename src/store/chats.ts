@@ -5,7 +5,7 @@ import { GroupRefused, groupCommit } from '../db/group-commit.ts';
 import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import type { ProviderName } from '../providers/types.ts';
-import type { ChatDetail, ChatSummary } from '../types.ts';
+import type { ChatDetail, ChatSummary } from '../base/types.ts';
 import { FIRST_RUN_TOKEN } from './fencing.ts';
 import { insertCallSql } from './llm-calls.ts';
 import { insertMessagesSql, messagesParam, messagesRows, type NewMessage } from './messages.ts';

@@ -1,6 +1,6 @@
 // The fencing token's refusal (sql/007_fencing.sql): a run's write into a chat that a later run
 // has started on since.
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
 /** The token a run gets when it creates its chat (the chat's first run). */
 export const FIRST_RUN_TOKEN = 1;

@@ -4,8 +4,8 @@
 // (Postgres splits q with the same parser it used on the documents, in history_tsquery) and only maps the
 // rows it gets back, cutting each snippet around the hit Postgres marked.
 import type { Queryable } from '../db/types.ts';
-import { sliceUnits } from '../text.ts';
-import type { ChatSummary, SearchSummary } from '../types.ts';
+import { sliceUnits } from '../base/text.ts';
+import type { ChatSummary, SearchSummary } from '../base/types.ts';
 import { toChatSummary, type ChatRow } from './chat-rows.ts';
 import { toSearchSummary, type SearchSummaryRow } from './search-rows.ts';
 

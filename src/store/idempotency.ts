@@ -2,7 +2,7 @@
 // the run it started, and how that run ended. Kept 24 hours; an expired row counts as absent and is
 // taken over by the next request with its key, or purged in small batches.
 import type { Queryable, QueryRunner } from '../db/types.ts';
-import type { RunStatus } from '../types.ts';
+import type { RunStatus } from '../base/types.ts';
 import { toJson } from './values.ts';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;

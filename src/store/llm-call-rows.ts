@@ -1,6 +1,6 @@
 // An LlmCall's row, and a chat's last run (its newest completion call) as the chat queries read it.
 import type { ProviderName } from '../providers/types.ts';
-import type { LastRun, RunStatus } from '../types.ts';
+import type { LastRun, RunStatus } from '../base/types.ts';
 import { iso, isoOrNull } from './values.ts';
 
 /** A row of llm_calls. */

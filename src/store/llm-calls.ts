@@ -8,7 +8,7 @@ import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import type { WriteRetryQueue } from '../db/write-retry.ts';
 import type { ProviderName, Usage } from '../providers/types.ts';
-import type { Message } from '../types.ts';
+import type { Message } from '../base/types.ts';
 import { FencedWriteError } from './fencing.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { finishCalls, type FinishRecord, type FinishRow } from './run-groups.ts';
@@ -16,8 +16,8 @@ import { cleanText, toJson } from './values.ts';
 import { noteRunWrites } from './first-analyze.ts';
 import { recoverLostCalls, type RecoveredRuns, type TransactionDb } from './recovery.ts';
 import { spentSql } from './day-tokens.ts';
-import { CHAT_NOT_FOUND } from '../messages.ts';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { CHAT_NOT_FOUND } from '../base/messages.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
 
 export { INTERRUPTED_ERROR } from './recovery.ts';

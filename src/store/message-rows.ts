@@ -1,5 +1,5 @@
 // A message's row and its spec shape, with the columns that produce the row.
-import type { Message, Role } from '../types.ts';
+import type { Message, Role } from '../base/types.ts';
 import { iso } from './values.ts';
 
 /** Message columns; json_agg of this object is what MessageJson describes. */

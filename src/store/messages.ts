@@ -2,7 +2,7 @@
 // one transaction share a timestamp.
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/types.ts';
-import type { Message, Role } from '../types.ts';
+import type { Message, Role } from '../base/types.ts';
 import { FencedWriteError } from './fencing.ts';
 import { MESSAGE_COLUMNS, toMessage, type MessageRow } from './message-rows.ts';
 import { cleanText, isIssuedId, toJson } from './values.ts';

@@ -24,7 +24,7 @@ export const INSTANCE_LOST = 'instance lost';
 
 /**
  * Runs recovered by one server since it started, by how (css_runs_recovered_total). Each server builds
- * its own (src/app.ts) and hands it to its start's recovery, its heartbeat's sweep and its metrics, so
+ * its own (src/app/app.ts) and hands it to its start's recovery, its heartbeat's sweep and its metrics, so
  * two servers in one process count apart.
  */
 export interface RecoveredRuns {

@@ -1,5 +1,5 @@
 // A search's rows (summary and detail) and their spec shapes, with the columns that produce them.
-import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } from '../types.ts';
+import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } from '../base/types.ts';
 import { iso, isoOrNull } from './values.ts';
 
 export function searchSummaryColumns(s: string): string {

@@ -3,11 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { prepared } from '../db/prepared.ts';
 import type { Queryable } from '../db/types.ts';
 import type { TransactionDb } from './recovery.ts';
-import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } from '../types.ts';
+import type { AnswerCitation, SearchDetail, SearchResultItem, SearchSummary } from '../base/types.ts';
 import { searchDetailColumns, searchSummaryColumns, toSearchDetail, toSearchSummary, type SearchDetailRow, type SearchSummaryRow } from './search-rows.ts';
 import { starJoin } from './stars-sql.ts';
 import { cleanText, isIssuedId, toJson, trimToNull } from './values.ts';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
 /** One run's outcome, stored over the previous one. `requestId` is null when the search call failed. */
 export type SearchRun = Pick<

@@ -1,7 +1,7 @@
 // Starring = membership in the reserved project `starred`. starredAt is the membership's creation
 // time, so starring again keeps it; neither starring nor unstarring touches the item's updatedAt.
 import type { Queryable } from '../db/types.ts';
-import type { ChatSummary, SearchSummary } from '../types.ts';
+import type { ChatSummary, SearchSummary } from '../base/types.ts';
 import { chatColumns, toChatSummary, type ChatRow } from './chat-rows.ts';
 import { searchSummaryColumns, toSearchSummary, type SearchSummaryRow } from './search-rows.ts';
 import { STARRED_PROJECT, type ItemType } from './stars-sql.ts';

@@ -1,6 +1,6 @@
 // How values cross into and out of Postgres: timestamps out as ISO strings, text and JSON in without
 // what Postgres cannot store, ids checked before they reach a query.
-import { storableText, textProblem } from '../text.ts'; // and String#isWellFormed/toWellFormed types
+import { storableText, textProblem } from '../base/text.ts'; // and String#isWellFormed/toWellFormed types
 
 /** Timestamps leave as ISO 8601 UTC with milliseconds. Strings come from json_agg (PG's own format). */
 export function iso(value: Date | string): string {

@@ -1,7 +1,7 @@
 // GET /v1/workspace-items: the newest 100 chats and newest 100 searches, merged by updatedAt, in one
 // statement (each branch walks its updated_at index and stops at the cap).
 import type { Queryable } from '../db/types.ts';
-import type { WorkspaceItem } from '../types.ts';
+import type { WorkspaceItem } from '../base/types.ts';
 import { chatColumns, toChatSummary, type ChatRow } from './chat-rows.ts';
 import { toSearchSummary } from './search-rows.ts';
 import { starJoin } from './stars-sql.ts';

@@ -1,7 +1,7 @@
 // Argument checks shared by the tools. Models send malformed arguments now and then; a ToolError
 // that names the argument lets the model correct itself in the next round.
 import { ToolError } from './types.ts';
-import { sliceUnits } from '../text.ts';
+import { sliceUnits } from '../base/text.ts';
 
 export function requireString(tool: string, args: Record<string, unknown>, name: string): string {
   const v = args[name];

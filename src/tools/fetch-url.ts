@@ -2,7 +2,7 @@
 // Network safety (address checks, pinning, redirects, caps) lives in guarded-get.ts and net-guard.ts.
 import { capText, messageOf, previewOf, requireString } from './args.ts';
 import { guardedGet, type ResponseHead } from './guarded-get.ts';
-import { WorkerHeapLimitError } from '../cpu-pool.ts';
+import { WorkerHeapLimitError } from '../base/cpu-pool.ts';
 import { htmlToTextInPool } from './html-pool.ts';
 import type { AddressCheck, Resolver } from './net-guard.ts';
 import { ToolError, type ServiceTool, type ToolContext } from './types.ts';

@@ -1,6 +1,6 @@
-// HTML to text for fetch_url, in the shared CPU pool (src/cpu-pool.ts): big pages take long enough
+// HTML to text for fetch_url, in the shared CPU pool (src/base/cpu-pool.ts): big pages take long enough
 // to stall every run sharing the thread.
-import type { CpuPool } from '../cpu-pool.ts';
+import type { CpuPool } from '../base/cpu-pool.ts';
 
 export interface HtmlTask {
   html: string;

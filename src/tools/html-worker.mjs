@@ -1,5 +1,5 @@
 // @ts-check
-// Runs inside the CPU pool (src/cpu-pool.ts, via html-pool.ts): HTML → plaintext with html-to-text, off the event loop,
+// Runs inside the CPU pool (src/base/cpu-pool.ts, via html-pool.ts): HTML → plaintext with html-to-text, off the event loop,
 // because big pages take long enough to stall every run sharing the thread.
 // Plain JavaScript on purpose: worker threads then need no TypeScript loader, however the thread that
 // owns the pool was started (tsx CLI, node --import tsx, an actor host thread).

@@ -1,5 +1,5 @@
 // Which service-run tools exist for a given configuration, by name.
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import { codingExecTool } from './coding-exec.ts';
 import { fetchUrlTool } from './fetch-url.ts';
 import { shellExecTool } from './shell-exec.ts';

@@ -1,5 +1,5 @@
 // What coding_exec and shell_exec share: target from config, workdir wrapper, run, format.
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import { previewOf } from './args.ts';
 import { remoteCommand } from './shell-quote.ts';
 import { formatSshResult, runSsh, sshTarget } from './ssh.ts';

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { ClientChannel, ConnectConfig } from 'ssh2';
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import { messageOf } from './args.ts';
 import { CappedOutput } from './capped-output.ts';
 import { handshakesPerThread, handshakeTurn } from './handshake-gate.ts';

@@ -1,8 +1,8 @@
 // The one interface every service-run tool implements (web_search, fetch_url, coding_exec, shell_exec).
-import type { Config } from '../config.ts';
-import type { CpuPool } from '../cpu-pool.ts';
+import type { Config } from '../base/config.ts';
+import type { CpuPool } from '../base/cpu-pool.ts';
 import type { ToolSpec } from '../providers/types.ts';
-import { ErrorCodes, ServiceError } from '../errors.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
 export interface ToolContext {
   config: Config;

@@ -1,12 +1,12 @@
 // web_search: ranked results from the engine chosen by CHAT_WEB_SEARCH_ENGINE, as compact text for the model.
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import { engineAEndpointFromConfig, engineASearch } from '../engines/engine-a.ts';
 import { engineBSearch } from '../engines/engine-b.ts';
 import { EngineError } from '../engines/errors.ts';
-import type { SearchResultItem } from '../types.ts';
+import type { SearchResultItem } from '../base/types.ts';
 import { capText, optionalInt, previewOf, requireString } from './args.ts';
 import { ToolError, type ServiceTool, type ToolContext } from './types.ts';
-import { sliceUnits } from '../text.ts';
+import { sliceUnits } from '../base/text.ts';
 
 const DEFAULT_RESULTS = 8;
 const MAX_RESULTS = 20;

@@ -6,7 +6,7 @@
 // set too low fails here as surely as one set too high.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { MAX_IMAGE_BYTES, MAX_TEXT_SOURCE_BYTES } from '../../src/attachments.ts';
+import { MAX_IMAGE_BYTES, MAX_TEXT_SOURCE_BYTES } from '../../src/base/attachments.ts';
 import { sim, startTestServer, type TestServer } from '../helpers/server.ts';
 import { storedRows } from '../helpers/store.ts';
 

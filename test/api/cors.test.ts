@@ -4,7 +4,7 @@
 // with CORS_ORIGINS unset there are no CORS headers at all. Also HEAD, answered by the same router.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/base/config.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 

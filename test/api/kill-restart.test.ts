@@ -1,4 +1,4 @@
-// `kill -9` of the real entry point (`src/main.ts`) with runs in flight, then a start with ANOTHER
+// `kill -9` of the real entry point (`src/app/main.ts`) with runs in flight, then a start with ANOTHER
 // INSTANCE_ID (a restart with the same id was the only cure before): the dead instance's running
 // LlmCalls are failed by the heartbeat sweeper of the new instance.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// SIGTERM to the real entry point (`src/main.ts`) with runs in flight: every stream ends with an
+// SIGTERM to the real entry point (`src/app/main.ts`) with runs in flight: every stream ends with an
 // `error` event, a waiting non-streaming completion is answered 503, every LlmCall is stored failed
 // with that error, the heartbeat row is removed, and the process exits 0.
 import assert from 'node:assert/strict';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { jsonProblem } from '../../src/http/json-check.ts';
 import { cleanText, toJson } from '../../src/store/values.ts';
-import { sliceUnits, textProblem } from '../../src/text.ts';
+import { sliceUnits, textProblem } from '../../src/base/text.ts';
 
 describe('text rules', () => {
   it('sliceUnits backs off one unit rather than cut inside a surrogate pair', () => {

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { startServer, type Server } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
+import { startServer, type Server } from '../../src/app/app.ts';
+import { loadConfig } from '../../src/base/config.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { migratedEmbeddedDataDir } from '../helpers/db.ts';
 import { sim, simEnv, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';

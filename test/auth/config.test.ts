@@ -2,7 +2,7 @@
 // JWKS URL without ADMIN_TOKEN stops the start naming the variable, rather than leaving SSO silently off.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/base/config.ts';
 
 const refuses = (env: Record<string, string>, message: string) =>
   assert.throws(() => loadConfig(env), (err) => err instanceof ConfigError && err.message === message);

@@ -2,7 +2,7 @@
 // a bad value is named; the default lease expiry frees a dead instance's runs within 15 s.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/base/config.ts';
 
 it('REDIS_URL: unset by default, validated, needs DATABASE_URL, and the default lease TTL is under 15 s', () => {
   assert.equal(loadConfig({}).REDIS_URL, undefined);

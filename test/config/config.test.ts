@@ -2,7 +2,7 @@
 // value, and provider_c refused without its base URL (the SDK's default address is not provider_c).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/base/config.ts';
 
 function configError(env: Record<string, string>): string {
   try {

@@ -1,7 +1,7 @@
 // The start's warning when MAX_ACTIVE_RUNS streams (two sockets each) cannot fit the open-files limit.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { OPEN_FILES_RESERVE, openFilesLimit, openFilesWarning } from '../../src/open-files.ts';
+import { OPEN_FILES_RESERVE, openFilesLimit, openFilesWarning } from '../../src/base/open-files.ts';
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
 Max cpu time              unlimited            unlimited            seconds

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/base/config.ts';
 import { costOf, readPriceTable } from '../../src/cost/prices.ts';
 
 function tableFile(content: unknown): string {

@@ -1,4 +1,4 @@
-// A cluster for tests: N instances of the real entry point (src/main.ts, child processes on
+// A cluster for tests: N instances of the real entry point (src/app/main.ts, child processes on
 // loopback random ports) sharing one scratch Postgres database, one Redis (own key prefix) and
 // one simulator. Each child is stopped by its own pid; kill() sends any signal (SIGKILL too).
 import assert from 'node:assert/strict';
@@ -82,7 +82,7 @@ export async function startCluster(o: ClusterOptions): Promise<TestCluster> {
   };
 }
 
-/** One `node --import tsx src/main.ts` (test/helpers/process.ts); resolves once it logs its address. */
+/** One `node --import tsx src/app/main.ts` (test/helpers/process.ts); resolves once it logs its address. */
 export async function startInstance(id: string, env: Record<string, string>): Promise<Instance> {
   const p = await startService(env);
   const kill = async (signal: NodeJS.Signals) => {

@@ -1,10 +1,10 @@
 // Deps for a run kind's machine without I/O: a provider whose sessions do nothing and tools that
 // are only named. Apart from fake-io.ts (which registers a test hook), so the bench can use them.
-import type { Config } from '../../src/config.ts';
-import { CpuPool } from '../../src/cpu-pool.ts';
+import type { Config } from '../../src/base/config.ts';
+import { CpuPool } from '../../src/base/cpu-pool.ts';
 import { WriteRetryQueue } from '../../src/db/write-retry.ts';
 import type { ProviderAdapter, ProviderName, ProviderSession, ToolCallRequest } from '../../src/providers/types.ts';
-import type { RunDeps } from '../../src/run-deps.ts';
+import type { RunDeps } from '../../src/domain/run-deps.ts';
 import type { ServiceTool } from '../../src/tools/types.ts';
 
 /** A tool that the machine only names; running it is a recorded command. */

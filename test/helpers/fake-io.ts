@@ -5,7 +5,7 @@
 import { afterEach } from 'node:test';
 import { Actor, type Behavior, type Control, type FrameSink, type Timers } from '../../actors/runtime/actor.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
-import type { RunDeps } from '../../src/run-deps.ts';
+import type { RunDeps } from '../../src/domain/run-deps.ts';
 
 export { call, fakeDeps, fakeTool } from './fake-deps.ts';
 

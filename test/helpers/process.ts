@@ -1,4 +1,4 @@
-// The real entry point (`src/main.ts`) in a child process, as `make run` starts it: it resolves
+// The real entry point (`src/app/main.ts`) in a child process, as `make run` starts it: it resolves
 // once the service logs its address. For tests of the process itself: start, signals, restarts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +18,7 @@ export interface ServiceProcess {
 
 /** Starts the service with only `env` (plus PATH and HOME); rejects with `code` and `out` if it exits first. */
 export function startService(env: Record<string, string>, startTimeoutMs = 100_000): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, entryArgs('src/main.ts'), {
+  const child = spawn(process.execPath, entryArgs('src/app/main.ts'), {
     cwd: root,
     // The admission's defaults, as a deployment has them. An unkeyed service serves from its own
     // simulator: its instant one-line answer keeps tests fast.

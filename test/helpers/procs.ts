@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { createInterface } from 'node:readline';
-import { openFilesLimit as readOpenFilesLimit } from '../../src/open-files.ts';
+import { openFilesLimit as readOpenFilesLimit } from '../../src/base/open-files.ts';
 
 export interface Child {
   name: string;

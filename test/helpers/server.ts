@@ -2,10 +2,10 @@
 // on TEST_DATABASE_URL when set, else embedded), a random port, and small HTTP/SSE clients.
 import { createParser } from 'eventsource-parser';
 import { after, before } from 'node:test';
-import { startServer, type Server } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import type { Clock } from '../../src/context.ts';
-import { createLogger } from '../../src/log.ts';
+import { startServer, type Server } from '../../src/app/app.ts';
+import { loadConfig } from '../../src/base/config.ts';
+import type { Clock } from '../../src/service/context.ts';
+import { createLogger } from '../../src/base/log.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { createScratchPostgres, databaseKinds, migratedEmbeddedDataDir, type DbKind } from './db.ts';
 

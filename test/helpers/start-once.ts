@@ -1,10 +1,10 @@
-// A start in its own process that, unlike src/main.ts, never calls process.exit when the start fails:
+// A start in its own process that, unlike src/app/main.ts, never calls process.exit when the start fails:
 // the process then ends by itself only if the failed start closed everything it had opened (a pool,
 // a socket, a worker thread or a ref'd timer left behind keeps it alive). Run by test/api/failed-start.test.ts.
-import { startServer } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
+import { startServer } from '../../src/app/app.ts';
+import { loadConfig } from '../../src/base/config.ts';
 import { listenExclusive, uws } from '../../src/http/uws.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger } from '../../src/base/log.ts';
 
 const config = loadConfig();
 try {

@@ -8,8 +8,8 @@ import { MESSAGE_COLUMNS, toMessage, type MessageRow } from '../../src/store/mes
 import { type ItemType } from '../../src/store/stars-sql.ts';
 import { isIssuedId, iso, isoOrNull } from '../../src/store/values.ts';
 import { starChat, starSearch } from '../../src/store/stars.ts';
-import type { Message, RunStatus } from '../../src/types.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import type { Message, RunStatus } from '../../src/base/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 /** One LlmCall as stored (the spec leaves its fields open). */
 export interface LlmCall {

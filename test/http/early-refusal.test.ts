@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { Admission } from '../../src/admission/admission.ts';
 import { QUEUE_DEFAULTS } from '../../src/admission/start-queue.ts';
 import { ADMIN_CALLER } from '../../src/auth/caller.ts';
-import { CpuPool } from '../../src/cpu-pool.ts';
+import { CpuPool } from '../../src/base/cpu-pool.ts';
 import { BodyPool } from '../../src/http/body-pool.ts';
 import { startShedding, withoutIdempotencyKey } from '../../src/http/early-refusal.ts';
 import { mountRoutes } from '../../src/http/router.ts';

@@ -8,9 +8,9 @@ import { decodeRunResult, RunResultDecodeError } from '../../actors/results.ts';
 import * as errors from '../../src/http/errors.ts';
 import { outcomeError } from '../../src/http/outcomes.ts';
 import { toHttpError } from '../../src/http/to-http-error.ts';
-import { IdempotencyKeyError } from '../../src/idempotent-start.ts';
-import { ClusterUnavailableError } from '../../src/runs.ts';
-import { ErrorCodes, ServiceError } from '../../src/errors.ts';
+import { IdempotencyKeyError } from '../../src/service/idempotent-start.ts';
+import { ClusterUnavailableError } from '../../src/service/runs.ts';
+import { ErrorCodes, ServiceError } from '../../src/base/errors.ts';
 import { ToolError } from '../../src/tools/types.ts';
 
 const entries = Object.entries(errors).filter((e): e is [string, errors.ErrorDef<unknown[]>] => typeof e[1] === 'function' && 'code' in e[1]);

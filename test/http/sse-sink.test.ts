@@ -39,7 +39,7 @@ describe('http/sse-sink', () => {
     return { res: res as unknown as HttpResponse, sends, closed: () => closed };
   }
 
-  // One server's streams, as src/app.ts builds them; its heartbeat never fires during these tests.
+  // One server's streams, as src/app/app.ts builds them; its heartbeat never fires during these tests.
   const streams = new SseStreams({ heartbeatMs: 3_600_000 });
   after(() => streams.close());
   const createSse = (reply: Reply) => streams.create(reply);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { ADMIN_CALLER } from '../../src/auth/caller.ts';
-import { CpuPool } from '../../src/cpu-pool.ts';
+import { CpuPool } from '../../src/base/cpu-pool.ts';
 import { BodyPool } from '../../src/http/body-pool.ts';
 import { mountRoutes } from '../../src/http/router.ts';
 import { listenExclusive, uws, type us_listen_socket } from '../../src/http/uws.ts';

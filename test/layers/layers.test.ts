@@ -2,7 +2,7 @@
 // tsconfig, run on a small tree shaped like the project's. A clean tree passes; the same tree with an
 // import of each forbidden kind added fails, naming exactly those imports. So a rule that stopped matching
 // (a renamed folder, a broken pattern, type-only imports no longer seen) fails here instead of letting
-// `make deps` pass silently. The fixture names its imports by repository path (`@{src/config.ts}`, made
+// `make deps` pass silently. The fixture names its imports by repository path (`@{src/base/config.ts}`, made
 // relative when the tree is written), so it reads as the real tree does and moves with it.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -22,25 +22,25 @@ describe('layers/layers', () => {
     'actors/runtime/internal.ts': `export const internal = 1;`,
     // The runtime as a package: what the service may import of it (when the rules check its exports).
     'actors/runtime/package.json': JSON.stringify({ type: 'module', exports: { './mailbox': './mailbox.ts' } }),
-    'src/config.ts': `export const config = {};`,
-    'src/errors.ts': `export class ServiceError extends Error {}`,
+    'src/base/config.ts': `export const config = {};`,
+    'src/base/errors.ts': `export class ServiceError extends Error {}`,
     'src/sim/server.ts': `export const sim = 1;`,
-    'src/db/pool.ts': `import { config } from '@{src/config.ts}';\nexport const pool = config;`,
+    'src/db/pool.ts': `import { config } from '@{src/base/config.ts}';\nexport const pool = config;`,
     'src/store/chats.ts': `import { pool } from '@{src/db/pool.ts}';\nexport const chats = pool;`,
     'actors/chat-run.ts': `import { mailbox } from '@{actors/runtime/mailbox.ts}';\nimport { chats } from '@{src/store/chats.ts}';\nexport const chatRun = [mailbox, chats];`,
-    'src/http/to-http-error.ts': `import { ServiceError } from '@{src/errors.ts}';\nimport { pool } from '@{src/db/pool.ts}';\nexport const map = [ServiceError, pool];`,
-    'src/runs.ts': `import { chatRun } from '@{actors/chat-run.ts}';\nexport const runs = chatRun;`,
-    'src/metrics.ts': `import { map } from '@{src/http/to-http-error.ts}';\nexport const metrics = map;`,
-    'src/routes/system.ts': `import type { runs } from '@{src/runs.ts}';\nexport type Runs = typeof runs;`,
-    'src/app.ts': `import type { Runs } from '@{src/routes/system.ts}';\nimport { sim } from '@{src/sim/server.ts}';\nexport const app = (r: Runs) => [r, sim];`,
-    'test/helpers/procs.ts': `import { app } from '@{src/app.ts}';\nexport const procs = app;`,
+    'src/http/to-http-error.ts': `import { ServiceError } from '@{src/base/errors.ts}';\nimport { pool } from '@{src/db/pool.ts}';\nexport const map = [ServiceError, pool];`,
+    'src/service/runs.ts': `import { chatRun } from '@{actors/chat-run.ts}';\nexport const runs = chatRun;`,
+    'src/service/metrics.ts': `import { map } from '@{src/http/to-http-error.ts}';\nexport const metrics = map;`,
+    'src/routes/system.ts': `import type { runs } from '@{src/service/runs.ts}';\nexport type Runs = typeof runs;`,
+    'src/app/app.ts': `import type { Runs } from '@{src/routes/system.ts}';\nimport { sim } from '@{src/sim/server.ts}';\nexport const app = (r: Runs) => [r, sim];`,
+    'test/helpers/procs.ts': `import { app } from '@{src/app/app.ts}';\nexport const procs = app;`,
     'test/helpers/ports.ts': `export const ports = 1;`,
     'test/runtime/fake.ts': `export const fake = 1;`,
     'bench/load/bench.ts': `import { procs } from '@{test/helpers/procs.ts}';\nexport const bench = procs;`,
     'test/api/chats.test.ts': `import { procs } from '@{test/helpers/procs.ts}';\nimport { bench } from '@{bench/load/bench.ts}';\nexport const t = [procs, bench];`,
   };
   /** A module of the service the actor runtime must not import. */
-  const CONFIG = 'src/config.ts';
+  const CONFIG = 'src/base/config.ts';
 
   /** `text` with each `@{path}` as the relative specifier from `file` to that path. */
   const relative = (file: string, text: string) =>
@@ -51,18 +51,18 @@ describe('layers/layers', () => {
 
   /** Each forbidden kind of import, added alone to the clean tree: the lines to prepend, and the violations expected. */
   const BROKEN: Array<{ what: string; add: Array<[file: string, line: string]>; expect: string[] }> = [
-    { what: 'http importing a service module', add: [['src/http/to-http-error.ts', `import { runs } from '@{src/runs.ts}';`]], expect: ['layer-http: src/http/to-http-error.ts → src/runs.ts'] },
+    { what: 'http importing a service module', add: [['src/http/to-http-error.ts', `import { runs } from '@{src/service/runs.ts}';`]], expect: ['layer-http: src/http/to-http-error.ts → src/service/runs.ts'] },
     { what: 'http importing a run kind, type-only', add: [['src/http/outcomes.ts', `import type { chatRun } from '@{actors/chat-run.ts}';`]], expect: ['layer-http: src/http/outcomes.ts → actors/chat-run.ts'] },
-    { what: 'the actor runtime importing the service', add: [['actors/runtime/host.ts', `import { config } from '@{src/config.ts}';`]], expect: ['layer-runtime: actors/runtime/host.ts → src/config.ts'] },
+    { what: 'the actor runtime importing the service', add: [['actors/runtime/host.ts', `import { config } from '@{src/base/config.ts}';`]], expect: ['layer-runtime: actors/runtime/host.ts → src/base/config.ts'] },
     { what: 'storage importing HTTP, type-only', add: [['src/store/chats.ts', `import type { map } from '@{src/http/to-http-error.ts}';`]], expect: ['layer-domain: src/store/chats.ts → src/http/to-http-error.ts'] },
-    { what: 'the simulator importing the service', add: [['src/sim/server.ts', `import { config } from '@{src/config.ts}';`]], expect: ['layer-sim: src/sim/server.ts → src/config.ts'] },
+    { what: 'the simulator importing the service', add: [['src/sim/server.ts', `import { config } from '@{src/base/config.ts}';`]], expect: ['layer-sim: src/sim/server.ts → src/base/config.ts'] },
     {
       what: 'a circle inside one layer',
       add: [['src/db/pool.ts', `import { retry } from '@{src/db/retry.ts}';`], ['src/db/retry.ts', `import { pool } from '@{src/db/pool.ts}';\nexport const retry = pool;`]],
       expect: ['no-circular: src/db/pool.ts → src/db/retry.ts'],
     },
-    { what: 'a module outside every layer', add: [['src/new-thing.ts', `import { config } from '@{src/config.ts}';`]], expect: ['in-a-layer: src/new-thing.ts → src/config.ts'] },
-    { what: 'product code importing the harness', add: [['src/runs.ts', `import { ports } from '@{test/helpers/ports.ts}';`]], expect: ['service-imports-no-tests: src/runs.ts → test/helpers/ports.ts'] },
+    { what: 'a module outside every layer', add: [['src/new-thing.ts', `import { config } from '@{src/base/config.ts}';`]], expect: ['in-a-layer: src/new-thing.ts → src/base/config.ts'] },
+    { what: 'product code importing the harness', add: [['src/service/runs.ts', `import { ports } from '@{test/helpers/ports.ts}';`]], expect: ['service-imports-no-tests: src/service/runs.ts → test/helpers/ports.ts'] },
     { what: 'bench importing a suite’s own file', add: [['bench/load/bench.ts', `import { fake } from '@{test/runtime/fake.ts}';`]], expect: ['bench-imports-only-the-harness: bench/load/bench.ts → test/runtime/fake.ts'] },
     { what: 'the harness importing a suite’s own file', add: [['test/helpers/ports.ts', `import { fake } from '@{test/runtime/fake.ts}';`]], expect: ['harness-imports-no-tests: test/helpers/ports.ts → test/runtime/fake.ts'] },
     // Once the rules hold the runtime to its package's exports (layers by folder), a module it does not export.

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/base/config.ts';
 import { createModelRegistry, ModelRegistry } from '../../src/models/registry.ts';
 import { createProviders } from '../../src/providers/index.ts';
 import { simEnv, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';

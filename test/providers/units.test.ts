@@ -9,7 +9,7 @@ import { isResponsesModel } from '../../src/providers/provider-a.ts';
 import { toMessagesParams } from '../../src/providers/provider-b.ts';
 import { openaiFrames, SseFrames } from '../../src/providers/sse.ts';
 import { ProviderError } from '../../src/providers/types.ts';
-import type { ImageAttachment, TextAttachment } from '../../src/types.ts';
+import type { ImageAttachment, TextAttachment } from '../../src/base/types.ts';
 
 const image: ImageAttachment = {
   kind: 'image', id: 'a1', filename: 'dot.png', mimeType: 'image/png', sizeBytes: 4, dataUrl: 'data:image/png;base64,iVBORw0K',

@@ -8,7 +8,7 @@ import { BUSY_WINDOW_MS, BusyWindow, LagBoard, LagSampler, LagWindow, REPORT_MS,
 import { Admission } from '../../src/admission/admission.ts';
 import { LIMIT_DEFAULTS, StartLimit } from '../../src/admission/limit.ts';
 import { QUEUE_DEFAULTS, StartQueue } from '../../src/admission/start-queue.ts';
-import { ConfigError, loadConfig, retiredVariablesWarning } from '../../src/config.ts';
+import { ConfigError, loadConfig, retiredVariablesWarning } from '../../src/base/config.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /** A clock the test moves. */

@@ -8,7 +8,7 @@ import { RunError } from '../../actors/run-failure.ts';
 import { ProviderError, type RoundEnd, type ToolCallRequest } from '../../src/providers/types.ts';
 import { Actor } from '../../actors/runtime/actor.ts';
 import { call, fakeDeps, FakeTimers, fakeTool, machine, RecordingSink } from '../helpers/fake-io.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const request: ChatRunRequest = { owner: ADMIN_USER_ID,
   chatId: 'chat-1',

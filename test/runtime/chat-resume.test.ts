@@ -1,4 +1,4 @@
-// A takeover's chat run (src/takeover.ts) without I/O: it resumes from a lost run's checkpointed
+// A takeover's chat run (src/service/takeover.ts) without I/O: it resumes from a lost run's checkpointed
 // text, which is its first delta and the trailing assistant turn the provider continues; its answer
 // is that text and the continuation; a failure keeps the text as the lost run's interrupted answer.
 import assert from 'node:assert/strict';
@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { chatBehavior, type ChatRunRequest } from '../../actors/chat-run.ts';
 import { ProviderError, type CompletionRequest, type ProviderAdapter } from '../../src/providers/types.ts';
 import { fakeDeps, machine } from '../helpers/fake-io.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const resumed: ChatRunRequest = { owner: ADMIN_USER_ID,
   chatId: 'chat-1',

@@ -1,9 +1,9 @@
-// What a retry of an Idempotency-Key waits on (src/claimed-keys.ts): its wait ends when its client
+// What a retry of an Idempotency-Key waits on (src/service/claimed-keys.ts): its wait ends when its client
 // goes, and a wait that polls for long leaves nothing behind on the client's signal between polls.
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { describe, it } from 'node:test';
-import { ClaimedKeys } from '../../src/claimed-keys.ts';
+import { ClaimedKeys } from '../../src/service/claimed-keys.ts';
 
 const listeners = (signal: AbortSignal) => getEventListeners(signal, 'abort').length;
 

@@ -9,9 +9,9 @@ import { chatBehavior, type ChatRunRequest } from '../../actors/chat-run.ts';
 import { searchBehavior, type SearchRunRequest } from '../../actors/search-run.ts';
 import { titleBehavior } from '../../actors/title-run.ts';
 import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
-import type { ChatSummary, SearchDetail } from '../../src/types.ts';
+import type { ChatSummary, SearchDetail } from '../../src/base/types.ts';
 import { call, fakeDeps, fakeTool, machine } from '../helpers/fake-io.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 /** Runs `play` with the process's timers, clocks and randomness replaced by functions that throw. */
 function withoutTimeOrChance<T>(play: () => T): T {

@@ -12,7 +12,7 @@ import { Supervisor, type HostFactory } from '../../actors/runtime/supervisor.ts
 import { searchBehavior, type SearchMsg, type SearchRunRequest } from '../../actors/search-run.ts';
 import { FakeSubscriber } from './fake.ts';
 import { fakeDeps, machine } from '../helpers/fake-io.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const chatReq: ChatRunRequest = { owner: ADMIN_USER_ID, chatId: null, createChat: false, storeChat: false, callId: null, provider: 'provider_a', model: 'm', messages: [{ role: 'user', content: 'hi' }], mode: 'stream' };
 const searchReq = { owner: ADMIN_USER_ID, searchId: 'search-1', endpoint: { baseUrl: 'http://engine', apiKey: 'k' }, query: 'q' } as SearchRunRequest;

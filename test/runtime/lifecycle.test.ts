@@ -2,7 +2,7 @@
 // the others open; a start that throws half-way closes what it had opened and rethrows its own error.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Lifecycle } from '../../src/lifecycle.ts';
+import { Lifecycle } from '../../src/app/lifecycle.ts';
 
 /** A lifecycle whose report records each close (and its failure) in order. */
 function recorded() {

@@ -6,10 +6,10 @@ import { titleBehavior } from '../../actors/title-run.ts';
 import { ChatGoneError } from '../../src/store/llm-calls.ts';
 import { SearchRunFencedError } from '../../src/store/searches.ts';
 import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
-import { SEARCH_RUN_STOPPED } from '../../src/messages.ts';
-import type { ChatSummary, SearchDetail } from '../../src/types.ts';
+import { SEARCH_RUN_STOPPED } from '../../src/base/messages.ts';
+import type { ChatSummary, SearchDetail } from '../../src/base/types.ts';
 import { fakeDeps, machine } from '../helpers/fake-io.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const SHUTDOWN = 'run cancelled: server is shutting down';
 const searchReq: SearchRunRequest = { owner: ADMIN_USER_ID, searchId: 'search-1', endpoint: { baseUrl: 'http://engine', apiKey: 'k' } as SearchRunRequest['endpoint'], query: 'q' };

@@ -1,4 +1,4 @@
-// Checkpoints (src/checkpoints.ts, store/checkpoints.ts, sql/018_checkpoint_chunks.sql) against both
+// Checkpoints (src/domain/checkpoints.ts, store/checkpoints.ts, sql/018_checkpoint_chunks.sql) against both
 // databases: each run's new text is a chunk of its own, all runs in one statement, refused for an
 // ended call or a chat a later run took; a statement's parameters hold only the new text, at most
 // the host's budget of it, shared between the runs; surrogate pairs never split between chunks; a
@@ -12,7 +12,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { EventBuffer } from '../../actors/runtime/event-buffer.ts';
-import { Checkpoints, MAX_YIELDS, shares, type StreamedText } from '../../src/checkpoints.ts';
+import { Checkpoints, MAX_YIELDS, shares, type StreamedText } from '../../src/domain/checkpoints.ts';
 import { migrate, readMigrations } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/pool.ts';
 import type { Database } from '../../src/db/types.ts';
@@ -24,7 +24,7 @@ import type { ContinuedRun } from '../../src/store/takeover.ts';
 import { countQueries } from '../helpers/count-queries.ts';
 import { createScratchPostgres, freshEmbeddedDataDir, testDatabases } from '../helpers/db.ts';
 import { listMessages } from '../helpers/store.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
 import { waitFor } from '../helpers/wait.ts';
 

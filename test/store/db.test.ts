@@ -19,7 +19,7 @@ import { PGBOUNCER, startPgBouncer } from '../helpers/pgbouncer.ts';
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { entryArgs } from '../helpers/entry.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 async function tempDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'migrations-'));

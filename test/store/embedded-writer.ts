@@ -3,7 +3,7 @@
 import { openDatabase } from '../../src/db/pool.ts';
 import { createChat } from '../../src/store/chats.ts';
 import { appendMessages } from '../../src/store/messages.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: process.argv[2]! });
 const chat = await createChat(db.pool, { owner: ADMIN_USER_ID, title: 'crash', enabledTools: [] });

@@ -12,7 +12,7 @@ import { failLlmCall, finishLlmCallWithMessage } from '../../src/store/llm-calls
 import { appendMessages } from '../../src/store/messages.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 for (const target of await testDatabases()) {
   describe(`fencing token ${target.tag}`, () => {

@@ -12,7 +12,7 @@ import { CREATE_CHATS, FINISH_MANY } from '../../src/store/run-groups.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 /** The pool behind an object that counts the statements sent through it (a group is keyed by it). */
 function counting(pool: Queryable): { db: Queryable; statements: () => number } {

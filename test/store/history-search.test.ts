@@ -11,7 +11,7 @@ import { createSearch, deleteSearch, reuseOrCreateSearch, saveSearchRun } from '
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
 import { clockPast } from '../helpers/wait.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const ids = (items: HistoryItem[]) => items.map((i) => i.id);
 

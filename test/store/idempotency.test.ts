@@ -12,7 +12,7 @@ import {
 } from '../../src/store/idempotency.ts';
 import { failLlmCall, startLlmCall } from '../../src/store/llm-calls.ts';
 import { testDatabases } from '../helpers/db.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 let n = 0;
 const fresh = () => ({ owner: ADMIN_USER_ID, key: `key-${process.pid}-${++n}`, requestHash: 'h1', mode: 'stream' as const, chatId: `chat-${n}`, callId: `call-${n}` });

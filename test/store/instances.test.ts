@@ -9,7 +9,7 @@ import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } fr
 import { testDatabases } from '../helpers/db.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
 import { getLlmCall } from '../helpers/store.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const DEAD_AFTER = 15_000;
 

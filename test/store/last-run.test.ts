@@ -5,7 +5,7 @@ import type { Database } from '../../src/db/types.ts';
 import { createChat, getChatDetail } from '../../src/store/chats.ts';
 import { failLlmCall, finishLlmCallWithMessage, INTERRUPTED_ERROR, markInterruptedLlmCalls, startLlmCall } from '../../src/store/llm-calls.ts';
 import { testDatabases } from '../helpers/db.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const usage = { inputTokens: 7, outputTokens: 3, totalTokens: 10 };
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;

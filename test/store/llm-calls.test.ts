@@ -16,7 +16,7 @@ import {
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 import { clockPast } from '../helpers/wait.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
 

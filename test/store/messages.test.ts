@@ -6,7 +6,7 @@ import { appendMessages, type NewMessage } from '../../src/store/messages.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { listMessages } from '../helpers/store.ts';
 import { clockPast } from '../helpers/wait.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 
 for (const target of await testDatabases()) {

@@ -11,7 +11,7 @@ import { createChat, getChat } from '../../src/store/chats.ts';
 import { analyzeIfNeverAnalyzed, FIRST_ANALYZE_AFTER, noteRunWrites, RUN_TABLES } from '../../src/store/first-analyze.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { testDatabases } from '../helpers/db.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 /** The test database's URL, to open more pools on it. */
 const urlOf = (db: Database) => (db.pool as unknown as { options: { connectionString: string } }).options.connectionString;

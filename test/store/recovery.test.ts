@@ -19,7 +19,7 @@ import { sweptDatabase } from '../helpers/swept-db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 
 const DEAD_AFTER = 15_000;
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 for (const target of await testDatabases()) {
   describe(`checkpoints and recovery ${target.tag}`, () => {

@@ -13,11 +13,11 @@ import {
   saveSearchRun,
   type SearchRun,
 } from '../../src/store/searches.ts';
-import type { SearchResultItem } from '../../src/types.ts';
+import type { SearchResultItem } from '../../src/base/types.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
 import { clockPast } from '../helpers/wait.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 
 const result = (n: number): SearchResultItem => ({

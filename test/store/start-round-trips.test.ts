@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { prepareChat, type ChatStorageRequest } from '../../actors/run-storage.ts';
 import type { Database } from '../../src/db/types.ts';
-import type { InputMessage } from '../../src/schemas.ts';
+import type { InputMessage } from '../../src/domain/schemas.ts';
 import { createChat, getChat } from '../../src/store/chats.ts';
 import { FIRST_RUN_TOKEN } from '../../src/store/fencing.ts';
 import { appendMessages } from '../../src/store/messages.ts';
@@ -16,7 +16,7 @@ import { countQueries } from '../helpers/count-queries.ts';
 import { fakeDeps } from '../helpers/fake-deps.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 const user = (content: string): InputMessage => ({ role: 'user', content });
 

@@ -14,7 +14,7 @@ import type { ContinuedRun } from '../../src/store/takeover.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { getLlmCall, listMessages } from '../helpers/store.ts';
 import { sweptDatabase } from '../helpers/swept-db.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 for (const target of await testDatabases()) {
   describe(`takeover handoff ${target.tag}`, () => {

@@ -7,7 +7,7 @@ import { listWorkspaceItems } from '../../src/store/workspace.ts';
 import { testDatabases } from '../helpers/db.ts';
 import { setStarred } from '../helpers/store.ts';
 import { clockPast } from '../helpers/wait.ts';
-import { ADMIN_USER_ID } from '../../src/types.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 
 
 for (const target of await testDatabases()) {

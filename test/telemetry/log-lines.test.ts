@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { createLogger } from '../../src/log.ts';
+import { createLogger } from '../../src/base/log.ts';
 import { runLogFields, runSpanStarted, startRunSpan } from '../../src/telemetry/run-spans.ts';
 import { startSpan, startTracing, stopTracing, withSpan } from '../../src/telemetry/tracing.ts';
 import { startOtlpReceiver, traceTo, type OtlpReceiver } from '../helpers/otlp-receiver.ts';

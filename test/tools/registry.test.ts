@@ -1,7 +1,7 @@
 // Which tools exist for a configuration.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/base/config.ts';
 import { availableTools } from '../../src/tools/registry.ts';
 
 const names = (tools: { name: string }[]) => tools.map((t) => t.name);

@@ -1,8 +1,8 @@
 // web_search tool against the offline simulator's engines.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
-import { CpuPool } from '../../src/cpu-pool.ts';
+import { loadConfig } from '../../src/base/config.ts';
+import { CpuPool } from '../../src/base/cpu-pool.ts';
 import { webSearchTool } from '../../src/tools/web-search.ts';
 import { ToolError, type ToolContext } from '../../src/tools/types.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';

@@ -1,7 +1,7 @@
 // Which provider failures are worth another call, and how long to wait before it. The numbers are the
 // configuration's (PROVIDER_RETRIES, PROVIDER_RETRY_BASE_MS, PROVIDER_RETRY_MAX_WAIT_MS, …); the loop
 // that applies them is resilient.ts.
-import type { Config, FallbackTarget } from '../../config.ts';
+import type { Config, FallbackTarget } from '../../base/config.ts';
 import { isAbortError } from '../errors.ts';
 import { ProviderError, type ProviderName } from '../types.ts';
 

@@ -6,7 +6,7 @@
 // before any output, any model; after text went out, only one whose API continues an assistant turn
 // (provider_b, by prefill, as a takeover does). The run sees one stream of text and one round end.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FallbackTarget } from '../../config.ts';
+import type { FallbackTarget } from '../../base/config.ts';
 import { isAbortError, ProviderAbortError } from '../errors.ts';
 import {
   ProviderUnavailableError,

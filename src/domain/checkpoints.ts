@@ -9,9 +9,9 @@
 // the runs; what does not fit goes in the next statement, right after this one. And a tick gives its
 // turn to callers waiting for a connection of the host's pool (a burst of starts), for at most
 // MAX_YIELDS ticks in a row.
-import type { Queryable } from './db/types.ts';
-import { cleanText } from './store/values.ts';
-import { writeCheckpoints, type CheckpointWrite } from './store/checkpoints.ts';
+import type { Queryable } from '../db/types.ts';
+import { cleanText } from '../store/values.ts';
+import { writeCheckpoints, type CheckpointWrite } from '../store/checkpoints.ts';
 
 /** What the timer reads of a run: its new streamed text, and whether it has ended. */
 export interface StreamedText {

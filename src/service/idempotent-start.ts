@@ -5,9 +5,9 @@
 // across instances and restarts. The HTTP side (what is recorded, how it is replayed) is
 // src/routes/idempotent-replay.ts.
 import { z } from 'zod';
-import { chatRunValue } from '../actors/results.ts';
-import type { RunResult } from '../actors/runtime/protocol.ts';
-import type { ChatRunValue } from '../actors/chat-run.ts';
+import { chatRunValue } from '../../actors/results.ts';
+import type { RunResult } from '../../actors/runtime/protocol.ts';
+import type { ChatRunValue } from '../../actors/chat-run.ts';
 import type { AppContext } from './context.ts';
 import {
   claimIdempotencyKey,
@@ -16,8 +16,8 @@ import {
   releaseIdempotencyKey,
   type IdempotencyMode,
   type IdempotencyRecord,
-} from './store/idempotency.ts';
-import { ErrorCodes, ServiceError } from './errors.ts';
+} from '../store/idempotency.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
 export interface KeyedRequest {
   key: string;

@@ -1,9 +1,9 @@
 // `make run`: start the service in the foreground; stop cleanly on SIGTERM/SIGINT.
 import { startServer } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
-import { ListenError, NativeServerError } from './http/uws.ts';
-import { createLogger } from './log.ts';
-import { stopTracing } from './telemetry/tracing.ts';
+import { ConfigError, loadConfig } from '../base/config.ts';
+import { ListenError, NativeServerError } from '../http/uws.ts';
+import { createLogger } from '../base/log.ts';
+import { stopTracing } from '../telemetry/tracing.ts';
 
 async function main(): Promise<void> {
   let config;

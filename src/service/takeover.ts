@@ -8,16 +8,16 @@
 // The dead instance's lease may outlive the sweep by up to a lease TTL: until it expires the start is
 // refused as busy and is tried again. A start that never happens ends the run as any lost run ends.
 import type { Logger } from 'pino';
-import { ADMIN_USER_ID } from './types.ts';
-import type { ChatRunRequest, ChatRunValue } from '../actors/chat-run.ts';
-import type { RunResult } from '../actors/runtime/protocol.ts';
-import type { Attachment, Message, ProviderName } from './types.ts';
+import { ADMIN_USER_ID } from '../base/types.ts';
+import type { ChatRunRequest, ChatRunValue } from '../../actors/chat-run.ts';
+import type { RunResult } from '../../actors/runtime/protocol.ts';
+import type { Attachment, Message, ProviderName } from '../base/types.ts';
 import type { Runs } from './runs.ts';
-import type { InputMessage } from './schemas.ts';
-import { getChatDetail } from './store/chats.ts';
-import type { Queryable } from './db/types.ts';
-import { endAsInterrupted, type RecoveredRuns, type TakeoverPolicy } from './store/recovery.ts';
-import type { ContinuedRun } from './store/takeover.ts';
+import type { InputMessage } from '../domain/schemas.ts';
+import { getChatDetail } from '../store/chats.ts';
+import type { Queryable } from '../db/types.ts';
+import { endAsInterrupted, type RecoveredRuns, type TakeoverPolicy } from '../store/recovery.ts';
+import type { ContinuedRun } from '../store/takeover.ts';
 
 /**
  * Providers whose API continues a trailing assistant turn. provider_a's Responses API and the Chat

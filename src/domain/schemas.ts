@@ -1,7 +1,7 @@
 // Request bodies of the spec's endpoints, as zod schemas. Field names are the spec's.
 import { z } from 'zod';
-import { attachmentsSchema } from './attachments.ts';
-import { PROVIDERS } from './providers/types.ts';
+import { attachmentsSchema } from '../base/attachments.ts';
+import { PROVIDERS } from '../providers/types.ts';
 
 export const providerSchema = z.enum(PROVIDERS);
 export const roleSchema = z.enum(['system', 'user', 'assistant', 'tool']);

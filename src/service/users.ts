@@ -1,17 +1,17 @@
 // What users mean beyond the database: a revoked user's cached keys stop resolving and a deleted user's
 // runs end, on this instance at once and on every other one through the cluster; and each user's limits
 // (docs/operations.md, "Users and single sign-on", Limits): runs going at once, cluster-wide (counted by
-// the run registry, src/runs.ts), and tokens and USD per UTC day (user_day_tokens). The admin has none. Runs already going are
+// the run registry, src/service/runs.ts), and tokens and USD per UTC day (user_day_tokens). The admin has none. Runs already going are
 // never cut by a limit: only starts are refused.
 import type { Logger } from 'pino';
-import type { Admission } from './admission/admission.ts';
-import type { Caller } from './auth/caller.ts';
-import type { Callers } from './auth/callers.ts';
-import type { Cluster } from './cluster/cluster.ts';
-import type { Config } from './config.ts';
-import type { Queryable } from './db/types.ts';
-import { USER_TOKENS_EXHAUSTED } from './http/errors.ts';
-import { spendToday, spentToday } from './store/day-tokens.ts';
+import type { Admission } from '../admission/admission.ts';
+import type { Caller } from '../auth/caller.ts';
+import type { Callers } from '../auth/callers.ts';
+import type { Cluster } from '../cluster/cluster.ts';
+import type { Config } from '../base/config.ts';
+import type { Queryable } from '../db/types.ts';
+import { USER_TOKENS_EXHAUSTED } from '../http/errors.ts';
+import { spendToday, spentToday } from '../store/day-tokens.ts';
 
 export const USER_DELETED_MESSAGE = 'run cancelled: user deleted';
 const TOPIC = 'users';
@@ -22,7 +22,7 @@ interface Revocation {
   deleted: boolean;
 }
 
-/** What a deletion asks of the run registry (src/runs.ts): end the user's runs and start none of theirs. */
+/** What a deletion asks of the run registry (src/service/runs.ts): end the user's runs and start none of theirs. */
 export interface DeletedOwners {
   ownerDeleted(owner: string, message: string): void;
 }

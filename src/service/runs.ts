@@ -1,15 +1,15 @@
 // The registry of active runs as the routes see it: one interface, two implementations chosen once when the
-// server assembles (src/app.ts). `LocalRuns` (here) is this process's supervisor; `ClusterRuns`
+// server assembles (src/app/app.ts). `LocalRuns` (here) is this process's supervisor; `ClusterRuns`
 // (src/cluster/cluster-runs.ts), with REDIS_URL set, holds each run key (a chat, a search) by one run across
 // every instance. What both keep (each owner's count of runs, deleted owners, what each run stored) is the
 // RunLedger below. No route asks which one it has: `wouldStart` answers what a route needs to know.
-import type { RunSupervisor, RunTypes } from '../actors/runs.ts';
-import type { KindOf } from '../actors/runtime/protocol.ts';
-import type { RunInfo, RunRegistry, Started, StartOptions, StartRefusal } from '../actors/runtime/registry.ts';
-import type { Subscriber } from '../actors/runtime/subscriber.ts';
-import type { LocalRunPort } from './cluster/port.ts';
-import { ErrorCodes, ServiceError } from './errors.ts';
-import { linkToRun, runSpanStarted, startRunSpan, type TracedRequest } from './telemetry/run-spans.ts';
+import type { RunSupervisor, RunTypes } from '../../actors/runs.ts';
+import type { KindOf } from '../../actors/runtime/protocol.ts';
+import type { RunInfo, RunRegistry, Started, StartOptions, StartRefusal } from '../../actors/runtime/registry.ts';
+import type { Subscriber } from '../../actors/runtime/subscriber.ts';
+import type { LocalRunPort } from '../cluster/port.ts';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
+import { linkToRun, runSpanStarted, startRunSpan, type TracedRequest } from '../telemetry/run-spans.ts';
 
 export type Kind = KindOf<RunTypes>;
 

@@ -4,8 +4,8 @@
 // last one has ended. At the grace's end, or on a second signal, the runs still going are cut: each
 // ends with an error and keeps what it streamed (stored as interrupted).
 import type { Logger } from 'pino';
-import type { RunSupervisor } from '../actors/runs.ts';
-import { DRAINING_MESSAGE, type Admission } from './admission/admission.ts';
+import type { RunSupervisor } from '../../actors/runs.ts';
+import { DRAINING_MESSAGE, type Admission } from '../admission/admission.ts';
 import type { Readiness } from './readiness.ts';
 
 export const SHUTDOWN_MESSAGE = 'run cancelled: server is shutting down';

@@ -4,10 +4,10 @@
 // instance has itself beaten without a miss for that long: after a database outage every instance's
 // beat is stale, and a sweep before the live ones had their chance to beat again would fail live calls.
 import type { Logger } from 'pino';
-import type { ControlDb } from './db/control-pool.ts';
-import { purgeExpiredIdempotencyKeys } from './store/idempotency.ts';
-import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } from './store/instances.ts';
-import type { RecoveredRuns, TakeoverPolicy, TransactionDb } from './store/recovery.ts';
+import type { ControlDb } from '../db/control-pool.ts';
+import { purgeExpiredIdempotencyKeys } from '../store/idempotency.ts';
+import { beatInstance, registerInstance, removeInstance, sweepDeadInstances } from '../store/instances.ts';
+import type { RecoveredRuns, TakeoverPolicy, TransactionDb } from '../store/recovery.ts';
 
 /** An instance silent for this many intervals is dead (9 s with the default 3 s; the next sweep finds it, so a killed instance's calls fail within about 12 s, inside the cluster's 15 s promise). */
 export const DEAD_AFTER_BEATS = 3;

@@ -1,7 +1,7 @@
 // SIMULATE: serve providers and engines that have no key from the bundled offline simulator
 // (src/sim: product code, so `make run` works on a machine with no keys and no network). Never with
 // NODE_ENV=production: there SIMULATE is off whatever it is set to.
-import type { Config } from './config.ts';
+import type { Config } from '../base/config.ts';
 
 export interface Upstreams {
   config: Config;
@@ -26,7 +26,7 @@ export async function resolveUpstreams(config: Config): Promise<Upstreams> {
   const simulated = Object.entries(wanted).filter(([, v]) => v).map(([k]) => k);
   if (mode === 'off' || simulated.length === 0) return { config, simulated: [], close: async () => {} };
 
-  const { startSimulator } = await import('./sim/server.ts');
+  const { startSimulator } = await import('../sim/server.ts');
   const sim = await startSimulator({ port: 0, host: '127.0.0.1' });
   const c: Config = { ...config };
   if (wanted.provider_a) Object.assign(c, { PROVIDER_A_API_KEY: SIM_KEY, PROVIDER_A_BASE_URL: sim.urls.provider_a });

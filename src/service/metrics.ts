@@ -1,12 +1,12 @@
 // Prometheus metrics (prom-client). Run outcomes are observed on the main thread when a run's
 // terminal event arrives, so worker threads need no metrics plumbing of their own.
 import client from 'prom-client';
-import type { RunSupervisor } from '../actors/runs.ts';
-import type { Admission, RefusalReason } from './admission/admission.ts';
-import type { SseStreams } from './http/sse.ts';
-import type { ResilienceStats } from './providers/resilience/index.ts';
-import type { RecoveredRuns } from './store/recovery.ts';
-import { genAiMetrics, type GenAiObservation } from './telemetry/genai-metrics.ts';
+import type { RunSupervisor } from '../../actors/runs.ts';
+import type { Admission, RefusalReason } from '../admission/admission.ts';
+import type { SseStreams } from '../http/sse.ts';
+import type { ResilienceStats } from '../providers/resilience/index.ts';
+import type { RecoveredRuns } from '../store/recovery.ts';
+import { genAiMetrics, type GenAiObservation } from '../telemetry/genai-metrics.ts';
 
 export interface Metrics {
   registry: client.Registry;

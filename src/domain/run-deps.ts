@@ -3,18 +3,18 @@
 import type { MessagePort } from 'node:worker_threads';
 import type pg from 'pg';
 import { Checkpoints } from './checkpoints.ts';
-import type { Config } from './config.ts';
-import { CpuPool } from './cpu-pool.ts';
-import { survivePoolErrors } from './db/connection-errors.ts';
-import { postgresPool } from './db/postgres-pool.ts';
-import { WriteRetryQueue } from './db/write-retry.ts';
-import { remotePool } from './db/remote-pool.ts';
-import { createProviders } from './providers/index.ts';
-import type { ProviderAdapter, ProviderName } from './providers/types.ts';
-import { availableTools } from './tools/registry.ts';
-import type { ServiceTool } from './tools/types.ts';
-import { startTracing } from './telemetry/tracing.ts';
-import type { GenAiObservation } from './telemetry/genai-metrics.ts';
+import type { Config } from '../base/config.ts';
+import { CpuPool } from '../base/cpu-pool.ts';
+import { survivePoolErrors } from '../db/connection-errors.ts';
+import { postgresPool } from '../db/postgres-pool.ts';
+import { WriteRetryQueue } from '../db/write-retry.ts';
+import { remotePool } from '../db/remote-pool.ts';
+import { createProviders } from '../providers/index.ts';
+import type { ProviderAdapter, ProviderName } from '../providers/types.ts';
+import { availableTools } from '../tools/registry.ts';
+import type { ServiceTool } from '../tools/types.ts';
+import { startTracing } from '../telemetry/tracing.ts';
+import type { GenAiObservation } from '../telemetry/genai-metrics.ts';
 
 export interface RunDeps {
   config: Config;

@@ -1,5 +1,5 @@
 // The events a retry of an Idempotency-Key waits for when the key's run is on this server
-// (src/idempotent-start.ts): the run registered, its outcome recorded. A run on another instance sends
+// (src/service/idempotent-start.ts): the run registered, its outcome recorded. A run on another instance sends
 // none here, so a retry of it polls the key's row instead.
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -22,7 +22,7 @@ class KeyEvents {
 
 /**
  * One server's keys claimed here whose run has not recorded its outcome yet. Built in the composition
- * root (src/app.ts), so two servers in one process, even on one database, never wake each other's
+ * root (src/app/app.ts), so two servers in one process, even on one database, never wake each other's
  * retries.
  */
 export class ClaimedKeys {

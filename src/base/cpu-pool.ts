@@ -1,6 +1,6 @@
 // The piscina pool for CPU-heavy work that must not stall the event loop: HTML to text (fetch_url)
 // and parsing big request bodies (src/http/body-pool.ts). One pool per thread that needs one (the
-// server's main thread, built in src/app.ts; each actor host thread, src/run-deps.ts), one worker
+// server's main thread, built in src/app/app.ts; each actor host thread, src/domain/run-deps.ts), one worker
 // module per kind of task (piscina's per-run `filename`). Its threads start on first use (most
 // processes never need them), and close() ends them so they do not keep the process alive.
 import os from 'node:os';

@@ -1,21 +1,21 @@
 // What route handlers share: configuration, storage, the supervisor, providers and tools.
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import type { RunSupervisor } from '../actors/runs.ts';
-import type { Clock } from './clock.ts';
-import type { Config } from './config.ts';
+import type { RunSupervisor } from '../../actors/runs.ts';
+import type { Clock } from '../base/clock.ts';
+import type { Config } from '../base/config.ts';
 import type { ClaimedKeys } from './claimed-keys.ts';
-import type { WriteRetryQueue } from './db/write-retry.ts';
-import type { SseStreams } from './http/sse.ts';
+import type { WriteRetryQueue } from '../db/write-retry.ts';
+import type { SseStreams } from '../http/sse.ts';
 import type { Metrics } from './metrics.ts';
-import type { ModelRegistry } from './models/registry.ts';
+import type { ModelRegistry } from '../models/registry.ts';
 import type { Readiness } from './readiness.ts';
 import type { Runs } from './runs.ts';
 import type { UserLimits } from './users.ts';
-import type { ProviderAdapter, ProviderName } from './providers/types.ts';
-import type { ServiceTool } from './tools/types.ts';
+import type { ProviderAdapter, ProviderName } from '../providers/types.ts';
+import type { ServiceTool } from '../tools/types.ts';
 
-export { systemClock, type Clock } from './clock.ts';
+export { systemClock, type Clock } from '../base/clock.ts';
 
 export interface AppContext {
   config: Config;

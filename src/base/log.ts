@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import { activeTraceId } from './telemetry/tracing.ts';
+import { activeTraceId } from '../telemetry/tracing.ts';
 
 const NO_FIELDS = Object.freeze({});
 

@@ -3,7 +3,7 @@
 import os from 'node:os';
 import { z } from 'zod';
 import { ErrorCodes, ServiceError } from './errors.ts';
-import { PriceTableError, readPriceTable, type PriceTable } from './cost/prices.ts';
+import { PriceTableError, readPriceTable, type PriceTable } from '../cost/prices.ts';
 import { PROVIDERS, type ProviderName } from './types.ts';
 
 const bool = z

@@ -6,10 +6,10 @@
 // its chat or search row, which is written beside the run's first round, so such a run a few
 // milliseconds old is not listed yet. (Open mode is no exception: its runs are the built-in admin's,
 // and their leases say so.)
-import type { RunInfo } from '../actors/runtime/registry.ts';
+import type { RunInfo } from '../../actors/runtime/registry.ts';
 import type { AppContext } from './context.ts';
 import type { ActiveRunsScope } from './runs.ts';
-import { notOthers, ownedIds } from './store/owners.ts';
+import { notOthers, ownedIds } from '../store/owners.ts';
 
 type ItemKind = 'chat' | 'search';
 

@@ -1,8 +1,8 @@
 // Readiness for balancers (GET /ready): every check must answer within its deadline. The checks are
 // a list so that deployments add theirs (cluster mode adds Redis). Concurrent probes share one
 // round of checks, so a burst of probes costs one query, not one each.
-import { withDeadline } from './db/control-pool.ts';
-import { describeError } from './db/pool.ts';
+import { withDeadline } from '../db/control-pool.ts';
+import { describeError } from '../db/pool.ts';
 
 export interface ReadinessCheck {
   /** Names the dependency in the 503 message, e.g. `database`. */
