@@ -13,6 +13,13 @@ export const SOLO = [
 ];
 export const GROUP_SIZE = 6;
 
+/**
+ * Directories whose files each need a process of their own: they set process-wide state that the next
+ * file of a shared process would inherit (test/telemetry: OpenTelemetry's global tracer and meter
+ * providers, and OTEL_* variables read once).
+ */
+export const OWN_PROCESS_DIRS = ['test/telemetry'];
+
 /** `test/api/chats` of `.build/test/api/chats.test.js` (or of the .ts source). */
 export const testName = (file) => file.replace(/^(\.\/)?(\.build\/)?/, '').replace(/\.test\.[jt]s$/, '');
 
@@ -27,7 +34,8 @@ export function planProcesses(files) {
   for (const f of [...files].sort()) {
     if (solo.includes(f)) continue;
     const dir = testName(f).replace(/\/[^/]+$/, '');
-    byDir.set(dir, [...(byDir.get(dir) ?? []), f]);
+    const key = OWN_PROCESS_DIRS.includes(dir) ? testName(f) : dir;
+    byDir.set(key, [...(byDir.get(key) ?? []), f]);
   }
   const groups = [];
   for (const [dir, members] of byDir) {

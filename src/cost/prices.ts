@@ -3,6 +3,7 @@
 // of one call's usage under it. Cached input is priced apart: a cache read costs a fraction of a fresh
 // input token at most providers, a cache write (provider_b) a little more.
 import { readFileSync } from 'node:fs';
+import { ErrorCodes, ServiceError } from '../base/errors.ts';
 
 /** One model's prices, USD per token, as LiteLLM names them. Other keys of a LiteLLM entry are ignored. */
 export interface ModelPrice {
@@ -26,9 +27,10 @@ export interface PricedUsage {
   cacheWriteTokens?: number;
 }
 
-export class PriceTableError extends Error {
+/** A MODEL_PRICES file that cannot be used: a configuration error, so it carries the configuration's code. */
+export class PriceTableError extends ServiceError {
   constructor(message: string) {
-    super(message);
+    super(ErrorCodes.CONFIG, message);
     this.name = 'PriceTableError';
   }
 }
