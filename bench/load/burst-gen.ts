@@ -5,6 +5,7 @@
 import { inOwnProcess, serveJob } from './job-process.ts';
 import { Samples, summarize, type Summary } from './stats.ts';
 import { tally, timedStream, type StreamOutcome } from './timed-stream.ts';
+import type { ClassResult } from './long-gen.ts';
 
 export interface BurstJob {
   port: number;
@@ -14,15 +15,9 @@ export interface BurstJob {
   timeoutMs: number;
 }
 
-export interface BurstResult {
-  n: number;
-  accepted: number;
-  refused: Record<string, number>;
-  /** Accepted streams that ended `done` with all their text. */
-  done: number;
-  notDone: Record<string, number>;
-  /** From the burst's send to each accepted stream's `meta`, and to its first delta (ms). */
-  metaMs: Summary;
+/** A class of starts as long-gen.ts counts them; here `metaMs` runs from the burst's send. */
+export interface BurstResult extends ClassResult {
+  /** From the burst's send to each accepted stream's first delta (ms). */
   firstDeltaMs: Summary;
   /** From the send to the refusals' answers (ms). */
   refusalMs: Summary;
