@@ -191,18 +191,24 @@ export class LagBoard {
    */
   hostsLagNow(): number {
     const now = this.now();
-    let worst = -1;
-    for (let i = 0; i < this.reports.length; i++) {
-      const r = this.reports[i];
-      if (r !== undefined) worst = Math.max(worst, r.p99Ms, now - r.at - REPORT_MS);
-    }
-    return worst < 0 ? Math.max(this.mainP99Ms, now - this.mainAt - REPORT_MS) : worst;
+    const hosts = this.reportedLag(now);
+    return hosts < 0 ? this.mainLag(now) : hosts;
   }
 
   /** The worst lag right now: each thread's last p99, or how overdue its next report is, whichever is worse. Allocates nothing. */
   lagNow(): number {
     const now = this.now();
-    let worst = Math.max(this.mainP99Ms, now - this.mainAt - REPORT_MS);
+    return Math.max(this.mainLag(now), this.reportedLag(now));
+  }
+
+  /** The main thread's last p99, or how overdue its next fold is. */
+  private mainLag(now: number): number {
+    return Math.max(this.mainP99Ms, now - this.mainAt - REPORT_MS);
+  }
+
+  /** The worst actor thread's last p99, or how overdue its next report is; -1 while none has reported. */
+  private reportedLag(now: number): number {
+    let worst = -1;
     for (let i = 0; i < this.reports.length; i++) {
       const r = this.reports[i];
       if (r !== undefined) worst = Math.max(worst, r.p99Ms, now - r.at - REPORT_MS);

@@ -21,9 +21,7 @@ export type RefusalReason = 'capacity' | 'overload' | 'draining' | 'user_runs' |
 
 /** The threads' saturation as of the question (LagBoard). */
 export interface LagSignal {
-  /** The worst lag, a stall still going on included. */
-  lagNow(): number;
-  /** The same among the threads that run the runs (the limit reads it). */
+  /** The worst lag among the threads that run the runs, a stall still going on included (the limit reads it). */
   hostsLagNow(): number;
   /** The busiest thread's share of its last moments, 0–1 (shown, not judged). */
   busyNow(): number;

@@ -197,6 +197,25 @@ describe('StartQueue (scripted arrivals)', () => {
     const out = [q.shift(), q.shift(), q.shift(), q.shift()];
     assert.deepEqual(out.filter((x) => typeof x === 'string'), ['quiet-1', 'quiet-2']);
   });
+
+  it('a line that never empties keeps its order and its waits across the drop of its gone head', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    // One user always waiting: two in, one out a ms, so the line's gone head passes the 1,024 it is dropped at.
+    let next = 0;
+    const out: number[] = [];
+    for (let ms = 0; ms < 3000; ms++) {
+      c.t = ms;
+      q.push(next++, 'u', ms);
+      q.push(next++, 'u', ms);
+      out.push(q.shift()!);
+    }
+    assert.deepEqual(out, Array.from({ length: 3000 }, (_, i) => i), 'oldest first, none lost or repeated');
+    assert.equal(q.waitingFor('u'), 3000);
+    // The next to leave is start 3000, pushed at ms 1500: the waits still line up with the starts.
+    assert.equal(q.oldestWaitMs(c.t), c.t - 1500);
+    assert.equal(q.shift(), 3000);
+  });
 });
 
 describe('Admission', () => {
