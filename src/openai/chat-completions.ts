@@ -75,18 +75,21 @@ function completionOf(id: string, model: string, value: ChatRunValue): Record<st
  * chunk (include_usage) and `[DONE]`. A failure after the stream began is `data: {"error":…}`.
  */
 export class ChatChunkStream extends FrameTranslator {
+  /** `data: {` up to the chunk's choices: the same id, created, model and chat_id on every chunk. */
+  private readonly prefix: string;
   private readonly head: string;
 
   constructor(
     sink: SseSink,
-    private readonly id: string,
-    private readonly model: string,
+    id: string,
+    model: string,
     private readonly includeUsage: boolean,
-    private readonly chatId: string | null,
+    chatId: string | null,
   ) {
     super(sink);
     const chat = chatId ? `,"chat_id":${JSON.stringify(chatId)}` : '';
-    this.head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${nowSeconds()},"model":${JSON.stringify(model)}${chat},"choices":[{"index":0,"delta":`;
+    this.prefix = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${nowSeconds()},"model":${JSON.stringify(model)}${chat}`;
+    this.head = `${this.prefix},"choices":[{"index":0,"delta":`;
   }
 
   /** Opens the SSE response (the run was not refused). */
@@ -115,9 +118,7 @@ export class ChatChunkStream extends FrameTranslator {
     }
     out += this.choice('{}', calls ? 'tool_calls' : 'stop');
     if (this.includeUsage) {
-      const usage = chatUsage(data.usage as Usage | undefined);
-      const chat = this.chatId ? `,"chat_id":${JSON.stringify(this.chatId)}` : '';
-      out += `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${nowSeconds()},"model":${JSON.stringify(this.model)}${chat},"choices":[],"usage":${JSON.stringify(usage)}}\n\n`;
+      out += `${this.prefix},"choices":[],"usage":${JSON.stringify(chatUsage(data.usage as Usage | undefined))}}\n\n`;
     }
     this.sink.write(`${out}data: [DONE]\n\n`);
   }
