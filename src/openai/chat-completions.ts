@@ -34,6 +34,7 @@ const toolCallsOf = (calls: ToolCallRequest[]) => calls.map((c) => ({ id: c.call
 function runRequest(body: ChatCompletionBody, model: ResolvedModel, owner: string, mode: 'stream' | 'whole'): ChatRunRequest {
   const chatId = body.store ? randomUUID() : null;
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+  const tools = clientTools(body.tools);
   return {
     mode,
     chatId,
@@ -48,7 +49,7 @@ function runRequest(body: ChatCompletionBody, model: ResolvedModel, owner: strin
     enabledTools: body.service_tools ?? [],
     ...(body.temperature != null && { temperature: body.temperature }),
     ...(maxTokens !== undefined && { maxTokens }),
-    ...(clientTools(body.tools) && { clientTools: clientTools(body.tools) }),
+    ...(tools && { clientTools: tools }),
   };
 }
 
