@@ -18,7 +18,7 @@ import { MESSAGE_BODY_LIMIT } from '../routes/chats.ts';
 import { chatCompletionSchema, clientTools, runMessages, type ChatCompletionBody } from './chat-request.ts';
 import { streamErrorBody } from './errors.ts';
 import { resolveModel, type ResolvedModel } from './models.ts';
-import { FrameTranslator, type NativeFrame } from './native-frames.ts';
+import { FrameTranslator } from './native-frames.ts';
 import { counted } from './requests.ts';
 import { whileConnected } from '../routes/completions.ts';
 import { startChatRun } from './start.ts';
@@ -102,11 +102,14 @@ export class ChatChunkStream extends FrameTranslator {
     return `${this.head}${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
   }
 
-  protected frame(f: NativeFrame): void {
-    if ('delta' in f) return this.sink.write(`${this.head}{"content":${f.delta}},"logprobs":null,"finish_reason":null}]}\n\n`);
-    if (f.event === 'meta') return this.sink.write(this.choice('{"role":"assistant","content":""}', null));
-    if (f.event === 'done') return this.done(f.data);
-    if (f.event === 'error') this.sink.write(`data: ${JSON.stringify(streamErrorBody(String(f.data.message)))}\n\n`);
+  delta(text: string): void {
+    this.sink.write(`${this.head}{"content":${text}},"logprobs":null,"finish_reason":null}]}\n\n`);
+  }
+
+  event(event: string, data: Record<string, unknown>): void {
+    if (event === 'meta') return this.sink.write(this.choice('{"role":"assistant","content":""}', null));
+    if (event === 'done') return this.done(data);
+    if (event === 'error') this.sink.write(`data: ${JSON.stringify(streamErrorBody(String(data.message)))}\n\n`);
     // Service tool events (`tool_call`) are the service's business: the client sees only the answer.
   }
 
