@@ -18,7 +18,7 @@ import { MESSAGE_BODY_LIMIT } from '../routes/chats.ts';
 import { chatCompletionSchema, clientTools, runMessages, type ChatCompletionBody } from './chat-request.ts';
 import { streamErrorBody } from './errors.ts';
 import { resolveModel, type ResolvedModel } from './models.ts';
-import { FrameTranslator, type NativeFrame } from './native-frames.ts';
+import { FrameTranslator } from './native-frames.ts';
 import { counted } from './requests.ts';
 import { whileConnected } from '../routes/completions.ts';
 import { startChatRun } from './start.ts';
@@ -34,6 +34,7 @@ const toolCallsOf = (calls: ToolCallRequest[]) => calls.map((c) => ({ id: c.call
 function runRequest(body: ChatCompletionBody, model: ResolvedModel, owner: string, mode: 'stream' | 'whole'): ChatRunRequest {
   const chatId = body.store ? randomUUID() : null;
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+  const tools = clientTools(body.tools);
   return {
     mode,
     chatId,
@@ -48,7 +49,7 @@ function runRequest(body: ChatCompletionBody, model: ResolvedModel, owner: strin
     enabledTools: body.service_tools ?? [],
     ...(body.temperature != null && { temperature: body.temperature }),
     ...(maxTokens !== undefined && { maxTokens }),
-    ...(clientTools(body.tools) && { clientTools: clientTools(body.tools) }),
+    ...(tools && { clientTools: tools }),
   };
 }
 
@@ -75,18 +76,21 @@ function completionOf(id: string, model: string, value: ChatRunValue): Record<st
  * chunk (include_usage) and `[DONE]`. A failure after the stream began is `data: {"error":…}`.
  */
 export class ChatChunkStream extends FrameTranslator {
+  /** `data: {` up to the chunk's choices: the same id, created, model and chat_id on every chunk. */
+  private readonly prefix: string;
   private readonly head: string;
 
   constructor(
     sink: SseSink,
-    private readonly id: string,
-    private readonly model: string,
+    id: string,
+    model: string,
     private readonly includeUsage: boolean,
-    private readonly chatId: string | null,
+    chatId: string | null,
   ) {
     super(sink);
     const chat = chatId ? `,"chat_id":${JSON.stringify(chatId)}` : '';
-    this.head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${nowSeconds()},"model":${JSON.stringify(model)}${chat},"choices":[{"index":0,"delta":`;
+    this.prefix = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${nowSeconds()},"model":${JSON.stringify(model)}${chat}`;
+    this.head = `${this.prefix},"choices":[{"index":0,"delta":`;
   }
 
   /** Opens the SSE response (the run was not refused). */
@@ -98,11 +102,14 @@ export class ChatChunkStream extends FrameTranslator {
     return `${this.head}${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
   }
 
-  protected frame(f: NativeFrame): void {
-    if ('delta' in f) return this.sink.write(`${this.head}{"content":${f.delta}},"logprobs":null,"finish_reason":null}]}\n\n`);
-    if (f.event === 'meta') return this.sink.write(this.choice('{"role":"assistant","content":""}', null));
-    if (f.event === 'done') return this.done(f.data);
-    if (f.event === 'error') this.sink.write(`data: ${JSON.stringify(streamErrorBody(String(f.data.message)))}\n\n`);
+  delta(text: string): void {
+    this.sink.write(`${this.head}{"content":${text}},"logprobs":null,"finish_reason":null}]}\n\n`);
+  }
+
+  event(event: string, data: Record<string, unknown>): void {
+    if (event === 'meta') return this.sink.write(this.choice('{"role":"assistant","content":""}', null));
+    if (event === 'done') return this.done(data);
+    if (event === 'error') this.sink.write(`data: ${JSON.stringify(streamErrorBody(String(data.message)))}\n\n`);
     // Service tool events (`tool_call`) are the service's business: the client sees only the answer.
   }
 
@@ -115,9 +122,7 @@ export class ChatChunkStream extends FrameTranslator {
     }
     out += this.choice('{}', calls ? 'tool_calls' : 'stop');
     if (this.includeUsage) {
-      const usage = chatUsage(data.usage as Usage | undefined);
-      const chat = this.chatId ? `,"chat_id":${JSON.stringify(this.chatId)}` : '';
-      out += `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${nowSeconds()},"model":${JSON.stringify(this.model)}${chat},"choices":[],"usage":${JSON.stringify(usage)}}\n\n`;
+      out += `${this.prefix},"choices":[],"usage":${JSON.stringify(chatUsage(data.usage as Usage | undefined))}}\n\n`;
     }
     this.sink.write(`${out}data: [DONE]\n\n`);
   }

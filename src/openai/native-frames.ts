@@ -6,22 +6,28 @@ import type { SseSink } from '../http/sse.ts';
 
 const DELTA_HEAD = 'event: delta\ndata: {"type":"delta","text":';
 
-/** One native frame: a delta's text literal (JSON-encoded), or another event with its data parsed. */
-export type NativeFrame = { delta: string } | { event: string; data: Record<string, unknown> };
+/** Where the frames of a chunk go: a delta as its text literal (JSON-encoded), another event with its data parsed. */
+export interface NativeFrameTarget {
+  delta(text: string): void;
+  event(event: string, data: Record<string, unknown>): void;
+}
 
-/** Calls `each` for every whole frame of `chunk` (one or more frames, each ending in a blank line). */
-export function eachNativeFrame(chunk: string, each: (frame: NativeFrame) => void): void {
+/**
+ * Hands every whole frame of `chunk` (one or more frames, each ending in a blank line) to `to`: a
+ * delta costs one slice, and no object or closure.
+ */
+export function eachNativeFrame(chunk: string, to: NativeFrameTarget): void {
   let at = 0;
   while (at < chunk.length) {
     const end = chunk.indexOf('\n\n', at);
     const stop = end === -1 ? chunk.length : end;
     if (chunk.startsWith(DELTA_HEAD, at)) {
-      each({ delta: chunk.slice(at + DELTA_HEAD.length, stop - 1) });
+      to.delta(chunk.slice(at + DELTA_HEAD.length, stop - 1));
     } else if (chunk.startsWith('event: ', at)) {
       const nl = chunk.indexOf('\n', at);
       const event = chunk.slice(at + 7, nl);
       const dataAt = nl + 7; // after "\ndata: "
-      each({ event, data: JSON.parse(chunk.slice(dataAt, stop)) as Record<string, unknown> });
+      to.event(event, JSON.parse(chunk.slice(dataAt, stop)) as Record<string, unknown>);
     }
     // (A comment frame, `: …`, is the sink's own business.)
     at = stop + 2;
@@ -30,11 +36,9 @@ export function eachNativeFrame(chunk: string, each: (frame: NativeFrame) => voi
 
 /**
  * A run's subscriber that writes another API's events to a client's SSE response: each native frame goes
- * to `frame`, and the response ends, closes and drops as the sink does.
+ * to `delta` or `event`, and the response ends, closes and drops as the sink does.
  */
-export abstract class FrameTranslator implements Subscriber {
-  private readonly onFrame = (f: NativeFrame) => this.frame(f);
-
+export abstract class FrameTranslator implements Subscriber, NativeFrameTarget {
   constructor(protected readonly sink: SseSink) {}
 
   get dropped(): boolean {
@@ -42,7 +46,7 @@ export abstract class FrameTranslator implements Subscriber {
   }
 
   write(frames: string): void {
-    eachNativeFrame(frames, this.onFrame);
+    eachNativeFrame(frames, this);
   }
 
   end(): void {
@@ -53,5 +57,8 @@ export abstract class FrameTranslator implements Subscriber {
     this.sink.onClose(fn);
   }
 
-  protected abstract frame(f: NativeFrame): void;
+  /** A delta's text, as the JSON string literal it came as. */
+  abstract delta(text: string): void;
+
+  abstract event(event: string, data: Record<string, unknown>): void;
 }

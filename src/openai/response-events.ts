@@ -5,7 +5,7 @@
 // from the start got. `starting_after` only decides which of them are written.
 import type { SseSink } from '../http/sse.ts';
 import type { ToolCallRequest, Usage } from '../providers/types.ts';
-import { FrameTranslator, type NativeFrame } from './native-frames.ts';
+import { FrameTranslator } from './native-frames.ts';
 import type { ResponseRequest, ResponseStatus, StoredResponse } from './store.ts';
 
 /** What every object of one response repeats. */
@@ -151,9 +151,9 @@ export class ResponseEventStream extends FrameTranslator {
   replayStored(s: StoredResponse): void {
     const end = endOfStored(s)!;
     this.recut = s.deltas === null;
-    this.frame({ event: 'meta', data: {} });
+    this.event('meta', {});
     let at = 0;
-    for (const n of s.deltas ?? (end.text ? [end.text.length] : [])) this.frame({ delta: JSON.stringify(end.text.slice(at, (at += n))) });
+    for (const n of s.deltas ?? (end.text ? [end.text.length] : [])) this.delta(JSON.stringify(end.text.slice(at, (at += n))));
     if (this.cut) return;
     this.finish(end);
     this.sink.end();
@@ -164,28 +164,29 @@ export class ResponseEventStream extends FrameTranslator {
     if (n > this.startingAfter) this.sink.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n, ...fields })}\n\n`);
   }
 
-  protected frame(f: NativeFrame): void {
+  delta(text: string): void {
     if (this.cut) return;
-    if ('delta' in f) {
-      if (!this.textOpen) {
-        this.openText();
-        if (this.recut && this.startingAfter >= this.seq + this.resumedDeltas) return this.resumePointLost();
-      }
-      const n = this.seq++;
-      // The hot path: the delta's JSON literal spliced in, nothing parsed or built.
-      if (n > this.startingAfter) this.sink.write(`${this.deltaHead}${f.delta},"sequence_number":${n}}\n\n`);
-      return;
+    if (!this.textOpen) {
+      this.openText();
+      if (this.recut && this.startingAfter >= this.seq + this.resumedDeltas) return this.resumePointLost();
     }
-    if (f.event === 'meta') {
-      if (this.callId !== null && typeof f.data.callId === 'string' && f.data.callId !== this.callId) {
+    const n = this.seq++;
+    // The hot path: the delta's JSON literal spliced in, nothing parsed or built.
+    if (n > this.startingAfter) this.sink.write(`${this.deltaHead}${text},"sequence_number":${n}}\n\n`);
+  }
+
+  event(event: string, data: Record<string, unknown>): void {
+    if (this.cut) return;
+    if (event === 'meta') {
+      if (this.callId !== null && typeof data.callId === 'string' && data.callId !== this.callId) {
         this.recut = true;
-        this.resumedDeltas = typeof f.data.resumedDeltas === 'number' ? f.data.resumedDeltas : 0;
+        this.resumedDeltas = typeof data.resumedDeltas === 'number' ? data.resumedDeltas : 0;
       }
       const started = responseObject(this.base, null);
       this.emit('response.created', { response: started });
       this.emit('response.in_progress', { response: started });
-    } else if (f.event === 'done' || f.event === 'error') {
-      const end = endOfFrame(f);
+    } else if (event === 'done' || event === 'error') {
+      const end = endOfFrame({ event, data });
       if (!this.stored) return this.finish(end);
       this.held = true;
       const release = () => {

@@ -52,6 +52,8 @@ interface Conversation {
 
 export function responseRoutes(app: AppContext): Route[] {
   const { pool } = app;
+  /** The stored responses this instance is running, by id: each one's end, settled once it is written. */
+  const ending = new Map<string, Promise<unknown>>();
 
   /**
    * Where the response goes: a new chat (stored, no previous), the chat of `previous_response_id` when that
@@ -149,6 +151,12 @@ export function responseRoutes(app: AppContext): Route[] {
         return finishResponse(pool, id, { status: end.status, outputText: end.text, toolCalls: end.toolCalls, deltas, usage: end.usage, error: end.error });
       });
     finished.catch((err: unknown) => app.log.error({ err, responseId: id }, 'the end of an OpenAI response could not be stored'));
+    const settled = finished.then(
+      () => undefined,
+      () => undefined,
+    );
+    ending.set(id, settled);
+    void settled.then(() => ending.delete(id));
     return { inserted, finished };
   }
 
@@ -165,8 +173,14 @@ export function responseRoutes(app: AppContext): Route[] {
     const owner = req.caller.userId;
     const stored = await currentResponse(app, req.params.id!, owner);
     if (stored.status === 'in_progress') await app.runs.stop('chat', stored.chatId);
-    // The instance that runs it writes its end: wait for it (a stop ends a run at once).
+    // The instance that runs it writes its end (a stop ends a run at once). Run here: wait for that write
+    // itself. Run elsewhere: read until its end lands.
     let now = stored;
+    const here = ending.get(stored.id);
+    if (here && now.status === 'in_progress') {
+      await here;
+      now = (await getResponse(pool, stored.id, owner)) ?? now;
+    }
     for (let i = 0; i < 100 && now.status === 'in_progress'; i++) {
       await new Promise((r) => setTimeout(r, 50));
       now = (await getResponse(pool, stored.id, owner)) ?? now;

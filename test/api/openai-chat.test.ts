@@ -83,6 +83,7 @@ for (const db of apiDatabases()) {
       const last = chunks.at(-1)!;
       assert.deepEqual(last.choices, []);
       assert.ok(last.usage!.total_tokens > 0);
+      assert.equal(new Set(chunks.map((c) => `${c.id} ${c.created} ${c.model}`)).size, 1, 'every chunk, the usage one too, has the same id, created and model');
       // The raw wire: bare data lines, ending in [DONE].
       const res = await fetch(`${t.url}/openai/v1/chat/completions`, {
         method: 'POST',
