@@ -268,10 +268,14 @@ function storeAnswer(b: Base, stopped: boolean, io: ChatIo): ChatState {
   const { callId } = run.req;
   if (!callId) return done(b, stopped, io);
   const { fallback, fallbackCalls } = b.rounds;
-  // After a fallback the usage is the answering model's, and so is its price.
-  const model = fallbackCalls?.model ?? run.req.model;
+  const model = answeringModel(b);
   io.perform({ c: 'store_answer', callId, chatId: run.chatId, model, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input), ...(fallback && { fallback, fallbackCalls }) });
   return { ...b, s: 'storing', stopped };
+}
+
+/** After a fallback the usage is the answering model's, and so is its price. */
+function answeringModel({ run, rounds }: Pick<Base, 'run' | 'rounds'>): string {
+  return rounds.fallbackCalls?.model ?? run.req.model;
 }
 
 function done({ run, rounds }: Base, stopped: boolean, io: ChatIo): ChatState {
@@ -283,7 +287,7 @@ function done({ run, rounds }: Base, stopped: boolean, io: ChatIo): ChatState {
   if (usage) data.usage = usage;
   if (stopped) data.stopped = true;
   const raw = stopped ? null : rounds.raw;
-  const cost = costOf(io.deps.config.modelPrices, req.model, rounds.usage);
+  const cost = costOf(io.deps.config.modelPrices, answeringModel({ run, rounds }), rounds.usage);
   const value: ChatRunValue = { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, cost, raw, stopped };
   // Only a run with client functions (the OpenAI-compatible API) ever has them: the spec's `done` is unchanged.
   if (rounds.clientCalls && !stopped) data.toolCalls = value.toolCalls = rounds.clientCalls;

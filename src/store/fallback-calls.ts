@@ -41,13 +41,12 @@ const SPLIT = `WITH first AS (
        FROM first WHERE l.id = first.id`;
 
 /**
- * Splits the ended call `callId` of a run that fell back into one call per model of `calls`; the
- * answering call's id is returned. A call already split (this write repeated), or still running, is left as it is.
+ * Splits the ended call `callId` of a run that fell back into one call per model of `calls`. A call
+ * already split (this write repeated), or still running, is left as it is.
  */
-export async function splitFallbackCall(db: Queryable, callId: string, calls: FallbackCalls): Promise<string> {
+export async function splitFallbackCall(db: Queryable, callId: string, calls: FallbackCalls): Promise<void> {
   const [first, ...later] = calls.failed;
   if (!first) throw new Error('a fallback without a failed call');
-  const answerId = randomUUID();
   // A microsecond per call keeps their order (lastRun is the newest) when a call failed at once (a breaker).
   let at = first.ms / 1000;
   const rows = later.map((f, k): { id: string; provider: string; model: string; error: string; at: number; ms: number | null } => {
@@ -55,7 +54,6 @@ export async function splitFallbackCall(db: Queryable, callId: string, calls: Fa
     at += f.ms / 1000;
     return row;
   });
-  rows.push({ id: answerId, provider: calls.provider, model: calls.model, error: '', at: at + (later.length + 1) / 1e6, ms: null });
+  rows.push({ id: randomUUID(), provider: calls.provider, model: calls.model, error: '', at: at + (later.length + 1) / 1e6, ms: null });
   await db.query(SPLIT, [callId, toJson(rows), cleanText(first.error), Math.round(first.ms)]);
-  return answerId;
 }

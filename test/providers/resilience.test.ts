@@ -307,6 +307,22 @@ describe('providers/resilience', () => {
       }
       assert.equal((await one.admit(key)).allow, false);
     });
+
+    test(`${name}: calls older than 10 s leave the failure rate`, async (t) => {
+      const s = await setup(t);
+      if (!s) return;
+      const one = s.make();
+      const key = 'provider_a/sim-a-large';
+      s.clock(80_000);
+      for (let i = 0; i < 18; i++) await one.record(key, i % 2 === 1);
+      // Ten seconds on, the 18 have left the window: 2 more calls (one failed) are not 20 calls.
+      s.clock(90_000);
+      for (let i = 0; i < 2; i++) {
+        assert.equal((await one.admit(key)).allow, true, `call ${i}`);
+        await one.record(key, i % 2 === 1);
+      }
+      assert.equal((await one.admit(key)).allow, true);
+    });
   }
 
   async function drain(budget: RetryBudget, provider: ProviderName, deposits: number): Promise<number> {

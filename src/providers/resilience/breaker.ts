@@ -5,6 +5,7 @@
 // (cluster mode) every instance reads and writes the same breaker, so a provider found down by one
 // instance is spared by all.
 import type { Redis } from 'ioredis';
+import { SecondCounts } from './window.ts';
 
 export const BREAKER_WINDOW_S = 10;
 export const BREAKER_MIN_CALLS = 20;
@@ -35,8 +36,8 @@ interface State {
   openUntil: number;
   /** A trial call is out until then (half-open); a trial that never reports frees the next one then. */
   trialUntil: number;
-  /** Second → [calls, failures]. */
-  window: Map<number, [number, number]>;
+  /** [calls, failures] per second. */
+  window: SecondCounts;
 }
 
 export class LocalBreakers implements Breakers {
@@ -49,7 +50,7 @@ export class LocalBreakers implements Breakers {
 
   private state(key: string): State {
     let s = this.states.get(key);
-    if (!s) this.states.set(key, (s = { consecutive: 0, openUntil: 0, trialUntil: 0, window: new Map() }));
+    if (!s) this.states.set(key, (s = { consecutive: 0, openUntil: 0, trialUntil: 0, window: new SecondCounts(BREAKER_WINDOW_S) }));
     return s;
   }
 
@@ -75,28 +76,20 @@ export class LocalBreakers implements Breakers {
   recordNow(key: string, failed: boolean): void {
     const s = this.state(key);
     const now = this.now();
-    const sec = Math.floor(now / 1000);
-    for (const at of s.window.keys()) if (at <= sec - BREAKER_WINDOW_S) s.window.delete(at);
-    let b = s.window.get(sec);
-    if (!b) s.window.set(sec, (b = [0, 0]));
+    const b = s.window.at(now);
     b[0]++;
     if (!failed) {
       s.consecutive = 0;
       // A success while half-open (the trial, or a call admitted before it opened) closes it.
-      if (s.openUntil !== 0 && now >= s.openUntil) Object.assign(s, { openUntil: 0, trialUntil: 0, window: new Map() });
+      if (s.openUntil !== 0 && now >= s.openUntil) Object.assign(s, { openUntil: 0, trialUntil: 0, window: new SecondCounts(BREAKER_WINDOW_S) });
       return;
     }
     b[1]++;
     s.consecutive++;
     const halfOpen = s.openUntil !== 0 && now >= s.openUntil;
-    let calls = 0;
-    let failures = 0;
-    for (const [c, f] of s.window.values()) {
-      calls += c;
-      failures += f;
-    }
+    const [calls, failures] = s.window.sum();
     if (halfOpen || s.consecutive >= this.rule.failures || (calls >= BREAKER_MIN_CALLS && failures * 2 >= calls)) {
-      Object.assign(s, { openUntil: now + this.rule.openMs, trialUntil: 0, consecutive: 0, window: new Map() });
+      Object.assign(s, { openUntil: now + this.rule.openMs, trialUntil: 0, consecutive: 0, window: new SecondCounts(BREAKER_WINDOW_S) });
     }
   }
 

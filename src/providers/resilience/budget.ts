@@ -4,6 +4,7 @@
 // retry. Counted in one-second buckets; with Redis (cluster mode) across every instance, so a fleet's
 // retries stay bounded too.
 import type { Redis } from 'ioredis';
+import { SecondCounts } from './window.ts';
 
 export const BUDGET_WINDOW_S = 10;
 export const BUDGET_FLOOR_PER_S = 10;
@@ -23,14 +24,10 @@ export interface BudgetRule {
   now?: () => number;
 }
 
-interface Buckets {
-  /** Second → [calls, retries]. */
-  bySecond: Map<number, [number, number]>;
-}
-
 /** One process's budget (one per actor thread when there is no Redis). */
 export class LocalRetryBudget implements RetryBudget {
-  private readonly providers = new Map<string, Buckets>();
+  /** Provider → [calls, retries] per second. */
+  private readonly providers = new Map<string, SecondCounts>();
   private readonly percent: number;
   private readonly floor: number;
   private readonly window: number;
@@ -54,31 +51,21 @@ export class LocalRetryBudget implements RetryBudget {
   /** The synchronous withdraw (also the Redis budget's answer while Redis is out of reach). */
   take(provider: string): boolean {
     const b = this.bucket(provider);
-    let calls = 0;
-    let retries = 0;
-    for (const [c, r] of this.buckets(provider).bySecond.values()) {
-      calls += c;
-      retries += r;
-    }
+    const [calls, retries] = this.counts(provider).sum();
     if (!allowed(calls, retries, this.percent, this.floor, this.window)) return false;
     b[1]++;
     return true;
   }
 
-  private buckets(provider: string): Buckets {
-    let b = this.providers.get(provider);
-    if (!b) this.providers.set(provider, (b = { bySecond: new Map() }));
-    return b;
+  private counts(provider: string): SecondCounts {
+    let c = this.providers.get(provider);
+    if (!c) this.providers.set(provider, (c = new SecondCounts(this.window)));
+    return c;
   }
 
-  /** This second's bucket, after dropping those that left the window. */
+  /** This second's [calls, retries], after dropping the seconds that left the window. */
   private bucket(provider: string): [number, number] {
-    const sec = Math.floor(this.now() / 1000);
-    const { bySecond } = this.buckets(provider);
-    for (const s of bySecond.keys()) if (s <= sec - this.window) bySecond.delete(s);
-    let b = bySecond.get(sec);
-    if (!b) bySecond.set(sec, (b = [0, 0]));
-    return b;
+    return this.counts(provider).at(this.now());
   }
 }
 
