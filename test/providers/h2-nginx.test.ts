@@ -12,6 +12,7 @@ import { ensureNginx, freePort } from '../helpers/nginx.ts';
 import { startNginx, type Nginx } from '../helpers/nginx.ts';
 import { selfSignedCertificate } from '../helpers/tls.ts';
 import { collect, httpsAdapter, request, type Sim } from './helpers.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const STREAMS_PER_CONNECTION = 8;
 const REQUESTS_PER_CONNECTION = 5;
@@ -71,6 +72,7 @@ describe('HTTP/2 toward a provider behind nginx', () => {
     const provider = httpsAdapter(base, cert);
     const results = await Promise.all(Array.from({ length: 40 }, () => collect(provider.startSession(request({ reply: REPLY, deltas: 6, rate: 30 })))));
     for (const r of results) assert.deepEqual([r.text, r.end.finishReason], [REPLY, 'stop']);
+    await waitFor(() => relayed(from).length >= 40, 10_000, "nginx's access-log lines of the 40 streams");
     const lines = relayed(from);
     assert.equal(lines.length, 40);
     assert.deepEqual([...new Set(lines.map((l) => `${l.protocol} ${l.status}`))], ['HTTP/2.0 200']);
@@ -97,6 +99,8 @@ describe('HTTP/2 toward a provider behind nginx', () => {
       const results = await Promise.all(Array.from({ length: 3 }, () => collect(provider.startSession(request({ reply: REPLY, deltas: 3, rate: 50 })))));
       for (const r of results) assert.equal(r.text, REPLY);
     }
+    // nginx writes a request's access-log line once it has finished it, which can follow the client's end.
+    await waitFor(() => relayed(from).length >= 18, 10_000, "nginx's access-log lines of the 18 streams");
     const lines = relayed(from);
     assert.equal(lines.length, 18);
     assert.ok(new Set(lines.map((l) => l.conn)).size >= Math.ceil(18 / REQUESTS_PER_CONNECTION), 'nginx rotated the connections');
