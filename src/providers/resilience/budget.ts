@@ -1,8 +1,12 @@
-// The retry budget, as Finagle's and gRPC's: retries to a provider may be at most PERCENT % of its
-// calls over the last WINDOW seconds plus a floor of FLOOR retries a second, so that during an outage
-// the service does not multiply the load on a provider that is down, while a quiet service can still
-// retry. Counted in one-second buckets; with Redis (cluster mode) across every instance, so a fleet's
-// retries stay bounded too.
+// The retry budget, after Finagle's and gRPC's: retries to a provider may be at most PERCENT % of its first
+// calls (not its retries) over the last WINDOW seconds, or, when that is fewer, FLOOR retries a second over
+// the seconds of the window the budget has been in use, so that during an outage the service does not
+// multiply the load on a provider that is down, while a quiet service can still retry. The floor is a
+// minimum, not an allowance on top of the share: added to it (Finagle's reserve of 10/s × 10 s), a busy
+// service's retries could pass 1.2 calls per first call by 100 a window. And it grows with the seconds in
+// use, 10 in the first, 100 only after a whole window, so a burst after a quiet spell is held to its share.
+// Counted in one-second buckets; with Redis (cluster mode) across every instance, so a fleet's retries stay
+// bounded too.
 import type { Redis } from 'ioredis';
 import { SecondCounts } from './window.ts';
 
@@ -51,8 +55,9 @@ export class LocalRetryBudget implements RetryBudget {
   /** The synchronous withdraw (also the Redis budget's answer while Redis is out of reach). */
   take(provider: string): boolean {
     const b = this.bucket(provider);
-    const [calls, retries] = this.counts(provider).sum();
-    if (!allowed(calls, retries, this.percent, this.floor, this.window)) return false;
+    const counts = this.counts(provider);
+    const [calls, retries] = counts.sum();
+    if (retries + 1 > allowance(calls, counts.observedS(), this.percent, this.floor)) return false;
     b[1]++;
     return true;
   }
@@ -69,28 +74,32 @@ export class LocalRetryBudget implements RetryBudget {
   }
 }
 
-function allowed(calls: number, retries: number, percent: number, floor: number, window: number): boolean {
-  return retries + 1 <= (calls * percent) / 100 + floor * window;
+/** The retries a window allows: the share of its first calls, or the floor over its seconds in use if more. */
+export function allowance(calls: number, observedS: number, percent: number, floorPerS: number): number {
+  return Math.max((calls * percent) / 100, floorPerS * observedS);
 }
 
-// One hash per provider: fields `c:<second>` (calls) and `r:<second>` (retries). The withdraw sums
-// the window, drops older fields and counts the retry in one step.
+// One hash per provider: fields `c:<second>` (first calls) and `r:<second>` (retries). The withdraw sums
+// the window, drops older fields and counts the retry in one step (the allowance as allowance() has it;
+// the seconds in use run from the oldest field kept).
 const DEPOSIT = `
 redis.call('HINCRBY', KEYS[1], 'c:' .. ARGV[1], 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
 const WITHDRAW = `
 local sec, window, percent, floor = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local calls, retries = 0, 0
+local calls, retries, oldest = 0, 0, sec
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local field, n = all[i], tonumber(all[i + 1])
   local at = tonumber(string.sub(field, 3))
   if at <= sec - window then redis.call('HDEL', KEYS[1], field)
-  elseif string.sub(field, 1, 1) == 'c' then calls = calls + n
-  else retries = retries + n end
+  else
+    if at < oldest then oldest = at end
+    if string.sub(field, 1, 1) == 'c' then calls = calls + n else retries = retries + n end
+  end
 end
-if retries + 1 > calls * percent / 100 + floor * window then return 0 end
+if retries + 1 > math.max(calls * percent / 100, floor * (sec - oldest + 1)) then return 0 end
 redis.call('HINCRBY', KEYS[1], 'r:' .. sec, 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1`;
