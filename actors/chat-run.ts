@@ -423,6 +423,7 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
     case 'tool_store_failed':
       return state.s === 'tools' ? caught(baseOf(state), msg.error, io) : late(state, msg, io);
     case 'answer_stored':
+      if (msg.unsplit) io.log('warn', `run ${io.runId}: the fallback calls of LlmCall ${msg.unsplit.callId} (chat ${msg.unsplit.chatId}) could not be written; its one LlmCall stays the first model's`, msg.unsplit.error);
       return state.s === 'storing' ? done(state, state.stopped, io) : io.unhandled(state, msg);
     case 'answer_store_failed':
       if (state.s !== 'storing') return io.unhandled(state, msg);
