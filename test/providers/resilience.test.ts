@@ -47,7 +47,9 @@ describe('providers/resilience', () => {
 
   describe('which failures are retried', () => {
     let c: ProviderAdapter;
-    before(() => {
+    // A fresh retry budget per test: a budget's floor allows 10 retries in its first second, and this
+    // suite's tests together retry more than that within a second.
+    beforeEach(() => {
       c = createProviders(config()).get('provider_c')!;
     });
 
@@ -123,24 +125,24 @@ describe('providers/resilience', () => {
       let now = 1_000_000;
       const budget = new LocalRetryBudget({ percent: 20, now: () => now });
       assert.equal(await drain(budget, 'provider_c', 1000), 0.2 * 1000);
-      // Another provider has its own budget; a window later the old calls and retries have left it, and a
-      // quiet second's floor remains.
+      // Another provider has its own budget; a window later the old calls and retries have left it, and
+      // the floor of a budget that has seen a whole window remains.
       assert.equal(await budget.withdraw('provider_b'), true);
       now += BUDGET_WINDOW_S * 1000;
-      assert.equal(await drain(budget, 'provider_c', 0), BUDGET_FLOOR_PER_S);
+      assert.equal(await drain(budget, 'provider_c', 0), BUDGET_FLOOR_PER_S * BUDGET_WINDOW_S);
     });
 
-    test('the floor is a minimum growing 10 a second over the window\'s seconds in use, not an allowance on top of the share', async () => {
+    test('the floor is a minimum, 10 a second over the part of the window the budget has seen, not an allowance on top of the share', async () => {
       let now = 2_000_000;
       const budget = new LocalRetryBudget({ percent: 20, now: () => now });
-      // 20 first calls' share is 4: the first second's floor, 10, is what a quiet service may retry.
+      // 20 first calls' share is 4: the first second's floor, 10, is what a service just started may retry.
       assert.equal(await drain(budget, 'provider_c', 20), BUDGET_FLOOR_PER_S);
       now += 1000;
       assert.equal(await drain(budget, 'provider_c', 0), BUDGET_FLOOR_PER_S);
-      // The window's last second: 10 seconds in use, 100 retries in all.
+      // Its tenth second: the whole window's floor, 100 retries in all.
       now += (BUDGET_WINDOW_S - 2) * 1000;
       assert.equal(await drain(budget, 'provider_c', 0), BUDGET_FLOOR_PER_S * BUDGET_WINDOW_S - 20);
-      // A second on, the first second's 20 calls and 10 retries have left: 90 retries over 10 seconds in use.
+      // A second on, the first second's 20 calls and 10 retries have left: 90 retries against 100.
       now += 1000;
       assert.equal(await drain(budget, 'provider_c', 0), 10);
       // 1000 first calls: their share, 200, is the allowance (the floor's 100 is not added to it).

@@ -4,14 +4,12 @@
 export class SecondCounts {
   /** Second → [first count, second count]. */
   private readonly bySecond = new Map<number, [number, number]>();
-  /** The second of the last `at`. */
-  private sec = 0;
 
   constructor(private readonly windowS: number) {}
 
   /** The pair of the second of `nowMs`, after dropping the seconds that left the window. */
   at(nowMs: number): [number, number] {
-    const sec = (this.sec = Math.floor(nowMs / 1000));
+    const sec = Math.floor(nowMs / 1000);
     for (const s of this.bySecond.keys()) if (s <= sec - this.windowS) this.bySecond.delete(s);
     let b = this.bySecond.get(sec);
     if (!b) this.bySecond.set(sec, (b = [0, 0]));
@@ -27,12 +25,5 @@ export class SecondCounts {
       second += b;
     }
     return [first, second];
-  }
-
-  /** The seconds from the oldest one with a count to the last `at`, both included (1 to the window). */
-  observedS(): number {
-    let oldest = this.sec;
-    for (const [s, [a, b]] of this.bySecond) if (a + b > 0) oldest = Math.min(oldest, s);
-    return this.sec - oldest + 1;
   }
 }
