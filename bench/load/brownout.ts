@@ -2,8 +2,9 @@
 // three times on one service: provider_c healthy (the baseline), provider_c answering 30 % of its calls with
 // 503 for 10 s (POST /sim/faults; once the retry budget's window has left the baseline), and provider_c fully
 // down. Reported per phase: failed streams (pass: 0), provider_c calls ÷ starts (brownout pass: ≤ 1.2), time
-// to first delta p50/p99 and its p99 added to the baseline's, fallbacks and retries; for the outage, provider_c calls once its breaker had opened (pass: none
-// before its half-open trial, PROVIDER_BREAKER_OPEN_MS later than this phase lasts). Counts are the service's
+// to first delta p50/p99 and its p99 added to the baseline's, fallbacks and retries; for the outage,
+// provider_c calls once its breaker had opened (pass: none before its half-open trial,
+// PROVIDER_BREAKER_OPEN_MS later than this phase lasts). Counts are the service's
 // own /metrics (css_provider_calls_total, …), read before and after each phase.
 // Knobs (env): BENCH_BROWNOUT=0 (off)  BENCH_BROWNOUT_N=500  BENCH_BROWNOUT_STARTS=250 (starts/s)
 import { openStream, parseBlock, epochNow } from './client.ts';
