@@ -118,7 +118,8 @@ export async function storeAnswer(
   await finishWithAnswer(deps, o, { stopped: o.stopped }, o.fallback && { fallback: o.fallback });
   const calls = o.fallbackCalls;
   if (!calls) return {};
-  return deps.writes.write(`the fallback calls of LlmCall ${o.callId}`, () => splitFallbackCall(deps.pool, o.callId, calls)).then(
+  const run = { usage: o.usage, price: (model: string, usage: Usage | null) => costOf(deps.config.modelPrices, model, usage) };
+  return deps.writes.write(`the fallback calls of LlmCall ${o.callId}`, () => splitFallbackCall(deps.pool, o.callId, calls, run)).then(
     () => ({}),
     (error: unknown) => ({ unsplit: { callId: o.callId, chatId: o.chatId, error } }),
   );

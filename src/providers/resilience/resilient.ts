@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FallbackTarget } from '../../base/config.ts';
 import { isAbortError, ProviderAbortError } from '../errors.ts';
 import {
+  addUsage,
   ProviderUnavailableError,
   type CompletionRequest,
   type FailedCall,
@@ -22,6 +23,7 @@ import {
   type RoundEnd,
   type TextSink,
   type ToolResultInput,
+  type Usage,
 } from '../types.ts';
 import type { Admit, Breakers } from './breaker.ts';
 import type { RetryBudget } from './budget.ts';
@@ -163,6 +165,8 @@ class ResilientSession implements ProviderSession {
   private readonly used = new Set<ProviderName>();
   /** The conversation so far, for the next model; kept only while the chain has one. */
   private readonly history: ProviderMessage[];
+  /** The usage of the rounds the current target answered: its LlmCall's, should a later round move on. */
+  private answered: Usage | null = null;
 
   constructor(
     private readonly adapters: Map<ProviderName, ProviderAdapter>,
@@ -192,6 +196,7 @@ class ResilientSession implements ProviderSession {
         // A failed call reports no usage: the round's is the call that answered.
         const end = await this.session.round(pending, sink, onHint);
         if (end.toolCalls.length > 0) this.history.push({ role: 'assistant', content: text, toolCalls: end.toolCalls });
+        this.answered = addUsage(this.answered, end.usage);
         if (!this.fallback) return end;
         const { provider, model } = this.target;
         return { ...end, fallback: this.fallback, fallbackCalls: { failed: this.failed, provider, model } };
@@ -222,8 +227,9 @@ class ResilientSession implements ProviderSession {
     const from = this.target;
     const reason = err instanceof Error ? err.message : String(err);
     const now = performance.now();
-    this.failed.push({ provider: from.provider, model: from.model, error: reason, ms: now - this.began });
+    this.failed.push({ provider: from.provider, model: from.model, error: reason, ms: now - this.began, ...(this.answered && { usage: this.answered }) });
     this.began = now;
+    this.answered = null;
     this.fallback = { from: this.fallback?.from ?? label(from), to: label(next), reason: this.fallback?.reason ?? reason };
     bump(this.r.stats.fallbacks, `${from.provider}|${next.provider}`);
     // After output the next model continues the text as its own assistant turn (a prefill).
