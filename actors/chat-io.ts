@@ -51,7 +51,7 @@ export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<Ch
     }
     case 'store_answer':
       return settled(dbSpan(run, 'UPDATE', 'llm_calls'), storeAnswer(deps, cmd)).then(
-        (): ChatMsg => ({ t: 'answer_stored' }),
+        (stored): ChatMsg => ({ t: 'answer_stored', ...stored }),
         (error: unknown): ChatMsg => ({ t: 'answer_store_failed', error }),
       );
     case 'store_interrupted':

@@ -3,7 +3,7 @@
 import type { FallbackCalls, FallbackNote, ProviderName, ProviderSession, RoundEnd, RoundHint, ToolCallRequest, ToolResultInput, ToolSpec, Usage } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
 import type { ToolCommand, ToolDone } from './chat-tools.ts';
-import type { ChatStorageRequest } from './run-storage.ts';
+import type { ChatStorageRequest, UnsplitCalls } from './run-storage.ts';
 import type { HoldExpired } from './text-gate.ts';
 
 export interface ChatRunRequest extends ChatStorageRequest {
@@ -60,7 +60,8 @@ export type ChatMsg =
   | ToolDone
   | { t: 'tool_stored'; round: number; index: number }
   | { t: 'tool_store_failed'; round: number; index: number; error: unknown }
-  | { t: 'answer_stored' }
+  /** `unsplit`: the answer is stored, but its fallback calls could not be split into their LlmCalls. */
+  | { t: 'answer_stored'; unsplit?: UnsplitCalls }
   | { t: 'answer_store_failed'; error: unknown }
   | { t: 'interrupted_stored'; error: unknown }
   | { t: 'call_failed' };

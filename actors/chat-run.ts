@@ -13,7 +13,7 @@
 import { resolveToolNames } from '../src/chat/tools.ts';
 import { costOf } from '../src/cost/prices.ts';
 import { toProviderMessages } from '../src/chat/transcript.ts';
-import { specUsage, type FallbackCalls, type FallbackNote, type ProviderMessage, type ProviderSession, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
+import { addUsage, specUsage, type FallbackCalls, type FallbackNote, type ProviderMessage, type ProviderSession, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/domain/run-deps.ts';
 import { normalizePrompt } from '../src/domain/schemas.ts';
 import { FencedWriteError } from '../src/store/fencing.ts';
@@ -97,17 +97,6 @@ const PENDING: Input = { at: 'pending' };
 const baseOf = ({ run, input, rounds }: Base): Base => ({ run, input, rounds });
 
 const tokenOf = (input: Input): number | null => (input.at === 'stored' ? input.runToken : null);
-
-function addUsage(total: Usage | null, u: Usage | null): Usage | null {
-  if (!u) return total;
-  if (!total) return u;
-  const sum: Usage = { inputTokens: total.inputTokens + u.inputTokens, outputTokens: total.outputTokens + u.outputTokens, totalTokens: total.totalTokens + u.totalTokens };
-  const read = (total.cacheReadTokens ?? 0) + (u.cacheReadTokens ?? 0);
-  const write = (total.cacheWriteTokens ?? 0) + (u.cacheWriteTokens ?? 0);
-  if (read) sum.cacheReadTokens = read;
-  if (write) sum.cacheWriteTokens = write;
-  return sum;
-}
 
 const initial = (req: ChatRunRequest): ChatState => ({ s: 'idle', req });
 
@@ -423,6 +412,7 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
     case 'tool_store_failed':
       return state.s === 'tools' ? caught(baseOf(state), msg.error, io) : late(state, msg, io);
     case 'answer_stored':
+      if (msg.unsplit) io.log('warn', `run ${io.runId}: the fallback calls of LlmCall ${msg.unsplit.callId} (chat ${msg.unsplit.chatId}) could not be written; its one LlmCall stays the first model's`, msg.unsplit.error);
       return state.s === 'storing' ? done(state, state.stopped, io) : io.unhandled(state, msg);
     case 'answer_store_failed':
       if (state.s !== 'storing') return io.unhandled(state, msg);

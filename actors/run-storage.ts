@@ -96,16 +96,33 @@ interface StreamedAnswer {
   runToken?: number | null;
 }
 
+/** A run's fallback calls that could not be split into their LlmCalls (the write failed for good). */
+export interface UnsplitCalls {
+  callId: string;
+  chatId: string | null;
+  error: unknown;
+}
+
 /**
  * The answer stored in the chat with its LlmCall ended, atomically (`stopped`: the partial answer).
  * Rejects with FencedWriteError, writing nothing, when `runToken` is no longer the chat's. After a
  * fallback the call is then split into one LlmCall per model called (store/fallback-calls.ts): written
  * once the database can take it, the answer being stored already (until then its usage is the first model's).
+ * A split that fails for good (not a database outage: that write waits) resolves as `unsplit`, for the
+ * run to log: the answer stands, its one LlmCall stays the first model's.
  */
-export async function storeAnswer(deps: RunDeps, o: StreamedAnswer & { stopped: boolean; fallback?: FallbackNote; fallbackCalls?: FallbackCalls }): Promise<void> {
+export async function storeAnswer(
+  deps: RunDeps,
+  o: StreamedAnswer & { stopped: boolean; fallback?: FallbackNote; fallbackCalls?: FallbackCalls },
+): Promise<{ unsplit?: UnsplitCalls }> {
   await finishWithAnswer(deps, o, { stopped: o.stopped }, o.fallback && { fallback: o.fallback });
   const calls = o.fallbackCalls;
-  if (calls) await deps.writes.write(`the fallback calls of LlmCall ${o.callId}`, () => splitFallbackCall(deps.pool, o.callId, calls)).catch(() => undefined);
+  if (!calls) return {};
+  const run = { usage: o.usage, price: (model: string, usage: Usage | null) => costOf(deps.config.modelPrices, model, usage) };
+  return deps.writes.write(`the fallback calls of LlmCall ${o.callId}`, () => splitFallbackCall(deps.pool, o.callId, calls, run)).then(
+    () => ({}),
+    (error: unknown) => ({ unsplit: { callId: o.callId, chatId: o.chatId, error } }),
+  );
 }
 
 /**

@@ -1,9 +1,10 @@
 // Issue 51's brownout row: N persisted streams on provider_c with PROVIDER_FALLBACKS=provider_c=provider_b/…,
 // three times on one service: provider_c healthy (the baseline), provider_c answering 30 % of its calls with
-// 503 for 10 s (POST /sim/faults), and provider_c fully down. Reported per phase: failed streams (pass: 0),
-// provider_c calls ÷ starts (brownout pass: ≤ 1.2), time to first delta p50/p99 and its p99 added to the
-// baseline's, fallbacks and retries; for the outage, provider_c calls once its breaker had opened (pass: none
-// before its half-open trial, PROVIDER_BREAKER_OPEN_MS later than this phase lasts). Counts are the service's
+// 503 for 10 s (POST /sim/faults; once the retry budget's window has left the baseline), and provider_c fully
+// down. Reported per phase: failed streams (pass: 0), provider_c calls ÷ starts (brownout pass: ≤ 1.2), time
+// to first delta p50/p99 and its p99 added to the baseline's, fallbacks and retries; for the outage,
+// provider_c calls once its breaker had opened (pass: none before its half-open trial,
+// PROVIDER_BREAKER_OPEN_MS later than this phase lasts). Counts are the service's
 // own /metrics (css_provider_calls_total, …), read before and after each phase.
 // Knobs (env): BENCH_BROWNOUT=0 (off)  BENCH_BROWNOUT_N=500  BENCH_BROWNOUT_STARTS=250 (starts/s)
 import { openStream, parseBlock, epochNow } from './client.ts';
@@ -11,6 +12,7 @@ import { serviceBody } from './bodies.ts';
 import { Samples, summarize, round } from './stats.ts';
 import { startService, type SimUrls } from './targets.ts';
 import { sleep } from '../../test/helpers/procs.ts';
+import { BUDGET_WINDOW_S } from '../../src/providers/resilience/budget.ts';
 
 const env = process.env;
 const num = (name: string, fallback: number) => Number(env[name] ?? fallback);
@@ -96,6 +98,10 @@ export async function runBrownoutCheck(c: { sim: SimUrls; dbUrl: string | null; 
     await phase(svc.port, Math.ceil(n / 5), starts, 'warm-up');
     const baseline = await phase(svc.port, n, starts, 'baseline');
     c.log(`brownout baseline: ${JSON.stringify(baseline)}`);
+    // The retry budget allows 20 % of the first calls of its last 10 s: right after the healthy phase its
+    // window would still hold that phase's 500 calls, 100 retries more than the brownout's own share. The
+    // bound of 1.2 calls per start is the share's, so the brownout starts on a window of its own.
+    await sleep(BUDGET_WINDOW_S * 1000 + 1000);
     await setFaults({ upstream: 'provider_c', status: 503, percent: 30, forMs: 10_000 });
     const brownout = await phase(svc.port, n, starts, 'brownout');
     c.log(`brownout 30 %: ${JSON.stringify(brownout)}`);

@@ -310,7 +310,7 @@ function startSupervisor(
             (index, stats) => workerStats.set(index, stats),
             genAiObserved,
           ),
-    log: (level, message, err, runId) => log[level]({ err, ...runLogFields(runId) }, message),
+    log: (level, message, err, runId) => log[level]({ err, ...(runId !== undefined && { runId }), ...runLogFields(runId) }, message),
     // Its runs' calls would stay `running` until the next restart, their checkpointed text unused.
     onHostLost: (lost) => {
       const ids = runs?.storedIds(lost) ?? [];

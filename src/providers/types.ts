@@ -58,6 +58,29 @@ export function specUsage(u: Usage): Usage {
   return u.cacheReadTokens === undefined && u.cacheWriteTokens === undefined ? u : { inputTokens: u.inputTokens, outputTokens: u.outputTokens, totalTokens: u.totalTokens };
 }
 
+/** Two usages summed; null when neither was reported. */
+export function addUsage(total: Usage | null, u: Usage | null): Usage | null {
+  if (!u) return total;
+  if (!total) return u;
+  const sum: Usage = { inputTokens: total.inputTokens + u.inputTokens, outputTokens: total.outputTokens + u.outputTokens, totalTokens: total.totalTokens + u.totalTokens };
+  const read = (total.cacheReadTokens ?? 0) + (u.cacheReadTokens ?? 0);
+  const write = (total.cacheWriteTokens ?? 0) + (u.cacheWriteTokens ?? 0);
+  if (read) sum.cacheReadTokens = read;
+  if (write) sum.cacheWriteTokens = write;
+  return sum;
+}
+
+/** `total` less `part` (never below 0): a run's usage without what an earlier model of its chain answered. */
+export function usageLess(total: Usage, part: Usage): Usage {
+  const less = (a: number, b: number) => Math.max(0, a - b);
+  const out: Usage = { inputTokens: less(total.inputTokens, part.inputTokens), outputTokens: less(total.outputTokens, part.outputTokens), totalTokens: less(total.totalTokens, part.totalTokens) };
+  const read = less(total.cacheReadTokens ?? 0, part.cacheReadTokens ?? 0);
+  const write = less(total.cacheWriteTokens ?? 0, part.cacheWriteTokens ?? 0);
+  if (read) out.cacheReadTokens = read;
+  if (write) out.cacheWriteTokens = write;
+  return out;
+}
+
 /** How a round ended. Its text went to the round's text callback, in order, before it resolved. */
 export interface RoundEnd {
   /** Empty when the model gave its final answer. */
@@ -74,15 +97,17 @@ export interface RoundEnd {
 }
 
 /**
- * A call of a fallback chain that failed, `ms` after it began. No usage: the providers report it at a
- * stream's end (Chat Completions' last chunk, the Responses' `response.completed`), so a call that failed
- * told none that the adapters keep.
+ * A call of a fallback chain that failed, `ms` after it began. The failed round reports no usage: the
+ * providers report it at a stream's end (Chat Completions' last chunk, the Responses' `response.completed`),
+ * so a call that failed told none that the adapters keep. `usage`: of the earlier rounds this model
+ * answered (a later round fell back), when they reported any.
  */
 export interface FailedCall {
   provider: ProviderName;
   model: string;
   error: string;
   ms: number;
+  usage?: Usage;
 }
 
 /** The calls of a round that fell back: those that failed, first first, then the model that answered. */

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { apiDatabases, sim, startTestServer, type TestServer, variantTag } from '../helpers/server.ts';
+import { gateName, waitFor } from '../helpers/wait.ts';
 import type { UsageRow } from '../../src/store/usage.ts';
 import { ADMIN_TOKEN, createUser, type AsUser } from '../helpers/users.ts';
 
@@ -105,6 +106,31 @@ for (const db of apiDatabases()) {
       assert.deepEqual(calls.map((x) => [x.provider, x.status, x.total]), [['provider_c', 'failed', null], ['provider_b', 'succeeded', usage.totalTokens]]);
       assert.ok(calls[0]!.error, 'the cut call keeps its error');
       assert.equal(await dayTotal(u), cut.totalTokens + b.totalTokens);
+    });
+
+    it('a later round that fell back: each model keeps the tokens of the rounds it answered', async () => {
+      const u = await createUser(t, 'Fern', { tokensPerDay: 1_000_000 });
+      // Round one asks provider_a for a search that the engine holds until provider_a is down.
+      const gate = gateName('later-round');
+      const query = `tide pools SIM ${JSON.stringify({ searchGate: gate })}`;
+      const directive = { tools: [{ name: 'web_search', args: { query } }], reply: 'answered by c', usage: { input: 100, output: 10 } };
+      const streamed = run(u, { ...body('provider_a', 'sim-a-large', sim(directive)), enabledTools: ['web_search'] });
+      try {
+        await waitFor(() => t.sim.heldAt(gate) === 1, 20_000, 'the search held');
+        t.sim.setFaults([{ upstream: 'provider_a', status: 503 }]);
+        t.sim.openGate(gate);
+        const { lastRun, answer } = await streamed;
+        assert.equal(answer.content, 'answered by c');
+        assert.deepEqual([lastRun.provider, lastRun.fallback.from, lastRun.fallback.to], ['provider_c', 'provider_a/sim-a-large', 'provider_c/sim-c-large']);
+      } finally {
+        t.sim.setFaults([]);
+      }
+      const rows = await usageOf(u);
+      const a = rows.get('provider_a/sim-a-large')!;
+      const c = rows.get('provider_c/sim-c-large')!;
+      assert.deepEqual([a.calls, a.inputTokens, a.outputTokens, a.totalTokens], [1, 100, 10, 110]);
+      assert.deepEqual([c.calls, c.inputTokens, c.outputTokens, c.totalTokens], [1, 100, 10, 110]);
+      assert.equal(await dayTotal(u), 220);
     });
   });
 }

@@ -6,6 +6,7 @@ import { startServer, type Server } from '../../src/app/app.ts';
 import { loadConfig } from '../../src/base/config.ts';
 import type { Clock } from '../../src/service/context.ts';
 import { createLogger } from '../../src/base/log.ts';
+import type { Logger } from 'pino';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { createScratchPostgres, databaseKinds, migratedEmbeddedDataDir, type DbKind } from './db.ts';
 
@@ -32,6 +33,8 @@ export interface TestServerOptions {
   clock?: Clock;
   /** Reuse a simulator (several servers in one file). */
   sim?: SimHandle;
+  /** The service's logger (a test that reads its lines); default silent. */
+  log?: Logger;
 }
 
 export interface HttpResult {
@@ -114,7 +117,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     cleanups.push(dir.cleanup);
   }
   const config = loadConfig(env);
-  const server = await startServer(config, { log: createLogger('silent'), clock: opts.clock });
+  const server = await startServer(config, { log: opts.log ?? createLogger('silent'), clock: opts.clock });
   const url = server.url;
 
   const { call, stream } = httpClient(url);

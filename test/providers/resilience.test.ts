@@ -47,7 +47,9 @@ describe('providers/resilience', () => {
 
   describe('which failures are retried', () => {
     let c: ProviderAdapter;
-    before(() => {
+    // A fresh retry budget per test: a budget's floor allows 10 retries in its first second, and this
+    // suite's tests together retry more than that within a second.
+    beforeEach(() => {
       c = createProviders(config()).get('provider_c')!;
     });
 
@@ -119,21 +121,38 @@ describe('providers/resilience', () => {
   });
 
   describe('the retry budget', () => {
-    test('during a full outage retries stop at the budget\'s share of the calls plus its floor', async () => {
+    test('during a full outage retries stop at the budget\'s share of the first calls, or its floor when that is more', async () => {
       let now = 1_000_000;
       const budget = new LocalRetryBudget({ percent: 20, now: () => now });
-      const granted = drain(budget, 'provider_c', 1000);
-      assert.equal(await granted, 0.2 * 1000 + BUDGET_FLOOR_PER_S * BUDGET_WINDOW_S);
-      // Another provider has its own budget; a window later the old calls and retries have left it.
+      assert.equal(await drain(budget, 'provider_c', 1000), 0.2 * 1000);
+      // Another provider has its own budget; a window later the old calls and retries have left it, and
+      // the floor of a budget that has seen a whole window remains.
       assert.equal(await budget.withdraw('provider_b'), true);
       now += BUDGET_WINDOW_S * 1000;
       assert.equal(await drain(budget, 'provider_c', 0), BUDGET_FLOOR_PER_S * BUDGET_WINDOW_S);
     });
 
+    test('the floor is a minimum, 10 a second over the part of the window the budget has seen, not an allowance on top of the share', async () => {
+      let now = 2_000_000;
+      const budget = new LocalRetryBudget({ percent: 20, now: () => now });
+      // 20 first calls' share is 4: the first second's floor, 10, is what a service just started may retry.
+      assert.equal(await drain(budget, 'provider_c', 20), BUDGET_FLOOR_PER_S);
+      now += 1000;
+      assert.equal(await drain(budget, 'provider_c', 0), BUDGET_FLOOR_PER_S);
+      // Its tenth second: the whole window's floor, 100 retries in all.
+      now += (BUDGET_WINDOW_S - 2) * 1000;
+      assert.equal(await drain(budget, 'provider_c', 0), BUDGET_FLOOR_PER_S * BUDGET_WINDOW_S - 20);
+      // A second on, the first second's 20 calls and 10 retries have left: 90 retries against 100.
+      now += 1000;
+      assert.equal(await drain(budget, 'provider_c', 0), 10);
+      // 1000 first calls: their share, 200, is the allowance (the floor's 100 is not added to it).
+      assert.equal(await drain(budget, 'provider_c', 1000), 200 - BUDGET_FLOOR_PER_S * BUDGET_WINDOW_S);
+    });
+
     test('a budget of 0 % still allows the floor, then refuses, through the retry loop', async () => {
-      const r = createResilience(settingsFrom({ PROVIDER_RETRY_BUDGET_PERCENT: 0, PROVIDER_RETRY_BASE_MS: 1, PROVIDER_BREAKER_FAILURES: 0 }));
-      const floor = BUDGET_FLOOR_PER_S * BUDGET_WINDOW_S;
-      for (let i = 0; i < floor - 1; i++) assert.equal(await r.budget.withdraw('provider_c'), true);
+      const now = 3_000_000;
+      const r = createResilience(settingsFrom({ PROVIDER_RETRY_BUDGET_PERCENT: 0, PROVIDER_RETRY_BASE_MS: 1, PROVIDER_BREAKER_FAILURES: 0 }), { now: () => now });
+      for (let i = 0; i < BUDGET_FLOOR_PER_S - 1; i++) assert.equal(await r.budget.withdraw('provider_c'), true);
       const c = createProviders(config(), r).get('provider_c')!;
       await fail(c, { status: 503 });
       // One retry was left in the floor: the first call and that one.
@@ -247,21 +266,23 @@ describe('providers/resilience', () => {
 
     test('the retry budget through Redis is the cluster\'s: two instances share one share and one floor', async (t) => {
       if (typeof redis === 'string') return t.skip(redis);
-      let now = 9_000_000;
+      const now = 9_000_000;
       const prefix = redis.prefix();
       const a = new Redis(redis.url);
       const b = new Redis(redis.url);
       conns.push(a, b);
       const one = new RedisRetryBudget(a, prefix, { percent: 20, now: () => now });
       const two = new RedisRetryBudget(b, prefix, { percent: 20, now: () => now });
-      for (let i = 0; i < 250; i++) {
-        one.deposit('provider_c');
-        two.deposit('provider_c');
-      }
-      // Each instance's own share would be 0.2·250 + 100 = 150, 300 together; the cluster's is 0.2·500 + 100.
+      // A full outage seen by both: the first calls of one pay for the retries of the other (alone, two
+      // would have its floor of 10); the cluster's allowance is 20 % of the 500, not that plus a floor.
+      for (let i = 0; i < 500; i++) one.deposit('provider_c');
+      await a.ping(); // one's deposits have landed (a connection answers in order)
+      assert.equal(await drain(two, 'provider_c', 0), 0.2 * 500);
+      assert.equal(await one.withdraw('provider_c'), false);
+      // Without calls both instances share one floor (10 in this second), not 10 each.
       let granted = 0;
-      while ((await one.withdraw('provider_c')) && (await two.withdraw('provider_c'))) granted += 2;
-      assert.ok(granted >= 0.2 * 500 + 100 - 2 && granted <= 0.2 * 500 + 100, `granted ${granted}`);
+      for (let i = 0; i < 2 * BUDGET_FLOOR_PER_S + 2; i++) if (await (i % 2 ? two : one).withdraw('provider_b')) granted++;
+      assert.equal(granted, BUDGET_FLOOR_PER_S);
       await redis.clean(prefix);
     });
   });

@@ -1,8 +1,11 @@
-// The retry budget, as Finagle's and gRPC's: retries to a provider may be at most PERCENT % of its
-// calls over the last WINDOW seconds plus a floor of FLOOR retries a second, so that during an outage
-// the service does not multiply the load on a provider that is down, while a quiet service can still
-// retry. Counted in one-second buckets; with Redis (cluster mode) across every instance, so a fleet's
-// retries stay bounded too.
+// The retry budget, after Finagle's and gRPC's: retries to a provider may be at most PERCENT % of its first
+// calls (not its retries) over the last WINDOW seconds, or, when that is fewer, FLOOR retries a second over
+// the window (as much of it as this budget has seen), so that during an outage the service does not
+// multiply the load on a provider that is down, while a quiet service can still retry. The floor is a
+// minimum, not an allowance on top of the share: added to it (Finagle's reserve of 10/s × 10 s), a busy
+// service could retry 100 times a window past its share (at 500 first calls a window, 40 % of them rather
+// than 20 %). Counted in one-second buckets; with Redis (cluster mode) across every instance, so
+// a fleet's retries stay bounded too.
 import type { Redis } from 'ioredis';
 import { SecondCounts } from './window.ts';
 
@@ -32,12 +35,14 @@ export class LocalRetryBudget implements RetryBudget {
   private readonly floor: number;
   private readonly window: number;
   private readonly now: () => number;
+  private readonly born: number;
 
   constructor(rule: BudgetRule) {
     this.percent = rule.percent;
     this.floor = rule.floorPerSecond ?? BUDGET_FLOOR_PER_S;
     this.window = rule.windowS ?? BUDGET_WINDOW_S;
     this.now = rule.now ?? Date.now;
+    this.born = this.now();
   }
 
   deposit(provider: string): void {
@@ -52,7 +57,8 @@ export class LocalRetryBudget implements RetryBudget {
   take(provider: string): boolean {
     const b = this.bucket(provider);
     const [calls, retries] = this.counts(provider).sum();
-    if (!allowed(calls, retries, this.percent, this.floor, this.window)) return false;
+    const floor = floorOf(this.floor, this.window, this.now() - this.born);
+    if (retries + 1 > Math.max((calls * this.percent) / 100, floor)) return false;
     b[1]++;
     return true;
   }
@@ -69,12 +75,17 @@ export class LocalRetryBudget implements RetryBudget {
   }
 }
 
-function allowed(calls: number, retries: number, percent: number, floor: number, window: number): boolean {
-  return retries + 1 <= (calls * percent) / 100 + floor * window;
+/**
+ * The floor's retries in a window: FLOOR a second over the window's seconds that a budget `aliveMs` old
+ * has seen (10 in its first second, the whole window's 100 from its tenth on), so that an instance just
+ * started does not retry 100 times in its first second.
+ */
+export function floorOf(floorPerS: number, windowS: number, aliveMs: number): number {
+  return floorPerS * Math.min(windowS, Math.floor(aliveMs / 1000) + 1);
 }
 
-// One hash per provider: fields `c:<second>` (calls) and `r:<second>` (retries). The withdraw sums
-// the window, drops older fields and counts the retry in one step.
+// One hash per provider: fields `c:<second>` (first calls) and `r:<second>` (retries). The withdraw sums
+// the window, drops older fields and counts the retry in one step (ARGV[4]: the floor's retries, floorOf).
 const DEPOSIT = `
 redis.call('HINCRBY', KEYS[1], 'c:' .. ARGV[1], 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -90,7 +101,7 @@ for i = 1, #all, 2 do
   elseif string.sub(field, 1, 1) == 'c' then calls = calls + n
   else retries = retries + n end
 end
-if retries + 1 > calls * percent / 100 + floor * window then return 0 end
+if retries + 1 > math.max(calls * percent / 100, floor) then return 0 end
 redis.call('HINCRBY', KEYS[1], 'r:' .. sec, 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1`;
@@ -102,6 +113,7 @@ return 1`;
 export class RedisRetryBudget implements RetryBudget {
   private readonly local: LocalRetryBudget;
   private readonly now: () => number;
+  private readonly born: number;
 
   constructor(
     private readonly redis: Redis,
@@ -110,6 +122,7 @@ export class RedisRetryBudget implements RetryBudget {
   ) {
     this.local = new LocalRetryBudget(rule);
     this.now = rule.now ?? Date.now;
+    this.born = this.now();
   }
 
   private key(provider: string): string {
@@ -127,10 +140,13 @@ export class RedisRetryBudget implements RetryBudget {
   }
 
   async withdraw(provider: string): Promise<boolean> {
-    const sec = Math.floor(this.now() / 1000);
+    const now = this.now();
+    const sec = Math.floor(now / 1000);
     const { percent, floorPerSecond = BUDGET_FLOOR_PER_S } = this.rule;
+    // The floor as this instance has seen the window (the cluster's own age is nowhere to be read).
+    const floor = floorOf(floorPerSecond, this.windowS, now - this.born);
     try {
-      const ok = (await this.redis.eval(WITHDRAW, 1, this.key(provider), sec, this.windowS, percent, floorPerSecond, this.windowS * 2000)) === 1;
+      const ok = (await this.redis.eval(WITHDRAW, 1, this.key(provider), sec, this.windowS, percent, floor, this.windowS * 2000)) === 1;
       if (ok) this.local.take(provider);
       return ok;
     } catch {

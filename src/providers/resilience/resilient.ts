@@ -2,13 +2,15 @@
 // a call that fails before any output with a failure another call may not meet is retried up to
 // PROVIDER_RETRIES times, after the provider's retry-after or a jittered exponential backoff, while the
 // retry budget allows; the breaker of the provider and model is asked before each call and told how it
-// ended. A round that still fails goes on on the next model of its fallback chain (PROVIDER_FALLBACKS):
-// before any output, any model; after text went out, only one whose API continues an assistant turn
-// (provider_b, by prefill, as a takeover does). The run sees one stream of text and one round end.
+// ended. A round that still fails, the first or a later tool round, goes on on the next model of its
+// fallback chain (PROVIDER_FALLBACKS): before any of that round's output, any model; after its text went
+// out, only one whose API continues an assistant turn (provider_b, by prefill, as a takeover does). The run
+// sees one stream of text and one round end.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FallbackTarget } from '../../base/config.ts';
 import { isAbortError, ProviderAbortError } from '../errors.ts';
 import {
+  addUsage,
   ProviderUnavailableError,
   type CompletionRequest,
   type FailedCall,
@@ -21,6 +23,7 @@ import {
   type RoundEnd,
   type TextSink,
   type ToolResultInput,
+  type Usage,
 } from '../types.ts';
 import type { Admit, Breakers } from './breaker.ts';
 import type { RetryBudget } from './budget.ts';
@@ -145,18 +148,25 @@ export function statsOf(r: Resilience): ResilienceStats {
 }
 
 /**
- * A session that goes on on the next model of its chain when its first round fails for good (its
- * calls are retried inside each adapter's session, by retryLoop).
+ * A session that goes on on the next model of its chain when a round fails for good (its calls are
+ * retried inside each adapter's session, by retryLoop): any round, a tool round too, since it keeps the
+ * conversation as every provider reads it (the request's messages, then each round's assistant turn
+ * with its tool calls and their results) while its chain has a model left to move to.
  */
 class ResilientSession implements ProviderSession {
   private target: Target;
   private session: ProviderSession;
-  private rounds = 0;
+  /** When the current target's session began: a failed call lasts from there (its earlier rounds included). */
+  private began = performance.now();
   /** The fallback taken (its `to` the last model moved to). */
   private fallback: FallbackNote | undefined;
   /** The calls that failed before the current target, each to be stored as its own LlmCall. */
   private readonly failed: FailedCall[] = [];
   private readonly used = new Set<ProviderName>();
+  /** The conversation so far, for the next model; kept only while the chain has one. */
+  private readonly history: ProviderMessage[];
+  /** The usage of the rounds the current target answered: its LlmCall's, should a later round move on. */
+  private answered: Usage | null = null;
 
   constructor(
     private readonly adapters: Map<ProviderName, ProviderAdapter>,
@@ -167,36 +177,37 @@ class ResilientSession implements ProviderSession {
     this.target = first;
     this.session = adapters.get(first.provider)!.startSession(req);
     this.used.add(first.provider);
+    this.history = [...req.messages];
   }
 
   async round(results: ToolResultInput[] | null, onText: TextSink, onHint?: HintSink): Promise<RoundEnd> {
-    // Only a first round moves to another model: later ones build on this session's earlier rounds.
-    const movable = ++this.rounds === 1 && this.nextTarget(false) !== null;
-    if (!movable) return this.session.round(results, onText, onHint);
-    // The text is kept only where a model of the chain could continue it (by prefill).
-    const keep = this.nextTarget(true) !== null;
-    let streamed = '';
-    let out = false;
-    let began = performance.now();
-    const sink: TextSink = (text) => {
-      out = true;
-      if (keep) streamed += text;
-      onText(text);
+    // Without a model left in the chain, nothing is kept: the round is the session's own.
+    if (this.nextTarget(false) === null) return this.session.round(results, onText, onHint);
+    for (const r of results ?? []) this.history.push({ role: 'tool', content: r.output, name: r.name, toolCallId: r.callId });
+    // The round's text: its assistant turn in the history, or, after a failure, what a model continues.
+    let text = '';
+    const sink: TextSink = (t) => {
+      text += t;
+      onText(t);
     };
+    let pending = results;
     for (;;) {
       try {
         // A failed call reports no usage: the round's is the call that answered.
-        const end = await this.session.round(results, sink, onHint);
+        const end = await this.session.round(pending, sink, onHint);
+        if (end.toolCalls.length > 0) this.history.push({ role: 'assistant', content: text, toolCalls: end.toolCalls });
+        this.answered = addUsage(this.answered, end.usage);
         if (!this.fallback) return end;
         const { provider, model } = this.target;
         return { ...end, fallback: this.fallback, fallbackCalls: { failed: this.failed, provider, model } };
       } catch (err) {
         // After output only a model that continues the text may go on (never one that starts it again).
+        const out = text !== '';
         const next = !isAbortError(err) && !this.req.signal.aborted ? this.nextTarget(out) : null;
         if (!next) throw err;
-        const now = performance.now();
-        this.moveTo(next, out ? streamed : '', err, now - began);
-        began = now;
+        this.moveTo(next, text, err);
+        // The new session's first round starts from the history, this round's tool results included.
+        pending = null;
       }
     }
   }
@@ -212,14 +223,17 @@ class ResilientSession implements ProviderSession {
     return null;
   }
 
-  private moveTo(next: Target, streamed: string, err: unknown, ms: number): void {
+  private moveTo(next: Target, streamed: string, err: unknown): void {
     const from = this.target;
     const reason = err instanceof Error ? err.message : String(err);
-    this.failed.push({ provider: from.provider, model: from.model, error: reason, ms });
+    const now = performance.now();
+    this.failed.push({ provider: from.provider, model: from.model, error: reason, ms: now - this.began, ...(this.answered && { usage: this.answered }) });
+    this.began = now;
+    this.answered = null;
     this.fallback = { from: this.fallback?.from ?? label(from), to: label(next), reason: this.fallback?.reason ?? reason };
     bump(this.r.stats.fallbacks, `${from.provider}|${next.provider}`);
     // After output the next model continues the text as its own assistant turn (a prefill).
-    const messages = streamed === '' ? this.req.messages : withPrefill(this.req.messages, streamed);
+    const messages = streamed === '' ? [...this.history] : withPrefill(this.history, streamed);
     this.target = next;
     this.used.add(next.provider);
     this.session = this.adapters.get(next.provider)!.startSession({ ...this.req, model: next.model, messages });
