@@ -16,6 +16,8 @@ export interface ReceivedSpan {
   status: { code?: number; message?: string };
   events: { name: string; attributes: Record<string, unknown> }[];
   service: string;
+  /** The resource's `thread.name` (`main`, `actor N`: src/telemetry/resource.ts). */
+  thread: string;
   /** Start and end, in ms since the epoch (fractional: the nanoseconds kept to the µs). */
   startMs: number;
   endMs: number;
@@ -102,7 +104,9 @@ export async function startOtlpReceiver(o: { keep?: boolean } = {}): Promise<Otl
       if (keep) raw.push(body);
       const doc = JSON.parse(body) as { resourceSpans?: any[] };
       for (const rs of doc.resourceSpans ?? []) {
-        const service = String(attrs(rs.resource?.attributes)['service.name'] ?? '');
+        const resource = attrs(rs.resource?.attributes);
+        const service = String(resource['service.name'] ?? '');
+        const thread = String(resource['thread.name'] ?? '');
         for (const ss of rs.scopeSpans ?? []) {
           received += ss.spans?.length ?? 0;
           for (const s of keep ? ss.spans ?? [] : []) {
@@ -117,6 +121,7 @@ export async function startOtlpReceiver(o: { keep?: boolean } = {}): Promise<Otl
               status: s.status ?? {},
               events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attrs(e.attributes) })),
               service,
+              thread,
               startMs: ms(s.startTimeUnixNano),
               endMs: ms(s.endTimeUnixNano),
             });
