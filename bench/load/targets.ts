@@ -205,7 +205,7 @@ export async function startService(o: ServiceOptions): Promise<{ child: Child; p
   if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
   else env.DATA_DIR = o.dataDir ?? path.join(OUT, 'data');
   const root = o.root ?? SERVICE_ROOT;
-  // src/main.ts before the sources moved into folders by layer (c79687b): an older checkout's entry.
+  // An older checkout's entry: src/main.ts, as in git at edf246a, before the sources moved into folders by layer.
   const entry = ['src/app/main.ts', 'src/main.ts'].map((p) => path.join(root, p)).find((p) => existsSync(p))!;
   const { child } = await start('service', process.execPath, [...(o.nodeFlags ?? []), '--import', 'tsx', entry], {
     env: { ...env, ...o.env, ACTOR_THREADS: process.env.ACTOR_THREADS },

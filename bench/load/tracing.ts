@@ -3,15 +3,16 @@
 // service as it was before tracing came in (the first parent of the merge that brought src/telemetry into
 // main's history, or BENCH_TRACING_BASELINE), extracted with `git archive` into bench/out (a plain copy:
 // nothing is registered in the repository's worktree list, so a killed bench leaves nothing to prune), run
-// from there with this tree's node_modules. K persisted provider_c streams per run, each target on a fresh
+// from there with this tree's node_modules, and removed at the row's end (its sources would otherwise be
+// read as this tree's by the docs test, which checks the paths comments name). K persisted provider_c streams per run, each target on a fresh
 // service and a database of its own (the baseline's migrations are older), rounds alternated with the first
 // target rotated, so the machine's drift falls on all three. Goals: off within 1.02 × today's, on within 1.15 ×.
 // Alone: BENCH_ONLY=tracing make bench (quick: BENCH_TRACING_STEP=50:20:40 BENCH_TRACING_ROUNDS=1).
 // Knobs (env): BENCH_TRACING=0 (off)  BENCH_TRACING_STEP=1000:20:120 (K:deltas per second:deltas)
-//   BENCH_TRACING_STARTS=1000 (starts per second)  BENCH_TRACING_ROUNDS=3  BENCH_TRACING_BASELINE=<commit>
+//   BENCH_TRACING_STARTS=1000 (starts per second)  BENCH_TRACING_ROUNDS=5  BENCH_TRACING_BASELINE=<commit>
 //   BENCH_TRACING_TARGETS=today,off,on
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { DriveContext } from './drive.ts';
 import { serviceBody } from './bodies.ts';
@@ -24,7 +25,7 @@ import { startOtlpReceiver } from '../../test/helpers/otlp-receiver.ts';
 const env = process.env;
 const [K, RATE, DELTAS] = (env.BENCH_TRACING_STEP ?? '1000:20:120').split(':').map(Number) as [number, number, number];
 const STARTS = Number(env.BENCH_TRACING_STARTS ?? 1000);
-const ROUNDS = Number(env.BENCH_TRACING_ROUNDS ?? 3);
+const ROUNDS = Number(env.BENCH_TRACING_ROUNDS ?? 5);
 const TARGETS = (env.BENCH_TRACING_TARGETS ?? 'today,off,on').split(',') as Target[];
 /** The issue's bounds on CPU per delta over today's: tracing off, tracing on. */
 export const TRACING_BOUNDS = { off: 1.02, on: 1.15 };
@@ -45,16 +46,13 @@ export function baselineCommit(): string {
   return git('rev-parse', `${first}^1`);
 }
 
-/** `commit`'s tree in bench/out (extracted once, kept for the next run), with this tree's node_modules linked in. */
+/** `commit`'s tree in bench/out, with this tree's node_modules linked in. */
 function checkout(commit: string): string {
   const dir = path.join(OUT, `tracing-today-${commit.slice(0, 12)}`);
-  const stamp = path.join(dir, '.extracted');
-  if (existsSync(stamp)) return dir;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   execFileSync('sh', ['-c', 'git -C "$1" archive --format=tar "$2" | tar -x -C "$3"', 'sh', ROOT, commit, dir]);
   symlinkSync(realpathSync(path.join(ROOT, 'node_modules')), path.join(dir, 'node_modules'));
-  writeFileSync(stamp, commit + '\n');
   return dir;
 }
 
@@ -134,6 +132,7 @@ export async function runTracingRow(c: DriveContext, run: RunRow): Promise<Recor
     });
     return summary;
   } finally {
+    if (todayRoot) rmSync(todayRoot, { recursive: true, force: true });
     await receiver.close();
     for (const { db, meter } of dbs) {
       await meter?.close().catch(() => undefined);
