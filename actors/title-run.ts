@@ -17,6 +17,8 @@ import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { failureOf, interruptionOf, RunError } from './run-failure.ts';
 import { failCall, finishCall, startCall } from './run-storage.ts';
+import { endProviderSpan, titleCallSpan } from '../src/telemetry/actor-spans.ts';
+import { capturingContent, endWithError, withSpan } from '../src/telemetry/tracing.ts';
 
 export interface TitleRunRequest {
   chatId: string;
@@ -24,6 +26,8 @@ export interface TitleRunRequest {
   owner: string;
   /** The conversation's first user message, which the title names. */
   content: string;
+  /** The W3C traceparent of the run's span (tracing on: src/telemetry/run-spans.ts sets it). */
+  traceparent?: string;
 }
 
 export interface TitleRunValue {
@@ -45,7 +49,7 @@ export type TitleMsg =
 export type TitleCommand =
   | { c: 'read_chat'; chatId: string; owner: string }
   | { c: 'start_call'; chatId: string; owner: string; model: string }
-  | { c: 'generate'; adapter: ProviderAdapter; model: string; content: string; signal: AbortSignal }
+  | { c: 'generate'; adapter: ProviderAdapter; model: string; content: string; signal: AbortSignal; traceparent?: string }
   | { c: 'finish_call'; callId: string; model: string; usage: Usage | null; started: number }
   | { c: 'set_title'; chatId: string; owner: string; title: string }
   | { c: 'fail_call'; callId: string; error: string; started: number };
@@ -83,7 +87,7 @@ async function executeTitle(cmd: TitleCommand, deps: RunDeps): Promise<TitleMsg>
     case 'start_call':
       return startCall(deps, { chatId: cmd.chatId, owner: cmd.owner, provider: 'provider_a', model: cmd.model, purpose: 'title' }).then((callId): TitleMsg => ({ t: 'call_started', callId }), failed);
     case 'generate':
-      return generateTitle(cmd.adapter, cmd.model, cmd.content, cmd.signal).then((out): TitleMsg => ({ t: 'generated', text: out.text, usage: out.usage }), failed);
+      return generate(cmd);
     case 'finish_call':
       return finishCall(deps, cmd).then(
         (): TitleMsg => ({ t: 'call_finished' }),
@@ -95,6 +99,21 @@ async function executeTitle(cmd: TitleCommand, deps: RunDeps): Promise<TitleMsg>
     case 'fail_call':
       return failCall(deps, cmd).then((): TitleMsg => ({ t: 'call_failed' }));
   }
+}
+
+/** The model call, traced (its span a child of the run's) when the run's request carries a traceparent. */
+function generate(cmd: Extract<TitleCommand, { c: 'generate' }>): Promise<TitleMsg> {
+  const span = titleCallSpan(cmd.traceparent, 'provider_a', cmd.model);
+  return withSpan(span, () => generateTitle(cmd.adapter, cmd.model, cmd.content, cmd.signal)).then(
+    (out): TitleMsg => {
+      if (span !== null) endProviderSpan(span, out.end, capturingContent() ? out.text : null);
+      return { t: 'generated', text: out.text, usage: out.usage };
+    },
+    (err: unknown) => {
+      if (span !== null) endWithError(span, err);
+      return failed(err);
+    },
+  );
 }
 
 const initial = (req: TitleRunRequest): TitleState => ({ s: 'idle', req });
@@ -165,7 +184,7 @@ function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): Title
     case 'call_started': {
       if (state.s !== 'opening') return late(state, msg, io);
       const signal = AbortSignal.any([io.signal, run.timeout.signal]);
-      io.perform({ c: 'generate', adapter: run.adapter, model: run.model, content: run.req.content, signal });
+      io.perform({ c: 'generate', adapter: run.adapter, model: run.model, content: run.req.content, signal, traceparent: run.req.traceparent });
       return { s: 'generating', run, callId: msg.callId };
     }
     case 'generated': {

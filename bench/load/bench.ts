@@ -22,6 +22,7 @@
 //   (the start-rate rows alone, with the `nginx + SQL` baseline: start-rate.ts); BENCH_PIN=0 (capacity unpinned: pin.ts)
 //   BENCH_BROWNOUT=0 (issue 51's brownout row: bench/load/brownout.ts)
 //   BENCH_OPENAI=0 (issue 50's façade row, BENCH_ONLY=openai alone: bench/load/openai.ts)
+//   BENCH_TRACING=0 (issue 52's tracing row, BENCH_ONLY=tracing alone: bench/load/tracing.ts)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -50,6 +51,7 @@ import { runKillCheck } from './kill-recovery.ts';
 import { runBrownoutCheck } from './brownout.ts';
 import { runNoisyNeighbour } from './noisy.ts';
 import { runOpenaiRow } from './openai.ts';
+import { runTracingRow } from './tracing.ts';
 import { reattachRow, runChecks } from './scenarios.ts';
 import { createBenchDb, ensureNginx, OUT, peerHeaders, startNginx, startPeer, startSecureSimulator, startService, startSimulator, type SimUrls } from './targets.ts';
 
@@ -61,7 +63,7 @@ const ALL = ONLY === null;
 const CAPACITY_RUN = ALL ? CAPACITY : ONLY.has('capacity');
 const NEW_CHECKS = {
   defaultPath: 'BENCH_DEFAULT_PATH', noisyNeighbour: 'BENCH_NOISY', checkpoints: 'BENCH_CHECKPOINTS', killRecovery: 'BENCH_KILL', flood: 'BENCH_FLOOD',
-  burst: 'BENCH_BURSTS', longAnswer: 'BENCH_LONG', brownout: 'BENCH_BROWNOUT', openai: 'BENCH_OPENAI',
+  burst: 'BENCH_BURSTS', longAnswer: 'BENCH_LONG', brownout: 'BENCH_BROWNOUT', openai: 'BENCH_OPENAI', tracing: 'BENCH_TRACING',
 } as const;
 const wanted = (check: keyof typeof NEW_CHECKS) => (ONLY ? ONLY.has(check) : env[NEW_CHECKS[check]] !== '0');
 // K:R:D per step. K=5,000 runs at 4 deltas/s (20k deltas/s in all, as K=1,000 × 20/s): at 20/s the
@@ -278,6 +280,8 @@ async function main(): Promise<void> {
     await newCheck('brownout', () => runBrownoutCheck({ sim: sim.urls, dbUrl: db.url, log }));
     // Issue 50: the OpenAI-compatible API's streams against the native one, CPU per delta (bench/load/openai.ts).
     await newCheck('openai', () => runOpenaiRow(drive, run));
+    // Issue 52: CPU per delta with tracing on and off beside the service before tracing (bench/load/tracing.ts).
+    await newCheck('tracing', () => runTracingRow(drive, run));
     (checks as Record<string, unknown>).rollingRestart = ALL && service && env.BENCH_ROLLING !== '0'
       ? await runRollingCheck({ sim: sim.urls, dbUrl: db.url, log })
       : { skipped: 'BENCH_ROLLING=0, service not in BENCH_TARGETS, or over budget' };
@@ -311,9 +315,9 @@ async function main(): Promise<void> {
 }
 
 /** A fresh service for one measured run (clean RSS baseline, no leftovers between runs). */
-export async function withService<T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>, dataDir?: string, env?: Record<string, string>): Promise<T> {
+export async function withService<T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>, dataDir?: string, env?: Record<string, string>, root?: string): Promise<T> {
   const nodeFlags = [...SERVICE_FLAGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(OUT, 'prof')}`] : [])];
-  const { child, port } = await startService({ sim, databaseUrl: dbUrl, maxActiveRuns, nodeFlags, dataDir, env });
+  const { child, port } = await startService({ sim, databaseUrl: dbUrl, maxActiveRuns, nodeFlags, dataDir, env, root });
   try {
     return await fn({ pid: child.pid, port, child });
   } finally {

@@ -8,7 +8,7 @@ import type { PgCpuMeter } from './pg-cpu.ts';
 import { peerHeaders, type SimUrls } from './targets.ts';
 import type { Child } from '../../test/helpers/procs.ts';
 
-export type WithService = <T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>, dataDir?: string, env?: Record<string, string>) => Promise<T>;
+export type WithService = <T>(sim: SimUrls, dbUrl: string | null, maxActiveRuns: number, fn: (svc: { pid: number; port: number; child: Child }) => Promise<T>, dataDir?: string, env?: Record<string, string>, root?: string) => Promise<T>;
 
 export interface DriveContext {
   sim: { child: Child; urls: SimUrls; port: number };

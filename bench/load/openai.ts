@@ -9,7 +9,8 @@
 import type { DriveContext } from './drive.ts';
 import type { GenJob } from './gen.ts';
 import { serviceBody } from './bodies.ts';
-import { measure, toRow, type Base, type Row } from './measure.ts';
+import type { Base } from './measure.ts';
+import { cpuRatio, measureRun, type RunRow } from './ab.ts';
 
 const [K, RATE, DELTAS] = (process.env.BENCH_OPENAI_STEP ?? '1000:20:120').split(':').map(Number) as [number, number, number];
 const STARTS = Number(process.env.BENCH_OPENAI_STARTS ?? 1000);
@@ -36,21 +37,17 @@ const PAIRS: Pair[] = [
   { variant: 'openai-chat', path: '/openai/v1/chat/completions', body: chatBody(), kind: 'cc', persist: false, note: 'POST /openai/v1/chat/completions, stream: true with the usage chunk, not stored (the default): against the native stream not persisted' },
 ];
 
-const ratio = (facade: Row | undefined, native: Row | undefined): number | null =>
-  facade?.cpuUsPerDelta != null && native?.cpuUsPerDelta ? Number((facade.cpuUsPerDelta / native.cpuUsPerDelta).toFixed(3)) : null;
-
 /** The rows (per pair: the native stream, then the façade's) and the check's summary. */
-export async function runOpenaiRow(c: DriveContext, run: (base: Base, go: () => Promise<Row>) => Promise<Row | undefined>): Promise<Record<string, unknown>> {
-  const job = { mode: 'streams' as const, host: '127.0.0.1', k: K, deltas: DELTAS, rate: RATE, startsPerSec: STARTS };
+export async function runOpenaiRow(c: DriveContext, run: RunRow): Promise<Record<string, unknown>> {
+  const step = { k: K, deltas: DELTAS, rate: RATE, startsPerSec: STARTS };
   const summary: Record<string, unknown> = { step: { k: K, rate: RATE, deltas: DELTAS, startsPerSec: STARTS }, bound: OPENAI_BOUND };
-  const measured = (b: Base, path: string, body: string, kind: GenJob['kind'], note: string) =>
-    run(b, () => c.withService(c.sim.urls, c.dbUrl, K * 2 + 1000, async (svc) =>
-      toRow(b, await measure(svc.pid, c.sim.child.pid, { ...job, port: svc.port, path, body, kind }, b.persist ? c.pgMeter : null), undefined, note)));
   for (const p of PAIRS) {
     const base = (variant: string): Base => ({ target: 'service', provider: 'provider_c', persist: p.persist, k: K, rate: RATE, scenario: 'stream', variant });
-    const native = await measured(base(`${p.variant}-native`), '/v1/chat-completions/stream', serviceBody('provider_c', p.persist, DELTAS, RATE), 'sse', `the native stream beside ${p.variant} (persist: ${p.persist})`);
-    const facade = await measured(base(p.variant), p.path, p.body, p.kind, p.note);
-    const r = ratio(facade, native);
+    const native = await measureRun(c, run, step, base(`${p.variant}-native`), {
+      path: '/v1/chat-completions/stream', body: serviceBody('provider_c', p.persist, DELTAS, RATE), kind: 'sse', note: `the native stream beside ${p.variant} (persist: ${p.persist})`,
+    });
+    const facade = await measureRun(c, run, step, base(p.variant), p);
+    const r = cpuRatio(facade, native);
     summary[p.variant] = {
       cpuUsPerDelta: facade?.cpuUsPerDelta ?? null, nativeCpuUsPerDelta: native?.cpuUsPerDelta ?? null, ratio: r,
       failed: (facade?.failed ?? 0) + (native?.failed ?? 0), pass: r !== null && r <= OPENAI_BOUND && facade?.failed === 0 && native?.failed === 0,

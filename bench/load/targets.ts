@@ -1,6 +1,6 @@
 // The processes a bench measures: the simulator, nginx in front of it, the peer gateway in front
 // of it, and the service. Each is a child process on 127.0.0.1 with its own port.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { ensureNginx, freePort } from '../../test/helpers/nginx.ts';
@@ -174,6 +174,8 @@ export interface ServiceOptions {
    * ADMISSION=off (the burst and long-answer rows measure what a new user gets).
    */
   defaults?: boolean;
+  /** The tree whose service runs (another commit's, checked out: the tracing row's `today`); default SERVICE_ROOT. */
+  root?: string;
 }
 
 /** What the bench's own services run with unless `defaults`: nothing refused for overload. */
@@ -202,9 +204,12 @@ export async function startService(o: ServiceOptions): Promise<{ child: Child; p
   };
   if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
   else env.DATA_DIR = o.dataDir ?? path.join(OUT, 'data');
-  const { child } = await start('service', process.execPath, [...(o.nodeFlags ?? []), '--import', 'tsx', path.join(SERVICE_ROOT, 'src/app/main.ts')], {
+  const root = o.root ?? SERVICE_ROOT;
+  // An older checkout's entry: src/main.ts, as in git at edf246a, before the sources moved into folders by layer.
+  const entry = ['src/app/main.ts', 'src/main.ts'].map((p) => path.join(root, p)).find((p) => existsSync(p))!;
+  const { child } = await start('service', process.execPath, [...(o.nodeFlags ?? []), '--import', 'tsx', entry], {
     env: { ...env, ...o.env, ACTOR_THREADS: process.env.ACTOR_THREADS },
-    cwd: SERVICE_ROOT,
+    cwd: root,
   });
   // Under tsx a start compiles every module (~2 s idle; past 60 s at load 45 on 2 cores), and a fresh
   // embedded DATA_DIR runs initdb first.

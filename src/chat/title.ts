@@ -1,6 +1,6 @@
 // Titles for chats: the instruction given to TITLE_MODEL, the call, and the cleaning of its reply.
 // The title run (actors/title-run.ts) makes the call through the runtime like any other model call.
-import type { ProviderAdapter, Usage } from '../providers/types.ts';
+import type { ProviderAdapter, RoundEnd, Usage } from '../providers/types.ts';
 import { sliceUnits } from '../base/text.ts';
 
 export const TITLE_INSTRUCTION =
@@ -65,7 +65,7 @@ export function cleanTitle(raw: string): string {
 }
 
 /** One whole (non-streamed) call of `model` for a title; the text as the model wrote it. */
-export async function generateTitle(adapter: ProviderAdapter, model: string, content: string, signal: AbortSignal): Promise<{ text: string; usage: Usage | null }> {
+export async function generateTitle(adapter: ProviderAdapter, model: string, content: string, signal: AbortSignal): Promise<{ text: string; usage: Usage | null; end: RoundEnd }> {
   const session = adapter.startSession({
     model,
     messages: [
@@ -80,5 +80,6 @@ export async function generateTitle(adapter: ProviderAdapter, model: string, con
   const end = await session.round(null, (t) => {
     text += t;
   });
-  return { text, usage: end.usage };
+  // `end` whole: the provider call's span reads its finish reason, response model and id (actor-spans.ts).
+  return { text, usage: end.usage, end };
 }

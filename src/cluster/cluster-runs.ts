@@ -10,7 +10,7 @@ import type { Subscriber } from '../../actors/runtime/subscriber.ts';
 import { ClusterUnavailableError, endHere, LedgerRuns, type ActiveRunsScope, type Kind, type Runs, type UserRefusals } from '../service/runs.ts';
 import { OwnerUnreachableError, type Cluster } from './cluster.ts';
 import { RedisUnavailableError } from './redis.ts';
-import { linkToRun } from '../telemetry/run-spans.ts';
+import { linkToRun, withRunSpan } from '../telemetry/run-spans.ts';
 
 /** Cluster failures as the registry's own error; anything else is left as it is. */
 function clusterFailure(err: unknown): unknown {
@@ -143,7 +143,8 @@ export class ClusterRuns extends LedgerRuns implements Runs {
 
   /** A run ended (the supervisor's onEnd): its key is free cluster-wide, and its owner's slot. */
   ended(run: RunInfo): void {
-    if (run.key !== null) this.cluster.release(run.kind as Kind, run.key);
+    // Tracing: the lease's release is a child of the run's span.
+    if (run.key !== null) withRunSpan(run.runId, () => this.cluster.release(run.kind as Kind, run.key!));
     const owner = this.ledger.ended(run);
     if (owner !== undefined) this.cluster.userRuns.release(owner);
   }

@@ -11,8 +11,11 @@
 import type { Redis } from 'ioredis';
 import { parseRunMember, runMember, type ClusterKeys, type RunKind } from './keys.ts';
 import { asRedisError } from './redis.ts';
-import { SpanKind, type Span } from '@opentelemetry/api';
-import { markError, startChildSpan } from '../telemetry/tracing.ts';
+import { ROOT_CONTEXT, SpanKind, type Span } from '@opentelemetry/api';
+import { markError, startChildSpan, startSpan } from '../telemetry/tracing.ts';
+
+/** What every lease span says it is: a script run in Redis. */
+const REDIS_EVAL = { 'db.system.name': 'redis', 'db.operation.name': 'EVAL' } as const;
 
 // KEYS: lease, run set, run users. ARGV: me, ttl, member, user ('' for none). → {1} won, {0, owner} held by another.
 const ACQUIRE = `
@@ -103,10 +106,16 @@ export class Leases {
   }
 
   async release(kind: RunKind, key: string): Promise<boolean> {
+    const span = leaseSpan('release', kind, key);
     try {
-      return (await this.redis.eval(RELEASE, 3, ...this.releaseArgs(kind, key))) === 1;
+      const released = (await this.redis.eval(RELEASE, 3, ...this.releaseArgs(kind, key))) === 1;
+      span?.setAttribute('lease.released', released);
+      return released;
     } catch (err) {
+      if (span) markError(span, err);
       throw asRedisError(err);
+    } finally {
+      span?.end();
     }
   }
 
@@ -176,6 +185,8 @@ export class Leases {
   /** One beat: liveness, and every lease in `owned` renewed. Returns the leases lost to another instance. */
   async beat(owned: readonly LeaseRef[]): Promise<LeaseRef[]> {
     const lost: LeaseRef[] = [];
+    // A beat serves every run here, none in particular: a trace of its own (tracing on).
+    const span = startSpan('lease renew', { kind: SpanKind.CLIENT, parent: ROOT_CONTEXT, attributes: { ...REDIS_EVAL, 'lease.operation': 'renew', 'lease.count': owned.length } });
     try {
       for (let i = 0; i === 0 || i < owned.length; i += BEAT_CHUNK) {
         const chunk = owned.slice(i, i + BEAT_CHUNK);
@@ -185,7 +196,11 @@ export class Leases {
         for (const n of idx) lost.push(chunk[n - 1]!);
       }
     } catch (err) {
+      if (span) markError(span, err);
       throw asRedisError(err);
+    } finally {
+      span?.setAttribute('lease.lost', lost.length);
+      span?.end();
     }
     return lost;
   }
@@ -247,6 +262,6 @@ export class Leases {
 function leaseSpan(operation: string, kind: RunKind, key: string): Span | null {
   return startChildSpan(`lease ${operation}`, {
     kind: SpanKind.CLIENT,
-    attributes: { 'db.system.name': 'redis', 'db.operation.name': 'EVAL', 'lease.operation': operation, 'lease.run': `${kind}:${key}` },
+    attributes: { ...REDIS_EVAL, 'lease.operation': operation, 'lease.run': `${kind}:${key}` },
   });
 }

@@ -30,17 +30,30 @@ interface RoundEndLike {
   raw: unknown;
 }
 
+/** A provider call's span (`chat {model}`, CLIENT) under `parent`, with the GenAI request attributes. */
+const callSpan = (parent: Context | string, provider: string, model: string, round: number): Span | null =>
+  startSpan(`chat ${model}`, {
+    kind: SpanKind.CLIENT,
+    parent,
+    attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': provider, 'gen_ai.request.model': model, 'gen_ai.round': round },
+  });
+
 /** A provider call of `run` (one round); null when the run is not traced. */
 export function providerSpan(run: object, round: number): Span | null {
   const t = runs.get(run);
   if (t === undefined) return null;
-  const span = startSpan(`chat ${t.model}`, {
-    kind: SpanKind.CLIENT,
-    parent: t.parent,
-    attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': t.provider, 'gen_ai.request.model': t.model, 'gen_ai.round': round },
-  });
+  const span = callSpan(t.parent, t.provider, t.model, round);
   if (span !== null && round === 1 && t.messages !== undefined) span.setAttribute('gen_ai.input.messages', JSON.stringify(t.messages));
   return span;
+}
+
+/**
+ * A title run's one call to its model, a child of the run's span whose traceparent the run's request
+ * carries; null when it carries none (tracing off). Ended by endProviderSpan as a chat run's calls are.
+ */
+export function titleCallSpan(traceparent: string | undefined, provider: string, model: string): Span | null {
+  if (traceparent === undefined || !tracingOn()) return null;
+  return callSpan(traceparent, provider, model, 1);
 }
 
 /** Ends a provider call's span with what the round reported; `text`: the answer, when content is captured. */

@@ -4,7 +4,7 @@
 // run's request into the actor thread, whose provider, tool and database spans are its children
 // (actor-spans.ts); a later request that attaches to the run, or joins it, links to it.
 import { SpanKind, SpanStatusCode, trace, context, type Span, type SpanContext } from '@opentelemetry/api';
-import { parseTraceparent, startSpan, traceparentOf, tracingOn } from './tracing.ts';
+import { parseTraceparent, startSpan, traceparentOf, tracingOn, withSpan } from './tracing.ts';
 
 /** What a run request may say about itself (every kind's request is a plain object). */
 export interface TracedRequest {
@@ -72,6 +72,16 @@ export function linkToRun(kind: string, key: string): void {
   const run = byKey.get(`${kind}:${key}`);
   if (run === undefined) return;
   trace.getSpan(context.active())?.addLink({ context: run, attributes: { 'link.kind': 'attach' } });
+}
+
+/**
+ * `fn` run with the span of run `runId` active, while this thread still knows it (up to the run's end:
+ * the supervisor's onEnd comes before its result's callbacks), so that what `fn` starts, the release of
+ * its lease, is the run's child; `fn` alone otherwise.
+ */
+export function withRunSpan<T>(runId: string, fn: () => T): T {
+  const span = byRun.get(runId);
+  return span === undefined ? fn() : withSpan(span, fn);
 }
 
 /** Fields for a log line about `runId`: its trace id while the run goes on here. */

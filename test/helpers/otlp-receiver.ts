@@ -16,6 +16,11 @@ export interface ReceivedSpan {
   status: { code?: number; message?: string };
   events: { name: string; attributes: Record<string, unknown> }[];
   service: string;
+  /** The resource's `thread.name` (`main`, `actor N`: src/telemetry/resource.ts). */
+  thread: string;
+  /** Start and end, in ms since the epoch (fractional: the nanoseconds kept to the µs). */
+  startMs: number;
+  endMs: number;
 }
 
 export interface ReceivedPoint {
@@ -30,6 +35,8 @@ export interface OtlpReceiver {
   /** The base URL to set as OTEL_EXPORTER_OTLP_ENDPOINT. */
   url: string;
   spans: ReceivedSpan[];
+  /** How many spans were posted (with `keep: false`, the only record of them). */
+  count(): number;
   /** Every request body as received (to check what was never sent). */
   raw: string[];
   /** The histograms posted to /v1/metrics: each data point with its metric's name and unit. */
@@ -51,7 +58,15 @@ function plain(v: AnyValue): unknown {
 
 const attrs = (list: KeyValue[] | undefined): Record<string, unknown> => Object.fromEntries((list ?? []).map((kv) => [kv.key, plain(kv.value)]));
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+const ms = (unixNano: string | number | undefined): number => (unixNano === undefined ? 0 : Number(BigInt(unixNano) / 1000n) / 1000);
+
+/**
+ * `keep: false` (a bench's receiver, taking thousands of spans a second): spans are counted, neither
+ * kept nor their bodies; metrics are answered and dropped.
+ */
+export async function startOtlpReceiver(o: { keep?: boolean } = {}): Promise<OtlpReceiver> {
+  const keep = o.keep !== false;
+  let received = 0;
   const spans: ReceivedSpan[] = [];
   const raw: string[] = [];
   const points: ReceivedPoint[] = [];
@@ -62,6 +77,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       const body = Buffer.concat(chunks).toString('utf8');
       if (!String(req.headers['content-type']).includes('json')) {
         res.writeHead(415).end();
+        return;
+      }
+      if (req.url === '/v1/metrics' && !keep) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
         return;
       }
       if (req.url === '/v1/metrics') {
@@ -82,12 +101,15 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         res.writeHead(404).end();
         return;
       }
-      raw.push(body);
+      if (keep) raw.push(body);
       const doc = JSON.parse(body) as { resourceSpans?: any[] };
       for (const rs of doc.resourceSpans ?? []) {
-        const service = String(attrs(rs.resource?.attributes)['service.name'] ?? '');
+        const resource = attrs(rs.resource?.attributes);
+        const service = String(resource['service.name'] ?? '');
+        const thread = String(resource['thread.name'] ?? '');
         for (const ss of rs.scopeSpans ?? []) {
-          for (const s of ss.spans ?? []) {
+          received += ss.spans?.length ?? 0;
+          for (const s of keep ? ss.spans ?? [] : []) {
             spans.push({
               traceId: s.traceId,
               spanId: s.spanId,
@@ -99,6 +121,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               status: s.status ?? {},
               events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attrs(e.attributes) })),
               service,
+              thread,
+              startMs: ms(s.startTimeUnixNano),
+              endMs: ms(s.endTimeUnixNano),
             });
           }
         }
@@ -111,6 +136,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   return {
     url: `http://127.0.0.1:${port}`,
     spans,
+    count: () => received,
     raw,
     points,
     close: () => new Promise<void>((r) => server.close(() => r())),

@@ -63,6 +63,25 @@ describe('traces', () => {
     assert.ok(spans.every((s) => s.attributes['gen_ai.input.messages'] === undefined && s.attributes['gen_ai.output.messages'] === undefined));
   });
 
+  it("a title run's provider call is a child of its run, with the GenAI attributes and no content", async () => {
+    const chat = (await t.call('POST', '/v1/chats', {})).body.chat;
+    const r = await t.call('POST', '/v1/chats/title/suggest', { chatId: chat.id, content: sim({ reply: 'Tide Pools', usage: { input: 21, output: 3 } }, SECRET) });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const traceId = r.headers.get('x-trace-id')!;
+    const call = () => inTrace(traceId).find((s) => s.kind === 3 /* CLIENT */ && s.name.startsWith('chat '));
+    await waitFor(() => call() !== undefined && inTrace(traceId).some((s) => s.name === 'title'), 10_000, 'the title run and its provider call');
+    const run = one(inTrace(traceId), 'title');
+    assert.equal(run.parentSpanId, one(inTrace(traceId), 'POST /v1/chats/title/suggest').spanId);
+    const c = call()!;
+    assert.equal(c.parentSpanId, run.spanId, "the provider call is a child of the title's run");
+    // TITLE_MODEL's default.
+    assert.equal(c.name, 'chat gpt-4.1-nano');
+    assert.deepEqual([c.attributes['gen_ai.operation.name'], c.attributes['gen_ai.provider.name'], c.attributes['gen_ai.request.model']], ['chat', 'provider_a', 'gpt-4.1-nano']);
+    assert.deepEqual([c.attributes['gen_ai.usage.input_tokens'], c.attributes['gen_ai.usage.output_tokens']], [21, 3]);
+    assert.deepEqual(c.attributes['gen_ai.response.finish_reasons'], ['completed'], "the Responses API's status");
+    assert.ok(!receiver.raw.some((b) => b.includes(SECRET) || b.includes('Tide Pools')), 'the prompt or the title was exported');
+  });
+
   it("a search run's engine calls are children of its span", async () => {
     const search = (await t.call('POST', '/v1/searches', { query: 'tide pools' })).body.search;
     const r = await t.call('POST', `/v1/searches/${search.id}/run`, {});
