@@ -1,0 +1,135 @@
+// A run's live resources, owned by the runtime and named by handle: the run's state holds only the
+// handle (a number), so the state stays plain data that a snapshot can carry (run-snapshot.ts). Three
+// kinds: abort controllers (a run's calls end with them), timers (a message that comes back later),
+// and opaque live objects the run opened (a provider session). A run's transitions reach them only
+// through its io (abort, after, cancelTimer); its executors read them through the run's handle.
+import type { Handle, Timers } from './io.ts';
+
+export type { Handle } from './io.ts';
+
+interface PendingTimer<M> {
+  /** When it fires, on the run's clock (Timers.now). */
+  readonly at: number;
+  readonly msg: M;
+  /** The clock's own handle (Timers.set). */
+  readonly id: unknown;
+}
+
+/** What a snapshot keeps of a run's resources: plain data. */
+export interface ResourcesSnapshot<M> {
+  /** The next handle: a restored run never reuses one it handed out. */
+  readonly next: Handle;
+  /** Each controller, with the message of its abort's reason (null: not aborted). */
+  readonly controllers: ReadonlyArray<readonly [Handle, string | null]>;
+  /** Each pending timer: when it fires, and its message. */
+  readonly timers: ReadonlyArray<readonly [Handle, number, M]>;
+  /**
+   * The live objects' handles. A snapshot cannot carry them: a restore in the same process is handed
+   * them (RunResources.live); elsewhere the run's kind opens them again from its request.
+   */
+  readonly live: readonly Handle[];
+}
+
+export class RunResources<M> {
+  private next: Handle = 1;
+  private readonly controllers = new Map<Handle, AbortController>();
+  private readonly objects = new Map<Handle, unknown>();
+  private readonly timers = new Map<Handle, PendingTimer<M>>();
+
+  constructor(
+    private readonly clock: Timers,
+    private readonly tell: (msg: M) => void,
+  ) {}
+
+  /** A new controller's handle. */
+  controller(): Handle {
+    const h = this.next++;
+    this.controllers.set(h, new AbortController());
+    return h;
+  }
+
+  signalOf(h: Handle): AbortSignal {
+    const c = this.controllers.get(h);
+    if (!c) throw new Error(`no controller ${h} in this run`);
+    return c.signal;
+  }
+
+  /** Aborts the controller (the first reason wins, as with AbortController). */
+  abort(h: Handle, reason: unknown): void {
+    this.controllers.get(h)?.abort(reason);
+  }
+
+  /** Keeps a live object the run opened; its handle goes in the state. */
+  open(resource: unknown): Handle {
+    const h = this.next++;
+    this.objects.set(h, resource);
+    return h;
+  }
+
+  resource<T>(h: Handle): T {
+    if (!this.objects.has(h)) throw new Error(`no resource ${h} in this run`);
+    return this.objects.get(h) as T;
+  }
+
+  /** `msg` is told after `ms`, unless cancelled (or the run ends) first. */
+  after(ms: number, msg: M): Handle {
+    const h = this.next++;
+    this.arm(h, this.clock.now() + ms, ms, msg);
+    return h;
+  }
+
+  cancelTimer(h: Handle): void {
+    const t = this.timers.get(h);
+    if (t === undefined) return;
+    this.timers.delete(h);
+    this.clock.clear(t.id);
+  }
+
+  /** The run ended: its timers are cleared (controllers and objects go with the run). */
+  clearTimers(): void {
+    for (const t of this.timers.values()) this.clock.clear(t.id);
+    this.timers.clear();
+  }
+
+  private arm(h: Handle, at: number, ms: number, msg: M): void {
+    const id = this.clock.set(ms, () => {
+      this.timers.delete(h);
+      this.tell(msg);
+    });
+    this.timers.set(h, { at, msg, id });
+  }
+
+  snapshot(): ResourcesSnapshot<M> {
+    const controllers: Array<readonly [Handle, string | null]> = [];
+    for (const [h, c] of this.controllers) controllers.push([h, c.signal.aborted ? reasonMessage(c.signal.reason) : null]);
+    const timers: Array<readonly [Handle, number, M]> = [];
+    for (const [h, t] of this.timers) timers.push([h, t.at, t.msg]);
+    return { next: this.next, controllers, timers, live: [...this.objects.keys()] };
+  }
+
+  /**
+   * The resources of a snapshot, made anew: controllers (an aborted one aborted again with its
+   * message), timers armed for what is left of their time, and the live objects `live` hands over
+   * (the same process's; absent ones stay absent).
+   */
+  static restore<M>(snap: ResourcesSnapshot<M>, clock: Timers, tell: (msg: M) => void, live?: ReadonlyMap<Handle, unknown>): RunResources<M> {
+    const r = new RunResources(clock, tell);
+    r.next = snap.next;
+    for (const [h, aborted] of snap.controllers) {
+      const c = new AbortController();
+      if (aborted !== null) c.abort(new Error(aborted));
+      r.controllers.set(h, c);
+    }
+    const now = clock.now();
+    for (const [h, at, msg] of snap.timers) r.arm(h, at, Math.max(0, at - now), msg);
+    for (const h of snap.live) if (live?.has(h)) r.objects.set(h, live.get(h));
+    return r;
+  }
+
+  /** The live objects, for a restore in the same process (RunResources.restore's `live`). */
+  live(): ReadonlyMap<Handle, unknown> {
+    return this.objects;
+  }
+}
+
+const reasonMessage = (reason: unknown): string => (reason instanceof Error ? reason.message : String(reason));
