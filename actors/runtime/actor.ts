@@ -202,6 +202,17 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     };
   }
 
+  /**
+   * The run leaves this actor (a move): its snapshot, its timers cleared, and every later message but
+   * an attach dropped; its restore goes on in its place.
+   */
+  handOver(): RunSnapshot<S, M> {
+    const snap = this.snapshot();
+    this.resources.clearTimers();
+    this.finished = true;
+    return snap;
+  }
+
   /** The run's live objects (Io.open), for a restore in the same process. */
   liveResources(): ReadonlyMap<Handle, unknown> {
     return this.resources.live();
