@@ -5,12 +5,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { chatBehavior, type ChatRunRequest } from '../../actors/chat-run.ts';
-import type { ChatMsg } from '../../actors/chat-protocol.ts';
 import { RunError } from '../../actors/run-failure.ts';
-import type { Control } from '../../actors/runtime/actor.ts';
 import type { RoundEnd, ToolCallRequest } from '../../src/providers/types.ts';
 import { ADMIN_USER_ID } from '../../src/base/types.ts';
-import { call, fakeDeps, fakeTool, machine } from '../helpers/fake-io.ts';
+import { searchBehavior, type SearchRunRequest } from '../../actors/search-run.ts';
+import { titleBehavior } from '../../actors/title-run.ts';
+import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
+import type { ChatSummary, SearchDetail } from '../../src/base/types.ts';
+import { call, fakeDeps, fakeTool, machine, type FakeTimers, type RecordingSink } from '../helpers/fake-io.ts';
 import { notPlain } from '../helpers/plain-data.ts';
 
 const request: ChatRunRequest = {
@@ -29,31 +31,43 @@ const end = (toolCalls: ToolCallRequest[] = []): RoundEnd => ({ toolCalls, usage
 const aborted = () => Object.assign(new Error('This operation was aborted'), { name: 'AbortError' });
 const SHUTDOWN = 'run cancelled: server is shutting down';
 
-type Chat = ReturnType<typeof chat>;
+/** What a test needs of a machine (fake-io.ts) to move it. */
+interface Moving {
+  tell(msg: never): void;
+  move(): { state: { s: string } };
+  commands: object[];
+  sink: RecordingSink;
+  timers: FakeTimers;
+}
 /** A step of a run: a message, or the test's hand on the run's clock. */
-type Step = ChatMsg | Control | ((m: Chat) => void);
+type Step<M extends Moving> = Parameters<M['tell']>[0] | ((m: M) => void);
 
 /** `tools`: web_search is offered (a round's text is then held until it is known to be the answer). */
 const chat = (tools = true) => machine(chatBehavior, request, fakeDeps({ tools: tools ? [fakeTool('web_search')] : [] }));
 
 /** What the run did, as comparable data: its frames, its commands (live signals and tools by name), its end. */
-function outcome(m: Chat) {
-  const commands = JSON.parse(JSON.stringify(m.commands, (k, v: unknown) => (v instanceof AbortSignal ? 'signal' : k === 'tool' && v ? (v as { name: string }).name : v)));
+function outcome(m: Moving) {
+  const commands: unknown = JSON.parse(JSON.stringify(m.commands, (k, v: unknown) => (v instanceof AbortSignal ? 'signal' : k === 'tool' && v ? (v as { name: string }).name : v)));
   return { frames: m.sink.data, commands, result: m.sink.result, ends: m.sink.ends, settled: m.sink.startsSettled, logs: m.sink.logs, timers: m.timers.pending.size };
 }
 
-const play = (m: Chat, steps: Step[]) => steps.forEach((s) => (typeof s === 'function' ? s(m) : m.tell(s)));
+function play<M extends Moving>(m: M, steps: Array<Step<M>>): void {
+  for (const s of steps) {
+    if (typeof s === 'function') s(m);
+    else m.tell(s as never);
+  }
+}
 
 /**
  * Plays `steps` once straight through, then once per cut with a move through JSON at the cut, and
  * asserts every moved run ends as the straight one; each snapshot must be plain data. Returns the straight run.
  */
-function roundTrips(steps: Step[], tools = true): Chat {
-  const straight = chat(tools);
+function roundTrips<M extends Moving>(make: () => M, steps: Array<Step<M>>): M {
+  const straight = make();
   play(straight, steps);
   const expected = outcome(straight);
   for (let at = 1; at < steps.length; at++) {
-    const m = chat(tools);
+    const m = make();
     play(m, steps.slice(0, at));
     const snapshot = m.move();
     assert.equal(notPlain(snapshot), null, `the snapshot after ${at} steps is plain data`);
@@ -64,7 +78,7 @@ function roundTrips(steps: Step[], tools = true): Chat {
 }
 
 test('a run with a tool round, moved between any two of its messages, ends as the run that never moved', () => {
-  const straight = roundTrips([
+  const straight = roundTrips(chat, [
     { t: 'start' },
     { t: 'prepared', runToken: 1 },
     { t: 'text', round: 1, text: 'thinking' },
@@ -85,7 +99,7 @@ test('a run with a tool round, moved between any two of its messages, ends as th
 });
 
 test("a held round's timer moves with the run: it fires in the restored run and lets the text out", () => {
-  const straight = roundTrips([
+  const straight = roundTrips(chat, [
     { t: 'start' },
     { t: 'prepared', runToken: 1 },
     { t: 'text', round: 1, text: 'The ' },
@@ -98,37 +112,92 @@ test("a held round's timer moves with the run: it fires in the restored run and 
 });
 
 test('a stop moves with the run: the restored run stores the partial answer as stopped', () => {
-  const straight = roundTrips([
+  const straight = roundTrips(() => chat(false), [
     { t: 'start' },
     { t: 'prepared', runToken: 1 },
     { t: 'text', round: 1, text: 'Half' },
     { t: 'stop', message: 'stopped by request' },
     { t: 'round_failed', round: 1, error: aborted() },
     { t: 'answer_stored' },
-  ], false);
+  ]);
   assert.deepEqual(straight.sent('store_answer').map((c) => [c.text, c.stopped]), [['Half', true]]);
 });
 
 test("a shutdown moves with the run: the restored run keeps the text as interrupted, and ends with the cancel's message", () => {
-  const straight = roundTrips([
+  const straight = roundTrips(() => chat(false), [
     { t: 'start' },
     { t: 'prepared', runToken: 1 },
     { t: 'text', round: 1, text: 'Half an ans' },
     { t: 'cancel', why: 'shutdown', message: SHUTDOWN },
     { t: 'round_failed', round: 1, error: aborted() },
     { t: 'interrupted_stored', error: null },
-  ], false);
+  ]);
   assert.deepEqual(straight.sink.result, { ok: false, outcome: 'cancelled', message: SHUTDOWN });
 });
 
 test("a failed input's cause moves with the run as data: the restored run fails with it", () => {
-  const straight = roundTrips([
+  const straight = roundTrips(chat, [
     { t: 'start' },
     { t: 'prepare_failed', error: new RunError('chat not found', 'not_found') },
     { t: 'round_failed', round: 1, error: aborted() },
     { t: 'call_failed' },
   ]);
   assert.deepEqual(straight.sink.result, { ok: false, outcome: 'not_found', message: 'chat not found' });
+});
+
+const untitled = { id: 'chat-1', title: null } as ChatSummary;
+const titled = { id: 'chat-1', title: 'Tides' } as ChatSummary;
+const title = () => machine(titleBehavior, { chatId: 'chat-1', owner: ADMIN_USER_ID, content: 'tides?' }, fakeDeps());
+
+test('a title run moved between any two of its messages ends as the run that never moved', () => {
+  const straight = roundTrips(title, [
+    { t: 'start' },
+    { t: 'chat_read', chat: untitled },
+    { t: 'call_started', callId: 'llm-t' },
+    (m) => (m.timers.time += 900),
+    { t: 'generated', text: '"Tides."', usage: null },
+    { t: 'call_finished' },
+    { t: 'titled', chat: titled },
+  ]);
+  assert.deepEqual(straight.sink.result, { ok: true, value: { chat: titled } });
+  assert.equal(straight.timers.pending.size, 0, 'the timeout timer went with the run');
+});
+
+test("a title run's timeout moves with it: armed again by the restore, and once fired still the failure's cause", () => {
+  const straight = roundTrips(title, [
+    { t: 'start' },
+    { t: 'chat_read', chat: untitled },
+    { t: 'call_started', callId: 'llm-t' },
+    (m) => assert.equal(m.timers.fire(TITLE_TIMEOUT_MS), 1),
+    { t: 'failed', error: new Error('This operation was aborted') },
+    { t: 'call_failed' },
+  ]);
+  assert.equal(straight.sink.result?.ok === false && straight.sink.result.outcome, 'provider_timeout');
+});
+
+const searchReq: SearchRunRequest = { owner: ADMIN_USER_ID, searchId: 'search-1', endpoint: { baseUrl: 'http://engine', apiKey: 'k' } as SearchRunRequest['endpoint'], query: 'q' };
+const detail = { id: 'search-1', query: 'q' } as SearchDetail;
+const search = () => machine(searchBehavior, searchReq, fakeDeps());
+const mark = { instanceId: 'test', startedAt: '2026-01-01 00:00:00+00' };
+
+test('a search run moved between any two of its messages ends as the run that never moved, a stop included', () => {
+  const straight = roundTrips(search, [
+    { t: 'start' },
+    (m) => (m.timers.time += 700),
+    { t: 'search_done', outcome: { ok: true, value: { requestId: 'r1', results: [] } }, mark },
+    { t: 'answer_done', outcome: { ok: false, error: 'engine 500' } },
+    { t: 'saved', detail },
+  ]);
+  assert.equal(straight.sent('save')[0]?.row.latencyMs, 700);
+  assert.deepEqual(straight.sink.result, { ok: true, value: { search: detail } });
+  const stopped = roundTrips(search, [
+    { t: 'start' },
+    { t: 'search_done', outcome: { ok: true, value: { requestId: 'r1', results: [] } }, mark },
+    { t: 'stop', message: 'stopped by request' },
+    { t: 'answer_done', outcome: { ok: false, error: 'This operation was aborted' } },
+    { t: 'saved', detail },
+  ]);
+  assert.equal(stopped.sink.result?.ok === false && stopped.sink.result.outcome, 'stopped');
 });
 
 test('a snapshot walks as plain data only: a live object anywhere is found', () => {
