@@ -60,7 +60,8 @@ export interface SlotPlace {
 /** A call's slot and the command that runs it; the caller emits `initiated` and performs the command. */
 export function openSlot(call: ToolCallRequest, tools: readonly ServiceTool[], place: SlotPlace, signal: AbortSignal): { slot: ToolSlot; command: ToolCommand } {
   const { round, index, toolCallId } = place;
-  const startedAt = place.now;
+  // Whole milliseconds, as a Date keeps them: the duration is counted between the two ISO times shown.
+  const startedAt = Math.trunc(place.now);
   const tool = tools.find((t) => t.name === call.name) ?? null;
   const parsed = parseArgs(call.arguments);
   const args = parsed instanceof Error ? {} : parsed;

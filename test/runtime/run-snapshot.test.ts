@@ -82,8 +82,10 @@ test('a run with a tool round, moved between any two of its messages, ends as th
     { t: 'start' },
     { t: 'prepared', runToken: 1 },
     { t: 'text', round: 1, text: 'thinking' },
+    // A clock with fractions of a millisecond, as the service's is.
+    (m) => (m.timers.time = 0.6),
     { t: 'round_end', round: 1, end: end([call('web_search', { q: 1 }, 'a'), call('web_search', { q: 2 }, 'b')]) },
-    (m) => (m.timers.time += 700),
+    (m) => (m.timers.time = 700.2),
     { t: 'tool_done', round: 1, index: 1, output: 'two' },
     { t: 'tool_stored', round: 1, index: 1 },
     { t: 'tool_done', round: 1, index: 0, output: 'one' },
@@ -95,7 +97,9 @@ test('a run with a tool round, moved between any two of its messages, ends as th
   ]);
   assert.equal(straight.sink.result?.ok, true);
   assert.deepEqual(straight.sent('round').map((c) => c.round), [1, 2]);
-  assert.equal(straight.sent('store_tool')[0]?.message.metadata?.durationMs, 700);
+  // Counted between the whole milliseconds its ISO times show, as a Date keeps them.
+  const terminal = straight.sent('store_tool')[0]?.message.metadata;
+  assert.deepEqual([terminal?.startedAt, terminal?.completedAt, terminal?.durationMs], [new Date(0).toISOString(), new Date(700).toISOString(), 700]);
 });
 
 test("a held round's timer moves with the run: it fires in the restored run and lets the text out", () => {
