@@ -30,11 +30,12 @@ export interface ResourcesSnapshot<M> {
   readonly live: readonly Handle[];
 }
 
+// Made when first used (a search run uses none): a run's start allocates no table it does not need.
 export class RunResources<M> {
   private next: Handle = 1;
-  private readonly controllers = new Map<Handle, AbortController>();
-  private readonly objects = new Map<Handle, unknown>();
-  private readonly timers = new Map<Handle, PendingTimer<M>>();
+  private controllers: Map<Handle, AbortController> | null = null;
+  private objects: Map<Handle, unknown> | null = null;
+  private timers: Map<Handle, PendingTimer<M>> | null = null;
 
   constructor(
     private readonly clock: Timers,
@@ -44,31 +45,32 @@ export class RunResources<M> {
   /** A new controller's handle. */
   controller(): Handle {
     const h = this.next++;
-    this.controllers.set(h, new AbortController());
+    (this.controllers ??= new Map()).set(h, new AbortController());
     return h;
   }
 
   signalOf(h: Handle): AbortSignal {
-    const c = this.controllers.get(h);
+    const c = this.controllers?.get(h);
     if (!c) throw new Error(`no controller ${h} in this run`);
     return c.signal;
   }
 
   /** Aborts the controller (the first reason wins, as with AbortController). */
   abort(h: Handle, reason: unknown): void {
-    this.controllers.get(h)?.abort(reason);
+    this.controllers?.get(h)?.abort(reason);
   }
 
   /** Keeps a live object the run opened; its handle goes in the state. */
   open(resource: unknown): Handle {
     const h = this.next++;
-    this.objects.set(h, resource);
+    (this.objects ??= new Map()).set(h, resource);
     return h;
   }
 
   resource<T>(h: Handle): T {
-    if (!this.objects.has(h)) throw new Error(`no resource ${h} in this run`);
-    return this.objects.get(h) as T;
+    const objects = this.objects;
+    if (objects === null || !objects.has(h)) throw new Error(`no resource ${h} in this run`);
+    return objects.get(h) as T;
   }
 
   /** `msg` is told after `ms`, unless cancelled (or the run ends) first. */
@@ -79,32 +81,34 @@ export class RunResources<M> {
   }
 
   cancelTimer(h: Handle): void {
-    const t = this.timers.get(h);
+    const t = this.timers?.get(h);
     if (t === undefined) return;
-    this.timers.delete(h);
+    this.timers!.delete(h);
     this.clock.clear(t.id);
   }
 
   /** The run ended: its timers are cleared (controllers and objects go with the run). */
   clearTimers(): void {
+    if (this.timers === null) return;
     for (const t of this.timers.values()) this.clock.clear(t.id);
     this.timers.clear();
   }
 
   private arm(h: Handle, at: number, ms: number, msg: M): void {
+    const timers = (this.timers ??= new Map());
     const id = this.clock.set(ms, () => {
-      this.timers.delete(h);
+      timers.delete(h);
       this.tell(msg);
     });
-    this.timers.set(h, { at, msg, id });
+    timers.set(h, { at, msg, id });
   }
 
   snapshot(): ResourcesSnapshot<M> {
     const controllers: Array<readonly [Handle, string | null]> = [];
-    for (const [h, c] of this.controllers) controllers.push([h, c.signal.aborted ? reasonMessage(c.signal.reason) : null]);
+    for (const [h, c] of this.controllers ?? []) controllers.push([h, c.signal.aborted ? reasonMessage(c.signal.reason) : null]);
     const timers: Array<readonly [Handle, number, M]> = [];
-    for (const [h, t] of this.timers) timers.push([h, t.at, t.msg]);
-    return { next: this.next, controllers, timers, live: [...this.objects.keys()] };
+    for (const [h, t] of this.timers ?? []) timers.push([h, t.at, t.msg]);
+    return { next: this.next, controllers, timers, live: this.objects ? [...this.objects.keys()] : [] };
   }
 
   /**
@@ -118,17 +122,17 @@ export class RunResources<M> {
     for (const [h, aborted] of snap.controllers) {
       const c = new AbortController();
       if (aborted !== null) c.abort(new Error(aborted));
-      r.controllers.set(h, c);
+      (r.controllers ??= new Map()).set(h, c);
     }
     const now = clock.now();
     for (const [h, at, msg] of snap.timers) r.arm(h, at, Math.max(0, at - now), msg);
-    for (const h of snap.live) if (live?.has(h)) r.objects.set(h, live.get(h));
+    for (const h of snap.live) if (live?.has(h)) (r.objects ??= new Map()).set(h, live.get(h));
     return r;
   }
 
   /** The live objects, for a restore in the same process (RunResources.restore's `live`). */
   live(): ReadonlyMap<Handle, unknown> {
-    return this.objects;
+    return this.objects ?? new Map();
   }
 }
 
