@@ -12,8 +12,11 @@ import { searchBehavior, type SearchRunRequest } from '../../actors/search-run.t
 import { titleBehavior } from '../../actors/title-run.ts';
 import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
 import type { ChatSummary, SearchDetail } from '../../src/base/types.ts';
-import { call, fakeDeps, fakeTool, machine, type FakeTimers, type RecordingSink } from '../helpers/fake-io.ts';
+import { Actor, type RunHandle } from '../../actors/runtime/actor.ts';
+import type { ChatCommand } from '../../actors/chat-protocol.ts';
+import { call, fakeDeps, fakeTool, machine, FakeTimers as FakeTimersClass, RecordingSink as RecordingSinkClass, type FakeTimers, type RecordingSink } from '../helpers/fake-io.ts';
 import { notPlain } from '../helpers/plain-data.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const request: ChatRunRequest = {
   owner: ADMIN_USER_ID,
@@ -209,4 +212,41 @@ test('a snapshot walks as plain data only: a live object anywhere is found', () 
   assert.equal(notPlain({ run: { call: new AbortController() } }), '$.run.call (AbortController)');
   assert.equal(notPlain({ slots: [{ startedAt: new Date(0) }] }), '$.slots[0].startedAt (Date)');
   assert.equal(notPlain({ session: { round: () => undefined } }), '$.session.round (function)');
+});
+
+test("a run restored in the same process is handed its live objects: the next round's executor reads the same provider session", async () => {
+  const session = { round: () => new Promise<never>(() => {}) };
+  const deps = fakeDeps({ tools: [fakeTool('web_search')], session });
+  const read: unknown[] = [];
+  const behavior = {
+    ...chatBehavior,
+    execute: (cmd: ChatCommand, _deps: unknown, _tell: unknown, run: RunHandle) => {
+      if (cmd.c === 'round') read.push(run.resource(cmd.session));
+      return new Promise<never>(() => {});
+    },
+  };
+  const world = { timers: new FakeTimersClass(), newId: () => 'id' };
+  const make = (sink: RecordingSinkClass) => {
+    const actor = new Actor('run-1', behavior, request, deps, sink, world);
+    actor.tell({ t: 'start' });
+    actor.tell({ t: 'prepared', runToken: 1 });
+    actor.tell({ t: 'round_end', round: 1, end: end([call('web_search', {})]) });
+    actor.tell({ t: 'tool_done', round: 1, index: 0, output: 'r' });
+    return actor;
+  };
+  const handed = make(new RecordingSinkClass());
+  const json = JSON.parse(JSON.stringify(handed.handOver()));
+  const restored = Actor.restore(json, behavior, deps, new RecordingSinkClass(), world, handed.liveResources());
+  restored.tell({ t: 'tool_stored', round: 1, index: 0 });
+  assert.deepEqual(read, [session, session], 'round 2 runs on the session round 1 opened');
+
+  // Elsewhere (no live objects handed over) the session is not there: the executor's read fails, and the
+  // run ends through its failure path, logged, instead of streaming on from nothing.
+  const sink = new RecordingSinkClass();
+  const moved = Actor.restore(JSON.parse(JSON.stringify(make(new RecordingSinkClass()).handOver())), behavior, deps, sink, world);
+  moved.tell({ t: 'tool_stored', round: 1, index: 0 });
+  // The executor's throw comes back as the run's fault, a message after this one.
+  await waitFor(() => sink.logs.includes('error: run run-1 threw'), 10_000, "the crash's log line");
+  moved.tell({ t: 'call_failed' });
+  assert.equal(sink.result?.ok, false);
 });
