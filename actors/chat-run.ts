@@ -138,8 +138,7 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
   const tools = deps.tools.filter((t) => toolNames.includes(t.name));
   const call = io.newController();
   const offered = tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
-  const session = io.open(
-    adapter.startSession({
+  const session = adapter.startSession({
     model: req.model,
     messages: withResumed(toProviderMessages(prompt, req.messages), req.resume),
     tools: req.clientTools ? [...offered, ...req.clientTools.filter((c) => !toolNames.includes(c.name))] : offered,
@@ -147,9 +146,9 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
     maxTokens: req.maxTokens,
     stream: req.mode === 'stream',
     signal: io.signalOf(call),
-  }),
-  );
-  return nextRound(begin(req, io, call, tools.map((t) => t.name), session), null, io);
+  });
+  // The session is the runtime's from here: the state and the round's command name it by handle.
+  return nextRound(begin(req, io, call, tools.map((t) => t.name), io.open(session)), null, io);
 }
 
 /**
