@@ -51,7 +51,7 @@ const chat = (tools = true) => machine(chatBehavior, request, fakeDeps({ tools: 
 /** What the run did, as comparable data: its frames, its commands (live signals and tools by name), its end. */
 function outcome(m: Moving) {
   const commands: unknown = JSON.parse(JSON.stringify(m.commands, (k, v: unknown) => (v instanceof AbortSignal ? 'signal' : k === 'tool' && v ? (v as { name: string }).name : v)));
-  return { frames: m.sink.data, commands, result: m.sink.result, ends: m.sink.ends, settled: m.sink.startsSettled, logs: m.sink.logs, timers: m.timers.pending.size };
+  return { frames: m.sink.data, replays: m.sink.replays, commands, result: m.sink.result, ends: m.sink.ends, settled: m.sink.startsSettled, logs: m.sink.logs, timers: m.timers.pending.size };
 }
 
 function play<M extends Moving>(m: M, steps: Array<Step<M>>): void {
@@ -150,6 +150,20 @@ test("a failed input's cause moves with the run as data: the restored run fails 
     { t: 'call_failed' },
   ]);
   assert.deepEqual(straight.sink.result, { ok: false, outcome: 'not_found', message: 'chat not found' });
+});
+
+test("a run whose readers number its deltas moves with each delta's length: its replay and its value keep them", () => {
+  const straight = roundTrips(() => machine(chatBehavior, { ...request, keepDeltas: true }, fakeDeps()), [
+    { t: 'start' },
+    { t: 'prepared', runToken: 1 },
+    { t: 'text', round: 1, text: 'Hel' },
+    { t: 'text', round: 1, text: 'lo' },
+    { t: 'attach', subId: 1 },
+    { t: 'text', round: 1, text: ' there' },
+    { t: 'round_end', round: 1, end: end() },
+    { t: 'answer_stored' },
+  ]);
+  assert.deepEqual(straight.sink.result?.ok && (straight.sink.result.value as { deltas?: number[] }).deltas, [3, 2, 6]);
 });
 
 const untitled = { id: 'chat-1', title: null } as ChatSummary;
