@@ -213,7 +213,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     return snap;
   }
 
-  /** The run's live objects (Io.open), for a restore in the same process. */
+  /** The run's live objects (Io.open) and controllers, for a restore in the same process. */
   liveResources(): ReadonlyMap<Handle, unknown> {
     return this.resources.live();
   }

@@ -25,7 +25,7 @@ export interface ResourcesSnapshot<M> {
   readonly timers: ReadonlyArray<readonly [Handle, number, M]>;
   /**
    * The live objects' handles. A snapshot cannot carry them: a restore in the same process is handed
-   * them (RunResources.live); elsewhere the run's kind opens them again from its request.
+   * them (RunResources.live); elsewhere they are absent, and a run that needs one fails as a crash does.
    */
   readonly live: readonly Handle[];
 }
@@ -114,14 +114,16 @@ export class RunResources<M> {
   /**
    * The resources of a snapshot, made anew: controllers (an aborted one aborted again with its
    * message), timers armed for what is left of their time, and the live objects `live` hands over
-   * (the same process's; absent ones stay absent).
+   * (the same process's; absent ones stay absent). A controller `live` hands over is kept, not made
+   * anew: the I/O it was given (a session's calls) still ends when the restored run aborts it.
    */
   static restore<M>(snap: ResourcesSnapshot<M>, clock: Timers, tell: (msg: M) => void, live?: ReadonlyMap<Handle, unknown>): RunResources<M> {
     const r = new RunResources(clock, tell);
     r.next = snap.next;
     for (const [h, aborted] of snap.controllers) {
-      const c = new AbortController();
-      if (aborted !== null) c.abort(new Error(aborted));
+      const kept = live?.get(h);
+      const c = kept instanceof AbortController ? kept : new AbortController();
+      if (aborted !== null && !c.signal.aborted) c.abort(new Error(aborted));
       (r.controllers ??= new Map()).set(h, c);
     }
     const now = clock.now();
@@ -130,9 +132,9 @@ export class RunResources<M> {
     return r;
   }
 
-  /** The live objects, for a restore in the same process (RunResources.restore's `live`). */
+  /** The live objects and the controllers, for a restore in the same process (RunResources.restore's `live`). */
   live(): ReadonlyMap<Handle, unknown> {
-    return this.objects ?? new Map();
+    return new Map<Handle, unknown>([...(this.objects ?? []), ...(this.controllers ?? [])]);
   }
 }
 

@@ -253,6 +253,8 @@ test("a run restored in the same process is handed its live objects: the next ro
   const restored = Actor.restore(json, behavior, deps, new RecordingSinkClass(), world, handed.liveResources());
   restored.tell({ t: 'tool_stored', round: 1, index: 0 });
   assert.deepEqual(read, [session, session], 'round 2 runs on the session round 1 opened');
+  const { call: callHandle } = (json.state as { run: { call: number } }).run;
+  assert.equal(restored.signalOf(callHandle), handed.signalOf(callHandle), "and the call's controller the session was given: the restored run's abort reaches it");
 
   // Elsewhere (no live objects handed over) the session is not there: the executor's read fails, and the
   // run ends through its failure path, logged, instead of streaming on from nothing.
