@@ -8,7 +8,7 @@ import { endWithError, withSpan } from '../src/telemetry/tracing.ts';
 import type { RunHandle, Tell } from './runtime/actor.ts';
 import { runTool } from './chat-tools.ts';
 import type { ChatCommand, ChatMsg } from './chat-protocol.ts';
-import type { RoundEnd } from '../src/providers/types.ts';
+import type { ProviderSession, RoundEnd } from '../src/providers/types.ts';
 import { failCall, prepareChat, storeAnswer, storeInterrupted } from './run-storage.ts';
 
 export async function executeChat(cmd: ChatCommand, deps: RunDeps, tell: Tell<ChatMsg>, run: RunHandle): Promise<ChatMsg> {
@@ -105,7 +105,8 @@ function providerRound(cmd: Extract<ChatCommand, { c: 'round' }>, deps: RunDeps,
     });
   };
   // The call runs with its span active: the SDK's retries become its events (retry-events.ts).
-  return withSpan(span, () => cmd.session.round(cmd.results, onText, (hint) => tell({ t: 'round_hint', round, hint }))).then(
+  const session = run.resource<ProviderSession>(cmd.session);
+  return withSpan(span, () => session.round(cmd.results, onText, (hint) => tell({ t: 'round_hint', round, hint }))).then(
     (end): ChatMsg => {
       observe(end, null);
       if (span !== null) endProviderSpan(span, end, text);

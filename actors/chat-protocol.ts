@@ -1,7 +1,8 @@
 // The chat run's protocol: its request and value, every message it receives besides the runtime's
 // own, and every command (I/O) its receive can start. The compiler holds receive and the executor to it.
-import type { FallbackCalls, FallbackNote, ProviderName, ProviderSession, RoundEnd, RoundHint, ToolCallRequest, ToolResultInput, ToolSpec, Usage } from '../src/providers/types.ts';
+import type { FallbackCalls, FallbackNote, ProviderName, RoundEnd, RoundHint, ToolCallRequest, ToolResultInput, ToolSpec, Usage } from '../src/providers/types.ts';
 import type { NewMessage } from '../src/store/messages.ts';
+import type { Handle } from './runtime/actor.ts';
 import type { ToolCommand, ToolDone } from './chat-tools.ts';
 import type { ChatStorageRequest, UnsplitCalls } from './run-storage.ts';
 import type { HoldExpired } from './text-gate.ts';
@@ -69,7 +70,8 @@ export type ChatMsg =
 export type ChatCommand =
   /** The chat and the running LlmCall, before the answer (run-storage.ts). */
   | { c: 'prepare'; req: ChatRunRequest }
-  | { c: 'round'; session: ProviderSession; round: number; results: ToolResultInput[] | null }
+  /** `session`: the run's provider session, by its handle (the runtime keeps it: RunHandle.resource). */
+  | { c: 'round'; session: Handle; round: number; results: ToolResultInput[] | null }
   | ToolCommand
   | { c: 'store_tool'; round: number; index: number; chatId: string; owner: string; message: NewMessage; runToken: number | null }
   /**

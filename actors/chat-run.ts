@@ -9,21 +9,23 @@
 //   any failure, cancel ─▶ failing (input settled ▶ interrupted text kept ▶ LlmCall failed) ─▶ ended
 //
 // The state is data: each state holds what it needs, and a transition makes the next state instead
-// of changing the last one. What every state after the start shares is its Base.
+// of changing the last one. What every state after the start shares is its Base. It is plain data
+// (JSON keeps it whole): the provider session, the call's controller and the hold's timer are the
+// runtime's, named here by handle, and a failed input keeps its cause, not the error (a run's snapshot,
+// runtime/run-snapshot.ts).
 import { resolveToolNames } from '../src/chat/tools.ts';
 import { costOf } from '../src/cost/prices.ts';
 import { toProviderMessages } from '../src/chat/transcript.ts';
-import { addUsage, specUsage, type FallbackCalls, type FallbackNote, type ProviderMessage, type ProviderSession, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
+import { addUsage, specUsage, type FallbackCalls, type FallbackNote, type ProviderMessage, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
 import type { RunDeps } from '../src/domain/run-deps.ts';
 import { normalizePrompt } from '../src/domain/schemas.ts';
 import { FencedWriteError } from '../src/store/fencing.ts';
 import { INSTANCE_LOST } from '../src/store/recovery.ts';
-import type { ServiceTool } from '../src/tools/types.ts';
 import { executeChat } from './chat-io.ts';
 import type { ChatCommand, ChatMsg, ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
 import { closeSlot, openSlot, type ToolSlot } from './chat-tools.ts';
-import { failureOf, interruptionOf, RunError } from './run-failure.ts';
-import type { Control, Io } from './runtime/actor.ts';
+import { cancelFailure, causeOf, interruptionOf, RunError } from './run-failure.ts';
+import type { Control, Handle, Io } from './runtime/actor.ts';
 import { defineRun, isControl } from './runtime/actor.ts';
 import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
@@ -42,14 +44,16 @@ interface Run {
   /** On the runtime's clock (io.now). */
   readonly started: number;
   /**
-   * The provider call's and the tools' signal: aborted when the run fails, and with the run's signal on
-   * a stop or cancel (receive passes it on). One controller instead of AbortSignal.any per run: any() is among
-   * the costliest parts of a start in Node 20 (a signal, listeners and weak references each time).
+   * The provider call's and the tools' controller, by handle (io.newController): aborted when the run
+   * fails, and with the run's signal on a stop or cancel (receive passes it on). One controller instead
+   * of AbortSignal.any per run: any() is among the costliest parts of a start in Node 20 (a signal,
+   * listeners and weak references each time).
    */
-  readonly call: AbortController;
-  readonly tools: readonly ServiceTool[];
-  /** Null only when the run failed before it had one. */
-  readonly session: ProviderSession | null;
+  readonly call: Handle;
+  /** The names of the service's tools offered (io.deps.tools has them). */
+  readonly tools: readonly string[];
+  /** The provider session, by handle (io.open); null only when the run failed before it had one. */
+  readonly session: Handle | null;
 }
 
 /**
@@ -57,7 +61,7 @@ interface Run {
  * it surfaces as an abort. `runToken` is the run's fencing token (sql/007_fencing.sql): its later
  * writes carry it.
  */
-type Input = { readonly at: 'pending' } | { readonly at: 'stored'; readonly runToken: number | null } | { readonly at: 'failed'; readonly error: unknown };
+type Input = { readonly at: 'pending' } | { readonly at: 'stored'; readonly runToken: number | null } | { readonly at: 'failed'; readonly cause: RunFailure };
 
 /** The rounds so far: how many, their usage summed, the last one's raw end, a fallback taken (PROVIDER_FALLBACKS), and the client's calls that ended them. */
 interface Rounds {
@@ -101,7 +105,7 @@ const tokenOf = (input: Input): number | null => (input.at === 'stored' ? input.
 const initial = (req: ChatRunRequest): ChatState => ({ s: 'idle', req });
 
 /** The Base of a run that begins now (`session` null: it failed before it had one). */
-function begin(req: ChatRunRequest, io: ChatIo, call = new AbortController(), tools: readonly ServiceTool[] = [], session: ProviderSession | null = null): Base {
+function begin(req: ChatRunRequest, io: ChatIo, call = io.newController(), tools: readonly string[] = [], session: Handle | null = null): Base {
   const run: Run = { req, chatId: req.storeChat ? req.chatId : null, started: io.now(), call, tools, session };
   return { run, input: PENDING, rounds: { n: 0, usage: null, raw: null } };
 }
@@ -121,7 +125,7 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
   const prompt = req.additionalSystemPrompt !== undefined ? normalizePrompt(req.additionalSystemPrompt) : (req.stored?.additionalSystemPrompt ?? null);
   const toolNames = resolveToolNames(req.provider, req.enabledTools ?? req.stored?.enabledTools, deps.tools);
   const tools = deps.tools.filter((t) => toolNames.includes(t.name));
-  const call = new AbortController();
+  const call = io.newController();
   const offered = tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
   const session = adapter.startSession({
     model: req.model,
@@ -130,9 +134,10 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
     temperature: req.temperature,
     maxTokens: req.maxTokens,
     stream: req.mode === 'stream',
-    signal: call.signal,
+    signal: io.signalOf(call),
   });
-  return nextRound(begin(req, io, call, tools, session), null, io);
+  // The session is the runtime's from here: the state and the round's command name it by handle.
+  return nextRound(begin(req, io, call, tools.map((t) => t.name), io.open(session)), null, io);
 }
 
 /**
@@ -213,14 +218,17 @@ function answered(b: Base, io: ChatIo): ChatState {
 function whenStored(b: Base, next: Then, io: ChatIo): ChatState {
   const { input } = b;
   if (input.at === 'pending') return { ...b, s: 'waiting', next };
-  if (input.at === 'failed') return next.then === 'stopped' ? fail(b, input.error, io) : caught(b, input.error, io);
+  if (input.at === 'failed') return next.then === 'stopped' ? fail(b, null, io) : caught(b, null, io);
   if (next.then === 'tools') return startTools(b, next.calls, io);
   return storeAnswer(b, next.then === 'stopped', io);
 }
 
 function startTools(b: Base, calls: ToolCallRequest[], io: ChatIo): ChatState {
+  const names = b.run.tools;
+  const tools = io.deps.tools.filter((t) => names.includes(t.name));
+  const signal = io.signalOf(b.run.call);
   const slots = calls.map((call, index) => {
-    const { slot, command } = openSlot(call, b.run.tools, { round: b.rounds.n, index, toolCallId: io.newId(), now: io.now() }, b.run.call.signal);
+    const { slot, command } = openSlot(call, tools, { round: b.rounds.n, index, toolCallId: io.newId(), now: io.now() }, signal);
     io.emitKeyed(slot.toolCallId, 'tool_call', { ...slot.base, status: 'initiated' });
     io.perform(command);
     return slot;
@@ -291,16 +299,22 @@ function caught(b: Base, err: unknown, io: ChatIo): ChatState {
   return fail(b, err, io);
 }
 
+/** `caughtErr`: the failure's error, unless the input failed (its cause is then the run's). */
 function fail(b: Base, caughtErr: unknown, io: ChatIo): ChatState {
+  const { input } = b;
   // A storage failure is the cause even when it surfaces as the provider call's abort.
-  const err = b.input.at === 'failed' ? b.input.error : caughtErr;
+  const cause = input.at === 'failed' ? input.cause : null;
   // Whatever of the run still works (a provider stream, other tools of the round: a remote command in
   // the chat's workdir) ends with it, not after: the chat is free for its next run from now on.
-  b.run.call.abort(err);
-  // A stale owner's write refused by the fencing token: operators must see it happened.
-  if (err instanceof FencedWriteError) io.log('warn', `run ${io.runId}: ${err.message}`);
-  const failure = interruptionOf(io.signal) ?? failureOf(err, io.signal);
+  io.abort(b.run.call, cause ? new Error(cause.message) : caughtErr);
+  if (!cause) warnFenced(caughtErr, io);
+  const failure = interruptionOf(io.signal) ?? cancelFailure(io.signal) ?? cause ?? causeOf(caughtErr);
   return failing(b, failure, 'settle', io);
+}
+
+/** A stale owner's write refused by the fencing token: operators must see it happened. */
+function warnFenced(err: unknown, io: ChatIo): void {
+  if (err instanceof FencedWriteError) io.log('warn', `run ${io.runId}: ${err.message}`);
 }
 
 /**
@@ -388,7 +402,7 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
   // and their outcome brings the run to its end (a stopped answer, or the cancel's error).
   if (isControl(msg)) {
     if (msg.t === 'start') return state.s === 'idle' ? start(state.req, io) : io.unhandled(state, msg);
-    if (state.s !== 'idle' && state.s !== 'ended') state.run.call.abort(io.signal.reason);
+    if (state.s !== 'idle' && state.s !== 'ended') io.abort(state.run.call, io.signal.reason);
     return state;
   }
   if (isRoundMsg(msg)) {
@@ -399,8 +413,10 @@ function receive(state: ChatState, msg: ChatMsg | Control, io: ChatIo): ChatStat
     case 'prepared':
       return inputSettled(state, { at: 'stored', runToken: msg.runToken }, msg, io);
     case 'prepare_failed':
-      if (state.s !== 'idle' && state.s !== 'ended') state.run.call.abort(msg.error);
-      return inputSettled(state, { at: 'failed', error: msg.error }, msg, io);
+      if (state.s !== 'idle' && state.s !== 'ended') io.abort(state.run.call, msg.error);
+      // The cause is kept as data (the state is plain); the run fails with it once it can.
+      warnFenced(msg.error, io);
+      return inputSettled(state, { at: 'failed', cause: causeOf(msg.error) }, msg, io);
     case 'tool_done':
       if (state.s !== 'tools') return late(state, msg, io);
       return msg.round === state.rounds.n ? toolDone(state, msg, io) : io.unhandled(state, msg);

@@ -12,7 +12,8 @@ const PREVIEW_CHARS = 300;
 export interface ToolSlot {
   readonly call: ToolCallRequest;
   readonly toolCallId: string;
-  readonly startedAt: Date;
+  /** Milliseconds since the epoch, on the run's clock (a number: the slot is part of the run's plain state). */
+  readonly startedAt: number;
   readonly base: Record<string, unknown>;
   readonly terminal: Record<string, unknown> | null;
   readonly result: ToolResultInput | null;
@@ -59,7 +60,8 @@ export interface SlotPlace {
 /** A call's slot and the command that runs it; the caller emits `initiated` and performs the command. */
 export function openSlot(call: ToolCallRequest, tools: readonly ServiceTool[], place: SlotPlace, signal: AbortSignal): { slot: ToolSlot; command: ToolCommand } {
   const { round, index, toolCallId } = place;
-  const startedAt = new Date(place.now);
+  // Whole milliseconds, as a Date keeps them: the duration is counted between the two ISO times shown.
+  const startedAt = Math.trunc(place.now);
   const tool = tools.find((t) => t.name === call.name) ?? null;
   const parsed = parseArgs(call.arguments);
   const args = parsed instanceof Error ? {} : parsed;
@@ -69,7 +71,7 @@ export function openSlot(call: ToolCallRequest, tools: readonly ServiceTool[], p
   } catch {
     // A summary is cosmetic; keep the tool name.
   }
-  const base = { toolCallId, name: call.name, summary, args, startedAt: startedAt.toISOString() };
+  const base = { toolCallId, name: call.name, summary, args, startedAt: new Date(startedAt).toISOString() };
   const slot: ToolSlot = { call, toolCallId, startedAt, base, terminal: null, result: null };
   const invalid = parsed instanceof Error ? parsed.message : null;
   return { slot, command: { c: 'tool', round, index, tool, name: call.name, args, invalid, signal } };
@@ -97,7 +99,7 @@ export function closeSlot(slot: ToolSlot, done: ToolDone, now: number): { slot: 
     ...slot.base,
     status: done.error === undefined ? 'completed' : 'failed',
     completedAt: completedAt.toISOString(),
-    durationMs: completedAt.getTime() - slot.startedAt.getTime(),
+    durationMs: completedAt.getTime() - slot.startedAt,
   };
   if (done.preview !== undefined) terminal.resultPreview = done.preview;
   if (done.error !== undefined) terminal.error = done.error;

@@ -17,14 +17,25 @@ export class RunError extends ServiceError {
 
 /** The run's failure as a domain outcome; timeouts were marked where they were detected. */
 export function failureOf(err: unknown, signal: AbortSignal): RunFailure {
-  if (signal.aborted) {
-    const reason: unknown = signal.reason;
-    const why = reason instanceof RunCancelled ? reason.why : 'shutdown';
-    // A shutdown's or a fence's message is the terminal error's, verbatim (it already says "run cancelled").
-    const verbatim = reason instanceof RunCancelled && (why === 'shutdown' || why === 'fenced');
-    const message = verbatim ? reason.message : `run cancelled: ${reason instanceof Error ? reason.message : 'aborted'}`;
-    return { ok: false, outcome: why === 'stop' ? 'stopped' : 'cancelled', message };
-  }
+  return cancelFailure(signal) ?? causeOf(err);
+}
+
+/** The failure of a run whose signal is aborted (a stop, a cancel); null while it is not. */
+export function cancelFailure(signal: AbortSignal): RunFailure | null {
+  if (!signal.aborted) return null;
+  const reason: unknown = signal.reason;
+  const why = reason instanceof RunCancelled ? reason.why : 'shutdown';
+  // A shutdown's or a fence's message is the terminal error's, verbatim (it already says "run cancelled").
+  const verbatim = reason instanceof RunCancelled && (why === 'shutdown' || why === 'fenced');
+  const message = verbatim ? reason.message : `run cancelled: ${reason instanceof Error ? reason.message : 'aborted'}`;
+  return { ok: false, outcome: why === 'stop' ? 'stopped' : 'cancelled', message };
+}
+
+/**
+ * An error as the failure it causes, whatever the run's signal: plain data, so a run's state can keep
+ * it (a failed input's cause) where it cannot keep the error itself.
+ */
+export function causeOf(err: unknown): RunFailure {
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof RunError) return { ok: false, outcome: err.outcome, message };
   if (err instanceof ProviderUnavailableError) return { ok: false, outcome: 'provider_unavailable', message, retryAfterMs: err.retryAfterMs };

@@ -10,6 +10,7 @@
 // can delay the timer; the next text must not wait for it).
 import type { Config } from '../src/base/config.ts';
 import type { RoundHint } from '../src/providers/types.ts';
+import type { Handle } from './runtime/actor.ts';
 
 /** The gate's timer, as a message of the chat run's mailbox. */
 export type HoldExpired = { t: 'hold_expired'; round: number };
@@ -18,7 +19,7 @@ export type Gate =
   /** Text goes out as it comes: no tools were offered, or the round is known to be an answer. */
   | { g: 'open' }
   /** Not yet known: text is held since `since` (null: nothing held yet), `timer` ends the hold. */
-  | { g: 'holding'; held: string; since: number | null; timer: unknown }
+  | { g: 'holding'; held: string; since: number | null; timer: Handle | null }
   /**
    * The provider began a tool call: the text is commentary, kept out of the stream until the round
    * ends (dropped then, or let out should the round end without calls after all).
@@ -29,8 +30,8 @@ export type Gate =
 export interface GateIo {
   readonly deps: { readonly config: Pick<Config, 'TOOL_TEXT_HOLD_MS' | 'TOOL_TEXT_HOLD_CHARS'> };
   emitDelta(text: string): void;
-  after(ms: number, msg: HoldExpired): unknown;
-  cancelTimer(handle: unknown): void;
+  after(ms: number, msg: HoldExpired): Handle;
+  cancelTimer(handle: Handle): void;
   now(): number;
 }
 

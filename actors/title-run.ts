@@ -12,7 +12,7 @@ import type { RunDeps } from '../src/domain/run-deps.ts';
 import { getChat, setChatTitleIfEmpty } from '../src/store/chats.ts';
 import { ChatGoneError } from '../src/store/llm-calls.ts';
 import type { ChatSummary } from '../src/base/types.ts';
-import { defineRun, isControl, messageOf, type Control, type Io } from './runtime/actor.ts';
+import { defineRun, isControl, messageOf, type Control, type Handle, type Io } from './runtime/actor.ts';
 import { sseFrame } from './runtime/frame.ts';
 import type { RunFailure } from './runtime/protocol.ts';
 import { failureOf, interruptionOf, RunError } from './run-failure.ts';
@@ -54,15 +54,14 @@ export type TitleCommand =
   | { c: 'set_title'; chatId: string; owner: string; title: string }
   | { c: 'fail_call'; callId: string; error: string; started: number };
 
-/** What the run fixed at its start. */
+/** What the run fixed at its start: plain data (provider_a's adapter is the deps'; the controller, the runtime's). */
 interface TitleData {
   readonly req: TitleRunRequest;
   /** On the runtime's clock (io.now). */
   readonly started: number;
   readonly model: string;
-  readonly adapter: ProviderAdapter;
-  /** Aborts the model call at TITLE_TIMEOUT_MS after the start. */
-  readonly timeout: AbortController;
+  /** Aborts the model call at TITLE_TIMEOUT_MS after the start: a controller, by handle (io.newController). */
+  readonly timeout: Handle;
 }
 
 /** Each state after the LlmCall is open names it (`callId`): a failure then marks it failed. */
@@ -122,10 +121,9 @@ function start(req: TitleRunRequest, io: TitleIo): TitleState {
   const started = io.now();
   const model = io.deps.config.TITLE_MODEL;
   io.after(TITLE_TIMEOUT_MS, { t: 'timeout' });
-  const adapter = io.deps.providers.get('provider_a');
-  if (!adapter) return end(titleFailure(new RunError('provider_a is not configured', 'unavailable'), io), io);
+  if (!io.deps.providers.has('provider_a')) return end(titleFailure(new RunError('provider_a is not configured', 'unavailable'), io), io);
   io.perform({ c: 'read_chat', chatId: req.chatId, owner: req.owner });
-  return { s: 'checking', run: { req, started, model, adapter, timeout: new AbortController() } };
+  return { s: 'checking', run: { req, started, model, timeout: io.newController() } };
 }
 
 /** The run's failure as it ends: a shutdown's or fencing cut's message verbatim, any other one prefixed. */
@@ -173,7 +171,7 @@ function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): Title
   const { run } = state;
   switch (msg.t) {
     case 'timeout':
-      run.timeout.abort(new Error(`timed out after ${TITLE_TIMEOUT_MS} ms`));
+      io.abort(run.timeout, new Error(`timed out after ${TITLE_TIMEOUT_MS} ms`));
       return state;
     case 'chat_read':
       if (state.s !== 'checking') return late(state, msg, io);
@@ -183,8 +181,10 @@ function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): Title
       return { s: 'opening', run };
     case 'call_started': {
       if (state.s !== 'opening') return late(state, msg, io);
-      const signal = AbortSignal.any([io.signal, run.timeout.signal]);
-      io.perform({ c: 'generate', adapter: run.adapter, model: run.model, content: run.req.content, signal, traceparent: run.req.traceparent });
+      const signal = AbortSignal.any([io.signal, io.signalOf(run.timeout)]);
+      // The deps' providers are fixed: start found provider_a among them.
+      const adapter = io.deps.providers.get('provider_a')!;
+      io.perform({ c: 'generate', adapter, model: run.model, content: run.req.content, signal, traceparent: run.req.traceparent });
       return { s: 'generating', run, callId: msg.callId };
     }
     case 'generated': {
@@ -206,7 +206,7 @@ function receive(state: TitleState, msg: TitleMsg | Control, io: TitleIo): Title
     case 'failed': {
       if (state.s === 'failing') return state;
       // The model call's failure after the timeout is the timeout, unless the run was cancelled.
-      const timedOut = state.s === 'generating' && run.timeout.signal.aborted && !io.signal.aborted;
+      const timedOut = state.s === 'generating' && io.signalOf(run.timeout).aborted && !io.signal.aborted;
       return fail(run, callIdOf(state), timedOut ? new RunError(`timed out after ${TITLE_TIMEOUT_MS} ms`, 'provider_timeout') : msg.error, io);
     }
     case 'call_failed':

@@ -9,10 +9,20 @@
 // replay holds every frame emitted before it and none emitted after it; the outbox closes the run's
 // open item at a replay, so the frames after it go out after it. No promise, timer or closure is
 // made per message: a message is the only allocation on the delta path.
-import { randomUUID } from 'node:crypto';
+//
+// A run is data: its state names its live resources (controllers, timers, a provider session) by
+// handle only, the runtime keeps them (resources.ts), so `snapshot()` is plain JSON and
+// `Actor.restore` goes on from it (run-snapshot.ts).
 import { EventBuffer } from './event-buffer.ts';
 import { deltaFrame, sseFrame } from './frame.ts';
 import type { CancelWhy, RunFailure, RunResult } from './protocol.ts';
+import { RunResources } from './resources.ts';
+import type { RunSnapshot } from './run-snapshot.ts';
+import { realWorld, type Handle, type Io, type RunHandle, type RunWorld, type Tell } from './io.ts';
+
+export type { Handle } from './io.ts';
+export { clockNow } from './io.ts';
+export type { Cancellation, Io, RunHandle, RunWorld, Tell, Timers } from './io.ts';
 
 /** The abort reason of a run asked to end early; `why` tells a user's stop from the runtime's cancel. */
 export class RunCancelled extends Error {
@@ -59,107 +69,6 @@ export interface FrameSink {
   started(ms: number): void;
 }
 
-/** The run's time, given by the runtime: a test gives its own and fires the timers itself. */
-export interface Timers {
-  set(ms: number, fn: () => void): unknown;
-  clear(handle: unknown): void;
-  /** Milliseconds since the epoch, on a clock that never goes back (a run's timestamps and durations). */
-  now(): number;
-}
-
-/** The process's clock as Timers.now reads it: wall time at the start, monotonic after. */
-export const clockNow = (): number => performance.timeOrigin + performance.now();
-
-const realTimers: Timers = {
-  set: (ms, fn) => setTimeout(fn, ms),
-  clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
-  now: clockNow,
-};
-
-/**
- * What a run takes from its surroundings besides its messages, given by the runtime: its time, its
- * fresh ids, and who hears of a message the run did not expect in its state. A test gives its own,
- * so a machine test runs without timers or randomness, and fails on an unexpected message.
- */
-export interface RunWorld {
-  timers: Timers;
-  newId(): string;
-  /** Without it, an unexpected message is logged as a warning (the service's case). */
-  unhandled?(runId: string, state: string, msg: string): void;
-}
-
-const realWorld: RunWorld = { timers: realTimers, newId: randomUUID };
-
-/** What `receive` may do: emit frames, end the run, start I/O and timers. All synchronous. */
-export interface Io<M, V, C, D> {
-  readonly runId: string;
-  /** Read-only resources (config, tools, provider adapters); I/O with them goes through `perform`. */
-  readonly deps: D;
-  /** Aborted (with a RunCancelled reason) when the run is asked to end early. */
-  readonly signal: AbortSignal;
-  /** Why the run was asked to end early, or null. */
-  readonly cancelled: CancelWhy | null;
-  emit(event: string, data: unknown): void;
-  /** An event whose later states replace earlier ones on replay (tool calls, search events). */
-  emitKeyed(key: string, event: string, data: unknown): void;
-  emitDelta(text: string): void;
-  /** Every delta's text so far, concatenated (kept once, by the replay buffer). */
-  readonly deltaText: string;
-  /** Each delta's length, when the kind keeps them (Behavior.keepsDeltas); else null or absent. */
-  readonly deltaLengths?: readonly number[] | null;
-  /** The terminal `done` event and the run's value; the first end wins, later ones are ignored. */
-  done(data: unknown, value: V): void;
-  /** The terminal `error` event in the kind's shape (Behavior.errorFrame), and the failure. */
-  fail(failure: RunFailure): void;
-  readonly finished: boolean;
-  /** Starts a command's I/O; its outcome comes back as the message its executor answers with. */
-  perform(command: C): void;
-  /** `msg` arrives after `ms` (unless the run ends first); the handle cancels it. */
-  after(ms: number, msg: M): unknown;
-  cancelTimer(handle: unknown): void;
-  /** The runtime's clock (Timers.now). */
-  now(): number;
-  /** A fresh unique id (a tool call's), from the runtime. */
-  newId(): string;
-  /**
-   * A message `receive` did not expect in `state` (a bug, or a protocol the kind does not keep): it
-   * is dropped, and the runtime says so. Returns `state`, for `return io.unhandled(state, msg)`.
-   */
-  unhandled<St extends { s: string }>(state: St, msg: { t: string }): St;
-  /** A failure the run handled but someone should see (e.g. a write that could not be recorded). */
-  log(level: 'warn' | 'error', message: string, err?: unknown): void;
-}
-
-/**
- * The run's cancellation as an executor sees it. The signal is made when first read: most commands
- * (the database's, the provider round's, which has its own) never read it, and an AbortSignal costs
- * ~15 µs of a start in Node 20.
- */
-export interface Cancellation {
-  readonly signal: AbortSignal;
-}
-
-/**
- * The run as an executor sees it: its cancellation, and what a reader beside the mailbox may look at
- * without a message (the host's checkpoint timer reads the text streamed so far, until the run ends).
- */
-export interface RunHandle extends Cancellation {
-  readonly deltaText: string;
-  /** The delta text streamed since the previous call (the first: all of it); for one reader only. */
-  newText(): string;
-  /** The lengths of the deltas newText() answered, when the run keeps them (keepDeltas); else null. */
-  newDeltaLengths(): number[] | null;
-  readonly finished: boolean;
-  /**
-   * The run's start's work is done (a chat run: its first statement answered): it leaves the host's
-   * count of unfinished starts. Once per run, whoever says it first: this, the run's spawn (a kind
-   * defined without `settlesOwnStart`) or its end.
-   */
-  startSettled(): void;
-}
-
-/** The mailbox as I/O sees it: callbacks (provider text) only ever push messages. */
-export type Tell<M> = (msg: M) => void;
 
 /**
  * One run kind: its state and message unions (`S`, `M`), its commands (`C`), and how it behaves.
@@ -222,11 +131,15 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
   private draining = false;
   private readonly buffer: EventBuffer;
   private controller: AbortController | null = null;
-  private readonly timers = new Set<unknown>();
+  /** The message of the first stop or cancel (with `cancelled`), for a snapshot. */
+  private cancelMessage = '';
+  /** The run's controllers, timers and live objects, by handle (resources.ts). */
+  private readonly resources: RunResources<M>;
   private startSaid = false;
   /** When the host made it (its world's clock): its start's latency is counted from here. */
   private readonly bornAt: number;
 
+  /** `from`: a snapshot the run goes on from (Actor.restore); `request` is then not read. */
   constructor(
     runId: string,
     private readonly behavior: Behavior<Req, V, D, S, M, C>,
@@ -234,12 +147,75 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     deps: D,
     private readonly sink: FrameSink,
     private readonly world: RunWorld = realWorld,
+    from?: { snapshot: RunSnapshot<S, M>; live?: ReadonlyMap<Handle, unknown> },
   ) {
     this.runId = runId;
     this.deps = deps;
-    this.buffer = new EventBuffer(behavior.keepsDeltas?.(request) === true);
-    this.state = behavior.initial(request);
-    this.bornAt = world.timers.now();
+    if (from === undefined) {
+      this.buffer = new EventBuffer(behavior.keepsDeltas?.(request) === true);
+      this.state = behavior.initial(request);
+      this.bornAt = world.timers.now();
+      this.resources = new RunResources<M>(world.timers, this.tell);
+      return;
+    }
+    const snap = from.snapshot;
+    this.buffer = EventBuffer.from(snap.replay);
+    this.state = snap.state;
+    this.bornAt = snap.bornAt;
+    this.finished = snap.finished;
+    this.startSaid = snap.startSettled;
+    if (snap.cancel) {
+      this.cancelled = snap.cancel.why;
+      this.cancelMessage = snap.cancel.message;
+      (this.controller = new AbortController()).abort(new RunCancelled(snap.cancel.why, snap.cancel.message));
+    }
+    this.resources = RunResources.restore<M>(snap.resources, world.timers, this.tell, from.live);
+  }
+
+  /**
+   * A run made from a snapshot (`snapshot()`, through JSON or not): it goes on as the original would
+   * have. `live`: the original's live objects (`liveResources()`), when it is restored in the same process.
+   */
+  static restore<Req, V, D, S extends { s: string }, M extends { t: string }, C>(
+    snapshot: RunSnapshot<S, M>,
+    behavior: Behavior<Req, V, D, S, M, C>,
+    deps: D,
+    sink: FrameSink,
+    world: RunWorld = realWorld,
+    live?: ReadonlyMap<Handle, unknown>,
+  ): Actor<Req, V, D, S, M, C> {
+    return new Actor(snapshot.runId, behavior, undefined as Req, deps, sink, world, { snapshot, live });
+  }
+
+  /** The run as plain data, between two messages (never while one is being handled). */
+  snapshot(): RunSnapshot<S, M> {
+    if (this.draining) throw new Error(`run ${this.runId}: a snapshot is taken between messages`);
+    return {
+      runId: this.runId,
+      state: this.state,
+      replay: this.buffer.snapshot(),
+      cancel: this.cancelled && { why: this.cancelled, message: this.cancelMessage },
+      finished: this.finished,
+      startSettled: this.startSaid,
+      bornAt: this.bornAt,
+      resources: this.resources.snapshot(),
+    };
+  }
+
+  /**
+   * The run leaves this actor (a move): its snapshot, its timers cleared, and every later message but
+   * an attach dropped; its restore goes on in its place.
+   */
+  handOver(): RunSnapshot<S, M> {
+    const snap = this.snapshot();
+    this.resources.clearTimers();
+    this.finished = true;
+    return snap;
+  }
+
+  /** The run's live objects (Io.open) and controllers, for a restore in the same process. */
+  liveResources(): ReadonlyMap<Handle, unknown> {
+    return this.resources.live();
   }
 
   get signal(): AbortSignal {
@@ -296,6 +272,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
       if (this.cancelled) return;
       const c = msg as Extract<Control, { t: 'stop' | 'cancel' }>;
       this.cancelled = c.t === 'stop' ? 'stop' : c.why;
+      this.cancelMessage = c.message;
       (this.controller ??= new AbortController()).abort(new RunCancelled(this.cancelled, c.message));
     }
     try {
@@ -335,17 +312,32 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     started.then(this.tell, this.fault);
   }
 
-  after(ms: number, msg: M): unknown {
-    const handle = this.world.timers.set(ms, () => {
-      this.timers.delete(handle);
-      this.tell(msg);
-    });
-    this.timers.add(handle);
-    return handle;
+  after(ms: number, msg: M): Handle {
+    return this.resources.after(ms, msg);
   }
 
-  cancelTimer(handle: unknown): void {
-    if (this.timers.delete(handle)) this.world.timers.clear(handle);
+  cancelTimer(handle: Handle): void {
+    this.resources.cancelTimer(handle);
+  }
+
+  newController(): Handle {
+    return this.resources.controller();
+  }
+
+  signalOf(handle: Handle): AbortSignal {
+    return this.resources.signalOf(handle);
+  }
+
+  abort(handle: Handle, reason: unknown): void {
+    this.resources.abort(handle, reason);
+  }
+
+  open(resource: unknown): Handle {
+    return this.resources.open(resource);
+  }
+
+  resource<T>(handle: Handle): T {
+    return this.resources.resource<T>(handle);
   }
 
   now(): number {
@@ -403,8 +395,7 @@ export class Actor<Req, V, D, S extends { s: string }, M extends { t: string }, 
     // start handed to a host leaves the count once, whatever its path.
     this.startSettled();
     this.finished = true;
-    for (const h of this.timers) this.world.timers.clear(h);
-    this.timers.clear();
+    this.resources.clearTimers();
     this.buffer.end(frame);
     this.sink.frames(this.runId, frame);
     this.sink.end(this.runId, result);

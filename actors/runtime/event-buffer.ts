@@ -4,6 +4,15 @@
 // answer's length and the number of distinct tool calls, never the number of tokens.
 import { deltaFrame } from './frame.ts';
 
+/** A buffer as plain data (a run's snapshot): its frames, its text and, when kept, each delta's length. */
+export interface BufferSnapshot {
+  readonly head: string;
+  readonly keyed: ReadonlyArray<readonly [string, string]>;
+  readonly text: string;
+  readonly tail: string;
+  readonly lengths: readonly number[] | null;
+}
+
 export class EventBuffer {
   private head = '';
   private readonly keyed = new Map<string, string>();
@@ -90,6 +99,21 @@ export class EventBuffer {
     const from = this.lengthsRead;
     this.lengthsRead = lengths.length;
     return lengths.slice(from);
+  }
+
+  /** Its frames and text; a reader's place (newText) is the reader's, not kept. */
+  snapshot(): BufferSnapshot {
+    return { head: this.head, keyed: [...this.keyed], text: this.text, tail: this.tail, lengths: this.lengths && [...this.lengths] };
+  }
+
+  static from(snap: BufferSnapshot): EventBuffer {
+    const b = new EventBuffer(snap.lengths !== null);
+    b.head = snap.head;
+    for (const [k, v] of snap.keyed) b.keyed.set(k, v);
+    b.text = snap.text;
+    b.tail = snap.tail;
+    if (snap.lengths) b.lengths!.push(...snap.lengths);
+    return b;
   }
 
   replay(): string {

@@ -60,6 +60,10 @@ export interface SupervisorOptions<T extends RunTypeMap = RunTypeMap> {
   onHostLost?: (runs: RunInfo[]) => void;
   /** Decides every new run (draining, capacity, overload) and paces their starts; without it only maxActiveRuns decides and every start goes at once. */
   admission?: StartPacer;
+  /** A run's `startedAt` (milliseconds since the epoch); the system's clock unless a test scripts it. */
+  clock?: { now(): number };
+  /** A new run's id; random unless a test scripts it. */
+  newId?: () => string;
 }
 
 /**
@@ -85,6 +89,8 @@ export class Supervisor<T extends RunTypeMap> {
   private readonly pending = new Map<number, { entry: Entry; sub: Subscriber }>();
   private readonly hosts: HostSlot[] = [];
   private readonly opts: SupervisorOptions<T>;
+  private readonly clock: { now(): number };
+  private readonly newId: () => string;
   private nextSubId = 1;
   private closing = false;
   readonly stats: SupervisorStats = { eventsSent: 0, slowClientsDropped: 0 };
@@ -93,6 +99,8 @@ export class Supervisor<T extends RunTypeMap> {
 
   constructor(opts: SupervisorOptions<T>) {
     this.opts = opts;
+    this.clock = opts.clock ?? Date;
+    this.newId = opts.newId ?? randomUUID;
     for (let i = 0; i < Math.max(1, opts.hosts); i++) this.hosts.push(this.spawn(i));
   }
 
@@ -135,11 +143,11 @@ export class Supervisor<T extends RunTypeMap> {
     let resolve!: (r: RunResult) => void;
     const result = new Promise<RunResult>((r) => (resolve = r));
     const entry: Entry = {
-      runId: randomUUID(),
+      runId: this.newId(),
       kind,
       key,
       label: opts.label ?? '',
-      startedAt: Date.now(),
+      startedAt: this.clock.now(),
       ...(opts.owner === undefined ? {} : { owner: opts.owner }),
       subscribers: new Set(),
       result,

@@ -5,6 +5,7 @@
 import { afterEach } from 'node:test';
 import { Actor, type Behavior, type Control, type FrameSink, type Timers } from '../../actors/runtime/actor.ts';
 import type { RunResult } from '../../actors/runtime/protocol.ts';
+import type { RunSnapshot } from '../../actors/runtime/run-snapshot.ts';
 import type { RunDeps } from '../../src/domain/run-deps.ts';
 
 export { call, fakeDeps, fakeTool } from './fake-deps.ts';
@@ -106,14 +107,36 @@ export function machine<Req, V, S extends { s: string }, M extends { t: string }
     },
   };
   // Time and ids from the test: the run has neither real timers nor randomness.
-  const actor = new Actor('run-1', recorded, request, deps, sink, {
+  const world = {
     timers,
     newId: () => `id-${++ids}`,
-    unhandled: (_runId, state, msg) => unexpected.push(`'${msg}' in state '${state}'`),
-  });
+    unhandled: (_runId: string, state: string, msg: string) => unexpected.push(`'${msg}' in state '${state}'`),
+  };
+  let actor = new Actor('run-1', recorded, request, deps, sink, world);
   machines.add({ unexpected });
   const tell = (msg: M | Control | { t: 'attach'; subId: number }) => actor.tell(msg);
+  /**
+   * The run moves through JSON: handed over as its snapshot, stringified and parsed, and restored in a
+   * new actor (with the same sink, clock and ids), which takes every later message. Its live objects are
+   * not handed along: a move to another process would not have them either. Returns the snapshot.
+   */
+  const move = (): RunSnapshot<S, M> => {
+    const snapshot = actor.handOver();
+    actor = Actor.restore(JSON.parse(JSON.stringify(snapshot)) as RunSnapshot<S, M>, recorded, deps, sink, world);
+    return snapshot;
+  };
   /** The commands of one kind so far (`c` is the kind's command tag). */
   const sent = <K extends string>(c: K) => commands.filter((x): x is Extract<C, { c: K }> => (x as { c?: string }).c === c);
-  return { actor, commands, sent, sink, timers, tell, unexpected };
+  return {
+    get actor() {
+      return actor;
+    },
+    commands,
+    sent,
+    sink,
+    timers,
+    tell,
+    unexpected,
+    move,
+  };
 }

@@ -139,7 +139,7 @@ export function fakeHosts(held = false) {
   return { factory, kill, sent, deliver, pause };
 }
 
-export function supervisor(opts: { hosts?: number; maxActiveRuns?: number; held?: boolean; admission?: SupervisorOptions['admission'] } = {}) {
+export function supervisor(opts: { hosts?: number; maxActiveRuns?: number; held?: boolean } & Pick<SupervisorOptions, 'admission' | 'clock' | 'newId'> = {}) {
   const hosts = fakeHosts(opts.held);
   const logs: string[] = [];
   const sup = new Supervisor<TestRuns>({
@@ -149,6 +149,8 @@ export function supervisor(opts: { hosts?: number; maxActiveRuns?: number; held?
     maxActiveRuns: opts.maxActiveRuns ?? 100,
     log: (level, message) => logs.push(`${level}: ${message}`),
     ...(opts.admission ? { admission: opts.admission } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.newId ? { newId: opts.newId } : {}),
   });
   return { sup, hosts, logs };
 }

@@ -284,3 +284,17 @@ test('a host that dies frees the places of its starts, and a run whose start wai
   assert.ok(next.ok);
   assert.deepEqual(await next.handle.result, { ok: true, value: { text: 'after' } });
 });
+
+test("a run's id and start time are the supervisor's clock and id source: a test scripts both", () => {
+  let ids = 0;
+  const clock = { time: 1_000, now: () => clock.time };
+  const { sup } = supervisor({ clock, newId: () => `run-${++ids}` });
+  const gates = [gate()];
+  const first = sup.start({ kind: 'echo', key: 'a', request: { parts: ['x'], gates: gates.map((g) => g.wait) }, ifRunning: 'reject' });
+  clock.time = 2_500;
+  const second = sup.start({ kind: 'echo', key: 'b', request: { parts: ['y'], gates: gates.map((g) => g.wait) }, ifRunning: 'reject' });
+  assert.ok(first.ok && second.ok);
+  assert.deepEqual([first.handle.runId, first.handle.startedAt], ['run-1', 1_000]);
+  assert.deepEqual(sup.listNow().map((r) => [r.runId, r.startedAt]), [['run-1', 1_000], ['run-2', 2_500]]);
+  gates[0]!.open();
+});
