@@ -5,6 +5,7 @@
 // from the start got. `starting_after` only decides which of them are written.
 import type { SseSink } from '../http/sse.ts';
 import type { ToolCallRequest, Usage } from '../providers/types.ts';
+import { responseErrorEvent } from './errors.ts';
 import { FrameTranslator } from './native-frames.ts';
 import type { ResponseRequest, ResponseStatus, StoredResponse } from './store.ts';
 
@@ -204,7 +205,8 @@ export class ResponseEventStream extends FrameTranslator {
   private resumePointLost(): void {
     this.cut = true;
     const message = `the response was continued after its instance was lost, and the events after sequence number ${this.startingAfter} cannot be replayed exactly: read it again from the start (without starting_after)`;
-    this.sink.write(`event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: this.seq, code: 'resume_point_lost', message, param: null })}\n\n`);
+    // Numbered after what the reader has, as the next event it would have read.
+    this.sink.write(responseErrorEvent(Math.max(this.seq, this.startingAfter + 1), 'resume_point_lost', message));
     this.sink.end();
   }
 
