@@ -151,7 +151,9 @@ export class ResponseEventStream extends FrameTranslator {
   /** The events of a response that ended, from what was stored: its text cut as it was streamed. */
   replayStored(s: StoredResponse): void {
     const end = endOfStored(s)!;
-    this.recut = s.deltas === null;
+    // Cut as a takeover's continuation streamed it: exact through the lost run's deltas it resumed, as live.
+    this.recut = s.deltas === null || s.resumedDeltas !== null;
+    this.resumedDeltas = s.deltas === null ? 0 : (s.resumedDeltas ?? 0);
     this.event('meta', {});
     let at = 0;
     for (const n of s.deltas ?? (end.text ? [end.text.length] : [])) this.delta(JSON.stringify(end.text.slice(at, (at += n))));

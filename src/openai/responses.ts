@@ -23,6 +23,8 @@ import { whileConnected } from '../routes/completions.ts';
 import { startChatRun } from './start.ts';
 import { currentResponse, streamResponse } from './response-reads.ts';
 import { claimResponseKey, recordResponseKey, withKey } from './responses-keyed.ts';
+import type { ResponseEnds } from './response-ends.ts';
+import { endOfResult, storedEndOf } from './run-ends.ts';
 import { finishResponse, getResponse, insertResponse, latestOfChat, responseChain, type StoredResponse } from './store.ts';
 
 /** The history a continuation sends: each earlier turn's input, then its answer (with the calls it handed over). */
@@ -37,23 +39,14 @@ function historyOf(chain: StoredResponse[]): RunMessage[] {
   return out;
 }
 
-/** The run's outcome as the response's end. */
-function endOfResult(result: RunResult<ChatRunValue>): ResponseEnd {
-  if (!result.ok) return { status: 'failed', text: '', toolCalls: null, usage: null, error: result.message };
-  const v = result.value;
-  return { status: v.stopped ? 'cancelled' : 'completed', text: v.text, toolCalls: v.toolCalls ?? null, usage: v.usage, error: null };
-}
-
 interface Conversation {
   chatId: string | null;
   createChat: boolean;
   history: RunMessage[];
 }
 
-export function responseRoutes(app: AppContext): Route[] {
+export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
   const { pool } = app;
-  /** The stored responses this instance is running, by id: each one's end, settled once it is written. */
-  const ending = new Map<string, Promise<unknown>>();
 
   /**
    * Where the response goes: a new chat (stored, no previous), the chat of `previous_response_id` when that
@@ -66,7 +59,7 @@ export function responseRoutes(app: AppContext): Route[] {
     if (chain.length === 0 || chain.at(-1)!.id !== previous) throw Object.assign(RESPONSE_NOT_FOUND(previous), { param: 'previous_response_id' });
     // Its run has just ended and its end is being written (its answer is this turn's history), or it still
     // runs: then this turn's start on its chat is the 409 of one run per chat.
-    if (chain.at(-1)!.status === 'in_progress' && (await currentResponse(app, previous, owner)).status !== 'in_progress') chain = await responseChain(pool, previous, owner);
+    if (chain.at(-1)!.status === 'in_progress' && (await currentResponse(app, ends, previous, owner)).status !== 'in_progress') chain = await responseChain(pool, previous, owner);
     const history = historyOf(chain);
     const last = chain.at(-1)!;
     if (!store) return { chatId: null, createChat: false, history };
@@ -93,7 +86,7 @@ export function responseRoutes(app: AppContext): Route[] {
     const input = inputMessages(body);
     const { clientTools, serviceTools } = toolsOf(body);
     const callId = randomUUID();
-    const claimed = await claimResponseKey(app, key, fingerprint, body, callId, owner, reply);
+    const claimed = await claimResponseKey(app, ends, key, fingerprint, body, callId, owner, reply);
     if (!claimed.start) return;
     const { keyed } = claimed;
     const conversation = await withKey(app, keyed, () => conversationOf(body, owner, store, model));
@@ -145,47 +138,36 @@ export function responseRoutes(app: AppContext): Route[] {
     const inserted = insertResponse(pool, { id, owner, chatId, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, request: base.request });
     const finished = inserted
       .then(() => result)
-      .then((r) => {
-        const end = endOfResult(r);
-        const deltas = r.ok ? deltaLengths(r.value) : [];
-        return finishResponse(pool, id, { status: end.status, outputText: end.text, toolCalls: end.toolCalls, deltas, usage: end.usage, error: end.error });
-      });
+      .then((r) => finishResponse(pool, id, storedEndOf(r)))
+      .then(() => ends.written(id));
     finished.catch((err: unknown) => app.log.error({ err, responseId: id }, 'the end of an OpenAI response could not be stored'));
-    const settled = finished.then(
-      () => undefined,
-      () => undefined,
-    );
-    ending.set(id, settled);
-    void settled.then(() => ending.delete(id));
     return { inserted, finished };
   }
 
   async function retrieve(req: Req, reply: Reply) {
-    const stored = await currentResponse(app, req.params.id!, req.caller.userId);
+    const stored = await currentResponse(app, ends, req.params.id!, req.caller.userId);
     if (req.query.get('stream') !== 'true') return reply.json(200, responseObject(baseOfStored(stored), endOfStored(stored)));
     const after = req.query.get('starting_after');
     const startingAfter = after === null ? -1 : Number(after);
     if (!Number.isInteger(startingAfter) || startingAfter < -1) throw invalidParam('starting_after', 'starting_after must be a whole number ≥ 0');
-    await streamResponse(app, stored, startingAfter, reply, req.caller.userId);
+    await streamResponse(app, ends, stored, startingAfter, reply, req.caller.userId);
   }
 
   async function cancel(req: Req, reply: Reply) {
     const owner = req.caller.userId;
-    const stored = await currentResponse(app, req.params.id!, owner);
-    if (stored.status === 'in_progress') await app.runs.stop('chat', stored.chatId);
-    // The instance that runs it writes its end (a stop ends a run at once). Run here: wait for that write
-    // itself. Run elsewhere: read until its end lands.
-    let now = stored;
-    const here = ending.get(stored.id);
-    if (here && now.status === 'in_progress') {
-      await here;
-      now = (await getResponse(pool, stored.id, owner)) ?? now;
+    const stored = await currentResponse(app, ends, req.params.id!, owner);
+    if (stored.status !== 'in_progress') return reply.json(200, responseObject(baseOfStored(stored), endOfStored(stored)));
+    // The instance that runs it, here or elsewhere, writes its end once the stop has ended it (at once) and
+    // announces it: waited for from before the stop, so that it cannot be missed.
+    const end = ends.wait(stored.id, CANCEL_WAIT_MS);
+    try {
+      await app.runs.stop('chat', stored.chatId);
+      let now = (await getResponse(pool, stored.id, owner)) ?? stored;
+      if (now.status === 'in_progress' && (await end.heard)) now = (await getResponse(pool, stored.id, owner)) ?? now;
+      reply.json(200, responseObject(baseOfStored(now), endOfStored(now)));
+    } finally {
+      end.stop();
     }
-    for (let i = 0; i < 100 && now.status === 'in_progress'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      now = (await getResponse(pool, stored.id, owner)) ?? now;
-    }
-    reply.json(200, responseObject(baseOfStored(now), endOfStored(now)));
   }
 
   return [
@@ -195,7 +177,5 @@ export function responseRoutes(app: AppContext): Route[] {
   ];
 }
 
-/** The lengths of the deltas the run streamed (ChatRunValue.deltas), or its text as one. */
-function deltaLengths(v: ChatRunValue): number[] {
-  return v.deltas ?? (v.text ? [v.text.length] : []);
-}
+/** How long a cancel waits for the end of the run it stopped to be written. */
+const CANCEL_WAIT_MS = 5000;

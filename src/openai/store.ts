@@ -31,6 +31,8 @@ export interface StoredResponse {
   outputText: string | null;
   toolCalls: ToolCallRequest[] | null;
   deltas: number[] | null;
+  /** A takeover's continuation: how many of `deltas` are the lost run's own, cut as it streamed them. */
+  resumedDeltas: number | null;
   usage: Usage | null;
   error: string | null;
   createdAt: number;
@@ -48,6 +50,7 @@ interface Row {
   output_text: string | null;
   tool_calls: ToolCallRequest[] | null;
   deltas: number[] | null;
+  resumed_deltas: number | null;
   usage: Usage | null;
   error: string | null;
   created_at: Date | string;
@@ -65,6 +68,7 @@ const toResponse = (r: Row): StoredResponse => ({
   outputText: r.output_text,
   toolCalls: r.tool_calls,
   deltas: r.deltas,
+  resumedDeltas: r.resumed_deltas,
   usage: r.usage,
   error: r.error,
   createdAt: Math.floor(new Date(r.created_at).getTime() / 1000),
@@ -87,17 +91,36 @@ export interface ResponseEnd {
   toolCalls: ToolCallRequest[] | null;
   /** Null: the text's cuts are not known (an end read from the LlmCall): a resume past its first delta is lost. */
   deltas: number[] | null;
+  /** A takeover's continuation: how many of its first deltas are the lost run's own (StoredResponse.resumedDeltas). */
+  resumedDeltas?: number | null;
   usage: Usage | null;
   error: string | null;
 }
 
+const SET_END = `status = $2, output_text = $3, tool_calls = $4::jsonb, deltas = $5::jsonb, usage = $6::jsonb, error = $7, resumed_deltas = $8, completed_at = now()`;
+
+const endParams = (end: ResponseEnd) => [
+  end.status,
+  end.outputText,
+  end.toolCalls && JSON.stringify(end.toolCalls),
+  JSON.stringify(end.deltas),
+  end.usage && JSON.stringify(end.usage),
+  end.error,
+  end.resumedDeltas ?? null,
+];
+
 /** The run's end, once: a response that already ended (recovered as lost meanwhile) keeps its end. */
 export async function finishResponse(db: Queryable, id: string, end: ResponseEnd): Promise<void> {
-  await db.query(
-    `UPDATE openai_responses SET status = $2, output_text = $3, tool_calls = $4::jsonb, deltas = $5::jsonb, usage = $6::jsonb, error = $7, completed_at = now()
-      WHERE id = $1 AND status = 'in_progress'`,
-    [id, end.status, end.outputText, end.toolCalls && JSON.stringify(end.toolCalls), JSON.stringify(end.deltas), end.usage && JSON.stringify(end.usage), end.error],
-  );
+  await db.query(`UPDATE openai_responses SET ${SET_END} WHERE id = $1 AND status = 'in_progress'`, [id, ...endParams(end)]);
+}
+
+/**
+ * The end of the response whose run was LlmCall `lostCallId`, written by the peer that continued that run
+ * after its instance was lost (a takeover): the id of the response ended, or null when none was waiting.
+ */
+export async function finishContinuedResponse(db: Queryable, lostCallId: string, end: ResponseEnd): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>(`UPDATE openai_responses SET ${SET_END} WHERE call_id = $1 AND status = 'in_progress' RETURNING id`, [lostCallId, ...endParams(end)]);
+  return rows[0]?.id ?? null;
 }
 
 /** The caller's response; another user's reads as absent. */
@@ -126,21 +149,40 @@ export async function responseChain(db: Queryable, id: string, owner: string): P
   return rows.map(toResponse);
 }
 
+/** How long an instance may go without a heartbeat before it counts as dead (its row's own span, else this). */
+const DEAD_AFTER_MS = 15_000;
+
+/** SQL: the instance `id` still beats (`deadAfter`: the parameter holding DEAD_AFTER_MS). */
+const alive = (id: string, deadAfter: string) => `EXISTS (SELECT 1 FROM instances i WHERE i.id = ${id}
+          AND i.last_beat >= now() - make_interval(secs => coalesce(i.dead_after_ms, ${deadAfter}::double precision) / 1000))`;
+
+interface LostCall {
+  status: string;
+  error: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  total_tokens: number | null;
+  text: string | null;
+}
+
 /**
  * A response still `in_progress` whose run is nowhere because its instance died before writing its end: its
  * end is read from its LlmCall (failed "instance lost" by the recovery), or from the call that continued it
- * after a takeover, and the chat's answer. Null otherwise: the call still runs, or it ended on a live instance,
- * which writes the end itself in a moment.
+ * after a takeover once the peer that ran it died too, and the chat's answer. Null otherwise: the call still
+ * runs, or it ended on a live instance, which writes the end itself in a moment (a continuation's with the
+ * cuts of its deltas, which the LlmCall does not hold).
  */
 export async function settleLost(db: Queryable, s: StoredResponse): Promise<StoredResponse | null> {
-  const { rows } = await db.query<{ status: string; error: string | null; input_tokens: number | null; output_tokens: number | null; total_tokens: number | null; text: string | null }>(
+  const { rows } = await db.query<LostCall & { writer_alive: boolean }>(
     `SELECT c.status, c.error, c.input_tokens, c.output_tokens, c.total_tokens,
-            (SELECT m.content FROM messages m WHERE m.chat_id = $2 AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS text
+            (SELECT m.content FROM messages m WHERE m.chat_id = $2 AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS text,
+            (c.continues_call_id = $1 AND ${alive('c.instance_id', '$4')}) AS writer_alive
        FROM llm_calls c
       WHERE (c.id = $1 AND c.status = 'failed' AND c.error LIKE $3 || '%') OR c.continues_call_id = $1
       ORDER BY c.started_at DESC LIMIT 1`,
-    [s.callId, s.chatId, INSTANCE_LOST],
+    [s.callId, s.chatId, INSTANCE_LOST, DEAD_AFTER_MS],
   );
+  if (rows[0]?.writer_alive) return null;
   const call = rows[0] ?? (await neverStored(db, s));
   if (!call || call.status === 'running') return null;
   const usage = call.total_tokens === null ? null : { inputTokens: call.input_tokens ?? 0, outputTokens: call.output_tokens ?? 0, totalTokens: call.total_tokens };
@@ -153,18 +195,13 @@ export async function settleLost(db: Queryable, s: StoredResponse): Promise<Stor
   return getResponse(db, s.id, s.owner);
 }
 
-/** How long an instance may go without a heartbeat before it counts as dead (its row's own span, else this). */
-const DEAD_AFTER_MS = 15_000;
-
 /**
  * A response whose LlmCall was never written, though its instance has stopped beating: that instance died
  * before its run stored anything. Null while the instance lives (its run may be about to write).
  */
-async function neverStored(db: Queryable, s: StoredResponse): Promise<{ status: string; error: string; input_tokens: null; output_tokens: null; total_tokens: null; text: null } | null> {
+async function neverStored(db: Queryable, s: StoredResponse): Promise<LostCall | null> {
   const { rows } = await db.query<{ dead: boolean }>(
-    `SELECT NOT EXISTS (SELECT 1 FROM llm_calls WHERE id = r.call_id)
-        AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = r.instance_id
-                           AND i.last_beat >= now() - make_interval(secs => coalesce(i.dead_after_ms, $2::double precision) / 1000)) AS dead
+    `SELECT NOT EXISTS (SELECT 1 FROM llm_calls WHERE id = r.call_id) AND NOT ${alive('r.instance_id', '$2')} AS dead
        FROM openai_responses r WHERE r.id = $1`,
     [s.id, DEAD_AFTER_MS],
   );
@@ -178,10 +215,14 @@ export async function responseOfCall(db: Queryable, callId: string, owner: strin
   return rows[0] ? toResponse(rows[0]) : null;
 }
 
-/** At a start: the responses this instance was running when it last stopped have no run any more. */
+/**
+ * At a start: the responses this instance was running when it last stopped have no run any more, but for
+ * those a peer continued (a takeover), whose end that peer writes.
+ */
 export async function failInterruptedResponses(db: Queryable, instanceId: string): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE openai_responses SET status = 'failed', error = $2, completed_at = now() WHERE instance_id = $1 AND status = 'in_progress'`,
+    `UPDATE openai_responses r SET status = 'failed', error = $2, completed_at = now()
+      WHERE r.instance_id = $1 AND r.status = 'in_progress' AND NOT EXISTS (SELECT 1 FROM llm_calls c WHERE c.continues_call_id = r.call_id)`,
     [instanceId, `${INSTANCE_LOST}: the service instance stopped or restarted during the response`],
   );
   return rowCount ?? 0;

@@ -41,7 +41,7 @@ const runFrames = (callId: string, resumedDeltas?: number) =>
 
 const stored = (deltas: number[] | null): StoredResponse => ({
   id: base.id, owner: 'admin', chatId: 'chat-1', callId: 'call-1', previousResponseId: null, status: 'completed', input: [], request: base.request,
-  outputText: DELTAS.join(''), toolCalls: null, deltas, usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 }, error: null, createdAt: base.createdAt,
+  outputText: DELTAS.join(''), toolCalls: null, deltas, resumedDeltas: null, usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 }, error: null, createdAt: base.createdAt,
 });
 
 function live(startingAfter: number, callId = 'call-1', resumedDeltas?: number) {
@@ -93,8 +93,20 @@ describe('Responses events of a run', () => {
     const all = live(-1).events();
     const firstDelta = all.find((e) => e.type === 'response.output_text.delta')!.sequence_number;
     // The continuation streams the same text; its first two deltas are the lost run's own (meta.resumedDeltas).
-    for (let n = -1; n < firstDelta + 2; n++) assert.deepEqual(live(n, 'call-2', 2).events(), all.filter((e) => e.sequence_number > n), `from ${n}`);
-    for (const n of [firstDelta + 2, all.length - 2]) assert.deepEqual(live(n, 'call-2', 2).events().map((e) => [e.type, e.code]), [['error', 'resume_point_lost']], `from ${n}`);
+    // After its end, from what was stored (its cuts, and how many of them are the lost run's): the same.
+    const afterEnd = (n: number) => {
+      const r = recordingSink();
+      new ResponseEventStream(r.sink, base, n).replayStored({ ...stored(DELTAS.map((d) => d.length)), resumedDeltas: 2 });
+      return r.events();
+    };
+    for (let n = -1; n < firstDelta + 2; n++) {
+      assert.deepEqual(live(n, 'call-2', 2).events(), all.filter((e) => e.sequence_number > n), `from ${n}`);
+      assert.deepEqual(afterEnd(n), all.filter((e) => e.sequence_number > n), `after the end, from ${n}`);
+    }
+    for (const n of [firstDelta + 2, all.length - 2]) {
+      assert.deepEqual(live(n, 'call-2', 2).events().map((e) => [e.type, e.code]), [['error', 'resume_point_lost']], `from ${n}`);
+      assert.deepEqual(afterEnd(n).map((e) => [e.type, e.code]), [['error', 'resume_point_lost']], `after the end, from ${n}`);
+    }
   });
 });
 
