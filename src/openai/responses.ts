@@ -20,6 +20,7 @@ import { counted } from './requests.ts';
 import { baseOfStored, endOfStored, ResponseEventStream, responseObject, type ResponseBase, type ResponseEnd } from './response-events.ts';
 import { createResponseSchema, inputMessages, requestEcho, toolsOf, type CreateResponseBody } from './responses-request.ts';
 import { whileConnected } from '../routes/completions.ts';
+import { samplingOf } from './sampling.ts';
 import { startChatRun } from './start.ts';
 import { currentResponse, streamResponse } from './response-reads.ts';
 import { claimResponseKey, recordResponseKey, withKey } from './responses-keyed.ts';
@@ -108,6 +109,7 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
       enabledTools: serviceTools,
       keepDeltas: true,
       ...(body.temperature != null && { temperature: body.temperature }),
+      ...samplingOf(body, model),
       ...(body.max_output_tokens != null && { maxTokens: body.max_output_tokens }),
       ...(clientTools && { clientTools }),
     };
