@@ -20,7 +20,7 @@ export interface ResponseBase {
 }
 
 export interface ResponseEnd {
-  status: Exclude<ResponseStatus, 'in_progress'>;
+  status: Exclude<ResponseStatus, 'queued' | 'in_progress'>;
   text: string;
   toolCalls: ToolCallRequest[] | null;
   usage: Usage | null;
@@ -52,10 +52,10 @@ export function outputOf(id: string, end: Pick<ResponseEnd, 'text' | 'toolCalls'
 export const responseUsage = (u: Usage | null) =>
   u && { input_tokens: u.inputTokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: u.outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: u.totalTokens };
 
-/** The response object; `end` absent: in progress, no output yet. */
-export function responseObject(base: ResponseBase, end: ResponseEnd | null): Record<string, unknown> {
+/** The response object; `end` absent: in progress (or `queued`: its run not started yet), no output yet. */
+export function responseObject(base: ResponseBase, end: ResponseEnd | null, queued = false): Record<string, unknown> {
   const r = base.request;
-  const status: ResponseStatus = end ? end.status : 'in_progress';
+  const status: ResponseStatus = end ? end.status : queued ? 'queued' : 'in_progress';
   const out: Record<string, unknown> = {
     id: base.id,
     object: 'response',
@@ -88,9 +88,12 @@ export function responseObject(base: ResponseBase, end: ResponseEnd | null): Rec
 export const baseOfStored = (s: StoredResponse): ResponseBase => ({ id: s.id, createdAt: s.createdAt, request: s.request, previousResponseId: s.previousResponseId, store: true, chatId: s.chatId });
 
 export function endOfStored(s: StoredResponse): ResponseEnd | null {
-  if (s.status === 'in_progress') return null;
+  if (s.status === 'queued' || s.status === 'in_progress') return null;
   return { status: s.status, text: s.outputText ?? '', toolCalls: s.toolCalls, usage: s.usage, error: s.error };
 }
+
+/** A stored response's object as it stands. */
+export const storedObject = (s: StoredResponse): Record<string, unknown> => responseObject(baseOfStored(s), endOfStored(s), s.status === 'queued');
 
 /** A run's `done` or `error` frame as the response's end. */
 export function endOfFrame(f: { event: string; data: Record<string, unknown> }): ResponseEnd {
@@ -139,6 +142,13 @@ export class ResponseEventStream extends FrameTranslator {
     this.deltaHead = `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":"${this.itemId}","output_index":0,"content_index":0,"logprobs":[],"delta":`;
   }
 
+  /** Of the stream that started the response: called at its run's first frame (start-watch.ts). */
+  private onStart: (() => void) | null = null;
+
+  whenStarted(fn: () => void): void {
+    this.onStart = fn;
+  }
+
   /** The terminal events and the response's end wait for `stored` (see the field). */
   holdEndUntil(stored: Promise<unknown>): void {
     this.stored = stored;
@@ -185,6 +195,7 @@ export class ResponseEventStream extends FrameTranslator {
         this.recut = true;
         this.resumedDeltas = typeof data.resumedDeltas === 'number' ? data.resumedDeltas : 0;
       }
+      this.onStart?.();
       const started = responseObject(this.base, null);
       this.emit('response.created', { response: started });
       this.emit('response.in_progress', { response: started });

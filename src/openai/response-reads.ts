@@ -6,19 +6,19 @@ import type { Reply } from '../http/reply.ts';
 import { RESPONSE_NOT_FOUND, RESPONSE_UNAVAILABLE } from './errors.ts';
 import type { ResponseEnds } from './response-ends.ts';
 import { baseOfStored, ResponseEventStream } from './response-events.ts';
-import { getResponse, settleLost, type StoredResponse } from './store.ts';
+import { getResponse, isGoing, settleLost, type StoredResponse } from './store.ts';
 
 /** The caller's response (404 when it is none of theirs). */
 export async function currentResponse(app: AppContext, ends: ResponseEnds, id: string, owner: string): Promise<StoredResponse> {
   const stored = await getResponse(app.pool, id, owner);
   if (!stored) throw RESPONSE_NOT_FOUND(id);
-  if (stored.status !== 'in_progress' || (await app.runs.find('chat', stored.chatId)) !== null) return stored;
+  if (!isGoing(stored) || (await app.runs.find('chat', stored.chatId)) !== null) return stored;
   // No run (anywhere): it ended a moment ago and the instance that ran it is writing its end (announced to
   // `ends` once written), or that instance died (then its end is read from its LlmCall).
   const end = ends.wait(id, END_WAIT_MS);
   try {
     const now = await settled(app, id, owner);
-    if (now.status !== 'in_progress' || !(await end.heard)) return now;
+    if (!isGoing(now) || !(await end.heard)) return now;
     return await settled(app, id, owner);
   } finally {
     end.stop();
@@ -29,7 +29,7 @@ export async function currentResponse(app: AppContext, ends: ResponseEnds, id: s
 async function settled(app: AppContext, id: string, owner: string): Promise<StoredResponse> {
   const now = await getResponse(app.pool, id, owner);
   if (!now) throw RESPONSE_NOT_FOUND(id);
-  if (now.status !== 'in_progress') return now;
+  if (!isGoing(now)) return now;
   return (await settleLost(app.pool, now)) ?? now;
 }
 
@@ -43,9 +43,9 @@ const END_WAIT_MS = 5000;
 export async function streamResponse(app: AppContext, ends: ResponseEnds, stored: StoredResponse, startingAfter: number, reply: Reply, owner: string): Promise<void> {
   const sink = app.sse.create(reply);
   const events = new ResponseEventStream(sink, baseOfStored(stored), startingAfter, stored.callId);
-  if (stored.status === 'in_progress' && (await app.runs.attach('chat', stored.chatId, events)) !== 'not_found') return sink.open();
+  if (isGoing(stored) && (await app.runs.attach('chat', stored.chatId, events)) !== 'not_found') return sink.open();
   // Ended (maybe a moment ago): from what was stored.
-  const now = stored.status === 'in_progress' ? await currentResponse(app, ends, stored.id, owner) : stored;
-  if (now.status === 'in_progress') throw RESPONSE_UNAVAILABLE(stored.id);
+  const now = isGoing(stored) ? await currentResponse(app, ends, stored.id, owner) : stored;
+  if (isGoing(now)) throw RESPONSE_UNAVAILABLE(stored.id);
   events.replayStored(now);
 }

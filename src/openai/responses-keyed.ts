@@ -11,11 +11,11 @@ import type { Reply } from '../http/reply.ts';
 import { claimKey, nextRecord, recordOutcome, releaseKey, type KeyedRequest } from '../service/idempotent-start.ts';
 import { keyedRequest } from '../routes/idempotent-replay.ts';
 import type { IdempotencyRecord } from '../store/idempotency.ts';
-import { baseOfStored, endOfStored, responseObject } from './response-events.ts';
+import { storedObject } from './response-events.ts';
 import type { ResponseEnds } from './response-ends.ts';
 import { currentResponse, streamResponse } from './response-reads.ts';
 import type { CreateResponseBody } from './responses-request.ts';
-import { responseOfCall } from './store.ts';
+import { isGoing, responseOfCall } from './store.ts';
 
 export type Claimed = { start: true; keyed: KeyedRequest | null } | { start: false };
 
@@ -57,7 +57,7 @@ async function replay(app: AppContext, ends: ResponseEnds, record: IdempotencyRe
         reply.shared = [...(reply.shared ?? []), 'idempotent-replayed', 'true'];
         return streamResponse(app, ends, stored, -1, reply, owner);
       }
-      if (body.background || stored.status !== 'in_progress') return reply.json(200, responseObject(baseOfStored(stored), endOfStored(stored)), REPLAYED_HEADERS);
+      if (body.background || !isGoing(stored)) return reply.json(200, storedObject(stored), REPLAYED_HEADERS);
     }
     const next = await nextRecord(app, { key: record.key, owner }, gone.signal);
     if (!next) return;

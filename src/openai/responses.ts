@@ -17,16 +17,17 @@ import { createChat } from '../store/chats.ts';
 import { invalidParam, RESPONSE_NOT_FOUND } from './errors.ts';
 import { resolveModel, type ResolvedModel } from './models.ts';
 import { counted } from './requests.ts';
-import { baseOfStored, endOfStored, ResponseEventStream, responseObject, type ResponseBase, type ResponseEnd } from './response-events.ts';
+import { ResponseEventStream, responseObject, storedObject, type ResponseBase } from './response-events.ts';
 import { createResponseSchema, inputMessages, requestEcho, toolsOf, type CreateResponseBody } from './responses-request.ts';
 import { whileConnected } from '../routes/completions.ts';
 import { samplingOf } from './sampling.ts';
+import { startWatch, type StartWatch } from './start-watch.ts';
 import { startChatRun } from './start.ts';
 import { currentResponse, streamResponse } from './response-reads.ts';
 import { claimResponseKey, recordResponseKey, withKey } from './responses-keyed.ts';
 import type { ResponseEnds } from './response-ends.ts';
 import { endOfResult, storedEndOf } from './run-ends.ts';
-import { finishResponse, getResponse, insertResponse, latestOfChat, responseChain, type StoredResponse } from './store.ts';
+import { finishResponse, getResponse, insertResponse, isGoing, latestOfChat, markStarted, responseChain, type StoredResponse } from './store.ts';
 
 /** The history a continuation sends: each earlier turn's input, then its answer (with the calls it handed over). */
 function historyOf(chain: StoredResponse[]): RunMessage[] {
@@ -60,7 +61,7 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
     if (chain.length === 0 || chain.at(-1)!.id !== previous) throw Object.assign(RESPONSE_NOT_FOUND(previous), { param: 'previous_response_id' });
     // Its run has just ended and its end is being written (its answer is this turn's history), or it still
     // runs: then this turn's start on its chat is the 409 of one run per chat.
-    if (chain.at(-1)!.status === 'in_progress' && (await currentResponse(app, ends, previous, owner)).status !== 'in_progress') chain = await responseChain(pool, previous, owner);
+    if (isGoing(chain.at(-1)!) && !isGoing(await currentResponse(app, ends, previous, owner))) chain = await responseChain(pool, previous, owner);
     const history = historyOf(chain);
     const last = chain.at(-1)!;
     if (!store) return { chatId: null, createChat: false, history };
@@ -117,17 +118,22 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
     const base: ResponseBase = { id, createdAt: Math.floor(Date.now() / 1000), request: echo, previousResponseId: body.previous_response_id ?? null, store, chatId: conversation.chatId };
     const sink = body.stream ? app.sse.create(reply) : null;
     const events = sink ? new ResponseEventStream(sink, base) : undefined;
+    // A background response is `queued` until its run starts.
+    const watch = body.background ? startWatch() : null;
+    if (events && watch) events.whenStarted(watch.heard);
     // An unstored response nobody can read again: it ends with its client. A stored one goes on (resume by id).
-    const subscriber = events ?? (!store && !body.background ? whileConnected(reply) : undefined);
+    const subscriber = events ?? watch?.subscriber() ?? (!store ? whileConnected(reply) : undefined);
     const run = await withKey(app, keyed, () => startChatRun(app, req.caller, request, subscriber, !store));
-    const recorded = store ? record(id, owner, conversation.chatId!, callId, base, input, run.result) : null;
+    const recorded = store ? record(id, owner, conversation.chatId!, callId, base, input, run.result, watch) : null;
     if (events && recorded) events.holdEndUntil(recorded.finished);
     // After the response's end is stored: a retry woken by the key then reads it ended.
     recordResponseKey(app, keyed, id, recorded ? recorded.finished.then(() => run.result, () => run.result) : run.result);
     if (sink) return sink.open();
-    if (body.background) {
+    if (watch) {
       await recorded!.inserted;
-      return reply.json(200, responseObject(base, null));
+      // Started already: answered once the row says so too, so that a read after this answer agrees.
+      if (watch.now) await recorded!.started;
+      return reply.json(200, responseObject(base, null, !watch.now));
     }
     const result = await run.result;
     if (!result.ok) throw outcomeError(result);
@@ -136,19 +142,23 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
   }
 
   /** The row of a stored response, then its end once the run's result is known (written by this instance). */
-  function record(id: string, owner: string, chatId: string, callId: string, base: ResponseBase, input: RunMessage[], result: Promise<RunResult<ChatRunValue>>) {
-    const inserted = insertResponse(pool, { id, owner, chatId, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, request: base.request });
+  function record(id: string, owner: string, chatId: string, callId: string, base: ResponseBase, input: RunMessage[], result: Promise<RunResult<ChatRunValue>>, watch: StartWatch | null) {
+    const status = watch ? 'queued' : 'in_progress';
+    const inserted = insertResponse(pool, { id, owner, chatId, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, request: base.request, status });
+    // After the insert; a no-op once the end is written (a run that ended as soon as it started).
+    const started = watch ? Promise.all([inserted, watch.started]).then(() => markStarted(pool, id)) : inserted;
+    started.catch((err: unknown) => app.log.error({ err, responseId: id }, 'the start of an OpenAI response could not be stored'));
     const finished = inserted
       .then(() => result)
       .then((r) => finishResponse(pool, id, storedEndOf(r)))
       .then(() => ends.written(id));
     finished.catch((err: unknown) => app.log.error({ err, responseId: id }, 'the end of an OpenAI response could not be stored'));
-    return { inserted, finished };
+    return { inserted, started, finished };
   }
 
   async function retrieve(req: Req, reply: Reply) {
     const stored = await currentResponse(app, ends, req.params.id!, req.caller.userId);
-    if (req.query.get('stream') !== 'true') return reply.json(200, responseObject(baseOfStored(stored), endOfStored(stored)));
+    if (req.query.get('stream') !== 'true') return reply.json(200, storedObject(stored));
     const after = req.query.get('starting_after');
     const startingAfter = after === null ? -1 : Number(after);
     if (!Number.isInteger(startingAfter) || startingAfter < -1) throw invalidParam('starting_after', 'starting_after must be a whole number ≥ 0');
@@ -158,15 +168,15 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
   async function cancel(req: Req, reply: Reply) {
     const owner = req.caller.userId;
     const stored = await currentResponse(app, ends, req.params.id!, owner);
-    if (stored.status !== 'in_progress') return reply.json(200, responseObject(baseOfStored(stored), endOfStored(stored)));
+    if (!isGoing(stored)) return reply.json(200, storedObject(stored));
     // The instance that runs it, here or elsewhere, writes its end once the stop has ended it (at once) and
     // announces it: waited for from before the stop, so that it cannot be missed.
     const end = ends.wait(stored.id, CANCEL_WAIT_MS);
     try {
       await app.runs.stop('chat', stored.chatId);
       let now = (await getResponse(pool, stored.id, owner)) ?? stored;
-      if (now.status === 'in_progress' && (await end.heard)) now = (await getResponse(pool, stored.id, owner)) ?? now;
-      reply.json(200, responseObject(baseOfStored(now), endOfStored(now)));
+      if (isGoing(now) && (await end.heard)) now = (await getResponse(pool, stored.id, owner)) ?? now;
+      reply.json(200, storedObject(now));
     } finally {
       end.stop();
     }

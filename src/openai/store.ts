@@ -4,7 +4,13 @@ import type { ToolCallRequest, Usage } from '../providers/types.ts';
 import type { RunMessage } from '../domain/schemas.ts';
 import { INSTANCE_LOST } from '../store/recovery.ts';
 
-export type ResponseStatus = 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
+export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
+
+/** Not ended: its run waits in the start queue (`queued`, background responses only) or runs. */
+export const isGoing = (s: { status: ResponseStatus }): boolean => s.status === 'in_progress' || s.status === 'queued';
+
+/** SQL: the row's response has not ended. */
+const GOING = `status IN ('queued', 'in_progress')`;
 
 /** What the response object repeats of its request. */
 export interface ResponseRequest {
@@ -76,17 +82,22 @@ const toResponse = (r: Row): StoredResponse => ({
 
 export async function insertResponse(
   db: Queryable,
-  r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'request'> & { instanceId: string },
+  r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'request'> & { instanceId: string; status: 'queued' | 'in_progress' },
 ): Promise<void> {
   await db.query(
     `INSERT INTO openai_responses (id, owner_id, chat_id, call_id, instance_id, previous_response_id, status, input, request)
-     VALUES ($1, $2, $3, $4, $5, $6, 'in_progress', $7::jsonb, $8::jsonb)`,
-    [r.id, r.owner, r.chatId, r.callId, r.instanceId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request)],
+     VALUES ($1, $2, $3, $4, $5, $6, $9, $7::jsonb, $8::jsonb)`,
+    [r.id, r.owner, r.chatId, r.callId, r.instanceId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request), r.status],
   );
 }
 
+/** A queued response's run has started (its first frame came): it reads `in_progress` from now on. */
+export async function markStarted(db: Queryable, id: string): Promise<void> {
+  await db.query(`UPDATE openai_responses SET status = 'in_progress' WHERE id = $1 AND status = 'queued'`, [id]);
+}
+
 export interface ResponseEnd {
-  status: Exclude<ResponseStatus, 'in_progress'>;
+  status: Exclude<ResponseStatus, 'queued' | 'in_progress'>;
   outputText: string;
   toolCalls: ToolCallRequest[] | null;
   /** Null: the text's cuts are not known (an end read from the LlmCall): a resume past its first delta is lost. */
@@ -111,7 +122,7 @@ const endParams = (end: ResponseEnd) => [
 
 /** The run's end, once: a response that already ended (recovered as lost meanwhile) keeps its end. */
 export async function finishResponse(db: Queryable, id: string, end: ResponseEnd): Promise<void> {
-  await db.query(`UPDATE openai_responses SET ${SET_END} WHERE id = $1 AND status = 'in_progress'`, [id, ...endParams(end)]);
+  await db.query(`UPDATE openai_responses SET ${SET_END} WHERE id = $1 AND ${GOING}`, [id, ...endParams(end)]);
 }
 
 /**
@@ -119,7 +130,7 @@ export async function finishResponse(db: Queryable, id: string, end: ResponseEnd
  * after its instance was lost (a takeover): the id of the response ended, or null when none was waiting.
  */
 export async function finishContinuedResponse(db: Queryable, lostCallId: string, end: ResponseEnd): Promise<string | null> {
-  const { rows } = await db.query<{ id: string }>(`UPDATE openai_responses SET ${SET_END} WHERE call_id = $1 AND status = 'in_progress' RETURNING id`, [lostCallId, ...endParams(end)]);
+  const { rows } = await db.query<{ id: string }>(`UPDATE openai_responses SET ${SET_END} WHERE call_id = $1 AND ${GOING} RETURNING id`, [lostCallId, ...endParams(end)]);
   return rows[0]?.id ?? null;
 }
 
@@ -166,7 +177,7 @@ interface LostCall {
 }
 
 /**
- * A response still `in_progress` whose run is nowhere because its instance died before writing its end: its
+ * A response still going (`in_progress`, `queued`) whose run is nowhere because its instance died before writing its end: its
  * end is read from its LlmCall (failed "instance lost" by the recovery), or from the call that continued it
  * after a takeover once the peer that ran it died too, and the chat's answer. Null otherwise: the call still
  * runs, or it ended on a live instance, which writes the end itself in a moment (a continuation's with the
@@ -222,7 +233,7 @@ export async function responseOfCall(db: Queryable, callId: string, owner: strin
 export async function failInterruptedResponses(db: Queryable, instanceId: string): Promise<number> {
   const { rowCount } = await db.query(
     `UPDATE openai_responses r SET status = 'failed', error = $2, completed_at = now()
-      WHERE r.instance_id = $1 AND r.status = 'in_progress' AND NOT EXISTS (SELECT 1 FROM llm_calls c WHERE c.continues_call_id = r.call_id)`,
+      WHERE r.instance_id = $1 AND r.${GOING} AND NOT EXISTS (SELECT 1 FROM llm_calls c WHERE c.continues_call_id = r.call_id)`,
     [instanceId, `${INSTANCE_LOST}: the service instance stopped or restarted during the response`],
   );
   return rowCount ?? 0;

@@ -24,7 +24,7 @@ describe('cluster mode: OpenAI-compatible background responses', async () => {
     const gate = gateName();
     const bg = await a.responses.create({ model: MODEL, input: sim({ reply: 'p q r s t u v w', deltas: 8, gate, gateAfter: 3 }), background: true });
     await waitFor(() => suite.sim.heldAt(gate) > 0, 10_000, 'the run held after 3 deltas');
-    assert.equal((await b.responses.retrieve(bg.id)).status, 'in_progress');
+    await waitFor(async () => (await b.responses.retrieve(bg.id)).status === 'in_progress', 10_000, 'its start stored');
     const full = readAll(await b.responses.retrieve(bg.id, { stream: true }));
     const points = [1, 4, 7, 12];
     const live = points.map(async (n) => readAll(await b.responses.retrieve(bg.id, { stream: true, starting_after: n })));
