@@ -43,7 +43,7 @@ export const openaiErrorShape: ErrorShape = (err) => {
  * A Responses stream's `error` event. The API reference and the SDK's `ResponseErrorEvent` put `code`,
  * `message` and `param` on the event; OpenAI's servers send them nested under `error`, which is what makes the
  * official SDKs throw an `APIError` (with that message and code) instead of yielding an event a client may not
- * look at. Both, so that either reading finds the error (docs/clients.md, "Errors").
+ * look at. Both, so that either reading finds the error (docs/clients.md, "The OpenAI-compatible API").
  */
 export function responseErrorEvent(sequenceNumber: number, code: string, message: string, type = 'invalid_request_error'): string {
   const data = { type: 'error', sequence_number: sequenceNumber, code, message, param: null, error: { type, code, message, param: null } };
