@@ -16,6 +16,11 @@ CREATE TRIGGER chats_drop_openai_responses
   AFTER DELETE ON chats
   FOR EACH ROW EXECUTE FUNCTION drop_openai_responses_of_chat();
 
+-- A response that starts a new chat from an earlier turn (previous_response_id naming one that is not its
+-- chat's latest) keeps the history it inherited, as its new chat does: its chain of previous responses stops
+-- there, so that deleting the chat it came from (and its responses) takes nothing from this one's history.
+ALTER TABLE openai_responses ADD COLUMN inherited jsonb;
+
 -- The ended responses of chats already deleted.
 DELETE FROM openai_responses r WHERE r.status <> 'in_progress' AND NOT EXISTS (SELECT 1 FROM chats c WHERE c.id = r.chat_id);
 

@@ -31,7 +31,7 @@ import { finishResponse, getResponse, insertResponse, isGoing, latestOfChat, mar
 
 /** The history a continuation sends: each earlier turn's input, then its answer (with the calls it handed over). */
 function historyOf(chain: StoredResponse[]): RunMessage[] {
-  const out: RunMessage[] = [];
+  const out: RunMessage[] = [...(chain[0]?.inherited ?? [])];
   for (const turn of chain) {
     for (const m of turn.input) if (m.role !== 'system') out.push(m);
     const answer: RunMessage = { role: 'assistant', content: turn.outputText ?? '' };
@@ -45,6 +45,8 @@ interface Conversation {
   chatId: string | null;
   createChat: boolean;
   history: RunMessage[];
+  /** A new chat from an earlier turn: the history it starts with (kept on the response: StoredResponse.inherited). */
+  inherited: RunMessage[] | null;
 }
 
 export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
@@ -56,7 +58,7 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
    */
   async function conversationOf(body: CreateResponseBody, owner: string, store: boolean, model: ResolvedModel): Promise<Conversation> {
     const previous = body.previous_response_id;
-    if (!previous) return { chatId: store ? randomUUID() : null, createChat: store, history: [] };
+    if (!previous) return { chatId: store ? randomUUID() : null, createChat: store, history: [], inherited: null };
     let chain = await responseChain(pool, previous, owner);
     if (chain.length === 0 || chain.at(-1)!.id !== previous) throw Object.assign(RESPONSE_NOT_FOUND(previous), { param: 'previous_response_id' });
     // Its run has just ended and its end is being written (its answer is this turn's history), or it still
@@ -64,8 +66,8 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
     if (isGoing(chain.at(-1)!) && !isGoing(await currentResponse(app, ends, previous, owner))) chain = await responseChain(pool, previous, owner);
     const history = historyOf(chain);
     const last = chain.at(-1)!;
-    if (!store) return { chatId: null, createChat: false, history };
-    if ((await latestOfChat(pool, last.chatId)) === previous) return { chatId: last.chatId, createChat: false, history };
+    if (!store) return { chatId: null, createChat: false, history, inherited: null };
+    if ((await latestOfChat(pool, last.chatId)) === previous) return { chatId: last.chatId, createChat: false, history, inherited: null };
     // An earlier turn: a new chat holding the history up to it (the answers too), which the run then continues.
     const chat = await createChat(pool, {
       provider: model.provider,
@@ -74,7 +76,7 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
       messages: history.map((m) => ({ role: m.role, content: m.content, name: null, metadata: m.toolCalls ? { toolCalls: m.toolCalls } : null })),
       owner,
     });
-    return { chatId: chat.id, createChat: false, history };
+    return { chatId: chat.id, createChat: false, history, inherited: history };
   }
 
   async function create(req: Req, reply: Reply) {
@@ -124,7 +126,7 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
     // An unstored response nobody can read again: it ends with its client. A stored one goes on (resume by id).
     const subscriber = events ?? watch?.subscriber() ?? (!store ? whileConnected(reply) : undefined);
     const run = await withKey(app, keyed, () => startChatRun(app, req.caller, request, subscriber, !store));
-    const recorded = store ? record(id, owner, conversation.chatId!, callId, base, input, run.result, watch) : null;
+    const recorded = store ? record(id, owner, conversation, callId, base, input, run.result, watch) : null;
     if (events && recorded) events.holdEndUntil(recorded.finished);
     // After the response's end is stored: a retry woken by the key then reads it ended.
     recordResponseKey(app, keyed, id, recorded ? recorded.finished.then(() => run.result, () => run.result) : run.result);
@@ -142,9 +144,10 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
   }
 
   /** The row of a stored response, then its end once the run's result is known (written by this instance). */
-  function record(id: string, owner: string, chatId: string, callId: string, base: ResponseBase, input: RunMessage[], result: Promise<RunResult<ChatRunValue>>, watch: StartWatch | null) {
+  function record(id: string, owner: string, conversation: Conversation, callId: string, base: ResponseBase, input: RunMessage[], result: Promise<RunResult<ChatRunValue>>, watch: StartWatch | null) {
     const status = watch ? 'queued' : 'in_progress';
-    const inserted = insertResponse(pool, { id, owner, chatId, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, request: base.request, status });
+    const { chatId, inherited } = conversation;
+    const inserted = insertResponse(pool, { id, owner, chatId: chatId!, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, inherited, request: base.request, status });
     // After the insert; a no-op once the end is written (a run that ended as soon as it started).
     const started = watch ? Promise.all([inserted, watch.started]).then(() => markStarted(pool, id)) : inserted;
     started.catch((err: unknown) => app.log.error({ err, responseId: id }, 'the start of an OpenAI response could not be stored'));

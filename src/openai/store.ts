@@ -33,6 +33,8 @@ export interface StoredResponse {
   previousResponseId: string | null;
   status: ResponseStatus;
   input: RunMessage[];
+  /** It began a new chat from an earlier turn: the history it inherited (the chain before it is not read). */
+  inherited: RunMessage[] | null;
   request: ResponseRequest;
   outputText: string | null;
   toolCalls: ToolCallRequest[] | null;
@@ -52,6 +54,7 @@ interface Row {
   previous_response_id: string | null;
   status: ResponseStatus;
   input: RunMessage[];
+  inherited: RunMessage[] | null;
   request: ResponseRequest;
   output_text: string | null;
   tool_calls: ToolCallRequest[] | null;
@@ -70,6 +73,7 @@ const toResponse = (r: Row): StoredResponse => ({
   previousResponseId: r.previous_response_id,
   status: r.status,
   input: r.input,
+  inherited: r.inherited,
   request: r.request,
   outputText: r.output_text,
   toolCalls: r.tool_calls,
@@ -82,12 +86,12 @@ const toResponse = (r: Row): StoredResponse => ({
 
 export async function insertResponse(
   db: Queryable,
-  r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'request'> & { instanceId: string; status: 'queued' | 'in_progress' },
+  r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'inherited' | 'request'> & { instanceId: string; status: 'queued' | 'in_progress' },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO openai_responses (id, owner_id, chat_id, call_id, instance_id, previous_response_id, status, input, request)
-     VALUES ($1, $2, $3, $4, $5, $6, $9, $7::jsonb, $8::jsonb)`,
-    [r.id, r.owner, r.chatId, r.callId, r.instanceId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request), r.status],
+    `INSERT INTO openai_responses (id, owner_id, chat_id, call_id, instance_id, previous_response_id, status, input, request, inherited)
+     VALUES ($1, $2, $3, $4, $5, $6, $9, $7::jsonb, $8::jsonb, $10::jsonb)`,
+    [r.id, r.owner, r.chatId, r.callId, r.instanceId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request), r.status, r.inherited && JSON.stringify(r.inherited)],
   );
 }
 
@@ -146,13 +150,16 @@ export async function latestOfChat(db: Queryable, chatId: string): Promise<strin
   return rows[0]?.id ?? null;
 }
 
-/** The turns up to and including `id`, oldest first (its chain of previous_response_id). */
+/**
+ * The turns up to and including `id`, oldest first (its chain of previous_response_id), back to the first
+ * one that inherited its history (the history before it is that one's `inherited`).
+ */
 export async function responseChain(db: Queryable, id: string, owner: string): Promise<StoredResponse[]> {
   const { rows } = await db.query<Row & { depth: number }>(
     `WITH RECURSIVE chain AS (
        SELECT r.*, 0 AS depth FROM openai_responses r WHERE r.id = $1 AND r.owner_id = $2
        UNION ALL
-       SELECT p.*, chain.depth + 1 FROM openai_responses p JOIN chain ON p.id = chain.previous_response_id AND p.owner_id = $2
+       SELECT p.*, chain.depth + 1 FROM openai_responses p JOIN chain ON p.id = chain.previous_response_id AND p.owner_id = $2 AND chain.inherited IS NULL
      )
      SELECT * FROM chain ORDER BY depth DESC`,
     [id, owner],

@@ -1,6 +1,7 @@
 // A stored response is a turn of its chat and goes with it (sql/022_openai_response_ends.sql): once the chat
 // is deleted (DELETE /v1/chats/{id}), its responses read as 404 through the official `openai` SDK, whether
-// they had ended or were still running, and no continuation can name them; another chat's stay. Both databases.
+// they had ended or were still running, and no continuation can name them; another chat's stay, a chat begun
+// from one of its earlier turns with the history it inherited. Both databases.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
@@ -35,6 +36,24 @@ for (const db of apiDatabases()) {
       }
       await assert.rejects(ai.responses.create({ model: MODEL, input: 'more', previous_response_id: second.id }), OpenAI.NotFoundError);
       assert.equal((await ai.responses.retrieve(other.id)).output_text, 'Simulated reply to: another chat');
+    });
+
+    it('a chat begun from an earlier turn of a deleted chat keeps the history it inherited', async () => {
+      const first = await ai.responses.create({ model: MODEL, input: 'origin question' });
+      await ai.responses.create({ model: MODEL, input: 'origin follow-up', previous_response_id: first.id });
+      const fork = await ai.responses.create({ model: MODEL, input: 'fork question', previous_response_id: first.id });
+      await deleteChat((first as any).chat_id);
+      const marker = gateName();
+      const next = await ai.responses.create({ model: MODEL, input: `fork follow-up ${marker}`, previous_response_id: fork.id });
+      assert.equal((next as any).chat_id, (fork as any).chat_id);
+      const sent = t.sim.requests.filter((r) => JSON.stringify(r.body ?? '').includes(marker)).at(-1)!.body as any;
+      assert.deepEqual(sent.messages.map((m: any) => m.content), [
+        'origin question',
+        'Simulated reply to: origin question',
+        'fork question',
+        'Simulated reply to: fork question',
+        `fork follow-up ${marker}`,
+      ]);
     });
 
     it('deleting the chat of a running background response: it reads 404 at once and after its run ended', async () => {

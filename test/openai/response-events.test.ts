@@ -40,7 +40,7 @@ const runFrames = (callId: string, resumedDeltas?: number) =>
   sseFrame('done', { type: 'done', text: DELTAS.join(''), usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 } });
 
 const stored = (deltas: number[] | null): StoredResponse => ({
-  id: base.id, owner: 'admin', chatId: 'chat-1', callId: 'call-1', previousResponseId: null, status: 'completed', input: [], request: base.request,
+  id: base.id, owner: 'admin', chatId: 'chat-1', callId: 'call-1', previousResponseId: null, status: 'completed', input: [], inherited: null, request: base.request,
   outputText: DELTAS.join(''), toolCalls: null, deltas, resumedDeltas: null, usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 }, error: null, createdAt: base.createdAt,
 });
 
