@@ -15,6 +15,9 @@ export interface ChatRunRequest extends ChatStorageRequest {
   additionalSystemPrompt?: string | null;
   enabledTools?: string[];
   temperature?: number;
+  /** Passed to the provider as they are (CompletionRequest): the OpenAI-compatible API's `top_p` and `stop`. */
+  topP?: number;
+  stop?: string[];
   maxTokens?: number;
   /** The W3C traceparent of the run's span (tracing on: src/telemetry/run-spans.ts sets it). */
   traceparent?: string;

@@ -132,6 +132,8 @@ function start(req: ChatRunRequest, io: ChatIo): ChatState {
     messages: withResumed(toProviderMessages(prompt, req.messages), req.resume),
     tools: req.clientTools ? [...offered, ...req.clientTools.filter((c) => !toolNames.includes(c.name))] : offered,
     temperature: req.temperature,
+    topP: req.topP,
+    stop: req.stop,
     maxTokens: req.maxTokens,
     stream: req.mode === 'stream',
     signal: io.signalOf(call),

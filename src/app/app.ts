@@ -41,7 +41,9 @@ import { chatRoutes } from '../routes/chats.ts';
 import { completionRoutes } from '../routes/completions.ts';
 import { modelRoutes } from '../routes/models.ts';
 import { openaiErrorShape } from '../openai/errors.ts';
+import { ResponseEnds } from '../openai/response-ends.ts';
 import { openaiRoutes } from '../openai/routes.ts';
+import { recordContinuedResponse } from '../openai/run-ends.ts';
 import { failInterruptedResponses } from '../openai/store.ts';
 import { withOpenApiRoute } from '../routes/openapi.ts';
 import { recordContinuedOutcome } from '../routes/idempotent-replay.ts';
@@ -200,12 +202,14 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   const runs: Runs = cluster ? new ClusterRuns(supervisor, cluster, admission) : new LocalRuns(supervisor, admission);
   bindRuns(runs);
   const revocations = new UserRevocations(callers, runs, log);
+  const responseEnds = new ResponseEnds(log);
   if (cluster) {
     const joined = cluster;
     await revocations.useCluster(joined);
+    await responseEnds.useCluster(joined);
     readiness.add({ name: 'redis', check: () => joined.ping() });
     log.info({ instanceId: config.instanceId, redis: redact(config.REDIS_URL ?? '') }, 'cluster mode: joined');
-    if (config.runTakeover) takeovers = new Takeovers({ pool: db.pool, runs, instanceId: config.instanceId, leaseTtlMs: config.CLUSTER_LEASE_TTL_MS, log, recovered, recordKey: (run, r) => recordContinuedOutcome(db.pool, run, r) });
+    if (config.runTakeover) takeovers = new Takeovers({ pool: db.pool, runs, instanceId: config.instanceId, leaseTtlMs: config.CLUSTER_LEASE_TTL_MS, log, recovered, recordOutcome: (run, r) => Promise.all([recordContinuedOutcome(db.pool, run, r), recordContinuedResponse(db.pool, responseEnds, run, r)]).then(() => undefined) });
   }
 
   const clock = opts.clock ?? systemClock;
@@ -238,7 +242,7 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   // Loads in the background: the server does not wait for any provider's list.
   await lc.open('models', () => models.start(), () => models.stop());
 
-  const routes = appRoutes(ctx, revocations, opts);
+  const routes = appRoutes(ctx, revocations, responseEnds, opts);
   const bodies = new BodyPool(cpu);
   const app = uws.App();
   mountRoutes(app, routes, {
@@ -329,7 +333,7 @@ function startSupervisor(
 }
 
 /** Every route of the service, and the tests' extra ones. */
-function appRoutes(ctx: AppContext, revocations: UserRevocations, opts: ServerOptions): Route[] {
+function appRoutes(ctx: AppContext, revocations: UserRevocations, responseEnds: ResponseEnds, opts: ServerOptions): Route[] {
   const registry = ctx.metrics.registry;
   return withOpenApiRoute([
     ...systemRoutes(ctx),
@@ -340,7 +344,7 @@ function appRoutes(ctx: AppContext, revocations: UserRevocations, opts: ServerOp
     ...modelRoutes(ctx),
     ...titleRoutes(ctx),
     ...userRoutes(ctx, revocations),
-    ...openaiRoutes(ctx),
+    ...openaiRoutes(ctx, responseEnds),
     ...webRoutes(),
     ...(opts.routes?.(ctx) ?? []),
     {

@@ -20,6 +20,7 @@ import { streamErrorBody } from './errors.ts';
 import { resolveModel, type ResolvedModel } from './models.ts';
 import { FrameTranslator } from './native-frames.ts';
 import { counted } from './requests.ts';
+import { samplingOf } from './sampling.ts';
 import { whileConnected } from '../routes/completions.ts';
 import { startChatRun } from './start.ts';
 
@@ -48,6 +49,7 @@ function runRequest(body: ChatCompletionBody, model: ResolvedModel, owner: strin
     // An OpenAI client expects no hidden tools: the service's run only when named.
     enabledTools: body.service_tools ?? [],
     ...(body.temperature != null && { temperature: body.temperature }),
+    ...samplingOf(body, model),
     ...(maxTokens !== undefined && { maxTokens }),
     ...(tools && { clientTools: tools }),
   };

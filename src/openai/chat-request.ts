@@ -1,6 +1,7 @@
 // A Chat Completions request body (wire-formats.md §2, served) and its translation into a run's history,
 // client functions and settings. Unknown fields are ignored: clients send many.
 import { z } from 'zod';
+import { stopSchema, topPSchema } from './sampling.ts';
 import { attachmentsSchema } from '../base/attachments.ts';
 import { describeIssues } from '../http/body.ts';
 import type { ToolSpec } from '../providers/types.ts';
@@ -43,8 +44,8 @@ export const chatCompletionSchema = z.object({
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
   temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().nullish(),
-  stop: z.unknown().optional(),
+  top_p: topPSchema,
+  stop: stopSchema,
   user: z.string().nullish(),
   metadata: z.record(z.string(), z.unknown()).nullish(),
   store: z.boolean().nullish(),

@@ -39,6 +39,17 @@ export const openaiErrorShape: ErrorShape = (err) => {
   return { body, headers };
 };
 
+/**
+ * A Responses stream's `error` event. The API reference and the SDK's `ResponseErrorEvent` put `code`,
+ * `message` and `param` on the event; OpenAI's servers send them nested under `error`, which is what makes the
+ * official SDKs throw an `APIError` (with that message and code) instead of yielding an event a client may not
+ * look at. Both, so that either reading finds the error (docs/clients.md, "The OpenAI-compatible API").
+ */
+export function responseErrorEvent(sequenceNumber: number, code: string, message: string, type = 'invalid_request_error'): string {
+  const data = { type: 'error', sequence_number: sequenceNumber, code, message, param: null, error: { type, code, message, param: null } };
+  return `event: error\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
 /** The body of an error sent inside a stream that has begun (Chat Completions' `data: {"error":…}`). */
 export function streamErrorBody(message: string, code = 'run_failed', type = 'server_error'): { error: { message: string; type: string; param: null; code: string } } {
   return { error: { message, type, param: null, code } };

@@ -5,6 +5,7 @@
 // from the start got. `starting_after` only decides which of them are written.
 import type { SseSink } from '../http/sse.ts';
 import type { ToolCallRequest, Usage } from '../providers/types.ts';
+import { responseErrorEvent } from './errors.ts';
 import { FrameTranslator } from './native-frames.ts';
 import type { ResponseRequest, ResponseStatus, StoredResponse } from './store.ts';
 
@@ -19,7 +20,7 @@ export interface ResponseBase {
 }
 
 export interface ResponseEnd {
-  status: Exclude<ResponseStatus, 'in_progress'>;
+  status: Exclude<ResponseStatus, 'queued' | 'in_progress'>;
   text: string;
   toolCalls: ToolCallRequest[] | null;
   usage: Usage | null;
@@ -51,10 +52,10 @@ export function outputOf(id: string, end: Pick<ResponseEnd, 'text' | 'toolCalls'
 export const responseUsage = (u: Usage | null) =>
   u && { input_tokens: u.inputTokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: u.outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: u.totalTokens };
 
-/** The response object; `end` absent: in progress, no output yet. */
-export function responseObject(base: ResponseBase, end: ResponseEnd | null): Record<string, unknown> {
+/** The response object; `end` absent: in progress (or `queued`: its run not started yet), no output yet. */
+export function responseObject(base: ResponseBase, end: ResponseEnd | null, queued = false): Record<string, unknown> {
   const r = base.request;
-  const status: ResponseStatus = end ? end.status : 'in_progress';
+  const status: ResponseStatus = end ? end.status : queued ? 'queued' : 'in_progress';
   const out: Record<string, unknown> = {
     id: base.id,
     object: 'response',
@@ -87,9 +88,12 @@ export function responseObject(base: ResponseBase, end: ResponseEnd | null): Rec
 export const baseOfStored = (s: StoredResponse): ResponseBase => ({ id: s.id, createdAt: s.createdAt, request: s.request, previousResponseId: s.previousResponseId, store: true, chatId: s.chatId });
 
 export function endOfStored(s: StoredResponse): ResponseEnd | null {
-  if (s.status === 'in_progress') return null;
+  if (s.status === 'queued' || s.status === 'in_progress') return null;
   return { status: s.status, text: s.outputText ?? '', toolCalls: s.toolCalls, usage: s.usage, error: s.error };
 }
+
+/** A stored response's object as it stands. */
+export const storedObject = (s: StoredResponse): Record<string, unknown> => responseObject(baseOfStored(s), endOfStored(s), s.status === 'queued');
 
 /** A run's `done` or `error` frame as the response's end. */
 export function endOfFrame(f: { event: string; data: Record<string, unknown> }): ResponseEnd {
@@ -138,6 +142,13 @@ export class ResponseEventStream extends FrameTranslator {
     this.deltaHead = `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":"${this.itemId}","output_index":0,"content_index":0,"logprobs":[],"delta":`;
   }
 
+  /** Of the stream that started the response: called at its run's first frame (start-watch.ts). */
+  private onStart: (() => void) | null = null;
+
+  whenStarted(fn: () => void): void {
+    this.onStart = fn;
+  }
+
   /** The terminal events and the response's end wait for `stored` (see the field). */
   holdEndUntil(stored: Promise<unknown>): void {
     this.stored = stored;
@@ -150,7 +161,9 @@ export class ResponseEventStream extends FrameTranslator {
   /** The events of a response that ended, from what was stored: its text cut as it was streamed. */
   replayStored(s: StoredResponse): void {
     const end = endOfStored(s)!;
-    this.recut = s.deltas === null;
+    // Cut as a takeover's continuation streamed it: exact through the lost run's deltas it resumed, as live.
+    this.recut = s.deltas === null || s.resumedDeltas !== null;
+    this.resumedDeltas = s.deltas === null ? 0 : (s.resumedDeltas ?? 0);
     this.event('meta', {});
     let at = 0;
     for (const n of s.deltas ?? (end.text ? [end.text.length] : [])) this.delta(JSON.stringify(end.text.slice(at, (at += n))));
@@ -182,6 +195,7 @@ export class ResponseEventStream extends FrameTranslator {
         this.recut = true;
         this.resumedDeltas = typeof data.resumedDeltas === 'number' ? data.resumedDeltas : 0;
       }
+      this.onStart?.();
       const started = responseObject(this.base, null);
       this.emit('response.created', { response: started });
       this.emit('response.in_progress', { response: started });
@@ -204,7 +218,8 @@ export class ResponseEventStream extends FrameTranslator {
   private resumePointLost(): void {
     this.cut = true;
     const message = `the response was continued after its instance was lost, and the events after sequence number ${this.startingAfter} cannot be replayed exactly: read it again from the start (without starting_after)`;
-    this.sink.write(`event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: this.seq, code: 'resume_point_lost', message, param: null })}\n\n`);
+    // Numbered after what the reader has, as the next event it would have read.
+    this.sink.write(responseErrorEvent(Math.max(this.seq, this.startingAfter + 1), 'resume_point_lost', message));
     this.sink.end();
   }
 

@@ -11,20 +11,21 @@ import type { Reply } from '../http/reply.ts';
 import { claimKey, nextRecord, recordOutcome, releaseKey, type KeyedRequest } from '../service/idempotent-start.ts';
 import { keyedRequest } from '../routes/idempotent-replay.ts';
 import type { IdempotencyRecord } from '../store/idempotency.ts';
-import { baseOfStored, endOfStored, responseObject } from './response-events.ts';
+import { storedObject } from './response-events.ts';
+import type { ResponseEnds } from './response-ends.ts';
 import { currentResponse, streamResponse } from './response-reads.ts';
 import type { CreateResponseBody } from './responses-request.ts';
-import { responseOfCall } from './store.ts';
+import { isGoing, responseOfCall } from './store.ts';
 
 export type Claimed = { start: true; keyed: KeyedRequest | null } | { start: false };
 
 /** Claims `key` for this request (null: unkeyed); a retry is answered here, and `start` is false then. */
-export async function claimResponseKey(app: AppContext, key: string | null, fingerprint: string, body: CreateResponseBody, callId: string, owner: string, reply: Reply): Promise<Claimed> {
+export async function claimResponseKey(app: AppContext, ends: ResponseEnds, key: string | null, fingerprint: string, body: CreateResponseBody, callId: string, owner: string, reply: Reply): Promise<Claimed> {
   if (!key) return { start: true, keyed: null };
   const keyed = keyedRequest(key, body.stream ? 'stream' : 'whole', 'POST /openai/v1/responses', fingerprint, { chatId: null, callId, owner });
   const claim = await claimKey(app, keyed);
   if (claim.start) return { start: true, keyed };
-  await replay(app, claim.record, body, reply, owner);
+  await replay(app, ends, claim.record, body, reply, owner);
   return { start: false };
 }
 
@@ -43,7 +44,7 @@ export function recordResponseKey(app: AppContext, keyed: KeyedRequest | null, r
   if (keyed) recordOutcome(app, keyed, result, () => ({ status: 200, body: { response: responseId } }));
 }
 
-async function replay(app: AppContext, record: IdempotencyRecord, body: CreateResponseBody, reply: Reply, owner: string): Promise<void> {
+async function replay(app: AppContext, ends: ResponseEnds, record: IdempotencyRecord, body: CreateResponseBody, reply: Reply, owner: string): Promise<void> {
   const gone = new AbortController();
   reply.onAbort(() => gone.abort());
   // The first request writes its response beside its run's start: until then, and for a whole answer until
@@ -51,12 +52,12 @@ async function replay(app: AppContext, record: IdempotencyRecord, body: CreateRe
   for (;;) {
     const found = record.callId ? await responseOfCall(app.pool, record.callId, owner) : null;
     if (found) {
-      const stored = await currentResponse(app, found.id, owner);
+      const stored = await currentResponse(app, ends, found.id, owner);
       if (body.stream) {
         reply.shared = [...(reply.shared ?? []), 'idempotent-replayed', 'true'];
-        return streamResponse(app, stored, -1, reply, owner);
+        return streamResponse(app, ends, stored, -1, reply, owner);
       }
-      if (body.background || stored.status !== 'in_progress') return reply.json(200, responseObject(baseOfStored(stored), endOfStored(stored)), REPLAYED_HEADERS);
+      if (body.background || !isGoing(stored)) return reply.json(200, storedObject(stored), REPLAYED_HEADERS);
     }
     const next = await nextRecord(app, { key: record.key, owner }, gone.signal);
     if (!next) return;

@@ -1,6 +1,7 @@
 // A Responses request body (wire-formats.md §1, served) and its translation into a run's new messages,
 // client functions and service tools. Unknown fields are ignored.
 import { z } from 'zod';
+import { topPSchema } from './sampling.ts';
 import type { ToolSpec } from '../providers/types.ts';
 import type { RunMessage } from '../domain/schemas.ts';
 import { contentOf } from './chat-request.ts';
@@ -34,7 +35,7 @@ export const createResponseSchema = z.object({
   tool_choice: z.unknown().optional(),
   max_output_tokens: z.number().int().positive().nullish(),
   temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().nullish(),
+  top_p: topPSchema,
   previous_response_id: z.string().min(1).nullish(),
   store: z.boolean().nullish(),
   background: z.boolean().nullish(),

@@ -17,17 +17,21 @@ import { createChat } from '../store/chats.ts';
 import { invalidParam, RESPONSE_NOT_FOUND } from './errors.ts';
 import { resolveModel, type ResolvedModel } from './models.ts';
 import { counted } from './requests.ts';
-import { baseOfStored, endOfStored, ResponseEventStream, responseObject, type ResponseBase, type ResponseEnd } from './response-events.ts';
+import { ResponseEventStream, responseObject, storedObject, type ResponseBase } from './response-events.ts';
 import { createResponseSchema, inputMessages, requestEcho, toolsOf, type CreateResponseBody } from './responses-request.ts';
 import { whileConnected } from '../routes/completions.ts';
+import { samplingOf } from './sampling.ts';
+import { startWatch, type StartWatch } from './start-watch.ts';
 import { startChatRun } from './start.ts';
 import { currentResponse, streamResponse } from './response-reads.ts';
 import { claimResponseKey, recordResponseKey, withKey } from './responses-keyed.ts';
-import { finishResponse, getResponse, insertResponse, latestOfChat, responseChain, type StoredResponse } from './store.ts';
+import type { ResponseEnds } from './response-ends.ts';
+import { endOfResult, storedEndOf } from './run-ends.ts';
+import { finishResponse, getResponse, insertResponse, isGoing, latestOfChat, markStarted, responseChain, type StoredResponse } from './store.ts';
 
 /** The history a continuation sends: each earlier turn's input, then its answer (with the calls it handed over). */
 function historyOf(chain: StoredResponse[]): RunMessage[] {
-  const out: RunMessage[] = [];
+  const out: RunMessage[] = [...(chain[0]?.inherited ?? [])];
   for (const turn of chain) {
     for (const m of turn.input) if (m.role !== 'system') out.push(m);
     const answer: RunMessage = { role: 'assistant', content: turn.outputText ?? '' };
@@ -37,23 +41,16 @@ function historyOf(chain: StoredResponse[]): RunMessage[] {
   return out;
 }
 
-/** The run's outcome as the response's end. */
-function endOfResult(result: RunResult<ChatRunValue>): ResponseEnd {
-  if (!result.ok) return { status: 'failed', text: '', toolCalls: null, usage: null, error: result.message };
-  const v = result.value;
-  return { status: v.stopped ? 'cancelled' : 'completed', text: v.text, toolCalls: v.toolCalls ?? null, usage: v.usage, error: null };
-}
-
 interface Conversation {
   chatId: string | null;
   createChat: boolean;
   history: RunMessage[];
+  /** A new chat from an earlier turn: the history it starts with (kept on the response: StoredResponse.inherited). */
+  inherited: RunMessage[] | null;
 }
 
-export function responseRoutes(app: AppContext): Route[] {
+export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
   const { pool } = app;
-  /** The stored responses this instance is running, by id: each one's end, settled once it is written. */
-  const ending = new Map<string, Promise<unknown>>();
 
   /**
    * Where the response goes: a new chat (stored, no previous), the chat of `previous_response_id` when that
@@ -61,16 +58,16 @@ export function responseRoutes(app: AppContext): Route[] {
    */
   async function conversationOf(body: CreateResponseBody, owner: string, store: boolean, model: ResolvedModel): Promise<Conversation> {
     const previous = body.previous_response_id;
-    if (!previous) return { chatId: store ? randomUUID() : null, createChat: store, history: [] };
+    if (!previous) return { chatId: store ? randomUUID() : null, createChat: store, history: [], inherited: null };
     let chain = await responseChain(pool, previous, owner);
     if (chain.length === 0 || chain.at(-1)!.id !== previous) throw Object.assign(RESPONSE_NOT_FOUND(previous), { param: 'previous_response_id' });
     // Its run has just ended and its end is being written (its answer is this turn's history), or it still
     // runs: then this turn's start on its chat is the 409 of one run per chat.
-    if (chain.at(-1)!.status === 'in_progress' && (await currentResponse(app, previous, owner)).status !== 'in_progress') chain = await responseChain(pool, previous, owner);
+    if (isGoing(chain.at(-1)!) && !isGoing(await currentResponse(app, ends, previous, owner))) chain = await responseChain(pool, previous, owner);
     const history = historyOf(chain);
     const last = chain.at(-1)!;
-    if (!store) return { chatId: null, createChat: false, history };
-    if ((await latestOfChat(pool, last.chatId)) === previous) return { chatId: last.chatId, createChat: false, history };
+    if (!store) return { chatId: null, createChat: false, history, inherited: null };
+    if ((await latestOfChat(pool, last.chatId)) === previous) return { chatId: last.chatId, createChat: false, history, inherited: null };
     // An earlier turn: a new chat holding the history up to it (the answers too), which the run then continues.
     const chat = await createChat(pool, {
       provider: model.provider,
@@ -79,7 +76,7 @@ export function responseRoutes(app: AppContext): Route[] {
       messages: history.map((m) => ({ role: m.role, content: m.content, name: null, metadata: m.toolCalls ? { toolCalls: m.toolCalls } : null })),
       owner,
     });
-    return { chatId: chat.id, createChat: false, history };
+    return { chatId: chat.id, createChat: false, history, inherited: history };
   }
 
   async function create(req: Req, reply: Reply) {
@@ -93,7 +90,7 @@ export function responseRoutes(app: AppContext): Route[] {
     const input = inputMessages(body);
     const { clientTools, serviceTools } = toolsOf(body);
     const callId = randomUUID();
-    const claimed = await claimResponseKey(app, key, fingerprint, body, callId, owner, reply);
+    const claimed = await claimResponseKey(app, ends, key, fingerprint, body, callId, owner, reply);
     if (!claimed.start) return;
     const { keyed } = claimed;
     const conversation = await withKey(app, keyed, () => conversationOf(body, owner, store, model));
@@ -115,6 +112,7 @@ export function responseRoutes(app: AppContext): Route[] {
       enabledTools: serviceTools,
       keepDeltas: true,
       ...(body.temperature != null && { temperature: body.temperature }),
+      ...samplingOf(body, model),
       ...(body.max_output_tokens != null && { maxTokens: body.max_output_tokens }),
       ...(clientTools && { clientTools }),
     };
@@ -122,17 +120,22 @@ export function responseRoutes(app: AppContext): Route[] {
     const base: ResponseBase = { id, createdAt: Math.floor(Date.now() / 1000), request: echo, previousResponseId: body.previous_response_id ?? null, store, chatId: conversation.chatId };
     const sink = body.stream ? app.sse.create(reply) : null;
     const events = sink ? new ResponseEventStream(sink, base) : undefined;
+    // A background response is `queued` until its run starts.
+    const watch = body.background ? startWatch() : null;
+    if (events && watch) events.whenStarted(watch.heard);
     // An unstored response nobody can read again: it ends with its client. A stored one goes on (resume by id).
-    const subscriber = events ?? (!store && !body.background ? whileConnected(reply) : undefined);
+    const subscriber = events ?? watch?.subscriber() ?? (!store ? whileConnected(reply) : undefined);
     const run = await withKey(app, keyed, () => startChatRun(app, req.caller, request, subscriber, !store));
-    const recorded = store ? record(id, owner, conversation.chatId!, callId, base, input, run.result) : null;
+    const recorded = store ? record(id, owner, conversation, callId, base, input, run.result, watch) : null;
     if (events && recorded) events.holdEndUntil(recorded.finished);
     // After the response's end is stored: a retry woken by the key then reads it ended.
     recordResponseKey(app, keyed, id, recorded ? recorded.finished.then(() => run.result, () => run.result) : run.result);
     if (sink) return sink.open();
-    if (body.background) {
+    if (watch) {
       await recorded!.inserted;
-      return reply.json(200, responseObject(base, null));
+      // Started already: answered once the row says so too, so that a read after this answer agrees.
+      if (watch.now) await recorded!.started;
+      return reply.json(200, responseObject(base, null, !watch.now));
     }
     const result = await run.result;
     if (!result.ok) throw outcomeError(result);
@@ -141,51 +144,45 @@ export function responseRoutes(app: AppContext): Route[] {
   }
 
   /** The row of a stored response, then its end once the run's result is known (written by this instance). */
-  function record(id: string, owner: string, chatId: string, callId: string, base: ResponseBase, input: RunMessage[], result: Promise<RunResult<ChatRunValue>>) {
-    const inserted = insertResponse(pool, { id, owner, chatId, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, request: base.request });
+  function record(id: string, owner: string, conversation: Conversation, callId: string, base: ResponseBase, input: RunMessage[], result: Promise<RunResult<ChatRunValue>>, watch: StartWatch | null) {
+    const status = watch ? 'queued' : 'in_progress';
+    const { chatId, inherited } = conversation;
+    const inserted = insertResponse(pool, { id, owner, chatId: chatId!, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, inherited, request: base.request, status });
+    // After the insert; a no-op once the end is written (a run that ended as soon as it started).
+    const started = watch ? Promise.all([inserted, watch.started]).then(() => markStarted(pool, id)) : inserted;
+    started.catch((err: unknown) => app.log.error({ err, responseId: id }, 'the start of an OpenAI response could not be stored'));
     const finished = inserted
       .then(() => result)
-      .then((r) => {
-        const end = endOfResult(r);
-        const deltas = r.ok ? deltaLengths(r.value) : [];
-        return finishResponse(pool, id, { status: end.status, outputText: end.text, toolCalls: end.toolCalls, deltas, usage: end.usage, error: end.error });
-      });
+      .then((r) => finishResponse(pool, id, storedEndOf(r)))
+      .then(() => ends.written(id));
     finished.catch((err: unknown) => app.log.error({ err, responseId: id }, 'the end of an OpenAI response could not be stored'));
-    const settled = finished.then(
-      () => undefined,
-      () => undefined,
-    );
-    ending.set(id, settled);
-    void settled.then(() => ending.delete(id));
-    return { inserted, finished };
+    return { inserted, started, finished };
   }
 
   async function retrieve(req: Req, reply: Reply) {
-    const stored = await currentResponse(app, req.params.id!, req.caller.userId);
-    if (req.query.get('stream') !== 'true') return reply.json(200, responseObject(baseOfStored(stored), endOfStored(stored)));
+    const stored = await currentResponse(app, ends, req.params.id!, req.caller.userId);
+    if (req.query.get('stream') !== 'true') return reply.json(200, storedObject(stored));
     const after = req.query.get('starting_after');
     const startingAfter = after === null ? -1 : Number(after);
     if (!Number.isInteger(startingAfter) || startingAfter < -1) throw invalidParam('starting_after', 'starting_after must be a whole number ≥ 0');
-    await streamResponse(app, stored, startingAfter, reply, req.caller.userId);
+    await streamResponse(app, ends, stored, startingAfter, reply, req.caller.userId);
   }
 
   async function cancel(req: Req, reply: Reply) {
     const owner = req.caller.userId;
-    const stored = await currentResponse(app, req.params.id!, owner);
-    if (stored.status === 'in_progress') await app.runs.stop('chat', stored.chatId);
-    // The instance that runs it writes its end (a stop ends a run at once). Run here: wait for that write
-    // itself. Run elsewhere: read until its end lands.
-    let now = stored;
-    const here = ending.get(stored.id);
-    if (here && now.status === 'in_progress') {
-      await here;
-      now = (await getResponse(pool, stored.id, owner)) ?? now;
+    const stored = await currentResponse(app, ends, req.params.id!, owner);
+    if (!isGoing(stored)) return reply.json(200, storedObject(stored));
+    // The instance that runs it, here or elsewhere, writes its end once the stop has ended it (at once) and
+    // announces it: waited for from before the stop, so that it cannot be missed.
+    const end = ends.wait(stored.id, CANCEL_WAIT_MS);
+    try {
+      await app.runs.stop('chat', stored.chatId);
+      let now = (await getResponse(pool, stored.id, owner)) ?? stored;
+      if (isGoing(now) && (await end.heard)) now = (await getResponse(pool, stored.id, owner)) ?? now;
+      reply.json(200, storedObject(now));
+    } finally {
+      end.stop();
     }
-    for (let i = 0; i < 100 && now.status === 'in_progress'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      now = (await getResponse(pool, stored.id, owner)) ?? now;
-    }
-    reply.json(200, responseObject(baseOfStored(now), endOfStored(now)));
   }
 
   return [
@@ -195,7 +192,5 @@ export function responseRoutes(app: AppContext): Route[] {
   ];
 }
 
-/** The lengths of the deltas the run streamed (ChatRunValue.deltas), or its text as one. */
-function deltaLengths(v: ChatRunValue): number[] {
-  return v.deltas ?? (v.text ? [v.text.length] : []);
-}
+/** How long a cancel waits for the end of the run it stopped to be written. */
+const CANCEL_WAIT_MS = 5000;

@@ -170,6 +170,8 @@ class ChatRounds implements RoundCalls<ChatCompletionCreateParamsNonStreaming> {
       ...(this.tools && { tools: this.tools }),
       ...(req.maxTokens !== undefined && { max_completion_tokens: req.maxTokens }),
       ...(req.temperature !== undefined && { temperature: req.temperature }),
+      ...(req.topP !== undefined && { top_p: req.topP }),
+      ...(req.stop !== undefined && { stop: req.stop }),
     };
   }
 

@@ -160,6 +160,7 @@ class ResponsesRounds implements RoundCalls<ResponseCreateParamsNonStreaming> {
       ...(toolResults && { previous_response_id: this.lastResponseId }),
       ...(req.maxTokens !== undefined && { max_output_tokens: req.maxTokens }),
       ...(req.temperature !== undefined && { temperature: req.temperature }),
+      ...(req.topP !== undefined && { top_p: req.topP }),
     };
   }
 

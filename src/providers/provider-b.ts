@@ -200,6 +200,8 @@ class MessagesRounds implements RoundCalls<MessageCreateParamsNonStreaming> {
       ...(req.tools.length > 0 && { tools: messagesTools(req.tools) }),
       ...(system !== undefined && { system }),
       ...(req.temperature !== undefined && { temperature: req.temperature }),
+      ...(req.topP !== undefined && { top_p: req.topP }),
+      ...(req.stop !== undefined && { stop_sequences: req.stop }),
     };
   }
 

@@ -141,6 +141,10 @@ export interface CompletionRequest {
   /** Empty array: no tool definitions are sent at all. */
   tools: ToolSpec[];
   temperature?: number;
+  /** Nucleus sampling (`top_p`). */
+  topP?: number;
+  /** Sequences whose appearance ends the answer (provider_a's Responses API has none). */
+  stop?: string[];
   maxTokens?: number;
   /** true: use the provider's streaming call; false: its whole-response call. */
   stream: boolean;

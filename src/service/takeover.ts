@@ -56,8 +56,11 @@ export interface TakeoverOptions {
   log: Logger;
   /** The server's tally of recovered runs (its metrics read it). */
   recovered: RecoveredRuns;
-  /** Records the continuation's outcome on the lost start's Idempotency-Key, if it had one. */
-  recordKey(run: ContinuedRun, result: RunResult<ChatRunValue>): Promise<void>;
+  /**
+   * Records the continuation's outcome where the lost start left a place for it: its Idempotency-Key, its
+   * OpenAI response (src/openai/run-ends.ts), if it had them.
+   */
+  recordOutcome(run: ContinuedRun, result: RunResult<ChatRunValue>): Promise<void>;
 }
 
 export class Takeovers {
@@ -111,7 +114,7 @@ export class Takeovers {
       const started = await runs.start({ kind: 'chat', key: run.chatId, request, ifRunning: 'reject', label: run.provider, owner: run.owner, ...counted(run.owner) });
       if (started.ok) {
         void started.handle.result.then((r) =>
-          this.o.recordKey(run, r).catch((err: unknown) => this.o.log.error({ err, chatId: run.chatId }, 'the outcome of a continued keyed run could not be recorded')),
+          this.o.recordOutcome(run, r).catch((err: unknown) => this.o.log.error({ err, chatId: run.chatId }, 'the outcome of a continued run could not be recorded')),
         );
         return true;
       }

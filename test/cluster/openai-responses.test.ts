@@ -24,7 +24,7 @@ describe('cluster mode: OpenAI-compatible background responses', async () => {
     const gate = gateName();
     const bg = await a.responses.create({ model: MODEL, input: sim({ reply: 'p q r s t u v w', deltas: 8, gate, gateAfter: 3 }), background: true });
     await waitFor(() => suite.sim.heldAt(gate) > 0, 10_000, 'the run held after 3 deltas');
-    assert.equal((await b.responses.retrieve(bg.id)).status, 'in_progress');
+    await waitFor(async () => (await b.responses.retrieve(bg.id)).status === 'in_progress', 10_000, 'its start stored');
     const full = readAll(await b.responses.retrieve(bg.id, { stream: true }));
     const points = [1, 4, 7, 12];
     const live = points.map(async (n) => readAll(await b.responses.retrieve(bg.id, { stream: true, starting_after: n })));
@@ -36,6 +36,28 @@ describe('cluster mode: OpenAI-compatible background responses', async () => {
     points.forEach((n, i) => assert.deepEqual(resumed[i], all.filter((e) => e.sequence_number > n), `live on the other instance from ${n}`));
     await waitFor(async () => (await b.responses.retrieve(bg.id)).status === 'completed', 10_000, 'its end stored');
     for (const n of points) assert.deepEqual(await readAll(await b.responses.retrieve(bg.id, { stream: true, starting_after: n })), all.filter((e) => e.sequence_number > n), `stored, from ${n}`);
+  });
+
+  it('a cancel on one instance of a response running on the other answers it cancelled, its end written there', async () => {
+    const [owner, other] = suite.cluster.instances as [Instance, Instance];
+    const gate = gateName();
+    const bg = await sdk(owner).responses.create({ model: MODEL, input: sim({ reply: 'p q r s', deltas: 4, gate, gateAfter: 2 }), background: true });
+    await waitFor(() => suite.sim.heldAt(gate) > 0, 10_000, 'the run held after 2 deltas');
+    const ai = sdk(other);
+    const reading = readAll(await ai.responses.retrieve(bg.id, { stream: true }));
+    // The owner writes the end once the stop has ended the run; the cancel answers once it hears of it.
+    const cancelled = await ai.responses.cancel(bg.id);
+    assert.equal(cancelled.status, 'cancelled');
+    assert.equal((await ai.responses.retrieve(bg.id)).status, 'cancelled');
+    assert.equal((await sdk(owner).responses.retrieve(bg.id)).status, 'cancelled');
+    const events = await reading;
+    assert.equal(events.at(-1)!.type, 'response.incomplete');
+    assert.deepEqual((events.at(-1) as OpenAI.Responses.ResponseIncompleteEvent).response.output, cancelled.output, 'the text so far, as the stream ended with it');
+    assert.match(JSON.stringify(cancelled.output), /p q/);
+    assert.deepEqual(await readAll(await ai.responses.retrieve(bg.id, { stream: true })), events, 'read again after the end: the same events');
+    // A second cancel is an answer, not an error.
+    assert.equal((await ai.responses.cancel(bg.id)).status, 'cancelled');
+    suite.sim.openGate(gate);
   });
 
   it('a response whose instance is killed with SIGKILL reads as failed on the survivor', async () => {

@@ -6,7 +6,7 @@
 // there, and its own events up to N are the full read's; one past the checkpoint gets `resume_point_lost`.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type OpenAI from 'openai';
+import OpenAI from 'openai';
 import { clusterSuite, type Instance } from '../helpers/cluster.ts';
 import { openaiClient, readAll } from '../helpers/openai.ts';
 import { sqlRows } from '../helpers/pg-cluster.ts';
@@ -89,8 +89,26 @@ describe('takeover: a resume within the checkpoint of a lost OpenAI response is 
       // What the client had before the kill, up to N, is the full read's: no different text under a number.
       assert.deepEqual(before.filter((e) => e.sequence_number <= n), all.filter((e) => e.sequence_number <= n), `read on the victim up to ${n}`);
     });
-    assert.equal(await past, null);
-    // Nothing under a number it cannot replay exactly: the error event alone.
-    assert.deepEqual(pastSeen.map((e) => [e.type, (e as OpenAI.Responses.ResponseErrorEvent).code]), [['error', 'resume_point_lost']]);
+    // Nothing under a number it cannot replay exactly: the error event alone, which the SDK throws.
+    assertLost(await past, pastSeen, lastExact + 1);
+
+    // After the continuation ended, from what the survivor stored: the very same, on either side of the checkpoint.
+    await waitFor(async () => (await ai.responses.retrieve(bg.id)).status === 'completed', 10_000, 'the continuation’s end stored');
+    assert.deepEqual(await readAll(await ai.responses.retrieve(bg.id, { stream: true })), all, 'a full read after the end');
+    for (const n of points.slice(1)) {
+      assert.deepEqual(await readAll(await ai.responses.retrieve(bg.id, { stream: true, starting_after: n })), all.filter((e) => e.sequence_number > n), `after the end, from ${n}`);
+    }
+    for (const n of [lastExact + 1, all.length - 3]) {
+      const seen: Event[] = [];
+      assertLost(await readUntilBroken(await ai.responses.retrieve(bg.id, { stream: true, starting_after: n }), seen), seen, n);
+    }
   });
 });
+
+/** A resume from `n` past the checkpoint: no event, the SDK's APIError of the `error` event, resume_point_lost. */
+function assertLost(err: unknown, seen: Event[], n: number): void {
+  assert.deepEqual(seen, [], `nothing yielded from ${n}`);
+  assert.ok(err instanceof OpenAI.APIError, `an APIError from ${n}: ${String(err)}`);
+  assert.equal(err.code, 'resume_point_lost');
+  assert.match(err.message, new RegExp(`after sequence number ${n} cannot be replayed exactly`));
+}

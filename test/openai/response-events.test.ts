@@ -4,6 +4,8 @@
 // `resume_point_lost`, never different text under the same numbers. The sink records what it was given.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { Stream } from 'openai/streaming';
 import { deltaFrame, sseFrame } from '../../actors/runtime/frame.ts';
 import type { SseSink } from '../../src/http/sse.ts';
 import { ResponseEventStream, type ResponseBase } from '../../src/openai/response-events.ts';
@@ -21,13 +23,14 @@ const base: ResponseBase = {
 function recordingSink() {
   let out = '';
   let ended = false;
+  const raw = () => out;
   const sink = { dropped: false, write: (s: string) => void (out += s), end: () => void (ended = true), onClose: () => {} } as unknown as SseSink;
   const events = () =>
     out
       .split('\n\n')
       .filter((f) => f.startsWith('event: '))
       .map((f) => JSON.parse(f.slice(f.indexOf('\ndata: ') + 7)) as { type: string; sequence_number: number; code?: string; delta?: string });
-  return { sink, events, ended: () => ended };
+  return { sink, events, ended: () => ended, raw };
 }
 
 const DELTAS = ['Hel', 'lo, ', 'wor', 'ld'];
@@ -37,8 +40,8 @@ const runFrames = (callId: string, resumedDeltas?: number) =>
   sseFrame('done', { type: 'done', text: DELTAS.join(''), usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 } });
 
 const stored = (deltas: number[] | null): StoredResponse => ({
-  id: base.id, owner: 'admin', chatId: 'chat-1', callId: 'call-1', previousResponseId: null, status: 'completed', input: [], request: base.request,
-  outputText: DELTAS.join(''), toolCalls: null, deltas, usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 }, error: null, createdAt: base.createdAt,
+  id: base.id, owner: 'admin', chatId: 'chat-1', callId: 'call-1', previousResponseId: null, status: 'completed', input: [], inherited: null, request: base.request,
+  outputText: DELTAS.join(''), toolCalls: null, deltas, resumedDeltas: null, usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 }, error: null, createdAt: base.createdAt,
 });
 
 function live(startingAfter: number, callId = 'call-1', resumedDeltas?: number) {
@@ -90,7 +93,47 @@ describe('Responses events of a run', () => {
     const all = live(-1).events();
     const firstDelta = all.find((e) => e.type === 'response.output_text.delta')!.sequence_number;
     // The continuation streams the same text; its first two deltas are the lost run's own (meta.resumedDeltas).
-    for (let n = -1; n < firstDelta + 2; n++) assert.deepEqual(live(n, 'call-2', 2).events(), all.filter((e) => e.sequence_number > n), `from ${n}`);
-    for (const n of [firstDelta + 2, all.length - 2]) assert.deepEqual(live(n, 'call-2', 2).events().map((e) => [e.type, e.code]), [['error', 'resume_point_lost']], `from ${n}`);
+    // After its end, from what was stored (its cuts, and how many of them are the lost run's): the same.
+    const afterEnd = (n: number) => {
+      const r = recordingSink();
+      new ResponseEventStream(r.sink, base, n).replayStored({ ...stored(DELTAS.map((d) => d.length)), resumedDeltas: 2 });
+      return r.events();
+    };
+    for (let n = -1; n < firstDelta + 2; n++) {
+      assert.deepEqual(live(n, 'call-2', 2).events(), all.filter((e) => e.sequence_number > n), `from ${n}`);
+      assert.deepEqual(afterEnd(n), all.filter((e) => e.sequence_number > n), `after the end, from ${n}`);
+    }
+    for (const n of [firstDelta + 2, all.length - 2]) {
+      assert.deepEqual(live(n, 'call-2', 2).events().map((e) => [e.type, e.code]), [['error', 'resume_point_lost']], `from ${n}`);
+      assert.deepEqual(afterEnd(n).map((e) => [e.type, e.code]), [['error', 'resume_point_lost']], `after the end, from ${n}`);
+    }
+  });
+});
+
+describe('the in-stream error event', () => {
+  const lost = () => {
+    const r = recordingSink();
+    new ResponseEventStream(r.sink, base, 5).replayStored(stored(null));
+    return r;
+  };
+
+  it('carries code, message and param on the event (the SDK\'s ResponseErrorEvent) and nested under error (as OpenAI sends it)', () => {
+    const [ev] = lost().events() as unknown as Record<string, unknown>[];
+    const { error, ...flat } = ev!;
+    assert.deepEqual(Object.keys(flat).sort(), ['code', 'message', 'param', 'sequence_number', 'type']);
+    assert.deepEqual([flat.type, flat.code, flat.param, flat.sequence_number], ['error', 'resume_point_lost', null, 6]);
+    assert.match(String(flat.message), /read it again from the start/);
+    assert.deepEqual(error, { type: 'invalid_request_error', code: 'resume_point_lost', message: flat.message, param: null });
+  });
+
+  it('the official SDK throws it as an APIError with our message and code', async () => {
+    const body = lost().raw();
+    const stream = Stream.fromSSEResponse<OpenAI.Responses.ResponseStreamEvent>(new Response(body, { headers: { 'content-type': 'text/event-stream' } }), new AbortController());
+    await assert.rejects(
+      async () => {
+        for await (const _ of stream);
+      },
+      (err: unknown) => err instanceof OpenAI.APIError && err.status === undefined && err.code === 'resume_point_lost' && /after sequence number 5 cannot be replayed exactly/.test(err.message),
+    );
   });
 });
