@@ -11,6 +11,11 @@ export interface Stage {
   cpuUs: number;
   /** µs of wall time per operation. */
   wallUs: number;
+  /**
+   * Steady stages: the system (kernel) part of cpuUs. A relayed delta's socket read and write are mostly
+   * the kernel's (the same calls nginx makes), so only the rest is the service's own code to cut.
+   */
+  kernelUs?: number;
   /** Paced stages: the CPU that ran while an operation was in progress (cpuUs counts its whole slot). */
   cpuInOpsUs?: number;
   /** Other processes' CPU per operation (Postgres backends, a server child), when the stage has some. */
@@ -142,13 +147,17 @@ export async function steadyWindow(windowMs: number, count: () => number, other:
   await sleep(windowMs);
   const c = process.cpuUsage(c0);
   const [units, wallMs, wakes] = [count() - n0, performance.now() - t0, selfWakeUps() - w0];
-  return { name: '', units, cpuUs: (c.user + c.system) / units, wallUs: (wallMs * 1000) / units, otherUs: (await stopOther()) / units, wakeUps: wakes / units };
+  return {
+    name: '', units, cpuUs: (c.user + c.system) / units, kernelUs: c.system / units, wallUs: (wallMs * 1000) / units,
+    otherUs: (await stopOther()) / units, wakeUps: wakes / units,
+  };
 }
 
 /** A stage's figures per one of the `n` units each operation did (frames of a response, messages of a round). */
 export const per = (s: Stage, n: number): Stage => ({
   ...s, cpuUs: s.cpuUs / n, wallUs: s.wallUs / n,
   ...(s.otherUs !== undefined ? { otherUs: s.otherUs / n } : {}),
+  ...(s.kernelUs !== undefined ? { kernelUs: s.kernelUs / n } : {}),
   ...(s.cpuInOpsUs !== undefined ? { cpuInOpsUs: s.cpuInOpsUs / n } : {}),
   ...(s.wakeUps !== undefined ? { wakeUps: s.wakeUps / n } : {}),
 });
@@ -157,12 +166,13 @@ export const per = (s: Stage, n: number): Stage => ({
 export const minus = (a: Stage, b: Stage): Stage => ({
   ...a, cpuUs: a.cpuUs - b.cpuUs, wallUs: a.wallUs - b.wallUs,
   ...(a.otherUs !== undefined ? { otherUs: a.otherUs - (b.otherUs ?? 0) } : {}),
+  ...(a.kernelUs !== undefined ? { kernelUs: a.kernelUs - (b.kernelUs ?? 0) } : {}),
   ...(a.cpuInOpsUs !== undefined ? { cpuInOpsUs: a.cpuInOpsUs - (b.cpuInOpsUs ?? 0) } : {}),
   ...(a.wakeUps !== undefined ? { wakeUps: a.wakeUps - (b.wakeUps ?? 0) } : {}),
 });
 
 /** The sum of the stages that count (`inSum` not false), per operation. */
-export const sum = (stages: Stage[], k: 'cpuUs' | 'otherUs' | 'wakeUps'): number => stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s[k] ?? 0), 0);
+export const sum = (stages: Stage[], k: 'cpuUs' | 'kernelUs' | 'otherUs' | 'wakeUps'): number => stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s[k] ?? 0), 0);
 
 /**
  * Row by row, the run whose CPU figure is the median of the runs' (the rows come in the same order in
@@ -181,9 +191,9 @@ export const f = (v: number | undefined) => (v === undefined ? '—' : v >= 100 
 
 /** The stages as a Markdown table, with their sum. */
 export function table(title: string, stages: Stage[]): string {
-  const out = [`### ${title}`, '', '| stage | CPU µs/op (this process) | of which in the op | other process µs/op | wall µs/op | wake-ups/op | note |', '|---|--:|--:|--:|--:|--:|---|'];
+  const out = [`### ${title}`, '', '| stage | CPU µs/op (this process) | of which in the op | of which kernel | other process µs/op | wall µs/op | wake-ups/op | note |', '|---|--:|--:|--:|--:|--:|--:|---|'];
   const w = (v: number | undefined) => (v === undefined ? '—' : v.toFixed(2));
-  for (const s of stages) out.push(`| ${s.inSum === false ? `(${s.name})` : s.name} | ${f(s.cpuUs)} | ${f(s.cpuInOpsUs)} | ${f(s.otherUs)} | ${f(s.wallUs)} | ${w(s.wakeUps)} | ${s.note ?? ''} |`);
-  out.push(`| **sum** | **${f(sum(stages, 'cpuUs'))}** | | **${f(sum(stages, 'otherUs'))}** | | **${w(sum(stages, 'wakeUps'))}** | |`, '');
+  for (const s of stages) out.push(`| ${s.inSum === false ? `(${s.name})` : s.name} | ${f(s.cpuUs)} | ${f(s.cpuInOpsUs)} | ${f(s.kernelUs)} | ${f(s.otherUs)} | ${f(s.wallUs)} | ${w(s.wakeUps)} | ${s.note ?? ''} |`);
+  out.push(`| **sum** | **${f(sum(stages, 'cpuUs'))}** | | ${stages.some((s) => s.kernelUs !== undefined) ? `**${f(sum(stages, 'kernelUs'))}**` : ''} | **${f(sum(stages, 'otherUs'))}** | | **${w(sum(stages, 'wakeUps'))}** | |`, '');
   return out.join('\n');
 }

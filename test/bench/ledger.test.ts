@@ -19,7 +19,11 @@ test('minus and per take every figure a stage has, and only those', () => {
   assert.deepEqual([d.name, d.cpuUs, d.wallUs, d.otherUs, d.wakeUps], ['post', 30, 60, 20, 0.5]);
   assert.equal('cpuInOpsUs' in d, false);
   const p = per(stage('batch', 40, { cpuInOpsUs: 8 }), 4);
-  assert.deepEqual([p.cpuUs, p.wallUs, p.cpuInOpsUs, 'otherUs' in p], [10, 20, 2, false]);
+  assert.deepEqual([p.cpuUs, p.wallUs, p.cpuInOpsUs, 'otherUs' in p, 'kernelUs' in p], [10, 20, 2, false, false]);
+  const k = minus(stage('read', 16, { kernelUs: 4 }), stage('idle', 1, { kernelUs: 0.5 }));
+  assert.equal(k.kernelUs, 3.5);
+  assert.equal(per(stage('reads', 40, { kernelUs: 12 }), 4).kernelUs, 3);
+  assert.equal(sum([stage('a', 10, { kernelUs: 2 }), stage('b', 5, { kernelUs: 1, inSum: false })], 'kernelUs'), 2);
 });
 
 test('a row of several runs is the run with the median CPU, whole, with every run listed', () => {
