@@ -11,6 +11,8 @@
 //   BENCH_FLOOD_SECONDS=8 BENCH_FLOOD_BEFORE_S=5 BENCH_FLOOD_AFTER_S=3 BENCH_FLOOD_DELTAS=20 (each flood
 //   stream's deltas) BENCH_FLOOD_OPEN_PER_SEC=50 (the running streams' opening pace)
 //   BENCH_FLOOD_MAX_RUNS=<none> (a phase with the defaults and each MAX_ACTIVE_RUNS listed: a run cap, refused from the headers too)
+//   BENCH_FLOOD_OFF=0 skips the shedding-off phase (a flood of thousands a second, e.g. BENCH_FLOOD_STARTS=2500, would
+//   only be taken whole there: minutes of CPU that decide nothing about the refusals)
 // Each phase samples the two gauges (css_event_loop_lag_p99_ms, css_event_loop_busy_percent) while its running
 // streams open and while the flood is offered: what the signals read at ordinary load and at saturation.
 // Alone: BENCH_ONLY=flood make bench.
@@ -131,7 +133,7 @@ async function floodPhase(c: FloodContext, name: string, signals: Record<string,
 }
 
 async function floodCheck(c: FloodContext): Promise<Record<string, unknown>> {
-  const off = await floodPhase(c, 'shedding off', SHEDDING_OFF);
+  const off = env.BENCH_FLOOD_OFF === '0' ? 'skipped (BENCH_FLOOD_OFF=0)' : await floodPhase(c, 'shedding off', SHEDDING_OFF);
   const on: Record<string, Awaited<ReturnType<typeof floodPhase>>> = {};
   const list = (v: string | undefined, fallback: number) => (v ?? String(fallback)).split(',').filter(Boolean);
   on.adaptive = await floodPhase(c, 'the defaults (ADMISSION=adaptive)', SHEDDING_DEFAULTS);
