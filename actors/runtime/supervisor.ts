@@ -69,13 +69,18 @@ export interface SupervisorOptions<T extends RunTypeMap = RunTypeMap> {
  * handled before the starts that were waiting are sent.
  */
 export interface StartPacer {
+  /** Handed the supervisor when it is made: its run count and its starts in flight are the ones the pacer reads. */
+  watchRuns(runs: { readonly activeCount: number; readonly startBacklog: number }): void;
   /** Null: the run may start; otherwise why not. */
   admit(active: number, owner?: string): StartRefusal | null;
-  /** The run `start` may go to its host now (true), or waits its turn (false): `next` hands it back. */
+  /**
+   * The run `start` may go to its host now (true), or waits its turn (false): `next` hands it back.
+   * The starts in flight are the supervisor's own count (`startBacklog`), which the pacer reads.
+   */
   take(start: unknown, owner?: string): boolean;
   /** The waiting start whose turn has come, or undefined. */
   next(): unknown;
-  /** A start sent to a host was settled, `ms` after its host made its run (negative: lost with its host, no latency). */
+  /** A start sent to a host was settled, `ms` after its host made its run; `startBacklog` no longer counts it. */
   settled(ms: number): void;
 }
 
@@ -94,6 +99,7 @@ export class Supervisor<T extends RunTypeMap> {
   constructor(opts: SupervisorOptions<T>) {
     this.opts = opts;
     for (let i = 0; i < Math.max(1, opts.hosts); i++) this.hosts.push(this.spawn(i));
+    opts.admission?.watchRuns(this);
   }
 
   /** Every host is ready: until then the first runs would wait for a worker's boot. */
@@ -281,11 +287,8 @@ export class Supervisor<T extends RunTypeMap> {
     for (let next = pacer.next() as Entry | undefined; next !== undefined; next = pacer.next() as Entry | undefined) {
       const held = next.held!;
       next.held = null;
-      // Ended while it waited (its host died, a shutdown gave up on it): nothing goes, its place frees.
-      if (next.ended) {
-        pacer.settled(-1);
-        continue;
-      }
+      // Ended while it waited (its host died, a shutdown gave up on it): nothing goes.
+      if (next.ended) continue;
       this.sendStart(next.host, held[0]!);
       for (let i = 1; i < held.length; i++) next.host.port.send(held[i]!);
     }
@@ -297,13 +300,17 @@ export class Supervisor<T extends RunTypeMap> {
       index,
       (batch) => {
         const settled = batch.started === undefined ? 0 : Math.min(batch.started, slot.unheard);
-        slot.unheard -= settled;
-        this.onBatch(batch);
         const pacer = this.opts.admission;
+        if (pacer === undefined) slot.unheard -= settled;
+        this.onBatch(batch);
         if (settled === 0 || pacer === undefined) return;
-        // Each at the batch's mean: the host's own measure, without the time this thread took to read it.
+        // Each at the batch's mean: the host's own measure, without the time this thread took to read it;
+        // counted out one by one, so that each sample sees what was in flight beside it.
         const ms = (batch.startedMs ?? 0) / batch.started!;
-        for (let i = 0; i < settled; i++) pacer.settled(ms);
+        for (let i = 0; i < settled; i++) {
+          slot.unheard--;
+          pacer.settled(ms);
+        }
         this.sendWaiting();
       },
       (error) => this.onHostExit(slot, error),
@@ -409,11 +416,8 @@ export class Supervisor<T extends RunTypeMap> {
     }
     this.endRuns(lost, `run host failed: ${error.message}`, 'internal');
     // Its unsettled starts will never settle: their places free (the waiting ones ended above go when their turn comes).
-    if (this.opts.admission) {
-      for (let i = 0; i < slot.unheard; i++) this.opts.admission.settled(-1);
-      this.sendWaiting();
-    }
     slot.unheard = 0;
+    if (this.opts.admission) this.sendWaiting();
     // Attaches to runs that had ended there, sent before the end came back: their replay died with the
     // host. Their streams end as a dropped connection would; a re-attach finds the run over.
     for (const [subId, p] of this.pending) {

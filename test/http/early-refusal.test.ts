@@ -27,6 +27,9 @@ describe('early refusal of starts', () => {
   let port: number;
   const clock = { t: 0 };
   const admission = new Admission({ maxActiveRuns: 100, adaptive: true, now: () => clock.t, limit: { initial: 1, min: 1, max: 1 } });
+  /** The supervisor's counts, moved here as it would move them. */
+  const counts = { activeCount: 0, startBacklog: 0 };
+  admission.watchRuns(counts);
   /** `Bearer other` is another user than the admin. */
   const authenticate = (authorization: string) => (authorization === 'Bearer other' ? { ...ADMIN_CALLER, userId: 'other', admin: false } : ADMIN_CALLER);
   /** Bodies the start handler has read to the end. */
@@ -67,6 +70,7 @@ describe('early refusal of starts', () => {
     // One start in flight (the limit), one waiting: once it has waited longer than the interval the
     // starts come faster than they go.
     assert.equal(admission.take('in flight', 'admin'), true);
+    counts.startBacklog++;
     assert.equal(admission.take('waiting', 'admin'), false);
     clock.t += QUEUE_DEFAULTS.intervalMs + 1;
     const res = await rawExchange(port, unfinished());
@@ -79,8 +83,11 @@ describe('early refusal of starts', () => {
     // Another user holds no share of the queue: taken.
     assert.equal((await rawExchange(port, whole('authorization: Bearer other\r\n'))).status, 200);
     // The queue drains (the start in flight settles, the waiting one goes, and it settles): taken again.
+    counts.startBacklog--;
     admission.settled(1);
     assert.equal(admission.next(), 'waiting');
+    counts.startBacklog++;
+    counts.startBacklog--;
     admission.settled(1);
     assert.equal((await rawExchange(port, whole())).status, 200);
     assert.deepEqual(handled, [2, 2, 2]);

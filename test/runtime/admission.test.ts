@@ -226,6 +226,7 @@ describe('Admission', () => {
     assert.equal(a.admit(2)?.outcome, 'capacity');
     // A start in flight, one waiting, and the waiting one's wait runs past the interval: a flood.
     assert.equal(a.take('first', 'u'), true);
+    a.watchRuns({ activeCount: 1, startBacklog: 1 });
     assert.equal(a.take('second', 'u'), false);
     c.t += QUEUE_DEFAULTS.intervalMs + 1;
     assert.equal(a.shedding('u'), 'overload');
@@ -240,21 +241,35 @@ describe('Admission', () => {
     assert.deepEqual(a.refused, { capacity: 2, overload: 2, draining: 1, user_runs: 0, user_tokens: 0, user_cost: 0 });
   });
 
-  it('sends starts while fewer than the limit are in flight; the next waits its turn and goes when one settles', () => {
+  it('sends starts while fewer than the limit are in flight (the supervisor\'s count); the next waits its turn and goes when one settles', () => {
     const c = clock();
     const a = new Admission({ maxActiveRuns: 100, adaptive: true, now: c.now, limit: { initial: 2, min: 2 } });
-    assert.equal(a.take(1), true);
-    assert.equal(a.take(2), true);
+    // The supervisor's counts, moved as it moves them: a start sent is in flight until its host settles it.
+    const counts = { activeCount: 0, startBacklog: 0 };
+    a.watchRuns(counts);
+    const send = (taken: unknown) => (taken === true || typeof taken === 'number' ? counts.startBacklog++ : undefined);
+    const settle = () => (counts.startBacklog--, a.settled(5));
+    for (const i of [1, 2]) {
+      const taken = a.take(i);
+      assert.equal(taken, true);
+      send(taken);
+    }
     assert.equal(a.take(3), false);
     assert.equal(a.take(4), false);
     assert.deepEqual([a.inFlight, a.waiting], [2, 2]);
     assert.equal(a.next(), undefined, 'no place free');
-    a.settled(5);
-    assert.equal(a.next(), 3);
+    settle();
+    const third = a.next();
+    assert.equal(third, 3);
+    send(third);
     assert.equal(a.next(), undefined);
-    a.settled(-1);
-    assert.equal(a.next(), 4, 'a start lost with its host frees its place too');
+    // A start lost with its host: the supervisor counts it out, and its place is free.
+    counts.startBacklog--;
+    assert.equal(a.next(), 4);
+    counts.startBacklog++;
     assert.deepEqual([a.inFlight, a.waiting], [2, 0]);
+    counts.startBacklog = 7;
+    assert.equal(a.inFlight, 7, 'no count of its own: the supervisor\'s is the one read');
   });
 
   it('ADMISSION=off: every start goes at once and none is refused for overload', () => {
