@@ -119,6 +119,15 @@ export class Admission implements StartPacer {
   }
 
   /**
+   * False when no new run would be refused now, whoever asks: not draining, below MAX_ACTIVE_RUNS (when
+   * watched) and no start waiting (an empty queue refuses nothing). Read by the router on every
+   * request, so a few reads and no clock.
+   */
+  mayShed(): boolean {
+    return this.drainingNow || (this.runs !== null && this.runs.activeCount >= this.maxActiveRuns) || (this.adaptive && this.queue.length > 0);
+  }
+
+  /**
    * Why a new run of `owner` would be refused now whatever the request says (draining, capacity once
    * the supervisor's runs are watched, overload), or null. Not counted: the caller counts it (`count`)
    * once it has answered with it.
