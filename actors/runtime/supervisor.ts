@@ -80,6 +80,10 @@ export interface StartPacer {
   take(start: unknown, owner?: string): boolean;
   /** The waiting start whose turn has come, or undefined. */
   next(): unknown;
+  /** A waiting start dropped (a flood that lasts, and it waited too long), to be ended with `refusal`; or undefined. */
+  drop(): { start: unknown; refusal: StartRefusal } | undefined;
+  /** Takes a waiting start out (its run is ended before it went): false when it is not waiting. */
+  withdraw(start: unknown, owner?: string): boolean;
   /** A start sent to a host was settled, `ms` after its host made its run; `startBacklog` no longer counts it. */
   settled(ms: number): void;
 }
@@ -267,7 +271,16 @@ export class Supervisor<T extends RunTypeMap> {
   }
 
   private cancel(entry: Entry, why: CancelWhy, message: string): void {
-    if (!entry.ended) this.toHost(entry, { t: 'cancel', runId: entry.runId, why, message });
+    if (entry.ended) return;
+    // A cancel of a start still waiting its turn ends it here: its host never hears of it (no start
+    // made, no input stored, no provider called). A user's stop still goes behind its start: a stopped
+    // run's answer and record are its kind's (a chat's `done` with `stopped`, its LlmCall `stopped`).
+    if (entry.held !== null && why !== 'stop' && this.opts.admission?.withdraw(entry, entry.owner)) {
+      entry.held = null;
+      this.endRuns([entry], message, 'cancelled');
+      return;
+    }
+    this.toHost(entry, { t: 'cancel', runId: entry.runId, why, message });
   }
 
   /** A message for a run's host; held behind its start while that waits its turn. */
@@ -284,6 +297,12 @@ export class Supervisor<T extends RunTypeMap> {
   /** Sends the waiting starts whose turn has come (after a batch's frames went out). */
   private sendWaiting(): void {
     const pacer = this.opts.admission!;
+    // Dropped while they waited (adaptive LIFO under a flood that lasts): ended with the refusal, never sent.
+    for (let d = pacer.drop(); d !== undefined; d = pacer.drop()) {
+      const gone = d.start as Entry;
+      gone.held = null;
+      if (!gone.ended) this.endRuns([gone], d.refusal.message, d.refusal.outcome);
+    }
     for (let next = pacer.next() as Entry | undefined; next !== undefined; next = pacer.next() as Entry | undefined) {
       const held = next.held!;
       next.held = null;

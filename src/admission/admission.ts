@@ -171,7 +171,16 @@ export class Admission implements StartPacer {
 
   next(): unknown {
     if (this.queue.length === 0 || this.inFlight >= this.limit.value) return undefined;
-    return this.queue.shift();
+    return this.queue.shift(this.now());
+  }
+
+  drop(): { start: unknown; refusal: StartRefusal } | undefined {
+    const start = this.queue.drop(this.now());
+    return start === undefined ? undefined : { start, refusal: this.refuse('overload') };
+  }
+
+  withdraw(start: unknown, owner: string = NOBODY): boolean {
+    return this.queue.withdraw(start, owner);
   }
 
   settled(ms: number): void {

@@ -218,6 +218,93 @@ describe('StartQueue (scripted arrivals)', () => {
   });
 });
 
+describe('StartQueue: adaptive LIFO under a standing queue (scripted arrivals)', () => {
+  it('serves each user\'s oldest first while the oldest has waited no longer than the target, newest first past it', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    for (let i = 0; i < 6; i++) q.push(i, 'u', i);
+    c.t = QUEUE_DEFAULTS.targetMs;
+    assert.equal(q.shift(c.t), 0, 'the oldest has waited the target, not past it: FIFO');
+    assert.equal(q.shift(c.t), 1);
+    c.t = 2 + QUEUE_DEFAULTS.targetMs + 1;
+    // The oldest (2) has waited past the target now: the newest goes first.
+    assert.deepEqual([q.shift(c.t), q.shift(c.t)], [5, 4]);
+    assert.equal(q.oldestWaitMs(c.t), c.t - 2, 'the oldest still waits, its wait unchanged');
+    // Drained of all but the two oldest, whose waits are still past the target: newest of them first.
+    assert.deepEqual([q.shift(c.t), q.shift(c.t), q.shift(c.t)], [3, 2, undefined]);
+  });
+
+  it('keeps the turns between users while it serves newest first', () => {
+    const c = clock();
+    const q = new StartQueue<string>();
+    for (let i = 0; i < 3; i++) q.push(`a${i}`, 'a', c.t);
+    q.push('b0', 'b', c.t);
+    q.push('b1', 'b', c.t);
+    c.t += QUEUE_DEFAULTS.targetMs + 1;
+    assert.deepEqual([1, 2, 3, 4, 5].map(() => q.shift(c.t)), ['a2', 'b1', 'a1', 'b0', 'a0']);
+  });
+
+  it('a burst with nothing after it is served whole, newest first, however long its oldest waits', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    for (let i = 0; i < 1000; i++) {
+      assert.equal(q.refuses('u', c.t, 0.25), false);
+      q.push(i, 'u', c.t);
+    }
+    // At 0.25 a ms the last leaves after 4 s, twice the interval: nothing arrives, so nothing is dropped.
+    const served: number[] = [];
+    for (let ms = 0; q.length > 0; ms++) {
+      c.t++;
+      assert.equal(q.drop(c.t), undefined, `nothing dropped at ${ms} ms`);
+      if (ms % 4 === 3) served.push(q.shift(c.t)!);
+    }
+    assert.equal(served.length, 1000);
+    // All came at 0: oldest first until they have waited the target (the 25 served by then), then newest first.
+    assert.deepEqual(served.slice(0, 25), Array.from({ length: 25 }, (_, i) => i));
+    assert.deepEqual(served.slice(25, 27), [999, 998], 'newest first once the queue stands');
+    assert.deepEqual([...served].sort((x, y) => x - y), Array.from({ length: 1000 }, (_, i) => i), 'each once');
+  });
+
+  it('under a flood that lasts, serves only starts that waited at most the interval and drops the older ones at once', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    const waited: number[] = [];
+    const dropped: number[] = [];
+    let refused = 0;
+    // Two starts a ms offered, one leaves, for four intervals.
+    for (let ms = 0; ms < 4 * QUEUE_DEFAULTS.intervalMs; ms++) {
+      c.t++;
+      for (let a = 0; a < 2; a++) {
+        if (q.refuses('u', c.t, 0)) refused++;
+        else q.push(c.t, 'u', c.t);
+      }
+      for (let d = q.drop(c.t); d !== undefined; d = q.drop(c.t)) dropped.push(c.t - d);
+      const next = q.shift(c.t);
+      if (next !== undefined) waited.push(c.t - next);
+    }
+    assert.ok(refused > 0, 'the flood is refused');
+    assert.ok(dropped.length > 0, 'the oldest were dropped');
+    assert.ok(dropped.every((w) => w > QUEUE_DEFAULTS.intervalMs), 'only past the interval');
+    assert.ok(Math.max(...waited) <= QUEUE_DEFAULTS.intervalMs + 1, `none served after waiting past the interval: ${Math.max(...waited)} ms`);
+    assert.ok(waited.filter((w) => w <= 1).length > waited.length / 2, 'most served at once: newest first');
+  });
+
+  it('withdraws a start from anywhere in its line; the others keep their order and their waits', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    for (let i = 0; i < 5; i++) q.push(i, 'u', c.t++);
+    q.push(100, 'v', c.t);
+    assert.equal(q.withdraw(2, 'u'), true);
+    assert.equal(q.withdraw(2, 'u'), false, 'once');
+    assert.equal(q.withdraw(3, 'v'), false, 'another user\'s line');
+    assert.equal(q.withdraw(0, 'u'), true, 'its oldest');
+    assert.equal(q.withdraw(4, 'u'), true, 'its newest');
+    assert.deepEqual([q.length, q.waitingFor('u'), q.oldestWaitMs(c.t)], [3, 2, c.t - 1]);
+    assert.deepEqual([q.shift(), q.shift(), q.shift(), q.shift()], [1, 100, 3, undefined]);
+    assert.equal(q.withdraw(100, 'v'), false, 'served already');
+  });
+});
+
 describe('Admission', () => {
   it('admits below capacity, and refuses by reason: draining, then capacity, then overload', () => {
     const c = clock();
