@@ -64,7 +64,7 @@ function one(job: OverloadJob, i: number, r: OverloadResult, latency: Samples, r
       },
       onEvent: (block, at) => {
         const { event, data } = parseBlock(block);
-        events++;
+        if (data !== '') events++;
         if (event === 'error') errorAt = epochNow() - t0;
         if (event === 'delta') {
           const text = JSON.parse(data).text as string;

@@ -265,28 +265,29 @@ describe('StartQueue: adaptive LIFO under a standing queue (scripted arrivals)',
     assert.deepEqual([...served].sort((x, y) => x - y), Array.from({ length: 1000 }, (_, i) => i), 'each once');
   });
 
-  it('under a flood that lasts, serves only starts that waited at most the interval and drops the older ones at once', () => {
+  it('under a flood that lasts, drops the starts that waited past MAX_WAIT, and serves none older', () => {
     const c = clock();
     const q = new StartQueue<number>();
     const waited: number[] = [];
     const dropped: number[] = [];
     let refused = 0;
-    // Two starts a ms offered, one leaves, for four intervals.
-    for (let ms = 0; ms < 4 * QUEUE_DEFAULTS.intervalMs; ms++) {
+    // One start a ms offered, one leaves every 8 ms, for three MAX_WAITs: shed from the first interval on, and what
+    // came in it takes longer than MAX_WAIT to leave.
+    for (let ms = 0; ms < 3 * QUEUE_DEFAULTS.maxWaitMs; ms++) {
       c.t++;
-      for (let a = 0; a < 2; a++) {
-        if (q.refuses('u', c.t, 0)) refused++;
-        else q.push(c.t, 'u', c.t);
-      }
+      if (q.refuses('u', c.t, 0)) refused++;
+      else q.push(c.t, 'u', c.t);
       for (let d = q.drop(c.t); d !== undefined; d = q.drop(c.t)) dropped.push(c.t - d);
-      const next = q.shift(c.t);
-      if (next !== undefined) waited.push(c.t - next);
+      if (ms % 8 === 7) {
+        const next = q.shift(c.t);
+        if (next !== undefined) waited.push(c.t - next);
+      }
     }
     assert.ok(refused > 0, 'the flood is refused');
     assert.ok(dropped.length > 0, 'the oldest were dropped');
-    assert.ok(dropped.every((w) => w > QUEUE_DEFAULTS.intervalMs), 'only past the interval');
-    assert.ok(Math.max(...waited) <= QUEUE_DEFAULTS.intervalMs + 1, `none served after waiting past the interval: ${Math.max(...waited)} ms`);
-    assert.ok(waited.filter((w) => w <= 1).length > waited.length / 2, 'most served at once: newest first');
+    assert.ok(dropped.every((w) => w > QUEUE_DEFAULTS.maxWaitMs), 'only past MAX_WAIT');
+    assert.ok(Math.max(...waited) <= QUEUE_DEFAULTS.maxWaitMs + 1, `none served after waiting past MAX_WAIT: ${Math.max(...waited)} ms`);
+    assert.ok(dropped.length + waited.length + q.length === 3 * QUEUE_DEFAULTS.maxWaitMs - refused, 'every start taken is served, dropped or waiting');
   });
 
   it('withdraws a start from anywhere in its line; the others keep their order and their waits', () => {

@@ -320,8 +320,8 @@ test('a waiting start dropped under a flood that lasts is ended with the overloa
   const sub = new FakeSubscriber();
   const old = sup.start({ kind: 'echo', key: null, request: { parts: ['old'] }, ifRunning: 'reject', owner: 'u', subscriber: sub });
   assert.ok(first.ok && old.ok);
-  // Its start has waited past the interval: the next start of its user is refused, and the queue sheds.
-  clock.t += QUEUE_DEFAULTS.intervalMs + 1;
+  // Its start has waited past MAX_WAIT: the next start of its user is refused, and the queue sheds.
+  clock.t += QUEUE_DEFAULTS.maxWaitMs + 1;
   assert.equal(sup.start({ kind: 'echo', key: null, request: { parts: ['new'] }, ifRunning: 'reject', owner: 'u' }).ok, false);
   hosts.deliver();
   assert.deepEqual(await old.handle.result, { ok: false, outcome: 'overloaded', message: 'server is overloaded, retry later' });
