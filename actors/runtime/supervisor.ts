@@ -73,13 +73,22 @@ export interface SupervisorOptions<T extends RunTypeMap = RunTypeMap> {
  * handled before the starts that were waiting are sent.
  */
 export interface StartPacer {
+  /** Handed the supervisor when it is made: its run count and its starts in flight are the ones the pacer reads. */
+  watchRuns(runs: { readonly activeCount: number; readonly startBacklog: number }): void;
   /** Null: the run may start; otherwise why not. */
   admit(active: number, owner?: string): StartRefusal | null;
-  /** The run `start` may go to its host now (true), or waits its turn (false): `next` hands it back. */
+  /**
+   * The run `start` may go to its host now (true), or waits its turn (false): `next` hands it back.
+   * The starts in flight are the supervisor's own count (`startBacklog`), which the pacer reads.
+   */
   take(start: unknown, owner?: string): boolean;
   /** The waiting start whose turn has come, or undefined. */
   next(): unknown;
-  /** A start sent to a host was settled, `ms` after its host made its run (negative: lost with its host, no latency). */
+  /** A waiting start dropped (a flood that lasts, and it waited too long), to be ended with `refusal`; or undefined. */
+  drop(): { start: unknown; refusal: StartRefusal } | undefined;
+  /** Takes a waiting start out (its run is ended before it went): false when it is not waiting. */
+  withdraw(start: unknown, owner?: string): boolean;
+  /** A start sent to a host was settled, `ms` after its host made its run; `startBacklog` no longer counts it. */
   settled(ms: number): void;
 }
 
@@ -102,6 +111,7 @@ export class Supervisor<T extends RunTypeMap> {
     this.clock = opts.clock ?? Date;
     this.newId = opts.newId ?? randomUUID;
     for (let i = 0; i < Math.max(1, opts.hosts); i++) this.hosts.push(this.spawn(i));
+    opts.admission?.watchRuns(this);
   }
 
   /** Every host is ready: until then the first runs would wait for a worker's boot. */
@@ -269,7 +279,16 @@ export class Supervisor<T extends RunTypeMap> {
   }
 
   private cancel(entry: Entry, why: CancelWhy, message: string): void {
-    if (!entry.ended) this.toHost(entry, { t: 'cancel', runId: entry.runId, why, message });
+    if (entry.ended) return;
+    // A cancel of a start still waiting its turn ends it here: its host never hears of it (no start
+    // made, no input stored, no provider called). A user's stop still goes behind its start: a stopped
+    // run's answer and record are its kind's (a chat's `done` with `stopped`, its LlmCall `stopped`).
+    if (entry.held !== null && why !== 'stop' && this.opts.admission?.withdraw(entry, entry.owner)) {
+      entry.held = null;
+      this.endRuns([entry], message, 'cancelled');
+      return;
+    }
+    this.toHost(entry, { t: 'cancel', runId: entry.runId, why, message });
   }
 
   /** A message for a run's host; held behind its start while that waits its turn. */
@@ -286,14 +305,17 @@ export class Supervisor<T extends RunTypeMap> {
   /** Sends the waiting starts whose turn has come (after a batch's frames went out). */
   private sendWaiting(): void {
     const pacer = this.opts.admission!;
+    // Dropped while they waited (adaptive LIFO under a flood that lasts): ended with the refusal, never sent.
+    for (let d = pacer.drop(); d !== undefined; d = pacer.drop()) {
+      const gone = d.start as Entry;
+      gone.held = null;
+      if (!gone.ended) this.endRuns([gone], d.refusal.message, d.refusal.outcome);
+    }
     for (let next = pacer.next() as Entry | undefined; next !== undefined; next = pacer.next() as Entry | undefined) {
       const held = next.held!;
       next.held = null;
-      // Ended while it waited (its host died, a shutdown gave up on it): nothing goes, its place frees.
-      if (next.ended) {
-        pacer.settled(-1);
-        continue;
-      }
+      // Ended while it waited (its host died, a shutdown gave up on it): nothing goes.
+      if (next.ended) continue;
       this.sendStart(next.host, held[0]!);
       for (let i = 1; i < held.length; i++) next.host.port.send(held[i]!);
     }
@@ -305,13 +327,17 @@ export class Supervisor<T extends RunTypeMap> {
       index,
       (batch) => {
         const settled = batch.started === undefined ? 0 : Math.min(batch.started, slot.unheard);
-        slot.unheard -= settled;
-        this.onBatch(batch);
         const pacer = this.opts.admission;
+        if (pacer === undefined) slot.unheard -= settled;
+        this.onBatch(batch);
         if (settled === 0 || pacer === undefined) return;
-        // Each at the batch's mean: the host's own measure, without the time this thread took to read it.
+        // Each at the batch's mean: the host's own measure, without the time this thread took to read it;
+        // counted out one by one, so that each sample sees what was in flight beside it.
         const ms = (batch.startedMs ?? 0) / batch.started!;
-        for (let i = 0; i < settled; i++) pacer.settled(ms);
+        for (let i = 0; i < settled; i++) {
+          slot.unheard--;
+          pacer.settled(ms);
+        }
         this.sendWaiting();
       },
       (error) => this.onHostExit(slot, error),
@@ -417,11 +443,8 @@ export class Supervisor<T extends RunTypeMap> {
     }
     this.endRuns(lost, `run host failed: ${error.message}`, 'internal');
     // Its unsettled starts will never settle: their places free (the waiting ones ended above go when their turn comes).
-    if (this.opts.admission) {
-      for (let i = 0; i < slot.unheard; i++) this.opts.admission.settled(-1);
-      this.sendWaiting();
-    }
     slot.unheard = 0;
+    if (this.opts.admission) this.sendWaiting();
     // Attaches to runs that had ended there, sent before the end came back: their replay died with the
     // host. Their streams end as a dropped connection would; a re-attach finds the run over.
     for (const [subId, p] of this.pending) {

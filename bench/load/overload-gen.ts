@@ -24,8 +24,14 @@ export interface OverloadResult {
   accepted: number;
   /** Refusals by status and message, e.g. `503 server is overloaded, retry later`. */
   refused: Record<string, number>;
-  /** Accepted streams that did not end with `done` and their whole text. */
+  /** Accepted streams that did not end with `done` and their whole text (dropped ones apart). */
   failed: number;
+  /**
+   * Accepted starts dropped while they waited (adaptive LIFO under a flood that lasts): the stream's one
+   * event the overload refusal, no run started; and their time from the request to that event.
+   */
+  dropped: number;
+  droppedMs: ReturnType<typeof summarize>;
   lost: number;
   duplicated: number;
   latencyMs: ReturnType<typeof summarize>;
@@ -36,13 +42,17 @@ export interface OverloadResult {
   offeredUntil: number;
 }
 
-function one(job: OverloadJob, i: number, r: OverloadResult, latency: Samples, refusal: Samples): Promise<void> {
+const OVERLOADED = 'server is overloaded, retry later';
+
+function one(job: OverloadJob, i: number, r: OverloadResult, latency: Samples, refusal: Samples, dropped: Samples): Promise<void> {
   return new Promise((resolve) => {
     const t0 = epochNow();
     let status = 0;
     let joined = '';
     let done: string | null = null;
     let error: string | null = null;
+    let events = 0;
+    let errorAt = 0;
     const fail = (why: string) => {
       r.failed++;
       r.reasons[why] = (r.reasons[why] ?? 0) + 1;
@@ -54,6 +64,8 @@ function one(job: OverloadJob, i: number, r: OverloadResult, latency: Samples, r
       },
       onEvent: (block, at) => {
         const { event, data } = parseBlock(block);
+        if (data !== '') events++;
+        if (event === 'error') errorAt = epochNow() - t0;
         if (event === 'delta') {
           const text = JSON.parse(data).text as string;
           joined += text;
@@ -72,7 +84,10 @@ function one(job: OverloadJob, i: number, r: OverloadResult, latency: Samples, r
         r.refused[key] = (r.refused[key] ?? 0) + 1;
       },
       onClose: (err) => {
-        if (status === 200) {
+        if (status === 200 && events === 1 && error === OVERLOADED) {
+          r.dropped++;
+          dropped.push(errorAt);
+        } else if (status === 200) {
           r.accepted++;
           if (error !== null) fail(`error event: ${error}`);
           else if (done === null) fail(`ended without done: ${err ?? 'closed'}`);
@@ -92,18 +107,19 @@ function one(job: OverloadJob, i: number, r: OverloadResult, latency: Samples, r
 
 export async function runOverloadJob(job: OverloadJob): Promise<OverloadResult> {
   const r: OverloadResult = {
-    offered: 0, accepted: 0, refused: {}, failed: 0, lost: 0, duplicated: 0,
+    offered: 0, accepted: 0, refused: {}, failed: 0, dropped: 0, droppedMs: summarize(new Samples()), lost: 0, duplicated: 0,
     latencyMs: summarize(new Samples()), refusalMs: summarize(new Samples()), reasons: {}, offeredFrom: epochNow(), offeredUntil: 0,
   };
   const latency = new Samples();
   const refusal = new Samples();
+  const dropped = new Samples();
   const all: Promise<void>[] = [];
   const total = Math.round(job.startsPerSec * job.seconds);
   const gap = 1000 / job.startsPerSec;
   const t0 = performance.now();
   for (let i = 0; i < total; ) {
     const due = Math.min(total, Math.floor((performance.now() - t0) / gap) + 1);
-    for (; i < due; i++) all.push(one(job, i, r, latency, refusal));
+    for (; i < due; i++) all.push(one(job, i, r, latency, refusal, dropped));
     if (i < total) await new Promise((res) => setTimeout(res, Math.max(1, gap)));
   }
   r.offered = total;
@@ -111,6 +127,7 @@ export async function runOverloadJob(job: OverloadJob): Promise<OverloadResult> 
   await Promise.all(all);
   r.latencyMs = summarize(latency);
   r.refusalMs = summarize(refusal);
+  r.droppedMs = summarize(dropped);
   return r;
 }
 

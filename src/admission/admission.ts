@@ -27,9 +27,13 @@ export interface LagSignal {
   busyNow(): number;
 }
 
-/** What the supervisor counts: its runs (Supervisor.activeCount). */
+/**
+ * What the supervisor counts: its runs (Supervisor.activeCount) and the starts in flight, handed to
+ * the actor threads and not yet settled (Supervisor.startBacklog): the one count the limit bounds.
+ */
 export interface RunCounts {
   readonly activeCount: number;
+  readonly startBacklog: number;
 }
 
 export interface AdmissionOptions {
@@ -55,8 +59,6 @@ export class Admission implements StartPacer {
   /** Refusals so far, by reason (css_runs_refused_total). */
   readonly refused: Record<RefusalReason, number> = { capacity: 0, overload: 0, draining: 0, user_runs: 0, user_tokens: 0, user_cost: 0 };
   private drainingNow = false;
-  /** Starts handed to the threads and not yet settled (as the supervisor reports them). */
-  private inFlightNow = 0;
   /** The worst thread's event-loop delay p99 in ms as of the last fold (LagBoard keeps it current; the gauge shows it). */
   lagMs = 0;
   private signal: LagSignal | null = null;
@@ -89,7 +91,10 @@ export class Admission implements StartPacer {
     this.signal = signal;
   }
 
-  /** From now on the supervisor's run count is read at each question from the router (`shedding`). */
+  /**
+   * From now on the supervisor's counts are read (it hands itself over when it is made): its runs at
+   * each question from the router (`shedding`), its starts in flight at each start (before: none).
+   */
   watchRuns(runs: RunCounts): void {
     this.runs = runs;
   }
@@ -99,9 +104,9 @@ export class Admission implements StartPacer {
     return this.signal === null ? 0 : this.signal.busyNow();
   }
 
-  /** Starts in flight (handed to the threads, not yet settled). */
+  /** Starts in flight (handed to the threads, not yet settled): the supervisor's count. */
   get inFlight(): number {
-    return this.inFlightNow;
+    return this.runs === null ? 0 : this.runs.startBacklog;
   }
 
   /** Starts waiting for their turn. */
@@ -111,6 +116,15 @@ export class Admission implements StartPacer {
 
   private overloaded(owner: string): boolean {
     return this.adaptive && this.queue.refuses(owner, this.now(), this.limit.ratePerMs);
+  }
+
+  /**
+   * False when no new run would be refused now, whoever asks: not draining, below MAX_ACTIVE_RUNS (when
+   * watched) and no start waiting (an empty queue refuses nothing). Read by the router on every
+   * request, so a few reads and no clock.
+   */
+  mayShed(): boolean {
+    return this.drainingNow || (this.runs !== null && this.runs.activeCount >= this.maxActiveRuns) || (this.adaptive && this.queue.length > 0);
   }
 
   /**
@@ -150,23 +164,28 @@ export class Admission implements StartPacer {
   // The pacing of starts (the supervisor's StartPacer).
 
   take(start: unknown, owner: string = NOBODY): boolean {
-    if (!this.adaptive || (this.queue.length === 0 && this.inFlightNow < this.limit.value)) {
-      this.inFlightNow++;
-      return true;
-    }
+    if (!this.adaptive || (this.queue.length === 0 && this.inFlight < this.limit.value)) return true;
     this.queue.push(start, owner, this.now());
     return false;
   }
 
   next(): unknown {
-    if (this.queue.length === 0 || this.inFlightNow >= this.limit.value) return undefined;
-    this.inFlightNow++;
-    return this.queue.shift();
+    if (this.queue.length === 0 || this.inFlight >= this.limit.value) return undefined;
+    return this.queue.shift(this.now());
+  }
+
+  drop(): { start: unknown; refusal: StartRefusal } | undefined {
+    const start = this.queue.drop(this.now());
+    return start === undefined ? undefined : { start, refusal: this.refuse('overload') };
+  }
+
+  withdraw(start: unknown, owner: string = NOBODY): boolean {
+    return this.queue.withdraw(start, owner);
   }
 
   settled(ms: number): void {
-    this.inFlightNow = Math.max(0, this.inFlightNow - 1);
-    if (ms >= 0 && this.adaptive) this.limit.sample(ms, this.inFlightNow + 1);
+    // The supervisor has counted it out already: it was in flight with the ones still are.
+    if (this.adaptive) this.limit.sample(ms, this.inFlight + 1);
   }
 
   private refuse(reason: 'capacity' | 'overload' | 'draining'): StartRefusal {

@@ -258,7 +258,6 @@ async function assemble(lc: Lifecycle, baseConfig: Config, log: Logger, opts: Se
   // Measured from here: the start-up's own stalls (migrations, worker boot) are no overload.
   lag?.start((worstMs) => (admission.lagMs = worstMs));
   if (lag) admission.watch(lag);
-  admission.watchRuns(supervisor);
   const port = uws.us_socket_local_port(listenSocket);
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
   const close = () => lc.close();

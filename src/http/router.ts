@@ -5,7 +5,7 @@
 import type { BodyPool } from './body-pool.ts';
 import { PUBLIC_CALLER, type Caller } from '../auth/caller.ts';
 import type { CorsPolicy } from './cors.ts';
-import type { StartShedding } from './early-refusal.ts';
+import { answerAtOnce, noIdempotencyKeyHeader, withoutIdempotencyKey, type StartShedding } from './early-refusal.ts';
 import { HttpError, METHOD_NOT_ALLOWED, MALFORMED_PATH, NO_ROUTE, UNAUTHORIZED } from './errors.ts';
 import { bodyReader, Reply, type ErrorShape, type Req } from './reply.ts';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.ts';
@@ -81,11 +81,41 @@ function match(compiled: Compiled, segments: string[], params: Record<string, st
   return true;
 }
 
+/**
+ * The start routes a refusal can answer at the door: POST at a path without parameters (at the root
+ * and under `/api`), a start whenever no Idempotency-Key is sent, errors in the spec's shape.
+ */
+function doorStarts(routes: readonly Route[], errorShapes: RouterOptions['errorShapes']): Set<string> {
+  const paths = new Set<string>();
+  for (const r of routes) {
+    if (r.method !== 'POST' || r.startsRun !== withoutIdempotencyKey || r.path.includes(':')) continue;
+    if (errorShapes?.some((s) => r.path.startsWith(s.prefix))) continue;
+    paths.add(r.path).add(`/api${r.path}`);
+  }
+  return paths;
+}
+
 export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOptions): void {
   const compiled: Compiled[] = routes.map((route) => ({ route, segments: split(route.path) }));
   const cors = opts.cors ?? null;
+  const shed = opts.shed;
+  const atTheDoor = doorStarts(routes, opts.errorShapes);
 
   app.any('/*', (res: HttpResponse, uReq: HttpRequest) => {
+    // A start refused while the instance sheds (a flood that lasts, a drain, MAX_ACTIVE_RUNS) is answered
+    // before anything is made for it: its path, method and two headers read, its caller known at once,
+    // an answer serialised once. Otherwise (a token to look up, a traced request) the ordinary path below
+    // refuses it, still before its body is read.
+    if (shed !== undefined && shed.armed() && atTheDoor.has(uReq.getUrl()) && uReq.getMethod() === 'post' && noIdempotencyKeyHeader(uReq) && !tracingOn()) {
+      const who = opts.authenticate(uReq.getHeader('authorization'));
+      if (who !== null && !(who instanceof Promise)) {
+        const answer = shed.answer(who.userId);
+        if (answer !== null) {
+          shed.sent(answer);
+          return answerAtOnce(res, answer, cors === null ? null : cors.response(uReq.getHeader('origin')));
+        }
+      }
+    }
     const method = uReq.getMethod().toUpperCase();
     const reply = new Reply(res);
     if (cors !== null) {
@@ -146,15 +176,8 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
       });
     }
     // A caller known at once (no token lookup pending) whose start is refused is answered before its
-    // body is read; while a token is looked up the body must be read (below), so the ordinary path decides.
-    const startsRun = route.startsRun;
-    if (startsRun !== undefined && opts.shed !== undefined && !(who instanceof Promise)) {
-      const answer = opts.shed.answer(who.userId);
-      if (answer !== null && startsRun(req)) {
-        opts.shed.sent(answer);
-        return reply.text(answer.status, answer.body, answer.contentType, answer.headers);
-      }
-    }
+    // body is read.
+    if (!(who instanceof Promise) && refusedStart(route, req, reply, who.userId, shed)) return;
     // The body is read from now on even while a token is looked up: uWS would drop it otherwise.
     if (BODY_METHODS.has(method)) {
       req.body = bodyReader(res, reply, route.bodyLimit ?? opts.defaultBodyLimit, contentLength);
@@ -166,12 +189,25 @@ export function mountRoutes(app: TemplatedApp, routes: Route[], opts: RouterOpti
     who.then(
       (caller) => {
         if (!caller) return reply.error(UNAUTHORIZED());
+        // Its caller known: refused before the body is parsed (what arrived of it is dropped, and a
+        // body still coming closes the connection).
+        if (refusedStart(route, req, reply, caller.userId, shed)) return;
         req.caller = caller;
         handle(route, req, reply, opts);
       },
       (err: unknown) => reply.error(opts.onError(err, req)),
     );
   });
+}
+
+/** A start of `owner` the shedding refuses now: answered (true), else left to the handler. */
+function refusedStart(route: Route, req: Req, reply: Reply, owner: string, shed: StartShedding | undefined): boolean {
+  if (route.startsRun === undefined || shed === undefined || !shed.armed()) return false;
+  const answer = shed.answer(owner);
+  if (answer === null || !route.startsRun(req)) return false;
+  shed.sent(answer);
+  reply.text(answer.status, answer.bytes, answer.contentType, answer.headers);
+  return true;
 }
 
 /** Tracing: the request's span, its trace id answered in `x-trace-id` on every response of the exchange. */

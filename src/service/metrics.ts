@@ -6,6 +6,7 @@ import type { Admission, RefusalReason } from '../admission/admission.ts';
 import type { SseStreams } from '../http/sse.ts';
 import type { ResilienceStats } from '../providers/resilience/index.ts';
 import type { RecoveredRuns } from '../store/recovery.ts';
+import { openFdsOffThread } from './open-fds.ts';
 import { genAiMetrics, type GenAiObservation } from '../telemetry/genai-metrics.ts';
 
 export interface Metrics {
@@ -42,6 +43,7 @@ export function createMetrics(
   // second of the main thread, idle or not (docs/performance.md, ninth round). A tenth of that is plenty for
   // a dashboard's nodejs_eventloop_lag_*; the overload signal (css_event_loop_lag_p99_ms) has its own.
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
+  openFdsOffThread(registry);
   if (admission) admissionMetrics(registry, admission, supervisor);
   if (providerStats) resilienceMetrics(registry, providerStats);
   new client.Gauge({

@@ -27,8 +27,13 @@ describe('early refusal of starts', () => {
   let port: number;
   const clock = { t: 0 };
   const admission = new Admission({ maxActiveRuns: 100, adaptive: true, now: () => clock.t, limit: { initial: 1, min: 1, max: 1 } });
+  /** The supervisor's counts, moved here as it would move them. */
+  const counts = { activeCount: 0, startBacklog: 0 };
+  admission.watchRuns(counts);
   /** `Bearer other` is another user than the admin. */
-  const authenticate = (authorization: string) => (authorization === 'Bearer other' ? { ...ADMIN_CALLER, userId: 'other', admin: false } : ADMIN_CALLER);
+  /** `Bearer slow` is the admin's token looked up (a promise), as an API key not yet cached is. */
+  const authenticate = (authorization: string) =>
+    authorization === 'Bearer other' ? { ...ADMIN_CALLER, userId: 'other', admin: false } : authorization === 'Bearer slow' ? new Promise<typeof ADMIN_CALLER>((r) => setImmediate(() => r(ADMIN_CALLER))) : ADMIN_CALLER;
   /** Bodies the start handler has read to the end. */
   const handled: number[] = [];
 
@@ -42,6 +47,17 @@ describe('early refusal of starts', () => {
           path: '/v1/start',
           headers: ['idempotency-key'],
           startsRun: withoutIdempotencyKey,
+          handler: async (req, reply) => {
+            const body = await req.body();
+            handled.push(body.length);
+            reply.json(200, { read: body.length });
+          },
+        },
+        // A start at a path with a parameter: refused by the ordinary path, after routing (before its body).
+        {
+          method: 'POST',
+          path: '/v1/start/:id',
+          startsRun: () => true,
           handler: async (req, reply) => {
             const body = await req.body();
             handled.push(body.length);
@@ -67,6 +83,7 @@ describe('early refusal of starts', () => {
     // One start in flight (the limit), one waiting: once it has waited longer than the interval the
     // starts come faster than they go.
     assert.equal(admission.take('in flight', 'admin'), true);
+    counts.startBacklog++;
     assert.equal(admission.take('waiting', 'admin'), false);
     clock.t += QUEUE_DEFAULTS.intervalMs + 1;
     const res = await rawExchange(port, unfinished());
@@ -76,11 +93,24 @@ describe('early refusal of starts', () => {
     assert.match(res.head, /\r\nretry-after: 1\r\n/i);
     assert.deepEqual(handled, [2], 'the handler never ran');
     assert.equal(admission.refused.overload, 1);
+    // The answer at the door (no parameter in the path) is byte for byte the ordinary path's, after routing.
+    const routed = await rawExchange(port, unfinished().replace('/v1/start ', '/v1/start/x '));
+    const headers = (r: { head: string }) => r.head.split('\r\n').slice(0, -1).filter((h) => !/^date:/i.test(h)).sort();
+    assert.deepEqual([routed.status, routed.body, headers(routed)], [res.status, res.body, headers(res)]);
+    // A caller whose token is looked up is refused once it is known, still without its body.
+    const looked = await rawExchange(port, unfinished('authorization: Bearer slow\r\n'));
+    assert.equal(looked.status, 503, looked.head);
+    assert.deepEqual(JSON.parse(looked.body), { message: 'server is overloaded, retry later' });
+    assert.deepEqual(handled, [2], 'no handler ran');
+    assert.equal(admission.refused.overload, 3);
     // Another user holds no share of the queue: taken.
     assert.equal((await rawExchange(port, whole('authorization: Bearer other\r\n'))).status, 200);
     // The queue drains (the start in flight settles, the waiting one goes, and it settles): taken again.
+    counts.startBacklog--;
     admission.settled(1);
     assert.equal(admission.next(), 'waiting');
+    counts.startBacklog++;
+    counts.startBacklog--;
     admission.settled(1);
     assert.equal((await rawExchange(port, whole())).status, 200);
     assert.deepEqual(handled, [2, 2, 2]);

@@ -218,6 +218,94 @@ describe('StartQueue (scripted arrivals)', () => {
   });
 });
 
+describe('StartQueue: adaptive LIFO under a standing queue (scripted arrivals)', () => {
+  it('serves each user\'s oldest first while the oldest has waited no longer than the target, newest first past it', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    for (let i = 0; i < 6; i++) q.push(i, 'u', i);
+    c.t = QUEUE_DEFAULTS.targetMs;
+    assert.equal(q.shift(c.t), 0, 'the oldest has waited the target, not past it: FIFO');
+    assert.equal(q.shift(c.t), 1);
+    c.t = 2 + QUEUE_DEFAULTS.targetMs + 1;
+    // The oldest (2) has waited past the target now: the newest goes first.
+    assert.deepEqual([q.shift(c.t), q.shift(c.t)], [5, 4]);
+    assert.equal(q.oldestWaitMs(c.t), c.t - 2, 'the oldest still waits, its wait unchanged');
+    // Drained of all but the two oldest, whose waits are still past the target: newest of them first.
+    assert.deepEqual([q.shift(c.t), q.shift(c.t), q.shift(c.t)], [3, 2, undefined]);
+  });
+
+  it('keeps the turns between users while it serves newest first', () => {
+    const c = clock();
+    const q = new StartQueue<string>();
+    for (let i = 0; i < 3; i++) q.push(`a${i}`, 'a', c.t);
+    q.push('b0', 'b', c.t);
+    q.push('b1', 'b', c.t);
+    c.t += QUEUE_DEFAULTS.targetMs + 1;
+    assert.deepEqual([1, 2, 3, 4, 5].map(() => q.shift(c.t)), ['a2', 'b1', 'a1', 'b0', 'a0']);
+  });
+
+  it('a burst with nothing after it is served whole, newest first, however long its oldest waits', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    for (let i = 0; i < 1000; i++) {
+      assert.equal(q.refuses('u', c.t, 0.25), false);
+      q.push(i, 'u', c.t);
+    }
+    // At 0.25 a ms the last leaves after 4 s, twice the interval: nothing arrives, so nothing is dropped.
+    const served: number[] = [];
+    for (let ms = 0; q.length > 0; ms++) {
+      c.t++;
+      assert.equal(q.drop(c.t), undefined, `nothing dropped at ${ms} ms`);
+      if (ms % 4 === 3) served.push(q.shift(c.t)!);
+    }
+    assert.equal(served.length, 1000);
+    // All came at 0: oldest first until they have waited the target (the 25 served by then), then newest first.
+    assert.deepEqual(served.slice(0, 25), Array.from({ length: 25 }, (_, i) => i));
+    assert.deepEqual(served.slice(25, 27), [999, 998], 'newest first once the queue stands');
+    assert.deepEqual([...served].sort((x, y) => x - y), Array.from({ length: 1000 }, (_, i) => i), 'each once');
+  });
+
+  it('under a flood that lasts, drops the starts that waited past MAX_WAIT, and serves none older', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    const waited: number[] = [];
+    const dropped: number[] = [];
+    let refused = 0;
+    // One start a ms offered, one leaves every 8 ms, for three MAX_WAITs: shed from the first interval on, and what
+    // came in it takes longer than MAX_WAIT to leave.
+    for (let ms = 0; ms < 3 * QUEUE_DEFAULTS.maxWaitMs; ms++) {
+      c.t++;
+      if (q.refuses('u', c.t, 0)) refused++;
+      else q.push(c.t, 'u', c.t);
+      for (let d = q.drop(c.t); d !== undefined; d = q.drop(c.t)) dropped.push(c.t - d);
+      if (ms % 8 === 7) {
+        const next = q.shift(c.t);
+        if (next !== undefined) waited.push(c.t - next);
+      }
+    }
+    assert.ok(refused > 0, 'the flood is refused');
+    assert.ok(dropped.length > 0, 'the oldest were dropped');
+    assert.ok(dropped.every((w) => w > QUEUE_DEFAULTS.maxWaitMs), 'only past MAX_WAIT');
+    assert.ok(Math.max(...waited) <= QUEUE_DEFAULTS.maxWaitMs + 1, `none served after waiting past MAX_WAIT: ${Math.max(...waited)} ms`);
+    assert.ok(dropped.length + waited.length + q.length === 3 * QUEUE_DEFAULTS.maxWaitMs - refused, 'every start taken is served, dropped or waiting');
+  });
+
+  it('withdraws a start from anywhere in its line; the others keep their order and their waits', () => {
+    const c = clock();
+    const q = new StartQueue<number>();
+    for (let i = 0; i < 5; i++) q.push(i, 'u', c.t++);
+    q.push(100, 'v', c.t);
+    assert.equal(q.withdraw(2, 'u'), true);
+    assert.equal(q.withdraw(2, 'u'), false, 'once');
+    assert.equal(q.withdraw(3, 'v'), false, 'another user\'s line');
+    assert.equal(q.withdraw(0, 'u'), true, 'its oldest');
+    assert.equal(q.withdraw(4, 'u'), true, 'its newest');
+    assert.deepEqual([q.length, q.waitingFor('u'), q.oldestWaitMs(c.t)], [3, 2, c.t - 1]);
+    assert.deepEqual([q.shift(), q.shift(), q.shift(), q.shift()], [1, 100, 3, undefined]);
+    assert.equal(q.withdraw(100, 'v'), false, 'served already');
+  });
+});
+
 describe('Admission', () => {
   it('admits below capacity, and refuses by reason: draining, then capacity, then overload', () => {
     const c = clock();
@@ -226,6 +314,7 @@ describe('Admission', () => {
     assert.equal(a.admit(2)?.outcome, 'capacity');
     // A start in flight, one waiting, and the waiting one's wait runs past the interval: a flood.
     assert.equal(a.take('first', 'u'), true);
+    a.watchRuns({ activeCount: 1, startBacklog: 1 });
     assert.equal(a.take('second', 'u'), false);
     c.t += QUEUE_DEFAULTS.intervalMs + 1;
     assert.equal(a.shedding('u'), 'overload');
@@ -240,21 +329,35 @@ describe('Admission', () => {
     assert.deepEqual(a.refused, { capacity: 2, overload: 2, draining: 1, user_runs: 0, user_tokens: 0, user_cost: 0 });
   });
 
-  it('sends starts while fewer than the limit are in flight; the next waits its turn and goes when one settles', () => {
+  it('sends starts while fewer than the limit are in flight (the supervisor\'s count); the next waits its turn and goes when one settles', () => {
     const c = clock();
     const a = new Admission({ maxActiveRuns: 100, adaptive: true, now: c.now, limit: { initial: 2, min: 2 } });
-    assert.equal(a.take(1), true);
-    assert.equal(a.take(2), true);
+    // The supervisor's counts, moved as it moves them: a start sent is in flight until its host settles it.
+    const counts = { activeCount: 0, startBacklog: 0 };
+    a.watchRuns(counts);
+    const send = (taken: unknown) => (taken === true || typeof taken === 'number' ? counts.startBacklog++ : undefined);
+    const settle = () => (counts.startBacklog--, a.settled(5));
+    for (const i of [1, 2]) {
+      const taken = a.take(i);
+      assert.equal(taken, true);
+      send(taken);
+    }
     assert.equal(a.take(3), false);
     assert.equal(a.take(4), false);
     assert.deepEqual([a.inFlight, a.waiting], [2, 2]);
     assert.equal(a.next(), undefined, 'no place free');
-    a.settled(5);
-    assert.equal(a.next(), 3);
+    settle();
+    const third = a.next();
+    assert.equal(third, 3);
+    send(third);
     assert.equal(a.next(), undefined);
-    a.settled(-1);
-    assert.equal(a.next(), 4, 'a start lost with its host frees its place too');
+    // A start lost with its host: the supervisor counts it out, and its place is free.
+    counts.startBacklog--;
+    assert.equal(a.next(), 4);
+    counts.startBacklog++;
     assert.deepEqual([a.inFlight, a.waiting], [2, 0]);
+    counts.startBacklog = 7;
+    assert.equal(a.inFlight, 7, 'no count of its own: the supervisor\'s is the one read');
   });
 
   it('ADMISSION=off: every start goes at once and none is refused for overload', () => {

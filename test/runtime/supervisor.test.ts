@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { deltaFrame } from '../../actors/runtime/frame.ts';
 import type { ToHost } from '../../actors/runtime/protocol.ts';
 import { Admission } from '../../src/admission/admission.ts';
+import { QUEUE_DEFAULTS } from '../../src/admission/start-queue.ts';
 import { FakeSubscriber, gate, supervisor, turn } from './fake.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -247,6 +248,8 @@ test('starts beyond the admission\'s limit wait their turn and go as the earlier
   assert.deepEqual([startsSent(hosts.sent), admission.inFlight, admission.waiting], [5, 0, 0]);
 });
 
+// A user's stop of a waiting start still goes to its host behind the start (unlike a cancel, below): a
+// stopped run ends as its kind says (a chat's `done` with `stopped`, its input and LlmCall `stopped` stored).
 test('a stop and an attach for a run whose start waits are held behind its start, in order', async () => {
   const admission = pacedAt(1);
   const { sup, hosts } = supervisor({ held: true, admission });
@@ -297,4 +300,47 @@ test("a run's id and start time are the supervisor's clock and id source: a test
   assert.deepEqual([first.handle.runId, first.handle.startedAt], ['run-1', 1_000]);
   assert.deepEqual(sup.listNow().map((r) => [r.runId, r.startedAt]), [['run-1', 1_000], ['run-2', 2_500]]);
   gates[0]!.open();
+});
+
+test('a cancel of a run whose start waits ends it at once: taken out of the queue, its host never hears of it', async () => {
+  const admission = pacedAt(1);
+  const { sup, hosts } = supervisor({ held: true, admission });
+  const first = sup.start({ kind: 'hold', key: 'a', request: { until: null }, ifRunning: 'reject' });
+  const sub = new FakeSubscriber();
+  const waiting = sup.start({ kind: 'hold', key: 'b', request: { until: null }, ifRunning: 'reject', subscriber: sub });
+  // Unpersisted: its client left while it waited (the supervisor cancels it as a disconnect).
+  const aloneSub = new FakeSubscriber();
+  const alone = sup.start({ kind: 'hold', key: null, request: { until: null }, ifRunning: 'reject', subscriber: aloneSub, cancelWhenAlone: true });
+  assert.ok(first.ok && waiting.ok && alone.ok);
+  assert.equal(admission.waiting, 2);
+  assert.equal(sup.cancelNow('hold', 'b', 'fenced', 'run cancelled: this instance lost contact with the cluster'), true);
+  assert.deepEqual(await waiting.handle.result, { ok: false, outcome: 'cancelled', message: 'run cancelled: this instance lost contact with the cluster' });
+  assert.ok(sub.ended);
+  assert.deepEqual(sub.events(), [['error', { message: 'run cancelled: this instance lost contact with the cluster' }]]);
+  aloneSub.close();
+  assert.deepEqual(await alone.handle.result, { ok: false, outcome: 'cancelled', message: 'the client disconnected' });
+  assert.deepEqual([admission.waiting, sup.activeCount], [0, 1]);
+  hosts.deliver();
+  sup.stopNow('hold', 'a');
+  assert.ok((await first.handle.result).ok);
+  assert.deepEqual(hosts.sent.filter((m) => m.t !== 'release').map((m) => [m.t, 'runId' in m ? m.runId : '']), [['start', first.handle.runId], ['cancel', first.handle.runId]], 'nothing of b or the unpersisted run went');
+});
+
+test('a waiting start dropped under a flood that lasts is ended with the overload refusal, and never sent', async () => {
+  const clock = { t: 0 };
+  const admission = new Admission({ maxActiveRuns: 100, adaptive: true, now: () => clock.t, limit: { initial: 1, min: 1, max: 1 } });
+  const { sup, hosts } = supervisor({ held: true, admission });
+  const first = sup.start({ kind: 'echo', key: null, request: { parts: ['a'] }, ifRunning: 'reject', owner: 'u' });
+  const sub = new FakeSubscriber();
+  const old = sup.start({ kind: 'echo', key: null, request: { parts: ['old'] }, ifRunning: 'reject', owner: 'u', subscriber: sub });
+  assert.ok(first.ok && old.ok);
+  // Its start has waited past MAX_WAIT: the next start of its user is refused, and the queue sheds.
+  clock.t += QUEUE_DEFAULTS.maxWaitMs + 1;
+  assert.equal(sup.start({ kind: 'echo', key: null, request: { parts: ['new'] }, ifRunning: 'reject', owner: 'u' }).ok, false);
+  hosts.deliver();
+  assert.deepEqual(await old.handle.result, { ok: false, outcome: 'overloaded', message: 'server is overloaded, retry later' });
+  assert.deepEqual(sub.events(), [['error', { message: 'server is overloaded, retry later' }]]);
+  assert.deepEqual(await first.handle.result, { ok: true, value: { text: 'a' } });
+  assert.equal(startsSent(hosts.sent), 1, 'the dropped start never went');
+  assert.deepEqual([admission.waiting, admission.refused.overload], [0, 2]);
 });
