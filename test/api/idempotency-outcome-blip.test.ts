@@ -13,7 +13,7 @@ const HELD_OUTCOME_WRITE = `SELECT pid FROM pg_stat_activity
   WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE idempotency_keys%'`;
 
 // A deadline: the defect this pins is a retry that waits for good.
-describe('the outcome of a keyed run through a database blip', { skip: NEEDS_POSTGRES, timeout: 60_000 }, () => {
+describe('the outcome of a keyed run through a database blip', { skip: NEEDS_POSTGRES, timeout: 120_000 }, () => {
   const scratch = serverOnScratchPostgres();
 
   it('is recorded once the database answers again, and retries replay it', async () => {
@@ -32,12 +32,12 @@ describe('the outcome of a keyed run through a database blip', { skip: NEEDS_POS
       const first = await w.pending;
       assert.equal(first.status, 200);
       let pid: number | undefined;
-      await waitFor(async () => (pid = (await db.query(HELD_OUTCOME_WRITE)).rows[0]?.pid) !== undefined, 10_000, 'the outcome write to wait at the lock');
+      await waitFor(async () => (pid = (await db.query(HELD_OUTCOME_WRITE)).rows[0]?.pid) !== undefined, 30_000, 'the outcome write to wait at the lock');
       // As a database restart would: the write fails with a connection error (57P01).
       await db.query('SELECT pg_terminate_backend($1)', [pid]);
       await db.query('COMMIT');
       const row = async () => (await db.query('SELECT status, response FROM idempotency_keys WHERE key = $1', [w.key])).rows[0];
-      await waitFor(async () => (await row()).status === 'succeeded', 20_000, 'the outcome to be recorded after all');
+      await waitFor(async () => (await row()).status === 'succeeded', 30_000, 'the outcome to be recorded after all');
       assert.deepEqual((await row()).response, { status: 200, body: first.body });
 
       const waiting = await w.retried;
