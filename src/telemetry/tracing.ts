@@ -15,6 +15,8 @@ interface Tracing {
   tracer: Tracer;
   /** OTEL_GENAI_CAPTURE_CONTENT=true: prompts and answers are recorded on the provider spans. */
   captureContent: boolean;
+  /** The active context is kept across awaits (the main thread; not an actor thread). */
+  asyncContext: boolean;
   shutdown(): Promise<void>;
 }
 
@@ -59,6 +61,7 @@ async function load(env: NodeJS.ProcessEnv, asyncContext: boolean): Promise<void
   active = {
     tracer: provider.getTracer('conversation-search-service'),
     captureContent: env.OTEL_GENAI_CAPTURE_CONTENT === 'true',
+    asyncContext,
     shutdown: () => provider.shutdown(),
   };
 }
@@ -73,6 +76,12 @@ export async function stopTracing(): Promise<void> {
 
 /** Tracing is on in this thread. */
 export const tracingOn = (): boolean => active !== null;
+
+/**
+ * Tracing is on and the active context follows awaits: a library that parents its spans on the active
+ * context only (provider_b's SDK) may trace; elsewhere its spans would start traces of their own.
+ */
+export const activeContextKept = (): boolean => active !== null && active.asyncContext;
 
 /** Prompts and answers may be recorded (OTEL_GENAI_CAPTURE_CONTENT=true). */
 export const capturingContent = (): boolean => active !== null && active.captureContent;
