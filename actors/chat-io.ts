@@ -4,7 +4,8 @@
 import type { RunDeps } from '../src/domain/run-deps.ts';
 import { appendMessages } from '../src/store/messages.ts';
 import { dbSpan, endProviderSpan, endToolSpan, keepsText, providerSpan, settled, toolSpan, traceRun } from '../src/telemetry/actor-spans.ts';
-import { endWithError, withSpan } from '../src/telemetry/tracing.ts';
+import { endWithError } from '../src/telemetry/tracing.ts';
+import { retriesOn } from '../src/telemetry/retry-events.ts';
 import type { RunHandle, Tell } from './runtime/actor.ts';
 import { runTool } from './chat-tools.ts';
 import type { ChatCommand, ChatMsg } from './chat-protocol.ts';
@@ -104,9 +105,9 @@ function providerRound(cmd: Extract<ChatCommand, { c: 'round' }>, deps: RunDeps,
       ...(end === null && { errorType: error instanceof Error ? error.name : 'Error' }),
     });
   };
-  // The call runs with its span active: the SDK's retries become its events (retry-events.ts).
+  // The call's retries become its span's events (retry-events.ts), found by the call's signal.
   const session = run.resource<ProviderSession>(cmd.session);
-  return withSpan(span, () => session.round(cmd.results, onText, (hint) => tell({ t: 'round_hint', round, hint }))).then(
+  return retriesOn(run.signalOf(cmd.call), span, () => session.round(cmd.results, onText, (hint) => tell({ t: 'round_hint', round, hint }))).then(
     (end): ChatMsg => {
       observe(end, null);
       if (span !== null) endProviderSpan(span, end, text);

@@ -73,8 +73,11 @@ export type ChatMsg =
 export type ChatCommand =
   /** The chat and the running LlmCall, before the answer (run-storage.ts). */
   | { c: 'prepare'; req: ChatRunRequest }
-  /** `session`: the run's provider session, by its handle (the runtime keeps it: RunHandle.resource). */
-  | { c: 'round'; session: Handle; round: number; results: ToolResultInput[] | null }
+  /**
+   * `session`: the run's provider session, by its handle (the runtime keeps it: RunHandle.resource);
+   * `call`: the controller whose signal the session's calls carry (a retry is noted on the round's span by it).
+   */
+  | { c: 'round'; session: Handle; call: Handle; round: number; results: ToolResultInput[] | null }
   | ToolCommand
   | { c: 'store_tool'; round: number; index: number; chatId: string; owner: string; message: NewMessage; runToken: number | null }
   /**

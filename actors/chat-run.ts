@@ -167,7 +167,7 @@ function withResumed(messages: ProviderMessage[], resume: ChatRunRequest['resume
 
 function nextRound(b: Base, slots: readonly ToolSlot[] | null, io: ChatIo): ChatState {
   const rounds = { ...b.rounds, n: b.rounds.n + 1 };
-  io.perform({ c: 'round', session: b.run.session!, round: rounds.n, results: slots && slots.map((s) => s.result!) });
+  io.perform({ c: 'round', session: b.run.session!, call: b.run.call, round: rounds.n, results: slots && slots.map((s) => s.result!) });
   const held = b.run.tools.length > 0 || (b.run.req.clientTools?.length ?? 0) > 0;
   return { s: 'streaming', run: b.run, input: b.input, rounds, gate: newGate(held) };
 }

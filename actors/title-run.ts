@@ -18,7 +18,8 @@ import type { RunFailure } from './runtime/protocol.ts';
 import { failureOf, interruptionOf, RunError } from './run-failure.ts';
 import { failCall, finishCall, startCall } from './run-storage.ts';
 import { endProviderSpan, titleCallSpan } from '../src/telemetry/actor-spans.ts';
-import { capturingContent, endWithError, withSpan } from '../src/telemetry/tracing.ts';
+import { capturingContent, endWithError } from '../src/telemetry/tracing.ts';
+import { retriesOn } from '../src/telemetry/retry-events.ts';
 
 export interface TitleRunRequest {
   chatId: string;
@@ -103,7 +104,7 @@ async function executeTitle(cmd: TitleCommand, deps: RunDeps): Promise<TitleMsg>
 /** The model call, traced (its span a child of the run's) when the run's request carries a traceparent. */
 function generate(cmd: Extract<TitleCommand, { c: 'generate' }>): Promise<TitleMsg> {
   const span = titleCallSpan(cmd.traceparent, 'provider_a', cmd.model);
-  return withSpan(span, () => generateTitle(cmd.adapter, cmd.model, cmd.content, cmd.signal)).then(
+  return retriesOn(cmd.signal, span, () => generateTitle(cmd.adapter, cmd.model, cmd.content, cmd.signal)).then(
     (out): TitleMsg => {
       if (span !== null) endProviderSpan(span, out.end, capturingContent() ? out.text : null);
       return { t: 'generated', text: out.text, usage: out.usage };

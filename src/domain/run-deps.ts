@@ -71,8 +71,9 @@ export async function createRunDeps(input: RunDepsInput, onCheckpoint?: () => vo
   } else {
     throw new Error('actor host has neither a database URL nor a database port');
   }
-  // An actor thread's own SDK (tracing on): its provider, tool and database spans are sent from here.
-  await startTracing();
+  // An actor thread's own SDK (tracing on): its provider, tool and database spans are sent from here,
+  // each naming its parent; no async context (its promise hooks would cost every delta: tracing.ts).
+  await startTracing(process.env, { asyncContext: false });
   // The thread's own: they end with the thread (a worker serves one server).
   return runDepsFrom(input.config, pool, new CpuPool(), new WriteRetryQueue(), undefined, onCheckpoint, observeGenAi);
 }

@@ -8,7 +8,7 @@ import { createProviderB } from './provider-b.ts';
 import { createResilience, resilientProviders, retryLoop, settingsFrom, type Resilience, type ResilienceConfig } from './resilience/index.ts';
 import { Anthropic, OpenAI } from './sdks.ts';
 import type { ProviderAdapter, ProviderName } from './types.ts';
-import { capturingContent } from '../telemetry/tracing.ts';
+import { activeContextKept, capturingContent } from '../telemetry/tracing.ts';
 
 export { ProviderAbortError, isAbortError, toProviderError } from './errors.ts';
 export { isResponsesModel } from './provider-a.ts';
@@ -66,9 +66,11 @@ export function createProviders(config: ProviderConfig, resilience: Resilience =
       authToken: null,
       baseURL: config.PROVIDER_B_BASE_URL ?? null,
       ...common,
-      // The SDK traces its calls itself (under the provider call's span, tracing on): prompts only as
-      // OTEL_GENAI_CAPTURE_CONTENT says, and the service's trace context is not sent to the provider.
-      openTelemetry: { propagation: false, traces: { enabled: true, contentMode: capturingContent() ? 'content' : 'metadata_only' } },
+      // The SDK traces its calls itself, under the active span: only where the active context follows
+      // awaits (inline runs on the main thread; an actor thread keeps none, and the provider call's own
+      // span has the GenAI attributes). Prompts only as OTEL_GENAI_CAPTURE_CONTENT says, and the
+      // service's trace context is not sent to the provider.
+      openTelemetry: { propagation: false, traces: { enabled: activeContextKept(), contentMode: capturingContent() ? 'content' : 'metadata_only' } },
     });
     map.set('provider_b', createProviderB(client, stream));
   }

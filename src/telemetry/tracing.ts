@@ -3,7 +3,10 @@
 // reads the sampler, the batch processor's timings, the exporter's headers and timeout itself). Off,
 // no SDK module is loaded and every helper here returns at its first line: the API's no-op is not even
 // reached. Each thread (the main one, every actor thread) starts its own SDK; a run's trace context
-// crosses between them as a W3C traceparent in the run's request.
+// crosses between them as a W3C traceparent in the run's request. Only the main thread keeps an active
+// context across awaits (AsyncLocalStorage: a request's work is its span's child wherever it goes); an
+// actor thread has none, because Node 20's promise hooks would then run for every promise of every
+// delta: there each span names its parent (actor-spans.ts), from the run's traceparent.
 import { context, propagation, ROOT_CONTEXT, trace, TraceFlags, type Context, type Link, type Span, type SpanContext, type SpanKind, type Tracer, type Attributes } from '@opentelemetry/api';
 
 import { serviceResource } from './resource.ts';
@@ -12,6 +15,8 @@ interface Tracing {
   tracer: Tracer;
   /** OTEL_GENAI_CAPTURE_CONTENT=true: prompts and answers are recorded on the provider spans. */
   captureContent: boolean;
+  /** The active context is kept across awaits (the main thread; not an actor thread). */
+  asyncContext: boolean;
   shutdown(): Promise<void>;
 }
 
@@ -23,32 +28,40 @@ export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim()) && env.OTEL_SDK_DISABLED !== 'true';
 }
 
-/**
- * Starts this thread's SDK when an endpoint is configured: spans batched (OTEL_BSP_*) and sent as
- * OTLP/HTTP (JSON bodies) to the endpoint, with async context kept across awaits so that spans made
- * while a request is handled are its children. Idempotent; a no-op without an endpoint.
- */
-export function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  if (!tracingConfigured(env)) return Promise.resolve();
-  return (starting ??= load(env));
+/** How a thread traces: `asyncContext` false (an actor thread) installs no context manager. */
+export interface TracingOptions {
+  asyncContext?: boolean;
 }
 
-async function load(env: NodeJS.ProcessEnv): Promise<void> {
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, resource, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }] =
-    await Promise.all([
-      import('@opentelemetry/sdk-trace-base'),
-      import('@opentelemetry/exporter-trace-otlp-http'),
-      serviceResource(),
-      import('@opentelemetry/context-async-hooks'),
-      import('@opentelemetry/core'),
-    ]);
+/**
+ * Starts this thread's SDK when an endpoint is configured: spans batched (OTEL_BSP_*) and sent as
+ * OTLP/HTTP (JSON bodies) to the endpoint; with `asyncContext` (the default, the main thread) the
+ * active context is kept across awaits so that spans made while a request is handled are its children.
+ * Idempotent; a no-op without an endpoint.
+ */
+export function startTracing(env: NodeJS.ProcessEnv = process.env, opts: TracingOptions = {}): Promise<void> {
+  if (!tracingConfigured(env)) return Promise.resolve();
+  return (starting ??= load(env, opts.asyncContext ?? true));
+}
+
+async function load(env: NodeJS.ProcessEnv, asyncContext: boolean): Promise<void> {
+  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, resource, { W3CTraceContextPropagator }] = await Promise.all([
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    serviceResource(),
+    import('@opentelemetry/core'),
+  ]);
   const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  if (asyncContext) {
+    const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  }
   trace.setGlobalTracerProvider(provider);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   active = {
     tracer: provider.getTracer('conversation-search-service'),
     captureContent: env.OTEL_GENAI_CAPTURE_CONTENT === 'true',
+    asyncContext,
     shutdown: () => provider.shutdown(),
   };
 }
@@ -63,6 +76,12 @@ export async function stopTracing(): Promise<void> {
 
 /** Tracing is on in this thread. */
 export const tracingOn = (): boolean => active !== null;
+
+/**
+ * Tracing is on and the active context follows awaits: a library that parents its spans on the active
+ * context only (provider_b's SDK) may trace; elsewhere its spans would start traces of their own.
+ */
+export const activeContextKept = (): boolean => active !== null && active.asyncContext;
 
 /** Prompts and answers may be recorded (OTEL_GENAI_CAPTURE_CONTENT=true). */
 export const capturingContent = (): boolean => active !== null && active.captureContent;

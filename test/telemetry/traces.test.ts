@@ -106,6 +106,10 @@ describe('traces', () => {
     const within = inTrace(traceId).filter((s) => s === call() || s.parentSpanId === call()!.spanId);
     assert.deepEqual(within.flatMap((s) => s.events).map((e) => [e.name, e.attributes['http.request.resend_count']]), [['gen_ai.client.retry', 1]]);
     assert.ok(!receiver.raw.some((b) => b.includes('after a retry')), 'no content from the SDK either');
+    // An actor thread keeps no active context: a span made there without naming its parent (provider_b's
+    // SDK's own, which it ended before the call's) would be the root of a trace of its own.
+    const orphans = receiver.spans.filter((s) => s.thread.startsWith('actor') && s.parentSpanId === '');
+    assert.deepEqual(orphans.map((s) => s.name), [], 'an actor thread made a span outside any trace');
   });
 
   it('sends the GenAI histograms through OTLP too, under their own names', async () => {

@@ -126,7 +126,7 @@ export function retryLoop(r: Resilience): RoundRetry {
         const wait = retryWaitMs(retry + 1, err, settings);
         if (wait === null || !(await r.budget.withdraw(provider))) throw err;
         bump(stats.retries, provider);
-        noteRetry(retry + 1);
+        noteRetry(req.signal, retry + 1);
         try {
           await sleep(wait, undefined, { signal: req.signal });
         } catch (abort) {
