@@ -238,6 +238,11 @@ export class Supervisor<T extends RunTypeMap> {
     return out;
   }
 
+  /** The keyed runs of one kind here, in O(1): a `/metrics` scrape under a flood must not list every run. */
+  keyedCount(kind: string): number {
+    return this.byKey.get(kind)?.size ?? 0;
+  }
+
   findNow(kind: string, key: string): RunInfo<KindOf<T>> | null {
     const entry = this.keyed(kind).get(key);
     return entry ? info<KindOf<T>>(entry) : null;
