@@ -9,98 +9,27 @@
 //   any failure, cancel ─▶ failing (input settled ▶ interrupted text kept ▶ LlmCall failed) ─▶ ended
 //
 // The state is data: each state holds what it needs, and a transition makes the next state instead
-// of changing the last one. What every state after the start shares is its Base. It is plain data
-// (JSON keeps it whole): the provider session, the call's controller and the hold's timer are the
-// runtime's, named here by handle, and a failed input keeps its cause, not the error (a run's snapshot,
-// runtime/run-snapshot.ts).
+// of changing the last one (chat-state.ts has its shapes). How the run ends, its answer stored or its
+// failure recorded, is chat-end.ts.
 import { resolveToolNames } from '../src/chat/tools.ts';
-import { costOf } from '../src/cost/prices.ts';
 import { toProviderMessages } from '../src/chat/transcript.ts';
-import { addUsage, specUsage, type FallbackCalls, type FallbackNote, type ProviderMessage, type RoundEnd, type ToolCallRequest, type Usage } from '../src/providers/types.ts';
-import type { RunDeps } from '../src/domain/run-deps.ts';
+import { addUsage, type ProviderMessage, type RoundEnd, type ToolCallRequest } from '../src/providers/types.ts';
 import { normalizePrompt } from '../src/domain/schemas.ts';
-import { FencedWriteError } from '../src/store/fencing.ts';
-import { INSTANCE_LOST } from '../src/store/recovery.ts';
+import { done, fail, failing, storeAnswer, warnFenced } from './chat-end.ts';
 import { executeChat } from './chat-io.ts';
-import type { ChatCommand, ChatMsg, ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
+import type { ChatMsg, ChatRunRequest } from './chat-protocol.ts';
+import { baseOf, PENDING, tokenOf, type Base, type ChatIo, type ChatState, type Input, type Rounds, type Run, type Then } from './chat-state.ts';
 import { closeSlot, openSlot, type ToolSlot } from './chat-tools.ts';
-import { cancelFailure, causeOf, interruptionOf, RunError } from './run-failure.ts';
-import type { Control, Handle, Io } from './runtime/actor.ts';
+import { causeOf, RunError } from './run-failure.ts';
+import type { Control, Handle } from './runtime/actor.ts';
 import { defineRun, isControl } from './runtime/actor.ts';
 import { sseFrame } from './runtime/frame.ts';
-import type { RunFailure } from './runtime/protocol.ts';
 import { gateDiscard, gateExpired, gateHint, gateRelease, gateText, newGate, type Gate } from './text-gate.ts';
 
 export type { ChatRunRequest, ChatRunValue } from './chat-protocol.ts';
 
 export const toolLimitMessage = (rounds: number) =>
   `Stopped after ${rounds} tool rounds: the tool-call limit for one completion was reached. Ask again to continue.`;
-
-/** What the run fixed at its start. */
-interface Run {
-  readonly req: ChatRunRequest;
-  /** The chat messages go to; null when nothing is stored. */
-  readonly chatId: string | null;
-  /** On the runtime's clock (io.now). */
-  readonly started: number;
-  /**
-   * The provider call's and the tools' controller, by handle (io.newController): aborted when the run
-   * fails, and with the run's signal on a stop or cancel (receive passes it on). One controller instead
-   * of AbortSignal.any per run: any() is among the costliest parts of a start in Node 20 (a signal,
-   * listeners and weak references each time).
-   */
-  readonly call: Handle;
-  /** The names of the service's tools offered (io.deps.tools has them). */
-  readonly tools: readonly string[];
-  /** The provider session, by handle (io.open); null only when the run failed before it had one. */
-  readonly session: Handle | null;
-}
-
-/**
- * The input and running LlmCall, as stored so far: a storage failure is the run's cause even when
- * it surfaces as an abort. `runToken` is the run's fencing token (sql/007_fencing.sql): its later
- * writes carry it.
- */
-type Input = { readonly at: 'pending' } | { readonly at: 'stored'; readonly runToken: number | null } | { readonly at: 'failed'; readonly cause: RunFailure };
-
-/** The rounds so far: how many, their usage summed, the last one's raw end, a fallback taken (PROVIDER_FALLBACKS), and the client's calls that ended them. */
-interface Rounds {
-  readonly n: number;
-  readonly usage: Usage | null;
-  readonly raw: unknown;
-  readonly fallback?: FallbackNote;
-  readonly fallbackCalls?: FallbackCalls;
-  readonly clientCalls?: ToolCallRequest[];
-}
-
-interface Base {
-  readonly run: Run;
-  readonly input: Input;
-  readonly rounds: Rounds;
-}
-
-/** What waits for the input to be stored: the tool messages follow it, and so does the answer. */
-type Then = { then: 'tools'; calls: ToolCallRequest[] } | { then: 'answer' } | { then: 'stopped' };
-
-type Step = 'settle' | 'interrupt' | 'record';
-
-export type ChatState =
-  | { readonly s: 'idle'; readonly req: ChatRunRequest }
-  | (Base & { readonly s: 'streaming'; readonly gate: Gate })
-  | (Base & { readonly s: 'waiting'; readonly next: Then })
-  | (Base & { readonly s: 'tools'; readonly slots: readonly ToolSlot[]; readonly left: number })
-  | (Base & { readonly s: 'storing'; readonly stopped: boolean })
-  | (Base & { readonly s: 'failing'; readonly failure: RunFailure; readonly step: Step })
-  | { readonly s: 'ended' };
-
-type ChatIo = Io<ChatMsg, ChatRunValue, ChatCommand, RunDeps>;
-
-const PENDING: Input = { at: 'pending' };
-
-/** A state's Base alone, so that the next state carries nothing of the one it leaves. */
-const baseOf = ({ run, input, rounds }: Base): Base => ({ run, input, rounds });
-
-const tokenOf = (input: Input): number | null => (input.at === 'stored' ? input.runToken : null);
 
 const initial = (req: ChatRunRequest): ChatState => ({ s: 'idle', req });
 
@@ -257,96 +186,10 @@ function toolDone(state: ChatState & { s: 'tools' }, msg: Extract<ChatMsg, { t: 
   return next;
 }
 
-/**
- * Stores the answer and ends with `done`. The answer is exactly what was streamed: the deltas,
- * concatenated. A stopped run stores that partial text (nothing when empty) with `metadata.stopped`,
- * its LlmCall ends `stopped`, and `done` says `stopped: true`.
- */
-function storeAnswer(b: Base, stopped: boolean, io: ChatIo): ChatState {
-  const { run } = b;
-  const { callId } = run.req;
-  if (!callId) return done(b, stopped, io);
-  const { fallback, fallbackCalls } = b.rounds;
-  const model = answeringModel(b);
-  io.perform({ c: 'store_answer', callId, chatId: run.chatId, model, text: io.deltaText, usage: b.rounds.usage, started: run.started, stopped, runToken: tokenOf(b.input), ...(fallback && { fallback, fallbackCalls }) });
-  return { ...b, s: 'storing', stopped };
-}
-
-/** After a fallback the usage is the answering model's, and so is its price. */
-function answeringModel({ run, rounds }: Pick<Base, 'run' | 'rounds'>): string {
-  return rounds.fallbackCalls?.model ?? run.req.model;
-}
-
-function done({ run, rounds }: Base, stopped: boolean, io: ChatIo): ChatState {
-  const { req } = run;
-  // The cache's share of the input is the LlmCall's (usage, cost), not the spec's `done`.
-  const usage = rounds.usage && specUsage(rounds.usage);
-  const text = io.deltaText;
-  const data: Record<string, unknown> = { type: 'done', text };
-  if (usage) data.usage = usage;
-  if (stopped) data.stopped = true;
-  const raw = stopped ? null : rounds.raw;
-  const cost = costOf(io.deps.config.modelPrices, answeringModel({ run, rounds }), rounds.usage);
-  const value: ChatRunValue = { chatId: run.chatId, callId: req.callId, provider: req.provider, model: req.model, text, usage, cost, raw, stopped };
-  // Only a run with client functions (the OpenAI-compatible API) ever has them: the spec's `done` is unchanged.
-  if (rounds.clientCalls && !stopped) data.toolCalls = value.toolCalls = rounds.clientCalls;
-  if (req.keepDeltas && io.deltaLengths) value.deltas = [...io.deltaLengths];
-  io.done(data, value);
-  return { s: 'ended' };
-}
-
 /** A user's stop ends the run with what it has, not with an error (unless storage failed first). */
 function caught(b: Base, err: unknown, io: ChatIo): ChatState {
   if (io.cancelled === 'stop' && b.input.at !== 'failed' && !io.finished) return whenStored(b, { then: 'stopped' }, io);
   return fail(b, err, io);
-}
-
-/** `caughtErr`: the failure's error, unless the input failed (its cause is then the run's). */
-function fail(b: Base, caughtErr: unknown, io: ChatIo): ChatState {
-  const { input } = b;
-  // A storage failure is the cause even when it surfaces as the provider call's abort.
-  const cause = input.at === 'failed' ? input.cause : null;
-  // Whatever of the run still works (a provider stream, other tools of the round: a remote command in
-  // the chat's workdir) ends with it, not after: the chat is free for its next run from now on.
-  io.abort(b.run.call, cause ? new Error(cause.message) : caughtErr);
-  if (!cause) warnFenced(caughtErr, io);
-  const failure = interruptionOf(io.signal) ?? cancelFailure(io.signal) ?? cause ?? causeOf(caughtErr);
-  return failing(b, failure, 'settle', io);
-}
-
-/** A stale owner's write refused by the fencing token: operators must see it happened. */
-function warnFenced(err: unknown, io: ChatIo): void {
-  if (err instanceof FencedWriteError) io.log('warn', `run ${io.runId}: ${err.message}`);
-}
-
-/**
- * The LlmCall's insert must settle before the call can be marked failed. Even a failed insert may
- * have landed (its reply lost with the connection), so the failure is recorded anyway (a no-op for
- * an unknown call). A shutdown or fencing cut stores the streamed text as interrupted with the call
- * failed, in one statement; only when that store fails is the call failed alone.
- */
-function failing(b: Base, failure: RunFailure, step: Step, io: ChatIo): ChatState {
-  const { run, input } = b;
-  const { callId } = run.req;
-  if (step === 'settle') {
-    if (input.at === 'pending') return { ...b, s: 'failing', failure, step };
-    const text = io.deltaText;
-    // A takeover that fails ends as the lost run would have: its text kept, as interrupted.
-    const { resume } = run.req;
-    if (input.at === 'stored' && run.chatId && callId && text && (interruptionOf(io.signal) || resume)) {
-      const { usage } = b.rounds;
-      const lost = resume ? { error: `${INSTANCE_LOST}: the continuation by a peer failed: ${failure.message}`, reason: INSTANCE_LOST } : { error: failure.message };
-      io.perform({ c: 'store_interrupted', callId, chatId: run.chatId, model: run.req.model, text, usage, started: run.started, runToken: input.runToken, ...lost });
-      return { ...b, s: 'failing', failure, step: 'interrupt' };
-    }
-    step = 'interrupt';
-  }
-  if (step === 'interrupt' && callId) {
-    io.perform({ c: 'fail_call', callId, model: run.req.model, error: failure.message, started: run.started, usage: b.rounds.usage });
-    return { ...b, s: 'failing', failure, step: 'record' };
-  }
-  io.fail(failure);
-  return { s: 'ended' };
 }
 
 /** The input's storage settled: the run goes on from where it waited for it. */

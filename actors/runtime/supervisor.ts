@@ -4,19 +4,14 @@
 // key can never both pass. A host that dies takes only its own runs down; they end with an `error` event.
 import { randomUUID } from 'node:crypto';
 import { sseFrame } from './frame.ts';
-import type { Batch, CancelWhy, KindOf, RunOutcome, RunResult, RunTypeMap, RuntimeLog, ToHost } from './protocol.ts';
+import type { Batch, CancelWhy, KindOf, RunOutcome, RunResult, RunTypeMap } from './protocol.ts';
 import type { RunHandle, RunInfo, Started, StartOptions, StartRefusal } from './registry.ts';
+import { PacedStarts, type PacedRun } from './start-pacing.ts';
 import type { Subscriber } from './subscriber.ts';
+import type { HostPort, SupervisorOptions, SupervisorStats } from './supervisor-options.ts';
 
-export interface HostPort {
-  send(msg: ToHost): void;
-  terminate(): Promise<void>;
-  /** Settles when the host can run actors (a worker has loaded its code and resources). */
-  ready: Promise<void>;
-}
-
-/** Makes host number `index`; it reports batches and its own death through the callbacks. */
-export type HostFactory = (index: number, onBatch: (batch: Batch) => void, onExit: (error: Error) => void) => HostPort;
+export type { StartPacer } from './start-pacing.ts';
+export type { HostFactory, HostPort, SupervisorOptions, SupervisorStats } from './supervisor-options.ts';
 
 interface HostSlot {
   index: number;
@@ -26,70 +21,13 @@ interface HostSlot {
   unheard: number;
 }
 
-interface Entry extends RunInfo {
+interface Entry extends RunInfo, PacedRun {
   readonly subscribers: Set<Subscriber>;
   readonly result: Promise<RunResult>;
   resolve(result: RunResult): void;
   host: HostSlot;
   ended: boolean;
   cancelWhenAlone: boolean;
-  /** While its start waits its turn (StartPacer): that start, then what else was meant for its host, in order. */
-  held: ToHost[] | null;
-}
-
-export interface SupervisorStats {
-  eventsSent: number;
-  slowClientsDropped: number;
-}
-
-export interface SupervisorOptions<T extends RunTypeMap = RunTypeMap> {
-  hosts: number;
-  /**
-   * Each kind's terminal `error` event (RunDefinition.errorFrame), for the runs the supervisor ends
-   * itself (a dead host, a failed replay): a client sees its kind's shape whoever ended the run.
-   */
-  errorFrames: { [K in KindOf<T>]: (message: string) => string };
-  factory: HostFactory;
-  maxActiveRuns: number;
-  log: RuntimeLog;
-  onEnd?: (run: RunInfo, result: RunResult) => void;
-  /**
-   * A host died with these runs on it, before they are ended (each then gets onEnd): what they had
-   * stored is to be recovered as a crash's would be, since nothing of theirs runs any more.
-   */
-  onHostLost?: (runs: RunInfo[]) => void;
-  /** Decides every new run (draining, capacity, overload) and paces their starts; without it only maxActiveRuns decides and every start goes at once. */
-  admission?: StartPacer;
-  /** A run's `startedAt` (milliseconds since the epoch); the system's clock unless a test scripts it. */
-  clock?: { now(): number };
-  /** A new run's id; random unless a test scripts it. */
-  newId?: () => string;
-}
-
-/**
- * Decides whether a new run starts, and when its start goes to its host: a start beyond what the
- * hosts keep up with waits its turn (the service's adaptive admission, src/admission/). The
- * supervisor reports each start its host settled, with its latency; the frames of running runs are
- * handled before the starts that were waiting are sent.
- */
-export interface StartPacer {
-  /** Handed the supervisor when it is made: its run count and its starts in flight are the ones the pacer reads. */
-  watchRuns(runs: { readonly activeCount: number; readonly startBacklog: number }): void;
-  /** Null: the run may start; otherwise why not. */
-  admit(active: number, owner?: string): StartRefusal | null;
-  /**
-   * The run `start` may go to its host now (true), or waits its turn (false): `next` hands it back.
-   * The starts in flight are the supervisor's own count (`startBacklog`), which the pacer reads.
-   */
-  take(start: unknown, owner?: string): boolean;
-  /** The waiting start whose turn has come, or undefined. */
-  next(): unknown;
-  /** A waiting start dropped (a flood that lasts, and it waited too long), to be ended with `refusal`; or undefined. */
-  drop(): { start: unknown; refusal: StartRefusal } | undefined;
-  /** Takes a waiting start out (its run is ended before it went): false when it is not waiting. */
-  withdraw(start: unknown, owner?: string): boolean;
-  /** A start sent to a host was settled, `ms` after its host made its run; `startBacklog` no longer counts it. */
-  settled(ms: number): void;
 }
 
 export class Supervisor<T extends RunTypeMap> {
@@ -105,11 +43,15 @@ export class Supervisor<T extends RunTypeMap> {
   readonly stats: SupervisorStats = { eventsSent: 0, slowClientsDropped: 0 };
   /** Callers of whenIdle, settled when the last active run ends. */
   private idleWaiters: Array<() => void> = [];
+  private readonly starts: PacedStarts<Entry>;
+  /** Each host's batches, after the pacing counted out their settled starts (one closure, not one a batch). */
+  private readonly handleBatch = (batch: Batch): void => this.onBatch(batch);
 
   constructor(opts: SupervisorOptions<T>) {
     this.opts = opts;
     this.clock = opts.clock ?? Date;
     this.newId = opts.newId ?? randomUUID;
+    this.starts = new PacedStarts<Entry>(opts.admission, (entry, message, outcome) => this.endRuns([entry], message, outcome));
     for (let i = 0; i < Math.max(1, opts.hosts); i++) this.hosts.push(this.spawn(i));
     opts.admission?.watchRuns(this);
   }
@@ -171,9 +113,7 @@ export class Supervisor<T extends RunTypeMap> {
     if (key !== null) this.keyed(kind).set(key, entry);
     slot.runs.add(entry);
     if (opts.subscriber) this.addSubscriber(entry, opts.subscriber);
-    const start: ToHost = { t: 'start', runId: entry.runId, kind, request: opts.request };
-    if (this.opts.admission === undefined || this.opts.admission.take(entry, opts.owner)) this.sendStart(slot, start);
-    else entry.held = [start];
+    this.starts.start(entry, { t: 'start', runId: entry.runId, kind, request: opts.request });
     return { ok: true, handle: this.handle<K, T[K]['value']>(entry, false) };
   }
 
@@ -238,6 +178,11 @@ export class Supervisor<T extends RunTypeMap> {
     return out;
   }
 
+  /** The keyed runs of one kind here, in O(1): a `/metrics` scrape under a flood must not list every run. */
+  keyedCount(kind: string): number {
+    return this.byKey.get(kind)?.size ?? 0;
+  }
+
   findNow(kind: string, key: string): RunInfo<KindOf<T>> | null {
     const entry = this.keyed(kind).get(key);
     return entry ? info<KindOf<T>>(entry) : null;
@@ -274,7 +219,7 @@ export class Supervisor<T extends RunTypeMap> {
     const subId = this.nextSubId++;
     this.pending.set(subId, { entry, sub });
     sub.onClose(() => this.pending.delete(subId));
-    this.toHost(entry, { t: 'attach', runId: entry.runId, subId });
+    this.starts.send(entry, { t: 'attach', runId: entry.runId, subId });
     return true;
   }
 
@@ -283,63 +228,18 @@ export class Supervisor<T extends RunTypeMap> {
     // A cancel of a start still waiting its turn ends it here: its host never hears of it (no start
     // made, no input stored, no provider called). A user's stop still goes behind its start: a stopped
     // run's answer and record are its kind's (a chat's `done` with `stopped`, its LlmCall `stopped`).
-    if (entry.held !== null && why !== 'stop' && this.opts.admission?.withdraw(entry, entry.owner)) {
-      entry.held = null;
+    if (why !== 'stop' && this.starts.withdraw(entry)) {
       this.endRuns([entry], message, 'cancelled');
       return;
     }
-    this.toHost(entry, { t: 'cancel', runId: entry.runId, why, message });
-  }
-
-  /** A message for a run's host; held behind its start while that waits its turn. */
-  private toHost(entry: Entry, msg: ToHost): void {
-    if (entry.held === null) entry.host.port.send(msg);
-    else entry.held.push(msg);
-  }
-
-  private sendStart(slot: HostSlot, start: ToHost): void {
-    slot.unheard++;
-    slot.port.send(start);
-  }
-
-  /** Sends the waiting starts whose turn has come (after a batch's frames went out). */
-  private sendWaiting(): void {
-    const pacer = this.opts.admission!;
-    // Dropped while they waited (adaptive LIFO under a flood that lasts): ended with the refusal, never sent.
-    for (let d = pacer.drop(); d !== undefined; d = pacer.drop()) {
-      const gone = d.start as Entry;
-      gone.held = null;
-      if (!gone.ended) this.endRuns([gone], d.refusal.message, d.refusal.outcome);
-    }
-    for (let next = pacer.next() as Entry | undefined; next !== undefined; next = pacer.next() as Entry | undefined) {
-      const held = next.held!;
-      next.held = null;
-      // Ended while it waited (its host died, a shutdown gave up on it): nothing goes.
-      if (next.ended) continue;
-      this.sendStart(next.host, held[0]!);
-      for (let i = 1; i < held.length; i++) next.host.port.send(held[i]!);
-    }
+    this.starts.send(entry, { t: 'cancel', runId: entry.runId, why, message });
   }
 
   private spawn(index: number): HostSlot {
     const slot: HostSlot = { index, port: null as unknown as HostPort, runs: new Set(), unheard: 0 };
     slot.port = this.opts.factory(
       index,
-      (batch) => {
-        const settled = batch.started === undefined ? 0 : Math.min(batch.started, slot.unheard);
-        const pacer = this.opts.admission;
-        if (pacer === undefined) slot.unheard -= settled;
-        this.onBatch(batch);
-        if (settled === 0 || pacer === undefined) return;
-        // Each at the batch's mean: the host's own measure, without the time this thread took to read it;
-        // counted out one by one, so that each sample sees what was in flight beside it.
-        const ms = (batch.startedMs ?? 0) / batch.started!;
-        for (let i = 0; i < settled; i++) {
-          slot.unheard--;
-          pacer.settled(ms);
-        }
-        this.sendWaiting();
-      },
+      (batch) => this.starts.onBatch(slot, batch, this.handleBatch),
       (error) => this.onHostExit(slot, error),
     );
     return slot;
@@ -442,9 +342,7 @@ export class Supervisor<T extends RunTypeMap> {
       this.opts.log('error', 'host lost hook failed', err);
     }
     this.endRuns(lost, `run host failed: ${error.message}`, 'internal');
-    // Its unsettled starts will never settle: their places free (the waiting ones ended above go when their turn comes).
-    slot.unheard = 0;
-    if (this.opts.admission) this.sendWaiting();
+    this.starts.hostLost(slot);
     // Attaches to runs that had ended there, sent before the end came back: their replay died with the
     // host. Their streams end as a dropped connection would; a re-attach finds the run over.
     for (const [subId, p] of this.pending) {

@@ -1,9 +1,11 @@
 // Deps for a run kind's machine without I/O: a provider whose sessions do nothing and tools that
 // are only named. Apart from fake-io.ts (which registers a test hook), so the bench can use them.
+import type { ChatRunRequest } from '../../actors/chat-run.ts';
 import type { Config } from '../../src/base/config.ts';
+import { ADMIN_USER_ID } from '../../src/base/types.ts';
 import { CpuPool } from '../../src/base/cpu-pool.ts';
 import { WriteRetryQueue } from '../../src/db/write-retry.ts';
-import type { ProviderAdapter, ProviderName, ProviderSession, ToolCallRequest } from '../../src/providers/types.ts';
+import type { ProviderAdapter, ProviderName, ProviderSession, RoundEnd, ToolCallRequest } from '../../src/providers/types.ts';
 import type { RunDeps } from '../../src/domain/run-deps.ts';
 import type { ServiceTool } from '../../src/tools/types.ts';
 
@@ -27,3 +29,24 @@ export function fakeDeps(opts: { tools?: ServiceTool[]; maxToolRounds?: number; 
 }
 
 export const call = (name: string, args: unknown, callId = `call-${name}`): ToolCallRequest => ({ callId, name, arguments: JSON.stringify(args) });
+
+/** A chat run's request for a stored chat (chat-1, its LlmCall llm-1), streamed by provider_a. */
+export const chatRequest: ChatRunRequest = {
+  owner: ADMIN_USER_ID,
+  chatId: 'chat-1',
+  createChat: false,
+  storeChat: true,
+  callId: 'llm-1',
+  provider: 'provider_a',
+  model: 'model-a',
+  messages: [{ role: 'user', content: 'hi' }],
+  mode: 'stream',
+};
+
+export const roundUsage = { inputTokens: 1, outputTokens: 2, totalTokens: 3 };
+
+/** A round's end: with `toolCalls`, one that asks for them. */
+export const roundEnd = (toolCalls: ToolCallRequest[] = []): RoundEnd => ({ toolCalls, usage: roundUsage, finishReason: toolCalls.length ? 'tool_calls' : 'stop', raw: { id: 'resp' } });
+
+/** The error a provider call's fetch rejects with when its signal aborts. */
+export const abortError = () => Object.assign(new Error('This operation was aborted'), { name: 'AbortError' });

@@ -8,7 +8,7 @@ import type { RunResult } from '../../actors/runtime/protocol.ts';
 import type { RunSnapshot } from '../../actors/runtime/run-snapshot.ts';
 import type { RunDeps } from '../../src/domain/run-deps.ts';
 
-export { call, fakeDeps, fakeTool } from './fake-deps.ts';
+export { abortError, call, chatRequest, fakeDeps, fakeTool, roundEnd, roundUsage } from './fake-deps.ts';
 
 export class RecordingSink implements FrameSink {
   data = '';

@@ -11,7 +11,7 @@ import { BUDGET_FLOOR_PER_S } from '../../src/providers/resilience/budget.ts';
 import { createResilience, settingsFrom } from '../../src/providers/resilience/index.ts';
 import type { ProviderAdapter } from '../../src/providers/types.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
-import { collect, request } from './helpers.ts';
+import { collect, request, resilienceConfig } from './helpers.ts';
 
 describe('providers/resilience: fallbacks of later rounds and of refused retries', () => {
   let sim: SimHandle;
@@ -20,17 +20,7 @@ describe('providers/resilience: fallbacks of later rounds and of refused retries
     sim = await startSimulator({ defaultReply: { mode: 'echo' } });
   });
   after(() => sim.close());
-  const config = () => ({
-    PROVIDER_TIMEOUT_MS: 10_000,
-    AGENT_PROVIDER_API_BASE_URL: sim.urls.provider_d,
-    PROVIDER_B_API_KEY: 'k',
-    PROVIDER_B_BASE_URL: sim.urls.provider_b,
-    PROVIDER_C_API_KEY: 'k',
-    PROVIDER_C_BASE_URL: sim.urls.provider_c,
-    PROVIDER_RETRY_BASE_MS: 1,
-    PROVIDER_BREAKER_FAILURES: 0,
-    PROVIDER_FALLBACKS: { provider_c: { provider: 'provider_b' as const, model: 'sim-b-large' } },
-  });
+  const config = () => resilienceConfig(sim, { PROVIDER_FALLBACKS: { provider_c: { provider: 'provider_b' as const, model: 'sim-b-large' } } });
   beforeEach(() => {
     sim.setFaults([]);
     sim.clearRequests();

@@ -11,6 +11,24 @@ import { gateName, waitFor } from '../helpers/wait.ts';
 export type Sim = Awaited<ReturnType<typeof startSimulator>>;
 export type { RoundEnd };
 
+/**
+ * The resilience tests' providers b, c and d on `sim`, with `extra` over them: a retry costs a
+ * millisecond, and their scripted failures open no breaker unless `extra` says otherwise.
+ */
+export function resilienceConfig<E extends object>(sim: Sim, extra: E = {} as E) {
+  return {
+    PROVIDER_TIMEOUT_MS: 10_000,
+    AGENT_PROVIDER_API_BASE_URL: sim.urls.provider_d,
+    PROVIDER_B_API_KEY: 'k',
+    PROVIDER_B_BASE_URL: sim.urls.provider_b,
+    PROVIDER_C_API_KEY: 'k',
+    PROVIDER_C_BASE_URL: sim.urls.provider_c,
+    PROVIDER_RETRY_BASE_MS: 1,
+    PROVIDER_BREAKER_FAILURES: 0,
+    ...extra,
+  };
+}
+
 export async function setup(extra: { AGENT_PROVIDER_MODEL?: string } = {}): Promise<{
   sim: Sim;
   providers: Map<ProviderName, ProviderAdapter>;

@@ -14,7 +14,7 @@ import { statsOf } from '../../src/providers/resilience/resilient.ts';
 import { ProviderError, ProviderUnavailableError, type ProviderAdapter, type ProviderName } from '../../src/providers/types.ts';
 import { startSimulator, type SimHandle } from '../../src/sim/server.ts';
 import { testRedis, type TestRedis } from '../helpers/redis.ts';
-import { collect, request } from './helpers.ts';
+import { collect, request, resilienceConfig } from './helpers.ts';
 
 describe('providers/resilience', () => {
   let sim: SimHandle;
@@ -27,17 +27,7 @@ describe('providers/resilience', () => {
     sim.clearRequests();
   });
 
-  const config = (extra: ResilienceConfig = {}) => ({
-    PROVIDER_TIMEOUT_MS: 10_000,
-    AGENT_PROVIDER_API_BASE_URL: sim.urls.provider_d,
-    PROVIDER_B_API_KEY: 'k',
-    PROVIDER_B_BASE_URL: sim.urls.provider_b,
-    PROVIDER_C_API_KEY: 'k',
-    PROVIDER_C_BASE_URL: sim.urls.provider_c,
-    PROVIDER_RETRY_BASE_MS: 1,
-    PROVIDER_BREAKER_FAILURES: 0,
-    ...extra,
-  });
+  const config = (extra: ResilienceConfig = {}) => resilienceConfig(sim, extra);
 
   const fail = (adapter: ProviderAdapter, directive: Record<string, unknown>, over = {}) =>
     collect(adapter.startSession(request(directive, over))).then(

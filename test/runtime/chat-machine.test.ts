@@ -5,25 +5,14 @@ import { test } from 'node:test';
 import { chatBehavior, toolLimitMessage, type ChatRunRequest } from '../../actors/chat-run.ts';
 import type { ChatMsg } from '../../actors/chat-protocol.ts';
 import { RunError } from '../../actors/run-failure.ts';
-import { ProviderError, type RoundEnd, type ToolCallRequest } from '../../src/providers/types.ts';
+import { ProviderError, type RoundEnd } from '../../src/providers/types.ts';
 import { Actor } from '../../actors/runtime/actor.ts';
-import { call, fakeDeps, FakeTimers, fakeTool, machine, RecordingSink } from '../helpers/fake-io.ts';
-import { ADMIN_USER_ID } from '../../src/base/types.ts';
+import { abortError, call, chatRequest, fakeDeps, FakeTimers, fakeTool, machine, RecordingSink, roundEnd, roundUsage } from '../helpers/fake-io.ts';
 
-const request: ChatRunRequest = { owner: ADMIN_USER_ID,
-  chatId: 'chat-1',
-  createChat: false,
-  storeChat: true,
-  callId: 'llm-1',
-  provider: 'provider_a',
-  model: 'model-a',
-  messages: [{ role: 'user', content: 'hi' }],
-  mode: 'stream',
-};
-
-const usage = { inputTokens: 1, outputTokens: 2, totalTokens: 3 };
-const end = (toolCalls: ToolCallRequest[] = []): RoundEnd => ({ toolCalls, usage, finishReason: toolCalls.length ? 'tool_calls' : 'stop', raw: { id: 'resp' } });
-const aborted = () => Object.assign(new Error('This operation was aborted'), { name: 'AbortError' });
+const request = chatRequest;
+const usage = roundUsage;
+const end = roundEnd;
+const aborted = abortError;
 const SHUTDOWN = 'run cancelled: server is shutting down';
 const FENCED = 'run cancelled: this instance lost contact with the cluster';
 

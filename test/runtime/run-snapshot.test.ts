@@ -4,9 +4,8 @@
 // call's controller and the timers are the runtime's, named by handle.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { chatBehavior, type ChatRunRequest } from '../../actors/chat-run.ts';
+import { chatBehavior } from '../../actors/chat-run.ts';
 import { RunError } from '../../actors/run-failure.ts';
-import type { RoundEnd, ToolCallRequest } from '../../src/providers/types.ts';
 import { ADMIN_USER_ID } from '../../src/base/types.ts';
 import { searchBehavior, type SearchRunRequest } from '../../actors/search-run.ts';
 import { titleBehavior } from '../../actors/title-run.ts';
@@ -14,24 +13,13 @@ import { TITLE_TIMEOUT_MS } from '../../src/chat/title.ts';
 import type { ChatSummary, SearchDetail } from '../../src/base/types.ts';
 import { Actor, type RunHandle } from '../../actors/runtime/actor.ts';
 import type { ChatCommand } from '../../actors/chat-protocol.ts';
-import { call, fakeDeps, fakeTool, machine, FakeTimers as FakeTimersClass, RecordingSink as RecordingSinkClass, type FakeTimers, type RecordingSink } from '../helpers/fake-io.ts';
+import { abortError, call, chatRequest, fakeDeps, fakeTool, machine, roundEnd, FakeTimers as FakeTimersClass, RecordingSink as RecordingSinkClass, type FakeTimers, type RecordingSink } from '../helpers/fake-io.ts';
 import { notPlain } from '../helpers/plain-data.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const request: ChatRunRequest = {
-  owner: ADMIN_USER_ID,
-  chatId: 'chat-1',
-  createChat: false,
-  storeChat: true,
-  callId: 'llm-1',
-  provider: 'provider_a',
-  model: 'model-a',
-  messages: [{ role: 'user', content: 'hi' }],
-  mode: 'stream',
-};
-const usage = { inputTokens: 1, outputTokens: 2, totalTokens: 3 };
-const end = (toolCalls: ToolCallRequest[] = []): RoundEnd => ({ toolCalls, usage, finishReason: toolCalls.length ? 'tool_calls' : 'stop', raw: { id: 'resp' } });
-const aborted = () => Object.assign(new Error('This operation was aborted'), { name: 'AbortError' });
+const request = chatRequest;
+const end = roundEnd;
+const aborted = abortError;
 const SHUTDOWN = 'run cancelled: server is shutting down';
 
 /** What a test needs of a machine (fake-io.ts) to move it. */
