@@ -4,7 +4,7 @@
 // its exit, start it again, wait for /ready, wait for nginx to send it a stream again.
 import pg from 'pg';
 import { startNginxBalancer } from './nginx.ts';
-import { freePort } from './ports.ts';
+import { stablePort } from './ports.ts';
 import { simCompletion, startService, type ServiceProcess } from './process.ts';
 import { readSse, sim, waitFor, type SseEvent } from './server.ts';
 
@@ -35,7 +35,8 @@ const activeChats = async (url: string) => ((await fetch(`${url}/v1/active-runs`
 
 /** Returns null when nginx is not available. */
 export async function rollingRestart(o: RollingOptions): Promise<RollingResult | null> {
-  const ports = [await freePort(), await freePort()];
+  const ports = [await stablePort()];
+  while (ports.length < 2) { const p = await stablePort(); if (p !== ports[0]) ports.push(p); }
   const log = o.log ?? (() => {});
   const start = (i: number) => startService({ PORT: String(ports[i]), INSTANCE_ID: `rolling-${i}`, ...o.env });
   const instances: ServiceProcess[] = [await start(0)];
