@@ -153,23 +153,17 @@ export async function steadyWindow(windowMs: number, count: () => number, other:
   };
 }
 
+/** The figures a stage may have or not: per and minus carry each one a stage has, and only those. */
+const OPTIONAL = ['otherUs', 'kernelUs', 'cpuInOpsUs', 'wakeUps'] as const;
+type Optional = (typeof OPTIONAL)[number];
+const optional = (s: Stage, f: (k: Optional, v: number) => number): Partial<Stage> =>
+  Object.fromEntries(OPTIONAL.flatMap((k) => (s[k] === undefined ? [] : [[k, f(k, s[k])]])));
+
 /** A stage's figures per one of the `n` units each operation did (frames of a response, messages of a round). */
-export const per = (s: Stage, n: number): Stage => ({
-  ...s, cpuUs: s.cpuUs / n, wallUs: s.wallUs / n,
-  ...(s.otherUs !== undefined ? { otherUs: s.otherUs / n } : {}),
-  ...(s.kernelUs !== undefined ? { kernelUs: s.kernelUs / n } : {}),
-  ...(s.cpuInOpsUs !== undefined ? { cpuInOpsUs: s.cpuInOpsUs / n } : {}),
-  ...(s.wakeUps !== undefined ? { wakeUps: s.wakeUps / n } : {}),
-});
+export const per = (s: Stage, n: number): Stage => ({ ...s, cpuUs: s.cpuUs / n, wallUs: s.wallUs / n, ...optional(s, (_, v) => v / n) });
 
 /** `a` less `b`, figure by figure: what one variant of an operation costs over another. */
-export const minus = (a: Stage, b: Stage): Stage => ({
-  ...a, cpuUs: a.cpuUs - b.cpuUs, wallUs: a.wallUs - b.wallUs,
-  ...(a.otherUs !== undefined ? { otherUs: a.otherUs - (b.otherUs ?? 0) } : {}),
-  ...(a.kernelUs !== undefined ? { kernelUs: a.kernelUs - (b.kernelUs ?? 0) } : {}),
-  ...(a.cpuInOpsUs !== undefined ? { cpuInOpsUs: a.cpuInOpsUs - (b.cpuInOpsUs ?? 0) } : {}),
-  ...(a.wakeUps !== undefined ? { wakeUps: a.wakeUps - (b.wakeUps ?? 0) } : {}),
-});
+export const minus = (a: Stage, b: Stage): Stage => ({ ...a, cpuUs: a.cpuUs - b.cpuUs, wallUs: a.wallUs - b.wallUs, ...optional(a, (k, v) => v - (b[k] ?? 0)) });
 
 /** The sum of the stages that count (`inSum` not false), per operation. */
 export const sum = (stages: Stage[], k: 'cpuUs' | 'kernelUs' | 'otherUs' | 'wakeUps'): number => stages.filter((s) => s.inSum !== false).reduce((n, s) => n + (s[k] ?? 0), 0);

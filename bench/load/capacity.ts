@@ -30,6 +30,7 @@ import { driveOnce, type DriveContext, type Step, type WithService, type Who } f
 import { allCpus, pinPlan, pinProcess, type Pinning } from './pin.ts';
 import { childByName } from '../../test/helpers/procs.ts';
 import { failedRow, steadyP99, type Base, type CapacityProbe, type Row } from './measure.ts';
+import { middle } from './stats.ts';
 
 const env = process.env;
 export const CAPACITY = env.BENCH_CAPACITY !== '0';
@@ -207,12 +208,8 @@ async function searchTarget(c: CapacityContext, target: string, who: Who, base: 
   return { k: lo, best, probes, note, atFloorCap };
 }
 
-/** The median of the searches' K (the mean of the middle two for an even count). */
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : Math.round((sorted[mid - 1]! + sorted[mid]!) / 2);
-}
+/** The median of the searches' K (the mean of the middle two for an even count), a whole K. */
+export const median = (values: readonly number[]): number => Math.round(middle(values)!);
 
 /** The smallest and largest K the searches found. */
 export const spread = (values: readonly number[]): [number, number] => [Math.min(...values), Math.max(...values)];

@@ -35,5 +35,13 @@ export function summarize(s: Samples): Summary {
   return { n: s.n, p50: round(p50), p90: round(p90), p99: round(p99), max: round(max) };
 }
 
+/** The middle of `values` (the mean of the middle two for an even count); null when there are none. */
+export function middle(values: readonly number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 export const round = (v: number | null | undefined, digits = 2): number | null =>
   v === null || v === undefined || !Number.isFinite(v) ? null : Number(v.toFixed(digits));

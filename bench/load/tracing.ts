@@ -19,6 +19,7 @@ import { serviceBody } from './bodies.ts';
 import type { Base, Row } from './measure.ts';
 import { measureRun, ratioOf, type AbRun, type CpuField, type RunRow } from './ab.ts';
 import { pgCpuMeter, type PgCpuMeter } from './pg-cpu.ts';
+import { middle, round } from './stats.ts';
 import { createBenchDb, OUT, type BenchDb } from './targets.ts';
 import { startOtlpReceiver } from '../../test/helpers/otlp-receiver.ts';
 
@@ -56,12 +57,7 @@ function checkout(commit: string): string {
   return dir;
 }
 
-const median = (xs: number[]): number | null => {
-  if (xs.length === 0) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : Number(((s[m - 1]! + s[m]!) / 2).toFixed(2));
-};
+const median = (xs: number[]): number | null => round(middle(xs));
 
 const values = (rows: Map<Target, Row[]>, t: Target, field: CpuField): number[] => (rows.get(t) ?? []).map((r) => r[field]).filter((v): v is number => v != null);
 

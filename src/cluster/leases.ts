@@ -92,31 +92,21 @@ export class Leases {
   /** Takes the lease (for `user`'s run, when it has one): null when won, else the id of the instance that holds it. */
   async acquire(kind: RunKind, key: string, user?: string): Promise<string | null> {
     const span = leaseSpan('acquire', kind, key);
-    try {
+    return spanned(span, async () => {
       const r = (await this.redis.eval(ACQUIRE, 3, this.keys.lease(kind, key), this.keys.runs(this.instanceId), this.keys.runUsers(this.instanceId), this.instanceId, this.ttlMs, runMember(kind, key), user ?? '')) as [number, string?];
       // The lease can expire between SET and GET: report it as held by nobody known.
       span?.setAttribute('lease.won', r[0] === 1);
       return r[0] === 1 ? null : (r[1] ?? '');
-    } catch (err) {
-      if (span) markError(span, err);
-      throw asRedisError(err);
-    } finally {
-      span?.end();
-    }
+    });
   }
 
   async release(kind: RunKind, key: string): Promise<boolean> {
     const span = leaseSpan('release', kind, key);
-    try {
+    return spanned(span, async () => {
       const released = (await this.redis.eval(RELEASE, 3, ...this.releaseArgs(kind, key))) === 1;
       span?.setAttribute('lease.released', released);
       return released;
-    } catch (err) {
-      if (span) markError(span, err);
-      throw asRedisError(err);
-    } finally {
-      span?.end();
-    }
+    });
   }
 
   private releaseArgs(kind: RunKind, key: string): [string, string, string, string, string] {
@@ -184,10 +174,10 @@ export class Leases {
 
   /** One beat: liveness, and every lease in `owned` renewed. Returns the leases lost to another instance. */
   async beat(owned: readonly LeaseRef[]): Promise<LeaseRef[]> {
-    const lost: LeaseRef[] = [];
     // A beat serves every run here, none in particular: a trace of its own (tracing on).
     const span = startSpan('lease renew', { kind: SpanKind.CLIENT, parent: ROOT_CONTEXT, attributes: { ...REDIS_EVAL, 'lease.operation': 'renew', 'lease.count': owned.length } });
-    try {
+    return spanned(span, async () => {
+      const lost: LeaseRef[] = [];
       for (let i = 0; i === 0 || i < owned.length; i += BEAT_CHUNK) {
         const chunk = owned.slice(i, i + BEAT_CHUNK);
         const keys = [this.keys.alive(this.instanceId), this.keys.instances, this.keys.runs(this.instanceId), this.keys.runUsers(this.instanceId), ...chunk.map((l) => this.keys.lease(l.kind, l.key))];
@@ -195,14 +185,9 @@ export class Leases {
         const idx = (await this.redis.eval(BEAT, keys.length, ...keys, ...args)) as number[];
         for (const n of idx) lost.push(chunk[n - 1]!);
       }
-    } catch (err) {
-      if (span) markError(span, err);
-      throw asRedisError(err);
-    } finally {
       span?.setAttribute('lease.lost', lost.length);
-      span?.end();
-    }
-    return lost;
+      return lost;
+    });
   }
 
   /** Leaves at once (SIGTERM): liveness key, run set and the given leases go now, not after a TTL. */
@@ -255,6 +240,18 @@ export class Leases {
     } catch (err) {
       throw asRedisError(err);
     }
+  }
+}
+
+/** `op`, a lease's script, under `span` (its failure marked; ended either way), Redis's errors as the cluster's. */
+async function spanned<T>(span: Span | null, op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (err) {
+    if (span) markError(span, err);
+    throw asRedisError(err);
+  } finally {
+    span?.end();
   }
 }
 

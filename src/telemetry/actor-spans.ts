@@ -3,7 +3,7 @@
 // database statements, all children of the run's span, whose traceparent came with the run's request
 // (run-spans.ts). The executor knows its run by handle only, so the run's trace is kept by handle from
 // its first command on. With tracing off nothing is kept and every function returns at its first line.
-import { SpanKind, SpanStatusCode, type Context, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { capturingContent, contextOf, endWithError, startSpan, tracingOn } from './tracing.ts';
 
 interface RunTrace {
@@ -15,6 +15,15 @@ interface RunTrace {
 }
 
 const runs = new WeakMap<object, RunTrace>();
+
+/**
+ * A span under `parent` (a run's context, or its request's traceparent); null without one. An actor
+ * thread keeps no active context (tracing.ts), so every span made here names its parent, and a span
+ * with none to name would start a trace of its own: none is made.
+ */
+function childSpan(parent: Context | string | undefined, name: string, kind: SpanKind, attributes: Attributes): Span | null {
+  return parent === undefined ? null : startSpan(name, { kind, parent, attributes });
+}
 
 /** A run's first command: its request's trace context is its work's parent from now on. */
 export function traceRun(run: object, req: { traceparent?: string; provider: string; model: string; messages?: unknown }): void {
@@ -31,11 +40,9 @@ interface RoundEndLike {
 }
 
 /** A provider call's span (`chat {model}`, CLIENT) under `parent`, with the GenAI request attributes. */
-const callSpan = (parent: Context | string, provider: string, model: string, round: number): Span | null =>
-  startSpan(`chat ${model}`, {
-    kind: SpanKind.CLIENT,
-    parent,
-    attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': provider, 'gen_ai.request.model': model, 'gen_ai.round': round },
+const callSpan = (parent: Context | string | undefined, provider: string, model: string, round: number): Span | null =>
+  childSpan(parent, `chat ${model}`, SpanKind.CLIENT, {
+    'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': provider, 'gen_ai.request.model': model, 'gen_ai.round': round,
   });
 
 /** A provider call of `run` (one round); null when the run is not traced. */
@@ -51,10 +58,7 @@ export function providerSpan(run: object, round: number): Span | null {
  * A title run's one call to its model, a child of the run's span whose traceparent the run's request
  * carries; null when it carries none (tracing off). Ended by endProviderSpan as a chat run's calls are.
  */
-export function titleCallSpan(traceparent: string | undefined, provider: string, model: string): Span | null {
-  if (traceparent === undefined || !tracingOn()) return null;
-  return callSpan(traceparent, provider, model, 1);
-}
+export const titleCallSpan = (traceparent: string | undefined, provider: string, model: string): Span | null => callSpan(traceparent, provider, model, 1);
 
 /** Ends a provider call's span with what the round reported; `text`: the answer, when content is captured. */
 export function endProviderSpan(span: Span, end: RoundEndLike, text: string | null): void {
@@ -79,13 +83,7 @@ export const keepsText = (run: object): boolean => capturingContent() && runs.ha
 
 /** A tool of `run`; null when the run is not traced. */
 export function toolSpan(run: object, name: string, args: unknown): Span | null {
-  const t = runs.get(run);
-  if (t === undefined) return null;
-  const span = startSpan(`execute_tool ${name}`, {
-    kind: SpanKind.INTERNAL,
-    parent: t.parent,
-    attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name },
-  });
+  const span = childSpan(runs.get(run)?.parent, `execute_tool ${name}`, SpanKind.INTERNAL, { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name });
   if (span !== null && capturingContent()) span.setAttribute('gen_ai.tool.call.arguments', JSON.stringify(args));
   return span;
 }
@@ -98,15 +96,8 @@ export function endToolSpan(span: Span, done: { output: string; error?: string }
 }
 
 /** A database statement of `run` (`operation` names what it writes); null when the run is not traced. */
-export function dbSpan(run: object, operation: string, collection: string): Span | null {
-  const t = runs.get(run);
-  if (t === undefined) return null;
-  return startSpan(`${operation} ${collection}`, {
-    kind: SpanKind.CLIENT,
-    parent: t.parent,
-    attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.collection.name': collection },
-  });
-}
+export const dbSpan = (run: object, operation: string, collection: string): Span | null =>
+  childSpan(runs.get(run)?.parent, `${operation} ${collection}`, SpanKind.CLIENT, { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.collection.name': collection });
 
 /** `p`, with `span` ended when it settles (an error status when it rejects). */
 export function settled<T>(span: Span | null, p: Promise<T>): Promise<T> {
@@ -127,14 +118,8 @@ export function settled<T>(span: Span | null, p: Promise<T>): Promise<T> {
  * A search run's call to its engine (`engine_a search`, `engine_a answer`), a child of the run's span
  * whose traceparent the request carries; null when it carries none (tracing off).
  */
-export function engineSpan(traceparent: string | undefined, operation: 'search' | 'answer'): Span | null {
-  if (traceparent === undefined || !tracingOn()) return null;
-  return startSpan(`engine_a ${operation}`, {
-    kind: SpanKind.CLIENT,
-    parent: traceparent,
-    attributes: { 'gen_ai.operation.name': operation === 'search' ? 'retrieval' : 'chat', 'gen_ai.provider.name': 'engine_a' },
-  });
-}
+export const engineSpan = (traceparent: string | undefined, operation: 'search' | 'answer'): Span | null =>
+  childSpan(traceparent, `engine_a ${operation}`, SpanKind.CLIENT, { 'gen_ai.operation.name': operation === 'search' ? 'retrieval' : 'chat', 'gen_ai.provider.name': 'engine_a' });
 
 /** Ends an engine call's span with its outcome (`error`: why it failed). */
 export function endEngineSpan(span: Span | null, error: string | null): void {

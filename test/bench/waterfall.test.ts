@@ -19,7 +19,11 @@ const spans: WaterfallSpan[] = [
 ];
 
 const drawnIds = (svg: string) => [...svg.matchAll(/data-span-id="([^"]+)"/g)].map((m) => m[1]);
-const barX = (svg: string, id: string) => Number(new RegExp(`data-span-id="${id}"[\\s\\S]*?class="bar" x="([\\d.]+)"`).exec(svg)![1]);
+const bar = (svg: string, id: string) => {
+  const m = new RegExp(`data-span-id="${id}"[\\s\\S]*?class="bar" x="([\\d.]+)"[^>]*width="([\\d.]+)"`).exec(svg)!;
+  return { x: Number(m[1]), width: Number(m[2]) };
+};
+const barX = (svg: string, id: string) => bar(svg, id).x;
 
 test('spans are drawn in parent order, children by start, with depth', () => {
   assert.deepEqual(waterfallOrder(spans).map((r) => [r.span.spanId, r.depth]), [['a', 0], ['b', 1], ['c', 2], ['d', 2], ['e', 0]]);
@@ -34,6 +38,14 @@ test("the SVG holds each span's name once, its bar in parent order and at its st
   assert.ok(svg.includes('css · actor 2'), 'the thread that made a span');
   // Starts on one axis: the request at its left edge, the tool after the first provider call.
   assert.ok(barX(svg, 'a') < barX(svg, 'b') && barX(svg, 'b') < barX(svg, 'c') && barX(svg, 'c') < barX(svg, 'd') && barX(svg, 'e') < barX(svg, 'd') + 200);
+  // One linear axis for every trace: a bar starts at its span's offset from the earliest start and is as
+  // long as the span lasts, on the scale the attach's offset (400 ms) sets; within 0.3 px, as the SVG
+  // rounds to 0.1 px (the order check above held with bars placed by row, or on a bent axis).
+  const pxPerMs = (barX(svg, 'e') - barX(svg, 'a')) / 400;
+  for (const s of spans) {
+    assert.ok(Math.abs(barX(svg, s.spanId) - barX(svg, 'a') - (s.startMs - 1000) * pxPerMs) <= 0.3, `${s.spanId}'s bar at its start offset`);
+    assert.ok(Math.abs(bar(svg, s.spanId).width - (s.endMs - s.startMs) * pxPerMs) <= 0.3, `${s.spanId}'s bar as long as it lasts`);
+  }
   assert.ok(svg.includes('990 ms') && svg.includes('100 ms'), 'durations');
 });
 

@@ -44,11 +44,14 @@ describe('traces', () => {
     assert.equal(request.parentSpanId, '');
     assert.equal(request.attributes['http.response.status_code'], 200);
     assert.equal(request.service, 'css-under-test');
+    // Each thread's exports say which thread made their spans (src/telemetry/resource.ts).
+    assert.equal(request.thread, 'main');
     const run = spans.find((s) => s.name === 'chat m' && s.attributes['run.kind'] === 'chat')!;
     assert.equal(run.parentSpanId, request.spanId, 'the run is a child of the request that started it');
     const calls = spans.filter((s) => s.name === 'chat m' && s !== run);
     for (const c of calls) {
       assert.equal(c.parentSpanId, run.spanId, 'a provider call is a child of its run');
+      assert.match(c.thread, /^actor \d+$/, 'a provider call is made in an actor thread');
       assert.equal(c.attributes['gen_ai.provider.name'], 'provider_c');
       assert.equal(c.attributes['gen_ai.request.model'], 'm');
       assert.equal(typeof c.attributes['gen_ai.usage.input_tokens'], 'number');
@@ -109,6 +112,7 @@ describe('traces', () => {
     // An actor thread keeps no active context: a span made there without naming its parent (provider_b's
     // SDK's own, which it ended before the call's) would be the root of a trace of its own.
     const orphans = receiver.spans.filter((s) => s.thread.startsWith('actor') && s.parentSpanId === '');
+    assert.ok(receiver.spans.some((s) => s.thread.startsWith('actor')), 'spans from actor threads, named as such');
     assert.deepEqual(orphans.map((s) => s.name), [], 'an actor thread made a span outside any trace');
   });
 
