@@ -80,7 +80,7 @@ for (const db of apiDatabases()) {
       const gate = gateName();
       const input = sim({ reply: 'a b c d e f g h i j', deltas: 10, gate, gateAfter: 4 });
       const bg = await s.ai.responses.create({ model: MODEL, input, background: true });
-      // Queued until its run's first frame is heard (test/openai/queued.test.ts), which may already be.
+      // Queued until its run has stored its start (test/openai/queued.test.ts).
       assert.ok(bg.status === 'queued' || bg.status === 'in_progress', String(bg.status));
       await waitFor(() => s.t.sim.heldAt(gate) > 0, 10_000, 'the run held after 4 deltas');
       await waitFor(async () => (await s.ai.responses.retrieve(bg.id)).status === 'in_progress', 10_000, 'its start stored');
