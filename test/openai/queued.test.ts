@@ -2,7 +2,8 @@
 // `queued`, through the official `openai` SDK, until its run starts, then `in_progress`, then its end. The
 // queue is filled as test/api/admission.test.ts fills it: a lock on `chats` held from another connection keeps
 // each new chat's first statement waiting, so the limit's worth of starts stay in flight and the next one
-// waits. Postgres only: the lock needs a second connection, which the embedded database has not.
+// waits. One cancelled while it waits answers `cancelled` (docs/clients.md says so; nothing pinned it). Postgres
+// only: the lock needs a second connection, which the embedded database has not.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LIMIT_DEFAULTS } from '../../src/admission/limit.ts';
@@ -35,8 +36,16 @@ describe('a background response waiting for its start reads queued', { skip: NEE
       assert.equal((await ai.responses.retrieve(bg.id)).status, 'queued');
       // A reader that attaches while it waits gets every event once it runs.
       const reading = readAll(await ai.responses.retrieve(bg.id, { stream: true }));
+      // Another cancelled while it waits: its stop goes behind its start, and the cancel answers once it ended.
+      const doomedGate = gateName();
+      const doomed = await ai.responses.create({ model: 'provider_c/sim-c-large', input: sim({ reply: 'never told', deltas: 2, gate: doomedGate, gateAfter: 1 }), background: true });
+      assert.equal((await ai.responses.retrieve(doomed.id)).status, 'queued');
+      const cancelling = ai.responses.cancel(doomed.id);
 
       await lock.release();
+      assert.equal((await cancelling).status, 'cancelled');
+      assert.equal((await ai.responses.retrieve(doomed.id)).status, 'cancelled');
+      t.sim.openGate(doomedGate);
       await waitFor(() => t.sim.heldAt(gate) > 0, 20_000, 'its run started and holds at the gate');
       await waitFor(async () => (await ai.responses.retrieve(bg.id)).status === 'in_progress', 10_000, 'it reads in_progress while its run goes');
       t.sim.openGate(gate);
