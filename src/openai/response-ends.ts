@@ -1,5 +1,5 @@
 // When the end of a stored response is written. The instance that ran a response writes its end a moment
-// after its run ended (responses.ts; after a takeover, the peer that continued it: continued-responses.ts), so
+// after its run ended (responses.ts; after a takeover, the peer that continued it: run-ends.ts), so
 // a read in between finds no run and no end yet. It waits to hear the end announced here instead of polling
 // the database: by this instance's own write at once, and by another instance's through the cluster (a
 // broadcast, as users' revocations are announced: src/service/users.ts). The native API has no such gap:

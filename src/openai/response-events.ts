@@ -142,13 +142,6 @@ export class ResponseEventStream extends FrameTranslator {
     this.deltaHead = `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":"${this.itemId}","output_index":0,"content_index":0,"logprobs":[],"delta":`;
   }
 
-  /** Of the stream that started the response: called at its run's first frame (start-watch.ts). */
-  private onStart: (() => void) | null = null;
-
-  whenStarted(fn: () => void): void {
-    this.onStart = fn;
-  }
-
   /** The terminal events and the response's end wait for `stored` (see the field). */
   holdEndUntil(stored: Promise<unknown>): void {
     this.stored = stored;
@@ -195,7 +188,6 @@ export class ResponseEventStream extends FrameTranslator {
         this.recut = true;
         this.resumedDeltas = typeof data.resumedDeltas === 'number' ? data.resumedDeltas : 0;
       }
-      this.onStart?.();
       const started = responseObject(this.base, null);
       this.emit('response.created', { response: started });
       this.emit('response.in_progress', { response: started });

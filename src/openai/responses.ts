@@ -21,13 +21,12 @@ import { ResponseEventStream, responseObject, storedObject, type ResponseBase } 
 import { createResponseSchema, inputMessages, requestEcho, toolsOf, type CreateResponseBody } from './responses-request.ts';
 import { whileConnected } from '../routes/completions.ts';
 import { samplingOf } from './sampling.ts';
-import { startWatch, type StartWatch } from './start-watch.ts';
 import { startChatRun } from './start.ts';
 import { currentResponse, streamResponse } from './response-reads.ts';
 import { claimResponseKey, recordResponseKey, withKey } from './responses-keyed.ts';
 import type { ResponseEnds } from './response-ends.ts';
 import { endOfResult, storedEndOf } from './run-ends.ts';
-import { finishResponse, getResponse, insertResponse, isGoing, latestOfChat, markStarted, responseChain, type StoredResponse } from './store.ts';
+import { finishResponse, getResponse, insertResponse, isGoing, latestOfChat, responseChain, type StoredResponse } from './store.ts';
 
 /** The history a continuation sends: each earlier turn's input, then its answer (with the calls it handed over). */
 function historyOf(chain: StoredResponse[]): RunMessage[] {
@@ -120,22 +119,19 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
     const base: ResponseBase = { id, createdAt: Math.floor(Date.now() / 1000), request: echo, previousResponseId: body.previous_response_id ?? null, store, chatId: conversation.chatId };
     const sink = body.stream ? app.sse.create(reply) : null;
     const events = sink ? new ResponseEventStream(sink, base) : undefined;
-    // A background response is `queued` until its run starts.
-    const watch = body.background ? startWatch() : null;
-    if (events && watch) events.whenStarted(watch.heard);
     // An unstored response nobody can read again: it ends with its client. A stored one goes on (resume by id).
-    const subscriber = events ?? watch?.subscriber() ?? (!store ? whileConnected(reply) : undefined);
+    const subscriber = events ?? (!store ? whileConnected(reply) : undefined);
     const run = await withKey(app, keyed, () => startChatRun(app, req.caller, request, subscriber, !store));
-    const recorded = store ? record(id, owner, conversation, callId, base, input, run.result, watch) : null;
+    const recorded = store ? record(id, owner, conversation, callId, base, input, run.result) : null;
     if (events && recorded) events.holdEndUntil(recorded.finished);
     // After the response's end is stored: a retry woken by the key then reads it ended.
     recordResponseKey(app, keyed, id, recorded ? recorded.finished.then(() => run.result, () => run.result) : run.result);
     if (sink) return sink.open();
-    if (watch) {
+    if (body.background) {
       await recorded!.inserted;
-      // Started already: answered once the row says so too, so that a read after this answer agrees.
-      if (watch.now) await recorded!.started;
-      return reply.json(200, responseObject(base, null, !watch.now));
+      // `queued`, as OpenAI answers a background response: its run's start is stored beside this answer, and a
+      // read says `in_progress` once it is (store.ts, queuedOf), never `queued` again.
+      return reply.json(200, responseObject(base, null, true));
     }
     const result = await run.result;
     if (!result.ok) throw outcomeError(result);
@@ -144,19 +140,15 @@ export function responseRoutes(app: AppContext, ends: ResponseEnds): Route[] {
   }
 
   /** The row of a stored response, then its end once the run's result is known (written by this instance). */
-  function record(id: string, owner: string, conversation: Conversation, callId: string, base: ResponseBase, input: RunMessage[], result: Promise<RunResult<ChatRunValue>>, watch: StartWatch | null) {
-    const status = watch ? 'queued' : 'in_progress';
+  function record(id: string, owner: string, conversation: Conversation, callId: string, base: ResponseBase, input: RunMessage[], result: Promise<RunResult<ChatRunValue>>) {
     const { chatId, inherited } = conversation;
-    const inserted = insertResponse(pool, { id, owner, chatId: chatId!, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, inherited, request: base.request, status });
-    // After the insert; a no-op once the end is written (a run that ended as soon as it started).
-    const started = watch ? Promise.all([inserted, watch.started]).then(() => markStarted(pool, id)) : inserted;
-    started.catch((err: unknown) => app.log.error({ err, responseId: id }, 'the start of an OpenAI response could not be stored'));
+    const inserted = insertResponse(pool, { id, owner, chatId: chatId!, callId, instanceId: app.config.instanceId, previousResponseId: base.previousResponseId, input, inherited, request: base.request });
     const finished = inserted
       .then(() => result)
       .then((r) => finishResponse(pool, id, storedEndOf(r)))
       .then(() => ends.written(id));
     finished.catch((err: unknown) => app.log.error({ err, responseId: id }, 'the end of an OpenAI response could not be stored'));
-    return { inserted, started, finished };
+    return { inserted, finished };
   }
 
   async function retrieve(req: Req, reply: Reply) {

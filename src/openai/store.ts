@@ -9,8 +9,16 @@ export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' |
 /** Not ended: its run waits in the start queue (`queued`, background responses only) or runs. */
 export const isGoing = (s: { status: ResponseStatus }): boolean => s.status === 'in_progress' || s.status === 'queued';
 
-/** SQL: the row's response has not ended. */
-const GOING = `status IN ('queued', 'in_progress')`;
+/** SQL: the row's response has not ended (a row stores no `queued`: see queuedOf). */
+const GOING = `status = 'in_progress'`;
+
+/**
+ * SQL: the response of row `r` reads `queued`: a background response whose run has not stored its start yet
+ * (its LlmCall, which the run's start writes: actors/run-storage.ts, prepareChat). Derived, not stored: the
+ * run's start is already written once, so the row needs no second write when it starts.
+ */
+const queuedOf = (r: string) =>
+  `(${r}.status = 'in_progress' AND (${r}.request->>'background')::boolean AND NOT EXISTS (SELECT 1 FROM llm_calls c WHERE c.id = ${r}.call_id)) AS queued`;
 
 /** What the response object repeats of its request. */
 export interface ResponseRequest {
@@ -53,6 +61,7 @@ interface Row {
   call_id: string;
   previous_response_id: string | null;
   status: ResponseStatus;
+  queued: boolean;
   input: RunMessage[];
   inherited: RunMessage[] | null;
   request: ResponseRequest;
@@ -71,7 +80,7 @@ const toResponse = (r: Row): StoredResponse => ({
   chatId: r.chat_id,
   callId: r.call_id,
   previousResponseId: r.previous_response_id,
-  status: r.status,
+  status: r.queued ? 'queued' : r.status,
   input: r.input,
   inherited: r.inherited,
   request: r.request,
@@ -86,18 +95,13 @@ const toResponse = (r: Row): StoredResponse => ({
 
 export async function insertResponse(
   db: Queryable,
-  r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'inherited' | 'request'> & { instanceId: string; status: 'queued' | 'in_progress' },
+  r: Pick<StoredResponse, 'id' | 'owner' | 'chatId' | 'callId' | 'previousResponseId' | 'input' | 'inherited' | 'request'> & { instanceId: string },
 ): Promise<void> {
   await db.query(
     `INSERT INTO openai_responses (id, owner_id, chat_id, call_id, instance_id, previous_response_id, status, input, request, inherited)
-     VALUES ($1, $2, $3, $4, $5, $6, $9, $7::jsonb, $8::jsonb, $10::jsonb)`,
-    [r.id, r.owner, r.chatId, r.callId, r.instanceId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request), r.status, r.inherited && JSON.stringify(r.inherited)],
+     VALUES ($1, $2, $3, $4, $5, $6, 'in_progress', $7::jsonb, $8::jsonb, $9::jsonb)`,
+    [r.id, r.owner, r.chatId, r.callId, r.instanceId, r.previousResponseId, JSON.stringify(r.input), JSON.stringify(r.request), r.inherited && JSON.stringify(r.inherited)],
   );
-}
-
-/** A queued response's run has started (its first frame came): it reads `in_progress` from now on. */
-export async function markStarted(db: Queryable, id: string): Promise<void> {
-  await db.query(`UPDATE openai_responses SET status = 'in_progress' WHERE id = $1 AND status = 'queued'`, [id]);
 }
 
 export interface ResponseEnd {
@@ -140,7 +144,7 @@ export async function finishContinuedResponse(db: Queryable, lostCallId: string,
 
 /** The caller's response; another user's reads as absent. */
 export async function getResponse(db: Queryable, id: string, owner: string): Promise<StoredResponse | null> {
-  const { rows } = await db.query<Row>('SELECT * FROM openai_responses WHERE id = $1 AND owner_id = $2', [id, owner]);
+  const { rows } = await db.query<Row>(`SELECT r.*, ${queuedOf('r')} FROM openai_responses r WHERE r.id = $1 AND r.owner_id = $2`, [id, owner]);
   return rows[0] ? toResponse(rows[0]) : null;
 }
 
@@ -161,7 +165,7 @@ export async function responseChain(db: Queryable, id: string, owner: string): P
        UNION ALL
        SELECT p.*, chain.depth + 1 FROM openai_responses p JOIN chain ON p.id = chain.previous_response_id AND p.owner_id = $2 AND chain.inherited IS NULL
      )
-     SELECT * FROM chain ORDER BY depth DESC`,
+     SELECT chain.*, ${queuedOf('chain')} FROM chain ORDER BY depth DESC`,
     [id, owner],
   );
   return rows.map(toResponse);
@@ -229,7 +233,7 @@ async function neverStored(db: Queryable, s: StoredResponse): Promise<LostCall |
 
 /** The caller's response whose run is LlmCall `callId` (a keyed request's retry finds the first one's by it). */
 export async function responseOfCall(db: Queryable, callId: string, owner: string): Promise<StoredResponse | null> {
-  const { rows } = await db.query<Row>('SELECT * FROM openai_responses WHERE call_id = $1 AND owner_id = $2', [callId, owner]);
+  const { rows } = await db.query<Row>(`SELECT r.*, ${queuedOf('r')} FROM openai_responses r WHERE r.call_id = $1 AND r.owner_id = $2`, [callId, owner]);
   return rows[0] ? toResponse(rows[0]) : null;
 }
 

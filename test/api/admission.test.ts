@@ -11,18 +11,13 @@
 //   the database answers, every start taken ends `done` and the flooding user's starts are taken again.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import pg from 'pg';
 import { LIMIT_DEFAULTS } from '../../src/admission/limit.ts';
 import { follow } from '../helpers/drain.ts';
 import { NEEDS_POSTGRES, serverOnScratchPostgres, sim, waitFor, type TestServer } from '../helpers/server.ts';
+import { gauge, lockChats } from '../helpers/start-queue.ts';
 import { ADMIN_TOKEN, createUser } from '../helpers/users.ts';
 
 const body = (deltas: number) => ({ provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: sim({ deltas, rate: 50 }) }] });
-
-async function gauge(t: TestServer, name: string): Promise<number> {
-  const text = (await t.call('GET', '/metrics', undefined, { authorization: `Bearer ${ADMIN_TOKEN}` })).body as string;
-  return Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')}(?:\\{[^}]*\\})? (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
-}
 
 describe('starts in flight are bounded by the limit; the rest wait their turn', { skip: NEEDS_POSTGRES }, () => {
   const scratch = serverOnScratchPostgres({ ADMIN_TOKEN });
@@ -32,25 +27,22 @@ describe('starts in flight are bounded by the limit; the rest wait their turn', 
     const limit = LIMIT_DEFAULTS.initial;
     const waiting = 4;
     assert.equal(await gauge(t, 'css_start_limit'), limit);
-    const db = new pg.Client({ connectionString: scratch.url() });
-    await db.connect();
+    const lock = await lockChats(scratch.url());
     try {
-      await db.query('BEGIN');
-      await db.query('LOCK TABLE chats IN SHARE MODE');
       const streams = Array.from({ length: limit + waiting }, () => t.stream('/v1/chat-completions/stream', body(3), { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
       await waitFor(
         async () => (await gauge(t, 'css_start_backlog')) === limit && (await gauge(t, 'css_starts_waiting')) === waiting,
         20_000,
         `${limit} starts in flight, held by the lock, and ${waiting} waiting`,
       );
-      await db.query('ROLLBACK');
+      await lock.release();
       const ends = (await Promise.all(streams)).map((s) => s.events.at(-1)?.event);
       assert.deepEqual(ends, ends.map(() => 'done'));
       assert.equal(await gauge(t, 'css_start_backlog'), 0);
       assert.equal(await gauge(t, 'css_starts_waiting'), 0);
       assert.equal(await gauge(t, 'css_runs_refused_total{reason="overload"}'), 0);
     } finally {
-      await db.end();
+      await lock.close();
     }
   });
 });
@@ -66,12 +58,9 @@ describe('a flood that lasts is refused at once, and not for another user', { sk
     const t = scratch.server();
     const noisy = await createUser(t, 'noisy', { maxActiveRuns: 10_000 });
     const quiet = await createUser(t, 'quiet');
-    const db = new pg.Client({ connectionString: scratch.url() });
-    await db.connect();
+    const lock = await lockChats(scratch.url());
     const taken: Response[] = [];
     try {
-      await db.query('BEGIN');
-      await db.query('LOCK TABLE chats IN SHARE MODE');
       const limit = LIMIT_DEFAULTS.initial;
       const first = await Promise.all(Array.from({ length: limit + 1 }, () => startAs(t, noisy.key)));
       taken.push(...first);
@@ -98,7 +87,7 @@ describe('a flood that lasts is refused at once, and not for another user', { sk
       assert.equal(other.status, 200, 'another user is not refused for the flood');
       taken.push(other);
 
-      await db.query('ROLLBACK');
+      await lock.release();
       const ends = await Promise.all(taken.map((res) => follow(res).events.then((evs) => evs.at(-1)?.event)));
       assert.deepEqual(ends, ends.map(() => 'done'), `${ends.length} taken, every one done`);
       await waitFor(async () => {
@@ -108,8 +97,7 @@ describe('a flood that lasts is refused at once, and not for another user', { sk
         return true;
       }, 30_000, 'the flooding user\'s start to be taken again');
     } finally {
-      await db.query('ROLLBACK').catch(() => {});
-      await db.end();
+      await lock.close();
     }
   });
 });

@@ -2,23 +2,18 @@
 // `queued`, through the official `openai` SDK, until its run starts, then `in_progress`, then its end. The
 // queue is filled as test/api/admission.test.ts fills it: a lock on `chats` held from another connection keeps
 // each new chat's first statement waiting, so the limit's worth of starts stay in flight and the next one
-// waits. Postgres only: the lock needs a second connection, which the embedded database has not.
+// waits. One cancelled while it waits answers `cancelled` (docs/clients.md says so; nothing pinned it). Postgres
+// only: the lock needs a second connection, which the embedded database has not.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import pg from 'pg';
 import { LIMIT_DEFAULTS } from '../../src/admission/limit.ts';
-import { NEEDS_POSTGRES, serverOnScratchPostgres, sim, waitFor, type TestServer } from '../helpers/server.ts';
+import { NEEDS_POSTGRES, serverOnScratchPostgres, sim, waitFor } from '../helpers/server.ts';
 import { openaiClient, readAll } from '../helpers/openai.ts';
 import { ADMIN_TOKEN } from '../helpers/users.ts';
+import { gauge, lockChats } from '../helpers/start-queue.ts';
 import { gateName } from '../helpers/wait.ts';
 
 const AUTH = { authorization: `Bearer ${ADMIN_TOKEN}` };
-
-/** A gauge of /metrics (no labels). */
-async function metric(t: TestServer, name: string): Promise<number> {
-  const text = (await t.call('GET', '/metrics', undefined, AUTH)).body as string;
-  return Number(text.split('\n').find((l) => l.startsWith(`${name} `))?.slice(name.length + 1) ?? NaN);
-}
 
 describe('a background response waiting for its start reads queued', { skip: NEEDS_POSTGRES }, () => {
   const scratch = serverOnScratchPostgres({ ADMIN_TOKEN });
@@ -27,25 +22,30 @@ describe('a background response waiting for its start reads queued', { skip: NEE
     const t = scratch.server();
     const ai = openaiClient(t.url, ADMIN_TOKEN);
     const limit = LIMIT_DEFAULTS.initial;
-    assert.equal(await metric(t, 'css_start_limit'), limit);
-    const db = new pg.Client({ connectionString: scratch.url() });
-    await db.connect();
+    assert.equal(await gauge(t, 'css_start_limit'), limit);
+    const lock = await lockChats(scratch.url());
     try {
-      await db.query('BEGIN');
-      await db.query('LOCK TABLE chats IN SHARE MODE');
       const body = { provider: 'provider_c', model: 'm', enabledTools: [], messages: [{ role: 'user', content: sim({ deltas: 2 }) }] };
       const inFlight = Array.from({ length: limit }, () => t.stream('/v1/chat-completions/stream', body, { headers: AUTH }));
-      await waitFor(async () => (await metric(t, 'css_start_backlog')) === limit, 20_000, `${limit} starts in flight, held by the lock`);
+      await waitFor(async () => (await gauge(t, 'css_start_backlog')) === limit, 20_000, `${limit} starts in flight, held by the lock`);
 
       const gate = gateName();
       const bg = await ai.responses.create({ model: 'provider_c/sim-c-large', input: sim({ reply: 'waited its turn', deltas: 2, gate, gateAfter: 1 }), background: true });
       assert.equal(bg.status, 'queued');
-      assert.equal(await metric(t, 'css_starts_waiting'), 1);
+      assert.equal(await gauge(t, 'css_starts_waiting'), 1);
       assert.equal((await ai.responses.retrieve(bg.id)).status, 'queued');
       // A reader that attaches while it waits gets every event once it runs.
       const reading = readAll(await ai.responses.retrieve(bg.id, { stream: true }));
+      // Another cancelled while it waits: its stop goes behind its start, and the cancel answers once it ended.
+      const doomedGate = gateName();
+      const doomed = await ai.responses.create({ model: 'provider_c/sim-c-large', input: sim({ reply: 'never told', deltas: 2, gate: doomedGate, gateAfter: 1 }), background: true });
+      assert.equal((await ai.responses.retrieve(doomed.id)).status, 'queued');
+      const cancelling = ai.responses.cancel(doomed.id);
 
-      await db.query('ROLLBACK');
+      await lock.release();
+      assert.equal((await cancelling).status, 'cancelled');
+      assert.equal((await ai.responses.retrieve(doomed.id)).status, 'cancelled');
+      t.sim.openGate(doomedGate);
       await waitFor(() => t.sim.heldAt(gate) > 0, 20_000, 'its run started and holds at the gate');
       await waitFor(async () => (await ai.responses.retrieve(bg.id)).status === 'in_progress', 10_000, 'it reads in_progress while its run goes');
       t.sim.openGate(gate);
@@ -57,7 +57,7 @@ describe('a background response waiting for its start reads queued', { skip: NEE
       const ends = (await Promise.all(inFlight)).map((s) => s.events.at(-1)?.event);
       assert.deepEqual(ends, ends.map(() => 'done'));
     } finally {
-      await db.end();
+      await lock.close();
     }
   });
 });
